@@ -1,0 +1,212 @@
+package diskfmt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+)
+
+// Code is a sanlock result value: 0 or positive for success, -errno (Linux
+// numbering) or a sanlock code <= -200 for failure. These values are part of
+// the on-disk tools' output and of the wire protocol and must not change.
+type Code int
+
+// sanlock result codes (the values of sanlock_rv.h).
+const (
+	OK                    Code = 1 // internal success marker, never sent
+	ErrGeneric            Code = -201
+	ErrAIOTimeout         Code = -202
+	ErrWatchdog           Code = -203
+	ErrDblockRead         Code = -210
+	ErrDblockWrite        Code = -211
+	ErrDblockLver         Code = -212
+	ErrDblockMbal         Code = -213
+	ErrDblockChecksum     Code = -214
+	ErrLeaderRead         Code = -220
+	ErrLeaderWrite        Code = -221
+	ErrLeaderDiff         Code = -222
+	ErrLeaderMagic        Code = -223
+	ErrLeaderVersion      Code = -224
+	ErrLeaderSectorSize   Code = -225
+	ErrLeaderLockspace    Code = -226
+	ErrLeaderResource     Code = -227
+	ErrLeaderNumHosts     Code = -228
+	ErrLeaderChecksum     Code = -229
+	ErrAddLSSizes         Code = -230
+	ErrAddLSInvalidHostID Code = -231
+	ErrAcquireLver        Code = -240
+	ErrAcquireLockspace   Code = -241
+	ErrAcquireIDDisk      Code = -242
+	ErrAcquireIDLive      Code = -243
+	ErrAcquireOwned       Code = -244
+	ErrAcquireOther       Code = -245
+	ErrAcquireShRetry     Code = -246
+	ErrAcquireOwnedRetry  Code = -247
+	ErrReleaseLver        Code = -250
+	ErrReleaseOwner       Code = -251
+	ErrRenewOwner         Code = -260
+	ErrRenewDiff          Code = -261
+	ErrHostIDBusy         Code = -262
+	ErrRequestMagic       Code = -270
+	ErrRequestVersion     Code = -271
+	ErrRequestOld         Code = -272
+	ErrRequestLver        Code = -273
+	ErrRindexMagic        Code = -274
+	ErrRindexVersion      Code = -275
+	ErrRindexLockspace    Code = -276
+	ErrRindexOffset       Code = -277
+	ErrRindexDiff         Code = -278
+)
+
+// Errno-valued results that the tools use.
+const (
+	ErrEPERM  Code = -1
+	ErrENOENT Code = -2
+	ErrEIO    Code = -5
+	ErrENXIO  Code = -6
+	ErrENODEV Code = -19
+	ErrEINVAL Code = -22
+	ErrENOSPC Code = -28
+	ErrERANGE Code = -34
+)
+
+type codeInfo struct{ name, text string }
+
+var codeTable = map[Code]codeInfo{
+	ErrGeneric:            {"SANLK_ERROR", "General error"},
+	ErrAIOTimeout:         {"SANLK_AIO_TIMEOUT", "IO timeout"},
+	ErrWatchdog:           {"SANLK_WD_ERROR", "Watchdog device error"},
+	ErrDblockRead:         {"SANLK_DBLOCK_READ", "Lease read error in dblock"},
+	ErrDblockWrite:        {"SANLK_DBLOCK_WRITE", "Lease write error in dblock"},
+	ErrDblockLver:         {"SANLK_DBLOCK_LVER", "Lease was acquired by another host in new ballot"},
+	ErrDblockMbal:         {"SANLK_DBLOCK_MBAL", "Lease was acquired by another host in current ballot"},
+	ErrDblockChecksum:     {"SANLK_DBLOCK_CHECKSUM", "Lease checksum error in dblock"},
+	ErrLeaderRead:         {"SANLK_LEADER_READ", "Lease read error in leader"},
+	ErrLeaderWrite:        {"SANLK_LEADER_WRITE", "Lease write error in leader"},
+	ErrLeaderDiff:         {"SANLK_LEADER_DIFF", "Lease read inconsistent"},
+	ErrLeaderMagic:        {"SANLK_LEADER_MAGIC", "Lease does not exist on storage"},
+	ErrLeaderVersion:      {"SANLK_LEADER_VERSION", "Lease format version on storage is not recognized"},
+	ErrLeaderSectorSize:   {"SANLK_LEADER_SECTORSIZE", "Lease sector size is inconsistent"},
+	ErrLeaderLockspace:    {"SANLK_LEADER_LOCKSPACE", "Lease lockspace name is incorrect"},
+	ErrLeaderResource:     {"SANLK_LEADER_RESOURCE", "Lease resource name is incorrect"},
+	ErrLeaderNumHosts:     {"SANLK_LEADER_NUMHOSTS", "Lease num_hosts is incorrect"},
+	ErrLeaderChecksum:     {"SANLK_LEADER_CHECKSUM", "Lease checksum error in leader"},
+	ErrAddLSSizes:         {"SANLK_ADDLS_SIZES", "Unknown error"},
+	ErrAddLSInvalidHostID: {"SANLK_ADDLS_INVALID_HOSTID", "Unknown error"},
+	ErrAcquireLver:        {"SANLK_ACQUIRE_LVER", "Unknown error"},
+	ErrAcquireLockspace:   {"SANLK_ACQUIRE_LOCKSPACE", "Lease lockspace is not found"},
+	ErrAcquireIDDisk:      {"SANLK_ACQUIRE_IDDISK", "Lease lockspace disk cannot be opened"},
+	ErrAcquireIDLive:      {"SANLK_ACQUIRE_IDLIVE", "Lease is held by another host"},
+	ErrAcquireOwned:       {"SANLK_ACQUIRE_OWNED", "Lease was acquired by another host in other ballot"},
+	ErrAcquireOther:       {"SANLK_ACQUIRE_OTHER", "Lease was acquired by another host in local commit"},
+	ErrAcquireShRetry:     {"SANLK_ACQUIRE_SHRETRY", "Lease is held by another host for shared acquire"},
+	ErrAcquireOwnedRetry:  {"SANLK_ACQUIRE_OWNED_RETRY", "Lease is owned by another host"},
+	ErrReleaseLver:        {"SANLK_RELEASE_LVER", "Lease release version is incorrect"},
+	ErrReleaseOwner:       {"SANLK_RELEASE_OWNER", "Lease release owner is incorrect"},
+	ErrRenewOwner:         {"SANLK_RENEW_OWNER", "Lease renew owner is incorrect"},
+	ErrRenewDiff:          {"SANLK_RENEW_DIFF", "Lease renew data has changed"},
+	ErrHostIDBusy:         {"SANLK_HOSTID_BUSY", "Lease host ID is being used by another host"},
+	ErrRequestMagic:       {"SANLK_REQUEST_MAGIC", "Lease request block has invalid data"},
+	ErrRequestVersion:     {"SANLK_REQUEST_VERSION", "Lease request block has invalid version"},
+	ErrRequestOld:         {"SANLK_REQUEST_OLD", "Lease request has newer lease version"},
+	ErrRequestLver:        {"SANLK_REQUEST_LVER", "Lease request block has newer version"},
+	ErrRindexMagic:        {"SANLK_RINDEX_MAGIC", "Unknown error"},
+	ErrRindexVersion:      {"SANLK_RINDEX_VERSION", "Unknown error"},
+	ErrRindexLockspace:    {"SANLK_RINDEX_LOCKSPACE", "Unknown error"},
+	ErrRindexOffset:       {"SANLK_RINDEX_OFFSET", "Unknown error"},
+	ErrRindexDiff:         {"SANLK_RINDEX_DIFF", "Unknown error"},
+}
+
+// Name returns the sanlock constant name (e.g. "SANLK_LEADER_MAGIC"), or the
+// errno name for -errno values, or "" when unknown.
+func (c Code) Name() string {
+	if i, ok := codeTable[c]; ok {
+		return i.name
+	}
+	if c < 0 && c > -200 {
+		if n := errnoName(syscall.Errno(-c)); n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
+// Text is the human description of the code, as sanlock_strerror gives it
+// for sanlock codes and strerror for -errno values.
+func (c Code) Text() string {
+	if i, ok := codeTable[c]; ok {
+		return i.text
+	}
+	if c < 0 && c > -200 {
+		return syscall.Errno(-c).Error()
+	}
+	return "Unknown error"
+}
+
+// Error implements error, so a Code can be returned directly.
+func (c Code) Error() string {
+	if n := c.Name(); n != "" {
+		return fmt.Sprintf("%s (%d): %s", n, int(c), c.Text())
+	}
+	return fmt.Sprintf("result %d: %s", int(c), c.Text())
+}
+
+func errnoName(e syscall.Errno) string {
+	switch e {
+	case syscall.EPERM:
+		return "EPERM"
+	case syscall.ENOENT:
+		return "ENOENT"
+	case syscall.ESRCH:
+		return "ESRCH"
+	case syscall.EIO:
+		return "EIO"
+	case syscall.ENXIO:
+		return "ENXIO"
+	case syscall.E2BIG:
+		return "E2BIG"
+	case syscall.EAGAIN:
+		return "EAGAIN"
+	case syscall.ENOMEM:
+		return "ENOMEM"
+	case syscall.EBUSY:
+		return "EBUSY"
+	case syscall.EEXIST:
+		return "EEXIST"
+	case syscall.ENODEV:
+		return "ENODEV"
+	case syscall.EINVAL:
+		return "EINVAL"
+	case syscall.ENOSPC:
+		return "ENOSPC"
+	case syscall.ERANGE:
+		return "ERANGE"
+	}
+	return ""
+}
+
+// CodeOf maps any error to the sanlock result value a tool or reply would
+// carry: nil is 0, a Code is itself, an I/O timeout is SANLK_AIO_TIMEOUT, an
+// errno is -errno, a short read/write is -EIO, anything else SANLK_ERROR.
+func CodeOf(err error) Code {
+	if err == nil {
+		return 0
+	}
+	var c Code
+	if errors.As(err, &c) {
+		return c
+	}
+	if errors.Is(err, ErrIOTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		return ErrAIOTimeout
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return Code(-int(e))
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return ErrEIO
+	}
+	return ErrGeneric
+}

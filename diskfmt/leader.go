@@ -1,0 +1,265 @@
+package diskfmt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// Magic numbers and versions. They are part of the on-disk format and must
+// not change.
+const (
+	DeltaMagic   uint32 = 0x12212010
+	DeltaVersion uint32 = 0x00030004
+	PaxosMagic   uint32 = 0x06152010
+	PaxosClear   uint32 = 0x11282016
+	PaxosVersion uint32 = 0x00060004
+	RequestMagic uint32 = 0x08292011
+	// RequestVersion is the request_record version.
+	RequestVersion uint32 = 0x00010001
+	RindexMagic    uint32 = 0x01042018
+	RindexVersion  uint32 = 0x00010002
+
+	// VersionMajorMask selects the major half of a version field; readers
+	// compare only that half.
+	VersionMajorMask uint32 = 0xFFFF0000
+)
+
+// Leader flags.
+const (
+	LeaderShortHold uint32 = 0x1
+	LeaderAlign1M   uint32 = 0x10
+	LeaderAlign2M   uint32 = 0x20
+	LeaderAlign4M   uint32 = 0x40
+	LeaderAlign8M   uint32 = 0x80
+)
+
+// Sizes of the leader record.
+const (
+	LeaderSize        = 200 // bytes actually used
+	LeaderChecksumLen = 168 // the checksum covers [0,168)
+	LeaderCompareLen  = 152 // multi-disk leaders are compared over [0,152)
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Checksum is sanlock's CRC-32C: reflected Castagnoli polynomial, initial
+// register 0xFFFFFFFE, no final xor. crc32.Update inverts on entry and exit,
+// so seeding it with 1 gives the 0xFFFFFFFE start and the outer ^ undoes the
+// final inversion.
+func Checksum(b []byte) uint32 {
+	return ^crc32.Update(1, castagnoli, b)
+}
+
+// Leader is the leader_record that opens both delta-lease and paxos-lease
+// sectors. For a delta lease WriteID, WriteGeneration and WriteTimestamp hold
+// the host event (generation, event, data; printed as extra1..3).
+type Leader struct {
+	Magic           uint32
+	Version         uint32
+	Flags           uint32
+	SectorSize      uint32
+	NumHosts        uint64
+	MaxHosts        uint64
+	OwnerID         uint64
+	OwnerGeneration uint64
+	Lver            uint64
+	SpaceName       [NameLen]byte
+	ResourceName    [NameLen]byte
+	Timestamp       uint64
+	Unused1         uint64
+	Checksum        uint32
+	Unused2         uint16
+	IOTimeout       uint16
+	WriteID         uint64
+	WriteGeneration uint64
+	WriteTimestamp  uint64
+}
+
+// Encode writes the leader's 200 bytes into b[:200] exactly as stored,
+// including the Checksum field as it is (see Seal).
+func (l *Leader) Encode(b []byte) {
+	_ = b[LeaderSize-1]
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], l.Magic)
+	le.PutUint32(b[4:], l.Version)
+	le.PutUint32(b[8:], l.Flags)
+	le.PutUint32(b[12:], l.SectorSize)
+	le.PutUint64(b[16:], l.NumHosts)
+	le.PutUint64(b[24:], l.MaxHosts)
+	le.PutUint64(b[32:], l.OwnerID)
+	le.PutUint64(b[40:], l.OwnerGeneration)
+	le.PutUint64(b[48:], l.Lver)
+	copy(b[56:104], l.SpaceName[:])
+	copy(b[104:152], l.ResourceName[:])
+	le.PutUint64(b[152:], l.Timestamp)
+	le.PutUint64(b[160:], l.Unused1)
+	le.PutUint32(b[168:], l.Checksum)
+	le.PutUint16(b[172:], l.Unused2)
+	le.PutUint16(b[174:], l.IOTimeout)
+	le.PutUint64(b[176:], l.WriteID)
+	le.PutUint64(b[184:], l.WriteGeneration)
+	le.PutUint64(b[192:], l.WriteTimestamp)
+}
+
+// Seal computes the checksum over the encoded bytes, stores it in the leader
+// and writes the final 200 bytes into b.
+func (l *Leader) Seal(b []byte) {
+	l.Encode(b)
+	l.Checksum = Checksum(b[:LeaderChecksumLen])
+	binary.LittleEndian.PutUint32(b[168:], l.Checksum)
+}
+
+// ComputeChecksum returns the checksum the leader's fields should carry.
+func (l *Leader) ComputeChecksum() uint32 {
+	var b [LeaderSize]byte
+	l.Encode(b[:])
+	return Checksum(b[:LeaderChecksumLen])
+}
+
+// DecodeLeader parses the first 200 bytes of b. It never fails on content;
+// validation is separate (VerifyDelta, VerifyPaxos) because the tools print
+// what they read even when it is invalid. It returns ErrEIO if b is short.
+func DecodeLeader(b []byte) (Leader, error) {
+	var l Leader
+	if len(b) < LeaderSize {
+		return l, ErrEIO
+	}
+	le := binary.LittleEndian
+	l.Magic = le.Uint32(b[0:])
+	l.Version = le.Uint32(b[4:])
+	l.Flags = le.Uint32(b[8:])
+	l.SectorSize = le.Uint32(b[12:])
+	l.NumHosts = le.Uint64(b[16:])
+	l.MaxHosts = le.Uint64(b[24:])
+	l.OwnerID = le.Uint64(b[32:])
+	l.OwnerGeneration = le.Uint64(b[40:])
+	l.Lver = le.Uint64(b[48:])
+	copy(l.SpaceName[:], b[56:104])
+	copy(l.ResourceName[:], b[104:152])
+	l.Timestamp = le.Uint64(b[152:])
+	l.Unused1 = le.Uint64(b[160:])
+	l.Checksum = le.Uint32(b[168:])
+	l.Unused2 = le.Uint16(b[172:])
+	l.IOTimeout = le.Uint16(b[174:])
+	l.WriteID = le.Uint64(b[176:])
+	l.WriteGeneration = le.Uint64(b[184:])
+	l.WriteTimestamp = le.Uint64(b[192:])
+	return l, nil
+}
+
+// checksumOK recomputes the checksum over the raw bytes (not a re-encoding,
+// so bytes after a name's NUL count as stored).
+func checksumOK(raw []byte) bool {
+	return Checksum(raw[:LeaderChecksumLen]) == binary.LittleEndian.Uint32(raw[168:])
+}
+
+// VerifyDelta checks a delta-lease leader read from raw (at least 200
+// bytes) in sanlock's order: magic, major version, lockspace name, checksum.
+func VerifyDelta(raw []byte, spaceName string) (Leader, error) {
+	l, err := DecodeLeader(raw)
+	if err != nil {
+		return l, err
+	}
+	switch {
+	case l.Magic != DeltaMagic:
+		return l, ErrLeaderMagic
+	case l.Version&VersionMajorMask != DeltaVersion&VersionMajorMask:
+		return l, ErrLeaderVersion
+	case !NameEqual(l.SpaceName[:], spaceName):
+		return l, ErrLeaderLockspace
+	case !checksumOK(raw):
+		return l, ErrLeaderChecksum
+	}
+	return l, nil
+}
+
+// VerifyPaxos checks a paxos leader read from raw in sanlock's order: clear
+// magic, magic, major version, lockspace name, resource name, num_hosts
+// against hostID (skipped when hostID is 0), checksum.
+func VerifyPaxos(raw []byte, spaceName, resName string, hostID uint64) (Leader, error) {
+	l, err := DecodeLeader(raw)
+	if err != nil {
+		return l, err
+	}
+	switch {
+	case l.Magic == PaxosClear, l.Magic != PaxosMagic:
+		return l, ErrLeaderMagic
+	case l.Version&VersionMajorMask != PaxosVersion&VersionMajorMask:
+		return l, ErrLeaderVersion
+	case !NameEqual(l.SpaceName[:], spaceName):
+		return l, ErrLeaderLockspace
+	case !NameEqual(l.ResourceName[:], resName):
+		return l, ErrLeaderResource
+	case hostID != 0 && l.NumHosts < hostID:
+		return l, ErrLeaderNumHosts
+	case !checksumOK(raw):
+		return l, ErrLeaderChecksum
+	}
+	return l, nil
+}
+
+// AlignFlag returns the LFL_ALIGN_* bit for an align size (0 if unknown).
+func AlignFlag(align int) uint32 {
+	switch align {
+	case Align1M:
+		return LeaderAlign1M
+	case Align2M:
+		return LeaderAlign2M
+	case Align4M:
+		return LeaderAlign4M
+	case Align8M:
+		return LeaderAlign8M
+	}
+	return 0
+}
+
+// Name copies s into a 48-byte NUL-padded field. It returns ErrEINVAL when s
+// is longer than 48 bytes; a name of exactly 48 bytes has no terminator.
+func Name(s string) ([NameLen]byte, error) {
+	var n [NameLen]byte
+	if len(s) > NameLen {
+		return n, ErrEINVAL
+	}
+	copy(n[:], s)
+	return n, nil
+}
+
+// MustName is Name for names already known to fit; it truncates at 48.
+func MustName(s string) [NameLen]byte {
+	var n [NameLen]byte
+	copy(n[:], s)
+	return n
+}
+
+// NameString returns a name field up to its first NUL.
+func NameString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// NameEqual compares a stored name field with s the way strncmp(…, 48) does:
+// up to the first NUL, at most 48 bytes.
+func NameEqual(field []byte, s string) bool {
+	if i := indexNUL(s); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > NameLen {
+		s = s[:NameLen]
+	}
+	if len(field) > NameLen {
+		field = field[:NameLen]
+	}
+	return NameString(field) == s
+}
+
+func indexNUL(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,186 @@
+package diskfmt
+
+import "fmt"
+
+// Sector and align sizes.
+const (
+	SectorSize512 = 512
+	SectorSize4K  = 4096
+
+	MiB     = 1 << 20
+	Align1M = 1 * MiB
+	Align2M = 2 * MiB
+	Align4M = 4 * MiB
+	Align8M = 8 * MiB
+
+	// DefaultMaxHosts is max_hosts when the caller gives no sizes.
+	DefaultMaxHosts = 2000
+	// MaxDisks is the most disks one resource lease may span.
+	MaxDisks = 4
+	// NameLen is the size of every lockspace, resource and host name field.
+	NameLen = 48
+	// MaxPathLen is the longest path the tools accept (bytes, without NUL).
+	MaxPathLen = 1023
+)
+
+// Size flags carried in request flags (sanlk_lockspace, sanlk_resource and
+// sanlk_rindex use the same bit values).
+const (
+	FlagAlign1M   uint32 = 0x10
+	FlagAlign2M   uint32 = 0x20
+	FlagAlign4M   uint32 = 0x40
+	FlagAlign8M   uint32 = 0x80
+	FlagSector512 uint32 = 0x100
+	FlagSector4K  uint32 = 0x200
+
+	alignFlagMask  = FlagAlign1M | FlagAlign2M | FlagAlign4M | FlagAlign8M
+	sectorFlagMask = FlagSector512 | FlagSector4K
+)
+
+// Geometry is a validated (sector size, align size) pair and the max_hosts
+// it allows.
+type Geometry struct {
+	SectorSize int
+	AlignSize  int
+	MaxHosts   int
+}
+
+// SectorsPerArea is the number of sectors in one align-size area.
+func (g Geometry) SectorsPerArea() int { return g.AlignSize / g.SectorSize }
+
+// String renders the pair the way the CLI error message does ("512/1048576").
+func (g Geometry) String() string { return fmt.Sprintf("%d/%d", g.SectorSize, g.AlignSize) }
+
+var geometries = []Geometry{
+	{512, Align1M, 2000},
+	{4096, Align1M, 250},
+	{4096, Align2M, 500},
+	{4096, Align4M, 1000},
+	{4096, Align8M, 2000},
+}
+
+// Geometries lists the five valid pairs, in the order the tools print them.
+func Geometries() []Geometry { return append([]Geometry(nil), geometries...) }
+
+// LookupGeometry returns the geometry for a sector/align pair and whether the
+// pair is one of the five valid ones.
+func LookupGeometry(sector, align int) (Geometry, bool) {
+	for _, g := range geometries {
+		if g.SectorSize == sector && g.AlignSize == align {
+			return g, true
+		}
+	}
+	return Geometry{}, false
+}
+
+// LegacyAlign is the align size implied by a sector size when nothing records
+// one (leaders written before align flags existed, or callers that give no
+// sizes): 512 → 1 MiB, 4096 → 8 MiB, anything else → -1.
+func LegacyAlign(sector int) int {
+	switch sector {
+	case SectorSize512:
+		return Align1M
+	case SectorSize4K:
+		return Align8M
+	}
+	return -1
+}
+
+// AlignFromFlags decodes the align size from SANLK_*_ALIGN* flag bits, taking
+// the first match in the order 1M, 2M, 4M, 8M; 0 when none is set.
+func AlignFromFlags(flags uint32) int {
+	switch {
+	case flags&FlagAlign1M != 0:
+		return Align1M
+	case flags&FlagAlign2M != 0:
+		return Align2M
+	case flags&FlagAlign4M != 0:
+		return Align4M
+	case flags&FlagAlign8M != 0:
+		return Align8M
+	}
+	return 0
+}
+
+// SectorFromFlags decodes the sector size from SANLK_*_SECTOR* flag bits
+// (512 first); 0 when none is set.
+func SectorFromFlags(flags uint32) int {
+	switch {
+	case flags&FlagSector512 != 0:
+		return SectorSize512
+	case flags&FlagSector4K != 0:
+		return SectorSize4K
+	}
+	return 0
+}
+
+// SizeFlags encodes a geometry as request flag bits.
+func SizeFlags(g Geometry) uint32 {
+	var f uint32
+	switch g.AlignSize {
+	case Align1M:
+		f |= FlagAlign1M
+	case Align2M:
+		f |= FlagAlign2M
+	case Align4M:
+		f |= FlagAlign4M
+	case Align8M:
+		f |= FlagAlign8M
+	}
+	switch g.SectorSize {
+	case SectorSize512:
+		f |= FlagSector512
+	case SectorSize4K:
+		f |= FlagSector4K
+	}
+	return f
+}
+
+// GeometryForWrite chooses the sizes an init or format writes, from the
+// request flags and the device's logical sector size:
+//   - both a sector and an align flag: the pair must be valid;
+//   - neither: device sector size, its legacy align, and max_hosts 2000
+//     whatever the pair (a historical default kept for compatibility);
+//   - only one of them: invalid.
+//
+// Invalid choices return ErrEPERM (-1), as sanlock does.
+func GeometryForWrite(flags uint32, deviceSector int) (Geometry, error) {
+	align := AlignFromFlags(flags)
+	sector := SectorFromFlags(flags)
+	switch {
+	case align == 0 && sector == 0:
+		a := LegacyAlign(deviceSector)
+		if a < 0 {
+			return Geometry{}, ErrEPERM
+		}
+		return Geometry{SectorSize: deviceSector, AlignSize: a, MaxHosts: DefaultMaxHosts}, nil
+	case align == 0 || sector == 0:
+		return Geometry{}, ErrEPERM
+	}
+	g, ok := LookupGeometry(sector, align)
+	if !ok {
+		return Geometry{}, ErrEPERM
+	}
+	return g, nil
+}
+
+// GeometryFromLeader derives the sizes recorded in a leader: its sector_size
+// and LFL_ALIGN_* flag, or the legacy align when no flag is set. max_hosts
+// comes from the pair table; a leader with a legacy (flagless) layout gets
+// DefaultMaxHosts. It fails with ErrLeaderSectorSize for a sector size other
+// than 512/4096 and ErrAddLSSizes for an invalid pair.
+func GeometryFromLeader(l *Leader) (Geometry, error) {
+	sector := int(l.SectorSize)
+	if sector != SectorSize512 && sector != SectorSize4K {
+		return Geometry{}, ErrLeaderSectorSize
+	}
+	align := AlignFromFlags(l.Flags)
+	if align == 0 {
+		return Geometry{SectorSize: sector, AlignSize: LegacyAlign(sector), MaxHosts: DefaultMaxHosts}, nil
+	}
+	g, ok := LookupGeometry(sector, align)
+	if !ok {
+		return Geometry{}, ErrAddLSSizes
+	}
+	return g, nil
+}
