@@ -1,0 +1,617 @@
+// Package client implements the sanlock 3.8.5 client/daemon socket protocol
+// (spec: wire.md) and a Go client for it.
+//
+// The package has three layers:
+//
+//   - the frame codec: the 32-byte [Header], every fixed structure of wire.md §3
+//     ([Disk], [Resource], [Lockspace], [Options], [Host], [HostEvent], [RIndex],
+//     [REntry], [State], [EventCB], [Killpath]) with explicit little-endian
+//     encoders and length-checked decoders that never panic;
+//   - per-command messages: [Request] / [Reply] with [ReadRequest] (daemon side,
+//     framing by command, never by the length field) and [Request.MarshalBinary]
+//     (client side, reproducing libsanlock's bytes and length values), and
+//     [ReadReply] / [Reply.MarshalBinary] for the other direction;
+//   - [Client], a libsanlock-like API: one new connection per call, except the
+//     registered connection ([Reg]) and event listeners ([EventConn]).
+//
+// Header layout (wire.md §2), all fields little-endian u32:
+//
+//	+-------+---------+-----+-----------+--------+-----+------+-------+
+//	| magic | version | cmd | cmd_flags | length | seq | data | data2 |
+//	+-------+---------+-----+-----------+--------+-----+------+-------+
+//	0       4         8     12          16       20    24     28     32
+//
+// Result codes travel in data as i32; negative values are reported as *Error.
+package client
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Protocol constants (wire.md §2, §3.9). They are part of the wire format and
+// must not be changed.
+const (
+	Magic        uint32 = 0x04282010 // sm_header.magic
+	ProtoVersion uint32 = 0x00000001 // SM_PROTO: major 0 (high 16 bits), minor 1
+	CBProto      uint32 = 1          // SM_CB_PROTO, version of event_cb
+	CBGetEvent   uint32 = 1          // SM_CB_GET_EVENT, cmd of event_cb
+
+	// DaemonVersion is what a 3.8.5 daemon reports in the VERSION reply:
+	// major<<24 | minor<<16 | patch<<8 | build.
+	DaemonVersion uint32 = 0x03080500
+
+	HeaderSize = 32
+)
+
+// Cmd is an SM_CMD_* command number (wire.md §5).
+type Cmd uint32
+
+// Command numbers.
+const (
+	CmdRegister           Cmd = 1
+	CmdAddLockspace       Cmd = 2
+	CmdRemLockspace       Cmd = 3
+	CmdShutdown           Cmd = 4
+	CmdStatus             Cmd = 5
+	CmdLogDump            Cmd = 6
+	CmdAcquire            Cmd = 7
+	CmdRelease            Cmd = 8
+	CmdInquire            Cmd = 9
+	CmdRestrict           Cmd = 10
+	CmdRequest            Cmd = 11
+	CmdAlign              Cmd = 12
+	CmdExamineLockspace   Cmd = 13
+	CmdExamineResource    Cmd = 14
+	CmdHostStatus         Cmd = 15
+	CmdInqLockspace       Cmd = 16
+	CmdKillpath           Cmd = 17
+	CmdWriteLockspace     Cmd = 18
+	CmdWriteResource      Cmd = 19
+	CmdReadLockspace      Cmd = 20
+	CmdReadResource       Cmd = 21
+	CmdGetLockspaces      Cmd = 22
+	CmdGetHosts           Cmd = 23
+	CmdReadResourceOwners Cmd = 24
+	CmdSetLVB             Cmd = 25
+	CmdGetLVB             Cmd = 26
+	CmdConvert            Cmd = 27
+	CmdVersion            Cmd = 28
+	CmdShutdownWait       Cmd = 29
+	CmdRegEvent           Cmd = 30
+	CmdEndEvent           Cmd = 31
+	CmdSetEvent           Cmd = 32
+	CmdSetConfig          Cmd = 33
+	CmdRenewal            Cmd = 34
+	CmdFormatRIndex       Cmd = 35
+	CmdUpdateRIndex       Cmd = 36
+	CmdLookupRIndex       Cmd = 37
+	CmdCreateResource     Cmd = 38
+	CmdDeleteResource     Cmd = 39
+	CmdRebuildRIndex      Cmd = 40
+
+	// MaxCmd is the highest valid command number.
+	MaxCmd = CmdRebuildRIndex
+)
+
+var cmdNames = [...]struct{ name, debug string }{
+	CmdRegister:           {"SM_CMD_REGISTER", "register"},
+	CmdAddLockspace:       {"SM_CMD_ADD_LOCKSPACE", "add_lockspace"},
+	CmdRemLockspace:       {"SM_CMD_REM_LOCKSPACE", "rem_lockspace"},
+	CmdShutdown:           {"SM_CMD_SHUTDOWN", "shutdown"},
+	CmdStatus:             {"SM_CMD_STATUS", "status"},
+	CmdLogDump:            {"SM_CMD_LOG_DUMP", "log_dump"},
+	CmdAcquire:            {"SM_CMD_ACQUIRE", "acquire"},
+	CmdRelease:            {"SM_CMD_RELEASE", "release"},
+	CmdInquire:            {"SM_CMD_INQUIRE", "inquire"},
+	CmdRestrict:           {"SM_CMD_RESTRICT", "restrict"},
+	CmdRequest:            {"SM_CMD_REQUEST", "request"},
+	CmdAlign:              {"SM_CMD_ALIGN", "align"},
+	CmdExamineLockspace:   {"SM_CMD_EXAMINE_LOCKSPACE", "examine_lockspace"},
+	CmdExamineResource:    {"SM_CMD_EXAMINE_RESOURCE", "examine_resource"},
+	CmdHostStatus:         {"SM_CMD_HOST_STATUS", "host_status"},
+	CmdInqLockspace:       {"SM_CMD_INQ_LOCKSPACE", "inq_lockspace"},
+	CmdKillpath:           {"SM_CMD_KILLPATH", "killpath"},
+	CmdWriteLockspace:     {"SM_CMD_WRITE_LOCKSPACE", "write_lockspace"},
+	CmdWriteResource:      {"SM_CMD_WRITE_RESOURCE", "write_resource"},
+	CmdReadLockspace:      {"SM_CMD_READ_LOCKSPACE", "read_lockspace"},
+	CmdReadResource:       {"SM_CMD_READ_RESOURCE", "read_resource"},
+	CmdGetLockspaces:      {"SM_CMD_GET_LOCKSPACES", "get_lockspaces"},
+	CmdGetHosts:           {"SM_CMD_GET_HOSTS", "get_hosts"},
+	CmdReadResourceOwners: {"SM_CMD_READ_RESOURCE_OWNERS", "read_resource_owners"},
+	CmdSetLVB:             {"SM_CMD_SET_LVB", "set_lvb"},
+	CmdGetLVB:             {"SM_CMD_GET_LVB", "get_lvb"},
+	CmdConvert:            {"SM_CMD_CONVERT", "convert"},
+	CmdVersion:            {"SM_CMD_VERSION", "version"},
+	CmdShutdownWait:       {"SM_CMD_SHUTDOWN_WAIT", "shutdown_wait"},
+	CmdRegEvent:           {"SM_CMD_REG_EVENT", "reg_event"},
+	CmdEndEvent:           {"SM_CMD_END_EVENT", "end_event"},
+	CmdSetEvent:           {"SM_CMD_SET_EVENT", "set_event"},
+	CmdSetConfig:          {"SM_CMD_SET_CONFIG", "set_config"},
+	CmdRenewal:            {"SM_CMD_RENEWAL", "renewal"},
+	CmdFormatRIndex:       {"SM_CMD_FORMAT_RINDEX", "format_rindex"},
+	CmdUpdateRIndex:       {"SM_CMD_UPDATE_RINDEX", "update_rindex"},
+	CmdLookupRIndex:       {"SM_CMD_LOOKUP_RINDEX", "lookup_rindex"},
+	CmdCreateResource:     {"SM_CMD_CREATE_RESOURCE", "create_resource"},
+	CmdDeleteResource:     {"SM_CMD_DELETE_RESOURCE", "delete_resource"},
+	CmdRebuildRIndex:      {"SM_CMD_REBUILD_RINDEX", "rebuild_rindex"},
+}
+
+// Valid reports whether c is one of the 40 defined commands.
+func (c Cmd) Valid() bool { return c >= CmdRegister && c <= MaxCmd }
+
+// String returns the SM_CMD_* name, or "SM_CMD_<n>" for unknown numbers.
+func (c Cmd) String() string {
+	if c.Valid() {
+		return cmdNames[c].name
+	}
+	return fmt.Sprintf("SM_CMD_%d", uint32(c))
+}
+
+// DebugName returns the spelling used by the debug_cmd config key and in logs
+// (wire.md §5), or "cmd<n>" for unknown numbers.
+func (c Cmd) DebugName() string {
+	if c.Valid() {
+		return cmdNames[c].debug
+	}
+	return fmt.Sprintf("cmd%d", uint32(c))
+}
+
+// CmdByDebugName maps a debug name ("add_lockspace") back to its command.
+func CmdByDebugName(name string) (Cmd, bool) {
+	for c := CmdRegister; c <= MaxCmd; c++ {
+		if cmdNames[c].debug == name {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// Per-command flags (wire.md §4).
+const (
+	AddAsync = 0x1 // SANLK_ADD_ASYNC
+
+	RemAsync  = 0x1 // SANLK_REM_ASYNC
+	RemUnused = 0x2 // SANLK_REM_UNUSED
+
+	InqWait = 0x1 // SANLK_INQ_WAIT
+
+	WriteClear = 0x1 // SANLK_WRITE_CLEAR
+
+	RestrictAll     = 0x1 // SANLK_RESTRICT_ALL
+	RestrictSigkill = 0x2 // SANLK_RESTRICT_SIGKILL
+	RestrictSigterm = 0x4 // SANLK_RESTRICT_SIGTERM
+
+	KillpathPID = 0x1 // SANLK_KILLPATH_PID
+
+	AcquireLVB         = 0x1 // SANLK_ACQUIRE_LVB
+	AcquireOrphan      = 0x2 // SANLK_ACQUIRE_ORPHAN
+	AcquireOrphanOnly  = 0x4 // SANLK_ACQUIRE_ORPHAN_ONLY
+	AcquireOwnerNowait = 0x8 // SANLK_ACQUIRE_OWNER_NOWAIT
+
+	RelAll    = 0x1 // SANLK_REL_ALL
+	RelRename = 0x2 // SANLK_REL_RENAME
+	RelOrphan = 0x4 // SANLK_REL_ORPHAN
+
+	ConvertOwnerNowait = 0x8 // SANLK_CONVERT_OWNER_NOWAIT
+
+	RequestNextLVer = 0x1 // SANLK_REQUEST_NEXT_LVER
+	ReqForce        = 1   // SANLK_REQ_FORCE (REQUEST header.data)
+	ReqGraceful     = 2   // SANLK_REQ_GRACEFUL (REQUEST header.data)
+
+	ConfigUsed            = 0x1 // SANLK_CONFIG_USED (SET_CONFIG header.data)
+	ConfigUnused          = 0x2 // SANLK_CONFIG_UNUSED
+	ConfigUsedByOrphans   = 0x4 // SANLK_CONFIG_USED_BY_ORPHANS
+	ConfigUnusedByOrphans = 0x8 // SANLK_CONFIG_UNUSED_BY_ORPHANS
+
+	SetevCurGeneration = 0x01 // SANLK_SETEV_CUR_GENERATION
+	SetevClearHostID   = 0x02 // SANLK_SETEV_CLEAR_HOSTID
+	SetevClearEvent    = 0x04 // SANLK_SETEV_CLEAR_EVENT
+	SetevReplaceEvent  = 0x08 // SANLK_SETEV_REPLACE_EVENT
+	SetevAllHosts      = 0x10 // SANLK_SETEV_ALL_HOSTS
+
+	RXNoLockspace = 0x1     // SANLK_RX_NO_LOCKSPACE
+	RXUpAdd       = 0x10000 // SANLK_RXUP_ADD
+	RXUpRem       = 0x20000 // SANLK_RXUP_REM
+)
+
+// Resource / rindex / lockspace flags (wire.md §3.2, §3.3).
+const (
+	ResLVer       = 0x001 // SANLK_RES_LVER
+	ResNumHosts   = 0x002 // SANLK_RES_NUM_HOSTS
+	ResShared     = 0x004 // SANLK_RES_SHARED
+	ResPersistent = 0x008 // SANLK_RES_PERSISTENT
+	ResAlign1M    = 0x010 // SANLK_RES_ALIGN1M (also SANLK_RIF_*, SANLK_LSF_*)
+	ResAlign2M    = 0x020
+	ResAlign4M    = 0x040
+	ResAlign8M    = 0x080
+	ResSector512  = 0x100
+	ResSector4K   = 0x200
+
+	LSFAdd = 0x1 // SANLK_LSF_ADD: lockspace being added (GET_LOCKSPACES)
+	LSFRem = 0x2 // SANLK_LSF_REM: lockspace being removed
+)
+
+// Host states in the low 4 bits of sanlk_host.flags (wire.md §3.5).
+const (
+	HostUnknown = 1
+	HostFree    = 2
+	HostLive    = 3
+	HostFail    = 4
+	HostDead    = 5
+	HostMask    = 0xF
+)
+
+// sanlk_state types (wire.md §3.8); also the STATUS detail levels.
+const (
+	StateDaemon    = 1
+	StateClient    = 2
+	StateLockspace = 3
+	StateResource  = 4
+	StateHost      = 5
+	StateRenewal   = 6
+)
+
+// Limits (wire.md §3, §6).
+const (
+	NameLen       = 48   // SANLK_NAME_LEN
+	PathLen       = 1024 // SANLK_PATH_LEN (max 1023 chars + NUL)
+	HelperPathLen = 128  // killpath path/args field size
+	MaxDisks      = 4    // SANLK_MAX_DISKS
+	MaxResources  = 8    // SANLK_MAX_RESOURCES per ACQUIRE
+	MaxStateText  = 4096 // sanlk_state.str_len maximum
+	MaxLVB        = 4096 // largest LVB
+	MaxHosts      = 2000
+)
+
+// Errno results used on the wire (wire.md §11.1), as they appear in data.
+const (
+	RvEPERM        = -1
+	RvENOENT       = -2
+	RvESRCH        = -3
+	RvE2BIG        = -7
+	RvEAGAIN       = -11
+	RvENOMEM       = -12
+	RvEBUSY        = -16
+	RvEEXIST       = -17
+	RvENODEV       = -19
+	RvEINVAL       = -22
+	RvENOTTY       = -25
+	RvENOSPC       = -28
+	RvERANGE       = -34
+	RvENOCSI       = -50
+	RvELIBACC      = -79
+	RvELIBBAD      = -80
+	RvELIBSCN      = -81
+	RvENOTCONN     = -107
+	RvECONNREFUSED = -111
+	RvEALREADY     = -114
+	RvEINPROGRESS  = -115
+	RvESTALE       = -116
+	RvEUCLEAN      = -117
+)
+
+// sanlock result codes (wire.md §11.2).
+const (
+	SanlkOK                 = 1
+	SanlkError              = -201
+	SanlkAIOTimeout         = -202
+	SanlkWDError            = -203
+	SanlkDblockRead         = -210
+	SanlkDblockWrite        = -211
+	SanlkDblockLVer         = -212
+	SanlkDblockMbal         = -213
+	SanlkDblockChecksum     = -214
+	SanlkLeaderRead         = -220
+	SanlkLeaderWrite        = -221
+	SanlkLeaderDiff         = -222
+	SanlkLeaderMagic        = -223
+	SanlkLeaderVersion      = -224
+	SanlkLeaderSectorSize   = -225
+	SanlkLeaderLockspace    = -226
+	SanlkLeaderResource     = -227
+	SanlkLeaderNumHosts     = -228
+	SanlkLeaderChecksum     = -229
+	SanlkAddLSSizes         = -230
+	SanlkAddLSInvalidHostID = -231
+	SanlkAcquireLVer        = -240
+	SanlkAcquireLockspace   = -241
+	SanlkAcquireIDDisk      = -242
+	SanlkAcquireIDLive      = -243
+	SanlkAcquireOwned       = -244
+	SanlkAcquireOther       = -245
+	SanlkAcquireShRetry     = -246
+	SanlkAcquireOwnedRetry  = -247
+	SanlkReleaseLVer        = -250
+	SanlkReleaseOwner       = -251
+	SanlkRenewOwner         = -260
+	SanlkRenewDiff          = -261
+	SanlkHostIDBusy         = -262
+	SanlkRequestMagic       = -270
+	SanlkRequestVersion     = -271
+	SanlkRequestOld         = -272
+	SanlkRequestLVer        = -273
+	SanlkRIndexMagic        = -274
+	SanlkRIndexVersion      = -275
+	SanlkRIndexLockspace    = -276
+	SanlkRIndexOffset       = -277
+	SanlkRIndexDiff         = -278
+)
+
+const (
+	unknownErrorText  = "Unknown error"
+	sanlkCodeBoundary = -200 // codes above this (and below 0) are -errno
+)
+
+var sanlkCodes = map[int]struct{ name, text string }{
+	SanlkOK:                 {"SANLK_OK", unknownErrorText},
+	SanlkError:              {"SANLK_ERROR", "General error"},
+	SanlkAIOTimeout:         {"SANLK_AIO_TIMEOUT", "IO timeout"},
+	SanlkWDError:            {"SANLK_WD_ERROR", "Watchdog device error"},
+	SanlkDblockRead:         {"SANLK_DBLOCK_READ", "Lease read error in dblock"},
+	SanlkDblockWrite:        {"SANLK_DBLOCK_WRITE", "Lease write error in dblock"},
+	SanlkDblockLVer:         {"SANLK_DBLOCK_LVER", "Lease was acquired by another host in new ballot"},
+	SanlkDblockMbal:         {"SANLK_DBLOCK_MBAL", "Lease was acquired by another host in current ballot"},
+	SanlkDblockChecksum:     {"SANLK_DBLOCK_CHECKSUM", "Lease checksum error in dblock"},
+	SanlkLeaderRead:         {"SANLK_LEADER_READ", "Lease read error in leader"},
+	SanlkLeaderWrite:        {"SANLK_LEADER_WRITE", "Lease write error in leader"},
+	SanlkLeaderDiff:         {"SANLK_LEADER_DIFF", "Lease read inconsistent"},
+	SanlkLeaderMagic:        {"SANLK_LEADER_MAGIC", "Lease does not exist on storage"},
+	SanlkLeaderVersion:      {"SANLK_LEADER_VERSION", "Lease format version on storage is not recognized"},
+	SanlkLeaderSectorSize:   {"SANLK_LEADER_SECTORSIZE", "Lease sector size is inconsistent"},
+	SanlkLeaderLockspace:    {"SANLK_LEADER_LOCKSPACE", "Lease lockspace name is incorrect"},
+	SanlkLeaderResource:     {"SANLK_LEADER_RESOURCE", "Lease resource name is incorrect"},
+	SanlkLeaderNumHosts:     {"SANLK_LEADER_NUMHOSTS", "Lease num_hosts is incorrect"},
+	SanlkLeaderChecksum:     {"SANLK_LEADER_CHECKSUM", "Lease checksum error in leader"},
+	SanlkAddLSSizes:         {"SANLK_ADDLS_SIZES", unknownErrorText},
+	SanlkAddLSInvalidHostID: {"SANLK_ADDLS_INVALID_HOSTID", unknownErrorText},
+	SanlkAcquireLVer:        {"SANLK_ACQUIRE_LVER", unknownErrorText},
+	SanlkAcquireLockspace:   {"SANLK_ACQUIRE_LOCKSPACE", "Lease lockspace is not found"},
+	SanlkAcquireIDDisk:      {"SANLK_ACQUIRE_IDDISK", "Lease lockspace disk cannot be opened"},
+	SanlkAcquireIDLive:      {"SANLK_ACQUIRE_IDLIVE", "Lease is held by another host"},
+	SanlkAcquireOwned:       {"SANLK_ACQUIRE_OWNED", "Lease was acquired by another host in other ballot"},
+	SanlkAcquireOther:       {"SANLK_ACQUIRE_OTHER", "Lease was acquired by another host in local commit"},
+	SanlkAcquireShRetry:     {"SANLK_ACQUIRE_SHRETRY", "Lease is held by another host for shared acquire"},
+	SanlkAcquireOwnedRetry:  {"SANLK_ACQUIRE_OWNED_RETRY", "Lease is owned by another host"},
+	SanlkReleaseLVer:        {"SANLK_RELEASE_LVER", "Lease release version is incorrect"},
+	SanlkReleaseOwner:       {"SANLK_RELEASE_OWNER", "Lease release owner is incorrect"},
+	SanlkRenewOwner:         {"SANLK_RENEW_OWNER", "Lease renew owner is incorrect"},
+	SanlkRenewDiff:          {"SANLK_RENEW_DIFF", "Lease renew data has changed"},
+	SanlkHostIDBusy:         {"SANLK_HOSTID_BUSY", "Lease host ID is being used by another host"},
+	SanlkRequestMagic:       {"SANLK_REQUEST_MAGIC", "Lease request block has invalid data"},
+	SanlkRequestVersion:     {"SANLK_REQUEST_VERSION", "Lease request block has invalid version"},
+	SanlkRequestOld:         {"SANLK_REQUEST_OLD", "Lease request has newer lease version"},
+	SanlkRequestLVer:        {"SANLK_REQUEST_LVER", "Lease request block has newer version"},
+	SanlkRIndexMagic:        {"SANLK_RINDEX_MAGIC", unknownErrorText},
+	SanlkRIndexVersion:      {"SANLK_RINDEX_VERSION", unknownErrorText},
+	SanlkRIndexLockspace:    {"SANLK_RINDEX_LOCKSPACE", unknownErrorText},
+	SanlkRIndexOffset:       {"SANLK_RINDEX_OFFSET", unknownErrorText},
+	SanlkRIndexDiff:         {"SANLK_RINDEX_DIFF", unknownErrorText},
+}
+
+var errnoNames = map[int]string{
+	RvEPERM: "EPERM", RvENOENT: "ENOENT", RvESRCH: "ESRCH", RvE2BIG: "E2BIG", RvEAGAIN: "EAGAIN",
+	RvENOMEM: "ENOMEM", RvEBUSY: "EBUSY", RvEEXIST: "EEXIST", RvENODEV: "ENODEV", RvEINVAL: "EINVAL",
+	RvENOTTY: "ENOTTY", RvENOSPC: "ENOSPC", RvERANGE: "ERANGE", RvENOCSI: "ENOCSI",
+	RvELIBACC: "ELIBACC", RvELIBBAD: "ELIBBAD", RvELIBSCN: "ELIBSCN", RvENOTCONN: "ENOTCONN",
+	RvECONNREFUSED: "ECONNREFUSED", RvEALREADY: "EALREADY", RvEINPROGRESS: "EINPROGRESS",
+	RvESTALE: "ESTALE", RvEUCLEAN: "EUCLEAN",
+}
+
+// CodeName returns the symbolic name of a result code ("SANLK_LEADER_MAGIC",
+// "ENOENT"), or "" when unknown.
+func CodeName(code int) string {
+	if c, ok := sanlkCodes[code]; ok {
+		return c.name
+	}
+	return errnoNames[code]
+}
+
+// Strerror returns the text for a result code: the sanlock_strerror text for
+// sanlock codes (wire.md §11.2) and the Linux strerror text for -errno values.
+func Strerror(code int) string {
+	if c, ok := sanlkCodes[code]; ok {
+		return c.text
+	}
+	if code < 0 && code > sanlkCodeBoundary {
+		return syscall.Errno(-code).Error()
+	}
+	return unknownErrorText
+}
+
+// Error is a negative result code returned by the daemon (or a connection
+// failure mapped to -errno, as libsanlock does).
+type Error struct {
+	Code int
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("sanlock: %s (%d)", Strerror(e.Code), e.Code)
+}
+
+// Is lets errors.Is(err, syscall.ENOENT) match an *Error{Code: -2}, and two
+// *Error values match when their codes are equal.
+func (e *Error) Is(target error) bool {
+	switch t := target.(type) {
+	case *Error:
+		return t.Code == e.Code
+	case syscall.Errno:
+		return e.Code < 0 && e.Code > sanlkCodeBoundary && int(t) == -e.Code
+	}
+	return false
+}
+
+// resultErr converts a wire result into an error (nil for >= 0).
+func resultErr(rv int32) error {
+	if rv < 0 {
+		return &Error{Code: int(rv)}
+	}
+	return nil
+}
+
+// ErrorCode extracts the result code from err: the Code of an *Error, -errno
+// for a syscall.Errno, -1 (EPERM, libsanlock's generic failure) for others,
+// 0 for nil.
+func ErrorCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return -int(en)
+	}
+	return RvEPERM
+}
+
+// Sentinel errors of the codec. ReadRequest returns the first three for
+// headers a daemon must never answer (wire.md §2.1); it should close the
+// connection.
+var (
+	ErrBadMagic        = errors.New("sanlock proto: bad magic")
+	ErrBadVersion      = errors.New("sanlock proto: unsupported protocol major version")
+	ErrUnknownCmd      = errors.New("sanlock proto: unknown command")
+	ErrPayloadTooLarge = errors.New("sanlock proto: message length over limit")
+	ErrShortBuffer     = errors.New("sanlock proto: buffer too short")
+	ErrLength          = errors.New("sanlock proto: wrong structure length")
+	ErrNameTooLong     = errors.New("sanlock proto: name longer than 48 bytes")
+	ErrPathTooLong     = errors.New("sanlock proto: path longer than 1023 bytes")
+	ErrBadRecord       = errors.New("sanlock proto: malformed reply record")
+	ErrTooManyDisks    = errors.New("sanlock proto: num_disks out of range")
+	ErrTooMany         = errors.New("sanlock proto: count over limit")
+)
+
+// Header is sm_header (wire.md §2).
+type Header struct {
+	Magic    uint32
+	Version  uint32
+	Cmd      Cmd
+	CmdFlags uint32
+	Length   uint32
+	Seq      uint32
+	Data     uint32
+	Data2    uint32
+}
+
+// Header field offsets (wire.md §2).
+const (
+	hdrMagic    = 0
+	hdrVersion  = 4
+	hdrCmd      = 8
+	hdrCmdFlags = 12
+	hdrLength   = 16
+	hdrSeq      = 20
+	hdrData     = 24
+	hdrData2    = 28
+)
+
+var le = binary.LittleEndian
+
+// NewHeader returns a request header as libsanlock fills it: magic, SM_PROTO,
+// cmd, flags, data, data2; Length is set when the request is marshalled.
+func NewHeader(cmd Cmd, cmdFlags, data, data2 uint32) Header {
+	return Header{Magic: Magic, Version: ProtoVersion, Cmd: cmd, CmdFlags: cmdFlags,
+		Length: HeaderSize, Data: data, Data2: data2}
+}
+
+// Encode writes the header into dst[:32]. It returns ErrShortBuffer when dst
+// is too small.
+func (h *Header) Encode(dst []byte) error {
+	if len(dst) < HeaderSize {
+		return ErrShortBuffer
+	}
+	le.PutUint32(dst[hdrMagic:], h.Magic)
+	le.PutUint32(dst[hdrVersion:], h.Version)
+	le.PutUint32(dst[hdrCmd:], uint32(h.Cmd))
+	le.PutUint32(dst[hdrCmdFlags:], h.CmdFlags)
+	le.PutUint32(dst[hdrLength:], h.Length)
+	le.PutUint32(dst[hdrSeq:], h.Seq)
+	le.PutUint32(dst[hdrData:], h.Data)
+	le.PutUint32(dst[hdrData2:], h.Data2)
+	return nil
+}
+
+// Bytes returns the 32-byte encoding.
+func (h *Header) Bytes() []byte {
+	var b [HeaderSize]byte
+	_ = h.Encode(b[:])
+	return b[:]
+}
+
+// AppendBinary appends the 32-byte encoding to b.
+func (h *Header) AppendBinary(b []byte) ([]byte, error) {
+	return append(b, h.Bytes()...), nil
+}
+
+// Decode reads src[:32] without validating any field.
+func (h *Header) Decode(src []byte) error {
+	if len(src) < HeaderSize {
+		return ErrShortBuffer
+	}
+	h.Magic = le.Uint32(src[hdrMagic:])
+	h.Version = le.Uint32(src[hdrVersion:])
+	h.Cmd = Cmd(le.Uint32(src[hdrCmd:]))
+	h.CmdFlags = le.Uint32(src[hdrCmdFlags:])
+	h.Length = le.Uint32(src[hdrLength:])
+	h.Seq = le.Uint32(src[hdrSeq:])
+	h.Data = le.Uint32(src[hdrData:])
+	h.Data2 = le.Uint32(src[hdrData2:])
+	return nil
+}
+
+// UnmarshalBinary decodes exactly 32 bytes.
+func (h *Header) UnmarshalBinary(src []byte) error {
+	if len(src) != HeaderSize {
+		return ErrLength
+	}
+	return h.Decode(src)
+}
+
+// MarshalBinary returns the 32-byte encoding.
+func (h *Header) MarshalBinary() ([]byte, error) { return h.Bytes(), nil }
+
+// Validate applies the daemon's acceptance rules of wire.md §2.1 in order:
+// magic, then protocol major version (ignored for VERSION), then command.
+func (h *Header) Validate() error {
+	if h.Magic != Magic {
+		return ErrBadMagic
+	}
+	if h.Cmd != CmdVersion && h.Version&0xFFFF0000 != 0 {
+		return ErrBadVersion
+	}
+	if !h.Cmd.Valid() {
+		return ErrUnknownCmd
+	}
+	return nil
+}
+
+// Result returns data as the signed result of a reply.
+func (h *Header) Result() int32 { return int32(h.Data) }
+
+// Data2Int returns data2 as a signed value (pid, -1 for self).
+func (h *Header) Data2Int() int32 { return int32(h.Data2) }
+
+// ResultReply builds the "result reply" of wire.md §2.3 for request header
+// req: magic/cmd/cmd_flags/seq echoed, version 1, length 32, data=result,
+// data2=0.
+func ResultReply(req Header, result int32) Header {
+	return Header{Magic: Magic, Version: ProtoVersion, Cmd: req.Cmd, CmdFlags: req.CmdFlags,
+		Length: HeaderSize, Seq: req.Seq, Data: uint32(result)}
+}
+
+// VersionReply builds the VERSION reply header (wire.md §6 #28).
+func VersionReply(daemonVersion uint32) Header {
+	return Header{Magic: Magic, Version: ProtoVersion, Cmd: CmdVersion, Length: HeaderSize,
+		Data2: daemonVersion}
+}
+
+// ShutdownWaitFinalReply is the header sent when the daemon exits after
+// SHUTDOWN_WAIT: everything 0 except magic, version and length (wire.md §6 #29).
+func ShutdownWaitFinalReply() Header {
+	return Header{Magic: Magic, Version: ProtoVersion, Length: HeaderSize}
+}

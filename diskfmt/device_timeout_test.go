@@ -1,0 +1,83 @@
+package diskfmt
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunTimeoutAbandonsBuffer checks the I/O timeout contract: a call that
+// outlives its deadline returns ErrIOTimeout at once, and the operation that
+// completes later writes only into its own buffer, never the caller's.
+func TestRunTimeoutAbandonsBuffer(t *testing.T) {
+	d := &File{path: "test"}
+	release := make(chan struct{})
+	finished := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+
+	own := make([]byte, 8)
+	start := time.Now()
+	_, err := d.run(ctx, func() (int, error) {
+		<-release
+		for i := range own {
+			own[i] = 0xAA // the late completion touches only its own buffer
+		}
+		close(finished)
+		return len(own), nil
+	})
+	require.ErrorIs(t, err, ErrIOTimeout)
+	require.Equal(t, ErrAIOTimeout, CodeOf(err))
+	require.Less(t, time.Since(start), 2*time.Second)
+
+	close(release)
+	<-finished
+}
+
+func TestFileReadWriteAndShortRead(t *testing.T) {
+	dir, err := os.MkdirTemp("/var/tmp", "gs-diskfmt-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "leases")
+	require.NoError(t, os.WriteFile(path, make([]byte, 8192), 0o644))
+
+	d, err := OpenFile(path)
+	if err != nil {
+		t.Skipf("O_DIRECT not supported here: %v", err)
+	}
+	defer d.Close()
+	require.Equal(t, 512, d.SectorSize())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	w := make([]byte, 512)
+	for i := range w {
+		w[i] = byte(i)
+	}
+	require.NoError(t, d.WriteAt(ctx, w, 4096))
+	r := make([]byte, 512)
+	require.NoError(t, d.ReadAt(ctx, r, 4096))
+	require.Equal(t, w, r)
+
+	// A read that runs past the end fills zeros and reports a short read.
+	r = make([]byte, 1024)
+	for i := range r {
+		r[i] = 0xFF
+	}
+	err = d.ReadAt(ctx, r, 7680)
+	require.True(t, IsShortRead(err), "err = %v", err)
+	require.Equal(t, make([]byte, 512), r[512:])
+
+	// Unaligned I/O is refused by O_DIRECT with EINVAL (-22).
+	err = d.WriteAt(ctx, make([]byte, 100), 0)
+	require.Error(t, err)
+	require.Equal(t, ErrEINVAL, CodeOf(err))
+
+	_, err = OpenFile(filepath.Join(dir, "missing"))
+	require.True(t, errors.Is(err, os.ErrNotExist))
+}
