@@ -28,6 +28,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/gosanlock/gosanlock/diskfmt"
 	"syscall"
 )
 
@@ -295,131 +296,62 @@ const (
 
 // sanlock result codes (wire.md §11.2).
 const (
-	SanlkOK                 = 1
-	SanlkError              = -201
-	SanlkAIOTimeout         = -202
-	SanlkWDError            = -203
-	SanlkDblockRead         = -210
-	SanlkDblockWrite        = -211
-	SanlkDblockLVer         = -212
-	SanlkDblockMbal         = -213
-	SanlkDblockChecksum     = -214
-	SanlkLeaderRead         = -220
-	SanlkLeaderWrite        = -221
-	SanlkLeaderDiff         = -222
-	SanlkLeaderMagic        = -223
-	SanlkLeaderVersion      = -224
-	SanlkLeaderSectorSize   = -225
-	SanlkLeaderLockspace    = -226
-	SanlkLeaderResource     = -227
-	SanlkLeaderNumHosts     = -228
-	SanlkLeaderChecksum     = -229
-	SanlkAddLSSizes         = -230
-	SanlkAddLSInvalidHostID = -231
-	SanlkAcquireLVer        = -240
-	SanlkAcquireLockspace   = -241
-	SanlkAcquireIDDisk      = -242
-	SanlkAcquireIDLive      = -243
-	SanlkAcquireOwned       = -244
-	SanlkAcquireOther       = -245
-	SanlkAcquireShRetry     = -246
-	SanlkAcquireOwnedRetry  = -247
-	SanlkReleaseLVer        = -250
-	SanlkReleaseOwner       = -251
-	SanlkRenewOwner         = -260
-	SanlkRenewDiff          = -261
-	SanlkHostIDBusy         = -262
-	SanlkRequestMagic       = -270
-	SanlkRequestVersion     = -271
-	SanlkRequestOld         = -272
-	SanlkRequestLVer        = -273
-	SanlkRIndexMagic        = -274
-	SanlkRIndexVersion      = -275
-	SanlkRIndexLockspace    = -276
-	SanlkRIndexOffset       = -277
-	SanlkRIndexDiff         = -278
+	SanlkOK                 = int(diskfmt.OK)
+	SanlkError              = int(diskfmt.ErrGeneric)
+	SanlkAIOTimeout         = int(diskfmt.ErrAIOTimeout)
+	SanlkWDError            = int(diskfmt.ErrWatchdog)
+	SanlkDblockRead         = int(diskfmt.ErrDblockRead)
+	SanlkDblockWrite        = int(diskfmt.ErrDblockWrite)
+	SanlkDblockLVer         = int(diskfmt.ErrDblockLver)
+	SanlkDblockMbal         = int(diskfmt.ErrDblockMbal)
+	SanlkDblockChecksum     = int(diskfmt.ErrDblockChecksum)
+	SanlkLeaderRead         = int(diskfmt.ErrLeaderRead)
+	SanlkLeaderWrite        = int(diskfmt.ErrLeaderWrite)
+	SanlkLeaderDiff         = int(diskfmt.ErrLeaderDiff)
+	SanlkLeaderMagic        = int(diskfmt.ErrLeaderMagic)
+	SanlkLeaderVersion      = int(diskfmt.ErrLeaderVersion)
+	SanlkLeaderSectorSize   = int(diskfmt.ErrLeaderSectorSize)
+	SanlkLeaderLockspace    = int(diskfmt.ErrLeaderLockspace)
+	SanlkLeaderResource     = int(diskfmt.ErrLeaderResource)
+	SanlkLeaderNumHosts     = int(diskfmt.ErrLeaderNumHosts)
+	SanlkLeaderChecksum     = int(diskfmt.ErrLeaderChecksum)
+	SanlkAddLSSizes         = int(diskfmt.ErrAddLSSizes)
+	SanlkAddLSInvalidHostID = int(diskfmt.ErrAddLSInvalidHostID)
+	SanlkAcquireLVer        = int(diskfmt.ErrAcquireLver)
+	SanlkAcquireLockspace   = int(diskfmt.ErrAcquireLockspace)
+	SanlkAcquireIDDisk      = int(diskfmt.ErrAcquireIDDisk)
+	SanlkAcquireIDLive      = int(diskfmt.ErrAcquireIDLive)
+	SanlkAcquireOwned       = int(diskfmt.ErrAcquireOwned)
+	SanlkAcquireOther       = int(diskfmt.ErrAcquireOther)
+	SanlkAcquireShRetry     = int(diskfmt.ErrAcquireShRetry)
+	SanlkAcquireOwnedRetry  = int(diskfmt.ErrAcquireOwnedRetry)
+	SanlkReleaseLVer        = int(diskfmt.ErrReleaseLver)
+	SanlkReleaseOwner       = int(diskfmt.ErrReleaseOwner)
+	SanlkRenewOwner         = int(diskfmt.ErrRenewOwner)
+	SanlkRenewDiff          = int(diskfmt.ErrRenewDiff)
+	SanlkHostIDBusy         = int(diskfmt.ErrHostIDBusy)
+	SanlkRequestMagic       = int(diskfmt.ErrRequestMagic)
+	SanlkRequestVersion     = int(diskfmt.ErrRequestVersion)
+	SanlkRequestOld         = int(diskfmt.ErrRequestOld)
+	SanlkRequestLVer        = int(diskfmt.ErrRequestLver)
+	SanlkRIndexMagic        = int(diskfmt.ErrRindexMagic)
+	SanlkRIndexVersion      = int(diskfmt.ErrRindexVersion)
+	SanlkRIndexLockspace    = int(diskfmt.ErrRindexLockspace)
+	SanlkRIndexOffset       = int(diskfmt.ErrRindexOffset)
+	SanlkRIndexDiff         = int(diskfmt.ErrRindexDiff)
 )
 
 const (
-	unknownErrorText  = "Unknown error"
 	sanlkCodeBoundary = -200 // codes above this (and below 0) are -errno
 )
 
-var sanlkCodes = map[int]struct{ name, text string }{
-	SanlkOK:                 {"SANLK_OK", unknownErrorText},
-	SanlkError:              {"SANLK_ERROR", "General error"},
-	SanlkAIOTimeout:         {"SANLK_AIO_TIMEOUT", "IO timeout"},
-	SanlkWDError:            {"SANLK_WD_ERROR", "Watchdog device error"},
-	SanlkDblockRead:         {"SANLK_DBLOCK_READ", "Lease read error in dblock"},
-	SanlkDblockWrite:        {"SANLK_DBLOCK_WRITE", "Lease write error in dblock"},
-	SanlkDblockLVer:         {"SANLK_DBLOCK_LVER", "Lease was acquired by another host in new ballot"},
-	SanlkDblockMbal:         {"SANLK_DBLOCK_MBAL", "Lease was acquired by another host in current ballot"},
-	SanlkDblockChecksum:     {"SANLK_DBLOCK_CHECKSUM", "Lease checksum error in dblock"},
-	SanlkLeaderRead:         {"SANLK_LEADER_READ", "Lease read error in leader"},
-	SanlkLeaderWrite:        {"SANLK_LEADER_WRITE", "Lease write error in leader"},
-	SanlkLeaderDiff:         {"SANLK_LEADER_DIFF", "Lease read inconsistent"},
-	SanlkLeaderMagic:        {"SANLK_LEADER_MAGIC", "Lease does not exist on storage"},
-	SanlkLeaderVersion:      {"SANLK_LEADER_VERSION", "Lease format version on storage is not recognized"},
-	SanlkLeaderSectorSize:   {"SANLK_LEADER_SECTORSIZE", "Lease sector size is inconsistent"},
-	SanlkLeaderLockspace:    {"SANLK_LEADER_LOCKSPACE", "Lease lockspace name is incorrect"},
-	SanlkLeaderResource:     {"SANLK_LEADER_RESOURCE", "Lease resource name is incorrect"},
-	SanlkLeaderNumHosts:     {"SANLK_LEADER_NUMHOSTS", "Lease num_hosts is incorrect"},
-	SanlkLeaderChecksum:     {"SANLK_LEADER_CHECKSUM", "Lease checksum error in leader"},
-	SanlkAddLSSizes:         {"SANLK_ADDLS_SIZES", unknownErrorText},
-	SanlkAddLSInvalidHostID: {"SANLK_ADDLS_INVALID_HOSTID", unknownErrorText},
-	SanlkAcquireLVer:        {"SANLK_ACQUIRE_LVER", unknownErrorText},
-	SanlkAcquireLockspace:   {"SANLK_ACQUIRE_LOCKSPACE", "Lease lockspace is not found"},
-	SanlkAcquireIDDisk:      {"SANLK_ACQUIRE_IDDISK", "Lease lockspace disk cannot be opened"},
-	SanlkAcquireIDLive:      {"SANLK_ACQUIRE_IDLIVE", "Lease is held by another host"},
-	SanlkAcquireOwned:       {"SANLK_ACQUIRE_OWNED", "Lease was acquired by another host in other ballot"},
-	SanlkAcquireOther:       {"SANLK_ACQUIRE_OTHER", "Lease was acquired by another host in local commit"},
-	SanlkAcquireShRetry:     {"SANLK_ACQUIRE_SHRETRY", "Lease is held by another host for shared acquire"},
-	SanlkAcquireOwnedRetry:  {"SANLK_ACQUIRE_OWNED_RETRY", "Lease is owned by another host"},
-	SanlkReleaseLVer:        {"SANLK_RELEASE_LVER", "Lease release version is incorrect"},
-	SanlkReleaseOwner:       {"SANLK_RELEASE_OWNER", "Lease release owner is incorrect"},
-	SanlkRenewOwner:         {"SANLK_RENEW_OWNER", "Lease renew owner is incorrect"},
-	SanlkRenewDiff:          {"SANLK_RENEW_DIFF", "Lease renew data has changed"},
-	SanlkHostIDBusy:         {"SANLK_HOSTID_BUSY", "Lease host ID is being used by another host"},
-	SanlkRequestMagic:       {"SANLK_REQUEST_MAGIC", "Lease request block has invalid data"},
-	SanlkRequestVersion:     {"SANLK_REQUEST_VERSION", "Lease request block has invalid version"},
-	SanlkRequestOld:         {"SANLK_REQUEST_OLD", "Lease request has newer lease version"},
-	SanlkRequestLVer:        {"SANLK_REQUEST_LVER", "Lease request block has newer version"},
-	SanlkRIndexMagic:        {"SANLK_RINDEX_MAGIC", unknownErrorText},
-	SanlkRIndexVersion:      {"SANLK_RINDEX_VERSION", unknownErrorText},
-	SanlkRIndexLockspace:    {"SANLK_RINDEX_LOCKSPACE", unknownErrorText},
-	SanlkRIndexOffset:       {"SANLK_RINDEX_OFFSET", unknownErrorText},
-	SanlkRIndexDiff:         {"SANLK_RINDEX_DIFF", unknownErrorText},
-}
-
-var errnoNames = map[int]string{
-	RvEPERM: "EPERM", RvENOENT: "ENOENT", RvESRCH: "ESRCH", RvE2BIG: "E2BIG", RvEAGAIN: "EAGAIN",
-	RvENOMEM: "ENOMEM", RvEBUSY: "EBUSY", RvEEXIST: "EEXIST", RvENODEV: "ENODEV", RvEINVAL: "EINVAL",
-	RvENOTTY: "ENOTTY", RvENOSPC: "ENOSPC", RvERANGE: "ERANGE", RvENOCSI: "ENOCSI",
-	RvELIBACC: "ELIBACC", RvELIBBAD: "ELIBBAD", RvELIBSCN: "ELIBSCN", RvENOTCONN: "ENOTCONN",
-	RvECONNREFUSED: "ECONNREFUSED", RvEALREADY: "EALREADY", RvEINPROGRESS: "EINPROGRESS",
-	RvESTALE: "ESTALE", RvEUCLEAN: "EUCLEAN",
-}
-
 // CodeName returns the symbolic name of a result code ("SANLK_LEADER_MAGIC",
 // "ENOENT"), or "" when unknown.
-func CodeName(code int) string {
-	if c, ok := sanlkCodes[code]; ok {
-		return c.name
-	}
-	return errnoNames[code]
-}
+func CodeName(code int) string { return diskfmt.Code(code).Name() }
 
 // Strerror returns the text for a result code: the sanlock_strerror text for
 // sanlock codes (wire.md §11.2) and the Linux strerror text for -errno values.
-func Strerror(code int) string {
-	if c, ok := sanlkCodes[code]; ok {
-		return c.text
-	}
-	if code < 0 && code > sanlkCodeBoundary {
-		return syscall.Errno(-code).Error()
-	}
-	return unknownErrorText
-}
+func Strerror(code int) string { return diskfmt.Code(code).Text() }
 
 // Error is a negative result code returned by the daemon (or a connection
 // failure mapped to -errno, as libsanlock does).

@@ -175,7 +175,7 @@ func TestReadReplyErrors(t *testing.T) {
 	}
 	// Negative results skip payloads the daemon does not send.
 	for _, cmd := range []Cmd{CmdReadLockspace, CmdGetLVB, CmdLookupRIndex, CmdReadResourceOwners} {
-		h := ResultReply(NewHeader(cmd, 0, 0, 0), SanlkLeaderMagic)
+		h := ResultReply(NewHeader(cmd, 0, 0, 0), int32(SanlkLeaderMagic))
 		p, err := DecodeReply(cmd, h.Bytes())
 		if err != nil || ErrorCode(p.Err()) != SanlkLeaderMagic {
 			t.Errorf("%s error reply: %v", cmd, err)

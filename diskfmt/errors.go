@@ -75,6 +75,7 @@ const (
 type codeInfo struct{ name, text string }
 
 var codeTable = map[Code]codeInfo{
+	OK:                    {"SANLK_OK", "Unknown error"},
 	ErrGeneric:            {"SANLK_ERROR", "General error"},
 	ErrAIOTimeout:         {"SANLK_AIO_TIMEOUT", "IO timeout"},
 	ErrWatchdog:           {"SANLK_WD_ERROR", "Watchdog device error"},
@@ -153,39 +154,17 @@ func (c Code) Error() string {
 	return fmt.Sprintf("result %d: %s", int(c), c.Text())
 }
 
-func errnoName(e syscall.Errno) string {
-	switch e {
-	case syscall.EPERM:
-		return "EPERM"
-	case syscall.ENOENT:
-		return "ENOENT"
-	case syscall.ESRCH:
-		return "ESRCH"
-	case syscall.EIO:
-		return "EIO"
-	case syscall.ENXIO:
-		return "ENXIO"
-	case syscall.E2BIG:
-		return "E2BIG"
-	case syscall.EAGAIN:
-		return "EAGAIN"
-	case syscall.ENOMEM:
-		return "ENOMEM"
-	case syscall.EBUSY:
-		return "EBUSY"
-	case syscall.EEXIST:
-		return "EEXIST"
-	case syscall.ENODEV:
-		return "ENODEV"
-	case syscall.EINVAL:
-		return "EINVAL"
-	case syscall.ENOSPC:
-		return "ENOSPC"
-	case syscall.ERANGE:
-		return "ERANGE"
-	}
-	return ""
+var errnoNames = map[syscall.Errno]string{
+	syscall.EPERM: "EPERM", syscall.ENOENT: "ENOENT", syscall.ESRCH: "ESRCH", syscall.EIO: "EIO",
+	syscall.ENXIO: "ENXIO", syscall.E2BIG: "E2BIG", syscall.EAGAIN: "EAGAIN", syscall.ENOMEM: "ENOMEM",
+	syscall.EBUSY: "EBUSY", syscall.EEXIST: "EEXIST", syscall.ENODEV: "ENODEV", syscall.EINVAL: "EINVAL",
+	syscall.ENOTTY: "ENOTTY", syscall.ENOSPC: "ENOSPC", syscall.ERANGE: "ERANGE", syscall.ENOCSI: "ENOCSI",
+	syscall.ELIBACC: "ELIBACC", syscall.ELIBBAD: "ELIBBAD", syscall.ELIBSCN: "ELIBSCN",
+	syscall.ENOTCONN: "ENOTCONN", syscall.ECONNREFUSED: "ECONNREFUSED", syscall.EALREADY: "EALREADY",
+	syscall.EINPROGRESS: "EINPROGRESS", syscall.ESTALE: "ESTALE", syscall.EUCLEAN: "EUCLEAN",
 }
+
+func errnoName(e syscall.Errno) string { return errnoNames[e] }
 
 // CodeOf maps any error to the sanlock result value a tool or reply would
 // carry: nil is 0, a Code is itself, an I/O timeout is SANLK_AIO_TIMEOUT, an
