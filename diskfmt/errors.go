@@ -66,6 +66,8 @@ const (
 	ErrENOENT Code = -2
 	ErrEIO    Code = -5
 	ErrENXIO  Code = -6
+	ErrEAGAIN Code = -11
+	ErrEBUSY  Code = -16
 	ErrENODEV Code = -19
 	ErrEINVAL Code = -22
 	ErrENOSPC Code = -28

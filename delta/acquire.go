@@ -1,0 +1,191 @@
+package delta
+
+import (
+	"context"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// AcquirePlan is what acquire decides after its first read (spec: delta.md
+// §5.3 steps 2–5).
+type AcquirePlan struct {
+	// OtherIOTimeout is the io_timeout of the lease as read (own io_timeout
+	// if the lease has 0). It sets both delays.
+	OtherIOTimeout int
+	// Free: the lease was released or never acquired (timestamp 0).
+	Free bool
+	// FastReacquire: the lease names our host name; it is our own lease
+	// left behind by a crash or an aborted add.
+	FastReacquire bool
+	// Wait is how long to watch the lease before reading it again, seconds;
+	// 0 when Free or FastReacquire.
+	Wait int
+	// ShortDelay is the wait between our write and the read-back, seconds.
+	ShortDelay int
+}
+
+// PlanAcquire decides, from the lease as first read, whether the lease must
+// be watched for a live owner and for how long. Nothing about the owner's
+// clock is used: its liveness is judged later by whether the lease changed.
+func PlanAcquire(rec *diskfmt.Leader, hostName string, t Timing) AcquirePlan {
+	other := OtherIOTimeout(rec.IOTimeout, t.IOTimeout)
+	p := AcquirePlan{OtherIOTimeout: other, ShortDelay: DeltaShortDelay(other)}
+	switch {
+	case rec.Timestamp == 0:
+		p.Free = true
+	case diskfmt.NameEqual(rec.ResourceName[:], hostName):
+		p.FastReacquire = true
+	default:
+		p.Wait = AcquireHeldDelay(other, t.WatchdogFireTimeout)
+	}
+	return p
+}
+
+// CheckHeldLease is the liveness decision after the long wait (§5.3 step
+// 7): the owner is alive, and the host_id busy, unless the lease is
+// byte-for-byte what we saw before the wait (all 200 record bytes) or it
+// was released meanwhile.
+func CheckHeldLease(before, after []byte) error {
+	if sameRecord(before, after) {
+		return nil
+	}
+	if rec, err := diskfmt.DecodeLeader(after); err == nil && rec.Timestamp == 0 {
+		return nil
+	}
+	return diskfmt.ErrHostIDBusy
+}
+
+// NewAcquireRecord builds the record acquire writes (§5.3 step 8) from the
+// lease as last read: our host_id, the next generation, our host name,
+// timestamp now and our io_timeout (low 8 bits); every other field as read.
+//
+// The host name is stored as C's snprintf would: at most 47 bytes and a NUL,
+// with the bytes after that NUL left as the previous owner wrote them.
+func NewAcquireRecord(prev diskfmt.Leader, hostID uint64, hostName string, ownIO int, now uint64) diskfmt.Leader {
+	rec := prev
+	rec.Timestamp = now
+	rec.IOTimeout = DiskIOTimeout(ownIO)
+	rec.OwnerID = hostID
+	rec.OwnerGeneration = prev.OwnerGeneration + 1
+	n := len(hostName)
+	if i := indexByte(hostName, 0); i >= 0 {
+		n = i
+	}
+	n = min(n, diskfmt.NameLen-1)
+	copy(rec.ResourceName[:n], hostName)
+	rec.ResourceName[n] = 0
+	rec.Checksum = rec.ComputeChecksum()
+	return rec
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// CheckAcquired is the decision after the short delay (§5.3 step 10): the
+// acquire holds only if the lease still carries exactly what we wrote;
+// otherwise another host wrote after us and the host_id is busy.
+func CheckAcquired(written, read []byte) error {
+	if sameRecord(written, read) {
+		return nil
+	}
+	return diskfmt.ErrHostIDBusy
+}
+
+// Acquired is the outcome of a successful acquire.
+type Acquired struct {
+	// Leader is the record we wrote and read back.
+	Leader diskfmt.Leader
+	// LastSuccess is the timestamp we wrote, taken before the short delay
+	// (§5.3 step 10, §5.8).
+	LastSuccess uint64
+	// Plan is what the first read led to.
+	Plan AcquirePlan
+}
+
+// Acquire takes the delta lease for l.HostID with host name hostName
+// (spec: delta.md §5.3). The sequence is:
+//
+//  1. read the lease; if it is free or ours, go to 3;
+//  2. otherwise watch it for max(8N+W, 8N) seconds (N = the lease's
+//     io_timeout), read it again, and fail with diskfmt.ErrHostIDBusy if it
+//     changed and was not released (a live owner renewed it);
+//  3. write our record (next generation, our name, our timestamp);
+//  4. wait 2N (N = the lease's io_timeout before our write), read it back and
+//     fail with diskfmt.ErrHostIDBusy if another host overwrote it.
+//
+// Cancelling ctx during a wait aborts with diskfmt.ErrGeneric (-201); a
+// record written before the abort stays on disk. Read and verify errors
+// (diskfmt.ErrLeader*, I/O errors, timeouts) are returned as they come;
+// diskfmt.CodeOf maps them to result values.
+func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) {
+	if err := l.validate(); err != nil {
+		return Acquired{}, err
+	}
+	rec, raw, err := l.readOwn(ctx)
+	if err != nil {
+		return Acquired{}, err
+	}
+	l.logf("delta_acquire begin %s:%d", l.Space, l.HostID)
+	plan := PlanAcquire(&rec, hostName, l.Timing)
+	if rec.IOTimeout == 0 {
+		l.logf("delta_acquire use own io_timeout %d", l.Timing.IOTimeout)
+	}
+	if plan.OtherIOTimeout != l.Timing.IOTimeout {
+		l.logf("delta_acquire other_io_timeout %d our %d", plan.OtherIOTimeout, l.Timing.IOTimeout)
+	}
+
+	if plan.FastReacquire {
+		l.logf("delta_acquire fast reacquire")
+	}
+	if plan.Wait > 0 {
+		l.logf("delta_acquire delta_large_delay %d delay %d",
+			DeltaLargeDelay(plan.OtherIOTimeout), plan.Wait)
+		if err := sleepFor(ctx, l.Clock, seconds(plan.Wait)); err != nil {
+			l.logf("delta_acquire abort1 remove %s:%d", l.Space, l.HostID)
+			return Acquired{}, diskfmt.ErrGeneric
+		}
+		rec2, raw2, err := l.readOwn(ctx)
+		if err != nil {
+			return Acquired{}, err
+		}
+		if err := CheckHeldLease(raw, raw2); err != nil {
+			l.logf("delta_acquire host_id %d busy1 %d %d %d %s", l.HostID,
+				rec2.OwnerID, rec2.OwnerGeneration, rec2.Timestamp, diskfmt.NameString(rec2.ResourceName[:]))
+			return Acquired{}, err
+		}
+		rec = rec2
+	}
+
+	now := Monotime(l.Clock)
+	mine := NewAcquireRecord(rec, l.HostID, hostName, l.Timing.IOTimeout, now)
+	sector := buildSector(&mine, l.Geometry.SectorSize, nil)
+	written := recordBytes(&mine)
+	l.logf("delta_acquire write %d %d %d %s", mine.OwnerID, mine.OwnerGeneration, mine.Timestamp,
+		diskfmt.NameString(mine.ResourceName[:]))
+	if _, err := l.write(ctx, sector, l.sectorOffset(), l.Timing.IOTimeoutDuration()); err != nil {
+		return Acquired{}, err
+	}
+
+	l.logf("delta_acquire delta_short_delay %d", plan.ShortDelay)
+	if err := sleepFor(ctx, l.Clock, seconds(plan.ShortDelay)); err != nil {
+		l.logf("delta_acquire abort2 remove %s:%d", l.Space, l.HostID)
+		return Acquired{}, diskfmt.ErrGeneric
+	}
+	rec3, raw3, err := l.readOwn(ctx)
+	if err != nil {
+		return Acquired{}, err
+	}
+	if err := CheckAcquired(written, raw3); err != nil {
+		l.logf("delta_acquire host_id %d busy2 %d %d %d %s", l.HostID,
+			rec3.OwnerID, rec3.OwnerGeneration, rec3.Timestamp, diskfmt.NameString(rec3.ResourceName[:]))
+		return Acquired{}, err
+	}
+	l.logf("delta_acquire done %d %d %d", rec3.OwnerID, rec3.OwnerGeneration, rec3.Timestamp)
+	return Acquired{Leader: rec3, LastSuccess: now, Plan: plan}, nil
+}

@@ -1,0 +1,258 @@
+package delta
+
+import (
+	"fmt"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// HostState is what we think of another host of the lockspace (spec:
+// delta.md §7.4); the values are the get_hosts flags.
+type HostState uint32
+
+// Host states.
+const (
+	HostUnknown HostState = 1
+	HostFree    HostState = 2
+	HostLive    HostState = 3
+	HostFail    HostState = 4
+	HostDead    HostState = 5
+)
+
+func (s HostState) String() string {
+	switch s {
+	case HostUnknown:
+		return "UNKNOWN"
+	case HostFree:
+		return "FREE"
+	case HostLive:
+		return "LIVE"
+	case HostFail:
+		return "FAIL"
+	case HostDead:
+		return "DEAD"
+	}
+	return "ERROR"
+}
+
+// HostStatus is one entry of the host status table (spec: delta.md §7.2).
+// All times are our monotime in whole seconds; OwnerID, OwnerGeneration,
+// Timestamp, IOTimeout and OwnerName are copied from the host's lease.
+type HostStatus struct {
+	HostID          uint64
+	LastCheck       uint64 // latest processing
+	LastLive        uint64 // when we last saw its owner/generation/timestamp change
+	LastReq         uint64 // when we last accepted a request notification from it
+	OwnerID         uint64
+	OwnerGeneration uint64
+	Timestamp       uint64 // the host's own clock: only compared for change
+	IOTimeout       uint16
+	OwnerName       string
+	LeaseBad        int // consecutive reads with wrong magic or lockspace name
+}
+
+// HostInfo is a get_hosts entry.
+type HostInfo struct {
+	HostID     uint64
+	Generation uint64
+	Timestamp  uint64
+	IOTimeout  uint32
+	State      HostState
+}
+
+// ReceivedEvent is a host event addressed to us, found in another host's
+// lease (spec: delta.md §8.3).
+type ReceivedEvent struct {
+	Event          HostEvent // HostID is our own host_id
+	FromHostID     uint64
+	FromGeneration uint64
+}
+
+// ProcessResult is what one pass over a renewal read found.
+type ProcessResult struct {
+	// Events addressed to us, in host_id order. There is no
+	// de-duplication: an event is reported for every changed lease of its
+	// sender while our bit is set.
+	Events []ReceivedEvent
+	// Requests lists the hosts whose request notification was accepted
+	// (rate limited to one per set_bitmap_seconds per host); the resource
+	// side should then examine the resources it holds.
+	Requests []uint64
+	// Log holds lines worth logging (host changes, bad leases).
+	Log []string
+}
+
+// HostTable watches the other hosts of a lockspace through our renewal
+// reads. It never compares another host's timestamp with our clock: it
+// notes, on our clock, when it last saw each lease change, and judges
+// liveness by how long ago that was.
+type HostTable struct {
+	maxHosts   int
+	firstCheck uint64
+	hosts      []HostStatus // index host_id-1
+}
+
+// NewHostTable returns an empty table for host_ids 1..maxHosts.
+func NewHostTable(maxHosts int) *HostTable {
+	t := &HostTable{maxHosts: maxHosts, hosts: make([]HostStatus, maxHosts)}
+	for i := range t.hosts {
+		t.hosts[i].HostID = uint64(i + 1)
+	}
+	return t
+}
+
+// Ready reports whether at least one read has been processed.
+func (t *HostTable) Ready() bool { return t.firstCheck != 0 }
+
+// FirstCheck is our monotime of the first processing (0 before).
+func (t *HostTable) FirstCheck() uint64 { return t.firstCheck }
+
+// Process updates the table from one whole-area read (spec: delta.md §7.3)
+// at our time now. ourID is our host_id; setBitmapSeconds limits how often
+// a host's request notification is accepted.
+func (t *HostTable) Process(now uint64, area []byte, g diskfmt.Geometry, space string, ourID uint64, setBitmapSeconds int) ProcessResult {
+	var res ProcessResult
+	if t.firstCheck == 0 {
+		t.firstCheck = now
+	}
+	ss := g.SectorSize
+	for i := 1; i <= t.maxHosts && i*ss <= len(area); i++ {
+		raw := area[(i-1)*ss : i*ss]
+		h := &t.hosts[i-1]
+		h.LastCheck = now
+		rec, _ := diskfmt.DecodeLeader(raw)
+		good := rec.Magic == diskfmt.DeltaMagic && diskfmt.NameEqual(rec.SpaceName[:], space)
+		if !good {
+			h.LeaseBad++
+			if h.LeaseBad <= 0 { // keep it non-zero if it ever wraps
+				h.LeaseBad = 1
+			}
+			if h.LeaseBad == 1 || h.LeaseBad%100 == 0 {
+				res.Log = append(res.Log, fmt.Sprintf("check_other_lease invalid for host %d %d ts %d name %s in %s",
+					i, rec.OwnerGeneration, rec.Timestamp, diskfmt.NameString(rec.ResourceName[:]), space))
+			}
+		} else if h.LeaseBad != 0 {
+			res.Log = append(res.Log, fmt.Sprintf("check_other_lease corrected for host %d %d ts %d name %s in %s",
+				i, rec.OwnerGeneration, rec.Timestamp, diskfmt.NameString(rec.ResourceName[:]), space))
+			h.LeaseBad = 0
+		}
+		name := diskfmt.NameString(rec.ResourceName[:])
+		if good && (name != h.OwnerName || rec.OwnerGeneration != h.OwnerGeneration) {
+			res.Log = append(res.Log, fmt.Sprintf("host %d %d %d %s", i, rec.OwnerGeneration, rec.Timestamp, name))
+			h.OwnerName = name
+		}
+		if rec.OwnerID == h.OwnerID && rec.OwnerGeneration == h.OwnerGeneration && rec.Timestamp == h.Timestamp {
+			continue
+		}
+		if good {
+			h.OwnerID, h.OwnerGeneration, h.OwnerName, h.IOTimeout = rec.OwnerID, rec.OwnerGeneration, name, rec.IOTimeout
+		}
+		h.Timestamp = rec.Timestamp
+		h.LastLive = now
+		if uint64(i) == ourID || !diskfmt.BitmapTest(raw, ourID) {
+			continue
+		}
+		if rec.WriteGeneration != 0 {
+			res.Events = append(res.Events, ReceivedEvent{
+				Event:          HostEvent{HostID: ourID, Generation: rec.WriteID, Event: rec.WriteGeneration, Data: rec.WriteTimestamp},
+				FromHostID:     h.OwnerID,
+				FromGeneration: h.OwnerGeneration,
+			})
+			res.Log = append(res.Log, fmt.Sprintf("host event from host_id %d", i))
+		}
+		if h.LastReq != 0 && now-h.LastReq < uint64(setBitmapSeconds) {
+			continue
+		}
+		h.LastReq = now
+		res.Requests = append(res.Requests, uint64(i))
+		res.Log = append(res.Log, fmt.Sprintf("request from host_id %d", i))
+	}
+	return res
+}
+
+// Host returns the entry for hostID (false if out of range).
+func (t *HostTable) Host(hostID uint64) (HostStatus, bool) {
+	if hostID == 0 || hostID > uint64(t.maxHosts) {
+		return HostStatus{}, false
+	}
+	return t.hosts[hostID-1], true
+}
+
+// State computes a host's state at our time now (spec: delta.md §7.4),
+// with the io_timeout found in that host's own lease and W.
+func (t *HostTable) State(hostID, now, ourID uint64, w int) HostState {
+	h, ok := t.Host(hostID)
+	if !ok {
+		return HostFree
+	}
+	return HostStateOf(&h, t.firstCheck, now, ourID, w)
+}
+
+// HostStateOf is the §7.4 rule list for one entry: FREE if released, LIVE
+// if it is us, UNKNOWN while no change was seen since we started watching
+// and less than 8N passed, LIVE within 8N of the last change, DEAD after
+// more than 8N+W, FAIL in between. N is the host's own io_timeout.
+func HostStateOf(h *HostStatus, firstCheck, now, ourID uint64, w int) HostState {
+	fail := uint64(IDRenewalFailSeconds(int(h.IOTimeout)))
+	dead := uint64(HostDeadSeconds(int(h.IOTimeout), w))
+	last := h.LastLive
+	if last == 0 {
+		last = firstCheck
+	}
+	var since uint64
+	if now > last {
+		since = now - last
+	}
+	switch {
+	case h.Timestamp == 0:
+		return HostFree
+	case h.OwnerID == ourID:
+		return HostLive
+	case since <= fail && firstCheck == h.LastLive:
+		return HostUnknown
+	case since <= fail:
+		return HostLive
+	case since > dead:
+		return HostDead
+	}
+	return HostFail
+}
+
+// GetHosts answers get_hosts (spec: delta.md §7.5): hostID 0 lists every
+// host whose lease has a non-zero timestamp; a given hostID gives exactly
+// that entry (FREE with zeros if never seen), or nothing beyond max_hosts.
+// Before the first processing it fails with -EAGAIN.
+func (t *HostTable) GetHosts(hostID, now, ourID uint64, w int) ([]HostInfo, error) {
+	if !t.Ready() {
+		return nil, diskfmt.ErrEAGAIN
+	}
+	info := func(h *HostStatus) HostInfo {
+		return HostInfo{HostID: h.HostID, Generation: h.OwnerGeneration, Timestamp: h.Timestamp,
+			IOTimeout: uint32(h.IOTimeout), State: HostStateOf(h, t.firstCheck, now, ourID, w)}
+	}
+	if hostID != 0 {
+		if hostID > uint64(t.maxHosts) {
+			return nil, nil
+		}
+		return []HostInfo{info(&t.hosts[hostID-1])}, nil
+	}
+	var out []HostInfo
+	for i := range t.hosts {
+		if t.hosts[i].Timestamp != 0 {
+			out = append(out, info(&t.hosts[i]))
+		}
+	}
+	return out, nil
+}
+
+// Statuses lists, in host_id order, the entries with a non-zero last_live
+// or owner_id (what host_status reports).
+func (t *HostTable) Statuses() []HostStatus {
+	var out []HostStatus
+	for _, h := range t.hosts {
+		if h.LastLive != 0 || h.OwnerID != 0 {
+			out = append(out, h)
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// Lease is one host_id's delta lease in a lockspace, with what the
+// operations need to reach it: the device, the clock and the own timing.
+// Its methods are thin drivers (read, decide, write, sleep); the decisions
+// are the pure functions in acquire.go, renew.go and release.go.
+//
+// Every I/O gets a fresh buffer and its own context whose deadline is the
+// spec's per-I/O timeout (delta.md §3.4). I/O contexts are detached from
+// the caller's cancellation: an I/O that has started runs until it
+// completes or times out, as in sanlock, and cancellation is only looked at
+// between steps (the acquire sleeps, the renewal loop).
+type Lease struct {
+	Dev      diskfmt.Device
+	Offset   int64            // start of the lockspace area
+	Geometry diskfmt.Geometry // sizes of the lockspace (from its sector 0)
+	Space    string           // lockspace name
+	HostID   uint64           // 1..Geometry.MaxHosts
+	Timing   Timing           // own io_timeout and W
+	Clock    Clock
+	// Logf, if set, receives the operations' log lines (sanlock's wording
+	// where the spec gives it).
+	Logf func(format string, args ...any)
+}
+
+func (l *Lease) logf(format string, args ...any) {
+	if l.Logf != nil {
+		l.Logf(format, args...)
+	}
+}
+
+// sectorOffset is the absolute byte offset of our delta lease.
+func (l *Lease) sectorOffset() int64 {
+	return l.Offset + diskfmt.DeltaSectorOffset(l.HostID, l.Geometry.SectorSize)
+}
+
+// ioContext is the context of one I/O: the caller's values without its
+// cancellation, plus the I/O timeout as deadline.
+func ioContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
+}
+
+// read reads n bytes at off into a new buffer. After a failure the buffer
+// is dropped: a device that timed out may still be filling it.
+func (l *Lease) read(ctx context.Context, n int, off int64, timeout time.Duration) ([]byte, time.Duration, error) {
+	ioctx, cancel := ioContext(ctx, timeout)
+	defer cancel()
+	buf := make([]byte, n)
+	start := l.Clock.Now()
+	err := l.Dev.ReadAt(ioctx, buf, off)
+	took := l.Clock.Now() - start
+	if err != nil {
+		return nil, took, err
+	}
+	return buf, took, nil
+}
+
+// write writes one freshly built sector; the caller never touches it again.
+func (l *Lease) write(ctx context.Context, sector []byte, off int64, timeout time.Duration) (time.Duration, error) {
+	ioctx, cancel := ioContext(ctx, timeout)
+	defer cancel()
+	start := l.Clock.Now()
+	err := l.Dev.WriteAt(ioctx, sector, off)
+	return l.Clock.Now() - start, err
+}
+
+// readOwn reads and verifies our lease sector (acquire's reads).
+func (l *Lease) readOwn(ctx context.Context) (diskfmt.Leader, []byte, error) {
+	b, _, err := l.read(ctx, l.Geometry.SectorSize, l.sectorOffset(), l.Timing.IOTimeoutDuration())
+	if err != nil {
+		return diskfmt.Leader{}, nil, fmt.Errorf("delta lease %s:%d read: %w", l.Space, l.HostID, err)
+	}
+	rec, err := diskfmt.VerifyDelta(b, l.Space)
+	if err != nil {
+		return rec, b, err
+	}
+	return rec, b, nil
+}
+
+// buildSector returns a new sector holding rec (sealed) and, if bitmap is
+// not nil, the host bitmap at byte 256; everything else is zero.
+func buildSector(rec *diskfmt.Leader, sectorSize int, bitmap []byte) []byte {
+	b := make([]byte, sectorSize)
+	rec.Seal(b)
+	if bitmap != nil {
+		copy(b[diskfmt.BitmapOffset:diskfmt.BitmapOffset+diskfmt.BitmapSize], bitmap)
+	}
+	return b
+}
+
+// recordBytes is the 200 stored bytes of rec, checksum field as it is.
+func recordBytes(rec *diskfmt.Leader) []byte {
+	b := make([]byte, diskfmt.LeaderSize)
+	rec.Encode(b)
+	return b
+}
+
+// sameRecord compares the 200 record bytes of two raw sectors.
+func sameRecord(a, b []byte) bool {
+	return bytes.Equal(a[:diskfmt.LeaderSize], b[:diskfmt.LeaderSize])
+}
+
+// validate checks the Lease fields before any I/O.
+func (l *Lease) validate() error {
+	switch {
+	case l.Dev == nil || l.Clock == nil:
+		return fmt.Errorf("delta: lease without device or clock: %w", diskfmt.ErrEINVAL)
+	case l.HostID == 0 || l.Geometry.SectorSize <= 0:
+		return diskfmt.ErrEINVAL
+	case l.Timing.IOTimeout <= 0 || l.Timing.WatchdogFireTimeout <= 0:
+		return fmt.Errorf("delta: timing not set: %w", diskfmt.ErrEINVAL)
+	}
+	return nil
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }

@@ -1,0 +1,454 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// Config describes one lockspace membership of this host.
+type Config struct {
+	Dev    diskfmt.Device
+	Offset int64  // lockspace start on Dev
+	Space  string // lockspace name
+	HostID uint64
+	// HostName is written into the lease; it tells hosts that use the same
+	// host_id apart and allows the fast reacquire of our own stale lease.
+	HostName string
+	// Geometry of the lockspace; zero means "read sector 0 at start", as
+	// the daemon does (spec: delta.md §5.2).
+	Geometry diskfmt.Geometry
+	// IOTimeout is the own io_timeout in seconds (0: DefaultIOTimeout).
+	IOTimeout int
+	// WatchdogFireTimeout is W in seconds (0: DefaultWatchdogFireTimeout).
+	WatchdogFireTimeout int
+	// SetBitmapSeconds is how long a notification bit stays set (0: 6N).
+	SetBitmapSeconds int
+	// HistorySize is the renewal history length (0: the default 180;
+	// negative: no history).
+	HistorySize int
+	Clock       Clock
+	// Logf receives log lines; nil discards them.
+	Logf func(format string, args ...any)
+	// OnAcquired runs after a successful acquire, before the first renewal
+	// (the daemon registers with wdmd here). An error fails the acquire with
+	// diskfmt.CodeOf(err) and the lease is released.
+	OnAcquired func(ctx context.Context, lastSuccess uint64) error
+	// OnRenewed runs after each successful renewal while not stopping, with
+	// the new timestamp (the daemon calls wdmd test_live here). It runs on
+	// the renewal goroutine without any lock held.
+	OnRenewed func(ts uint64)
+}
+
+// Status is the published state of a lockspace (spec: delta.md §4.2).
+// Results are 0 before the first attempt, then diskfmt.OK or an error code;
+// times are our monotime in seconds.
+type Status struct {
+	Space              string
+	HostID             uint64
+	IOTimeout          int
+	SectorSize         int
+	AlignSize          int
+	SetBitmapSeconds   int
+	HostGeneration     uint64
+	RenewFail          bool         // the own-lease check has failed once
+	CorruptResult      diskfmt.Code // first corrupt renewal result, sticky
+	AcquireLastResult  diskfmt.Code
+	AcquireLastAttempt uint64
+	AcquireLastSuccess uint64
+	RenewalLastResult  diskfmt.Code
+	RenewalLastAttempt uint64
+	RenewalLastSuccess uint64
+	Reads              uint64 // successful renewal reads published
+	Joined             bool   // acquired (and first renewal done when due)
+	Stopped            bool   // the renewal loop has ended
+	Released           bool   // the lease was released on stop
+}
+
+// Lockspace runs one host's membership of a lockspace: Run acquires the
+// host_id lease and renews it until its context is cancelled, then releases
+// it. Other goroutines (the daemon's main loop, request handlers) read the
+// published state and feed notifications through the methods; they share a
+// mutex that is never held during disk I/O.
+//
+// # Usage
+//
+//  1. New(cfg), then go Run(ctx).
+//  2. Wait for Joined(); check Status().AcquireLastResult (diskfmt.OK) or
+//     Run's error.
+//  3. Every second: CheckOwnLease(); if it fails, start recovery; otherwise
+//     ProcessHosts() and deliver its events and requests.
+//  4. Cancel ctx to leave; Run releases the lease if the last attempt
+//     succeeded and returns. Done() is closed after that.
+type Lockspace struct {
+	cfg    Config
+	timing Timing
+	lease  Lease // Geometry filled by Run before the acquire
+
+	joined chan struct{}
+	done   chan struct{}
+
+	mu        sync.Mutex
+	status    Status
+	history   *History
+	hosts     *HostTable // nil until the geometry is known
+	notifier  *Notifier  // nil until the geometry is known
+	lastRead  []byte     // latest whole-area read; never modified after publication
+	processed uint64     // value of status.Reads at the last ProcessHosts
+}
+
+// New validates cfg and returns a lockspace that is not running yet.
+func New(cfg Config) (*Lockspace, error) {
+	if cfg.Dev == nil || cfg.Clock == nil {
+		return nil, fmt.Errorf("delta: config needs a device and a clock: %w", diskfmt.ErrEINVAL)
+	}
+	if cfg.Space == "" || cfg.HostID == 0 || cfg.HostID > MaxHostID {
+		return nil, diskfmt.ErrEINVAL
+	}
+	t := NewTiming(cfg.IOTimeout, cfg.WatchdogFireTimeout)
+	sbs := cfg.SetBitmapSeconds
+	if sbs <= 0 {
+		sbs = t.SetBitmapSeconds()
+	}
+	hsize := cfg.HistorySize
+	if hsize == 0 {
+		hsize = DefaultRenewalHistorySize
+	}
+	ls := &Lockspace{
+		cfg:    cfg,
+		timing: t,
+		lease: Lease{Dev: cfg.Dev, Offset: cfg.Offset, Geometry: cfg.Geometry, Space: cfg.Space,
+			HostID: cfg.HostID, Timing: t, Clock: cfg.Clock, Logf: cfg.Logf},
+		joined:  make(chan struct{}),
+		done:    make(chan struct{}),
+		history: NewHistory(hsize),
+		status: Status{Space: cfg.Space, HostID: cfg.HostID, IOTimeout: t.IOTimeout,
+			SetBitmapSeconds: sbs},
+	}
+	if cfg.Geometry.SectorSize != 0 {
+		ls.setGeometry(cfg.Geometry)
+	}
+	return ls, nil
+}
+
+func (ls *Lockspace) logf(format string, args ...any) {
+	if ls.cfg.Logf != nil {
+		ls.cfg.Logf(format, args...)
+	}
+}
+
+func (ls *Lockspace) now() uint64 { return Monotime(ls.cfg.Clock) }
+
+// Timing returns the own timing.
+func (ls *Lockspace) Timing() Timing { return ls.timing }
+
+// Joined is closed when the acquire has finished, successfully or not.
+func (ls *Lockspace) Joined() <-chan struct{} { return ls.joined }
+
+// Done is closed when Run has returned.
+func (ls *Lockspace) Done() <-chan struct{} { return ls.done }
+
+func (ls *Lockspace) setGeometry(g diskfmt.Geometry) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.lease.Geometry = g // written once, before the renewer starts
+	ls.status.SectorSize, ls.status.AlignSize = g.SectorSize, g.AlignSize
+	ls.hosts = NewHostTable(g.MaxHosts)
+	ls.notifier = NewNotifier(g.MaxHosts, ls.status.SetBitmapSeconds)
+}
+
+// Run joins the lockspace and renews our lease until ctx is cancelled. It
+// returns the acquire error (a diskfmt result via diskfmt.CodeOf), or the
+// release error, or nil. Run may be called once.
+func (ls *Lockspace) Run(ctx context.Context) error {
+	defer close(ls.done)
+	begin := ls.now()
+	acq, err := ls.join(ctx)
+	ls.mu.Lock()
+	ls.status.AcquireLastAttempt = begin
+	ls.status.RenewalLastAttempt = begin
+	if err != nil {
+		ls.status.AcquireLastResult = diskfmt.CodeOf(err)
+		ls.status.RenewalLastResult = ls.status.AcquireLastResult
+		ls.status.Stopped = true
+		ls.mu.Unlock()
+		ls.logf("add_lockspace fail result %d", diskfmt.CodeOf(err))
+		close(ls.joined)
+		return err
+	}
+	ls.status.AcquireLastResult, ls.status.RenewalLastResult = diskfmt.OK, diskfmt.OK
+	ls.status.AcquireLastSuccess, ls.status.RenewalLastSuccess = acq.LastSuccess, acq.LastSuccess
+	ls.status.HostGeneration = acq.Leader.OwnerGeneration
+	ls.history.Success(acq.LastSuccess, 0, 0)
+	ls.mu.Unlock()
+
+	r := renewer{ls: ls, last: acq.Leader, prevOK: true, lastSuccess: acq.LastSuccess}
+	// Hazard of spec §5.8: the acquire's timestamp predates its short
+	// delay, so the first renewal may already be due. Do it before anyone
+	// is told that we joined, so no own-lease check sees a stale gap.
+	if ls.now()-r.lastSuccess >= uint64(ls.timing.IDRenewalSeconds()) {
+		if sleepFor(ctx, ls.cfg.Clock, 500*time.Millisecond) == nil {
+			r.renew(ctx)
+		}
+	}
+	ls.mu.Lock()
+	ls.status.Joined = true
+	ls.mu.Unlock()
+	close(ls.joined)
+
+	r.loop(ctx)
+
+	var relErr error
+	released := false
+	if r.prevOK {
+		relErr = ls.lease.Release(ctx, r.last)
+		released = relErr == nil
+	}
+	ls.mu.Lock()
+	ls.status.Stopped, ls.status.Released = true, released
+	ls.mu.Unlock()
+	return relErr
+}
+
+// join reads the sizes if needed and acquires the lease.
+func (ls *Lockspace) join(ctx context.Context) (Acquired, error) {
+	if ls.lease.Geometry.SectorSize == 0 {
+		ioctx, cancel := ioContext(ctx, ls.timing.IOTimeoutDuration())
+		g, err := diskfmt.LockspaceGeometry(ioctx, ls.cfg.Dev, ls.cfg.Offset)
+		cancel()
+		if err != nil {
+			return Acquired{}, err
+		}
+		ls.setGeometry(g)
+	}
+	if ls.cfg.HostID > uint64(ls.lease.Geometry.MaxHosts) {
+		return Acquired{}, diskfmt.ErrAddLSInvalidHostID
+	}
+	acq, err := ls.lease.Acquire(ctx, ls.cfg.HostName)
+	if err != nil {
+		return acq, err
+	}
+	if ls.cfg.OnAcquired != nil {
+		if herr := ls.cfg.OnAcquired(ctx, acq.LastSuccess); herr != nil {
+			if rerr := ls.lease.Release(ctx, acq.Leader); rerr != nil {
+				ls.logf("release after failed join: %v", rerr)
+			}
+			return Acquired{}, herr
+		}
+	}
+	return acq, nil
+}
+
+// renewer is the state private to the renewal goroutine.
+type renewer struct {
+	ls          *Lockspace
+	last        diskfmt.Leader // our last good record
+	prevOK      bool           // last acquire/renewal attempt succeeded
+	lastSuccess uint64
+}
+
+// loop is the renewal loop (spec: delta.md §6.1): 1-second sleeps while the
+// last success is younger than id_renewal_seconds, then 0.5 s and a
+// renewal; after a failure the gap stays large, so retries come about
+// twice a second.
+func (r *renewer) loop(ctx context.Context) {
+	clk := r.ls.cfg.Clock
+	every := uint64(r.ls.timing.IDRenewalSeconds())
+	for ctx.Err() == nil {
+		if r.ls.now()-r.lastSuccess < every {
+			if clk.Sleep(ctx, time.Second) != nil {
+				return
+			}
+			continue
+		}
+		if clk.Sleep(ctx, 500*time.Millisecond) != nil {
+			return
+		}
+		r.renew(ctx)
+	}
+}
+
+// renew runs one renewal and publishes its outcome (spec: delta.md §6.3).
+func (r *renewer) renew(ctx context.Context) {
+	ls := r.ls
+	begin := ls.now()
+	ls.mu.Lock()
+	bitmap, ev := ls.notifier.Build(begin, ls.cfg.HostID)
+	ls.mu.Unlock()
+
+	out, err := ls.lease.Renew(ctx, RenewInput{Last: r.last, PrevOK: r.prevOK, Bitmap: bitmap, Event: ev})
+	code := diskfmt.CodeOf(err)
+
+	ls.mu.Lock()
+	ls.status.RenewalLastAttempt = begin
+	if err == nil {
+		ls.status.RenewalLastResult = diskfmt.OK
+		ls.status.RenewalLastSuccess = out.Timestamp
+		ls.history.Success(out.Timestamp, out.ReadMs, out.WriteMs)
+	} else {
+		ls.status.RenewalLastResult = code
+		if ls.status.CorruptResult == 0 && IsCorrupt(code) {
+			ls.status.CorruptResult = code
+		}
+		ls.history.Failure(code)
+	}
+	if out.Area != nil {
+		ls.lastRead = out.Area
+		ls.status.Reads++
+	}
+	ls.mu.Unlock()
+
+	if err != nil {
+		r.prevOK = false
+		ls.logf("renewal error %d delta_length %d last_success %d", code, ls.now()-begin, r.lastSuccess)
+		return
+	}
+	interval := out.Timestamp - r.lastSuccess
+	r.last, r.prevOK, r.lastSuccess = out.Leader, true, out.Timestamp
+	if d := ls.now() - begin; d > uint64(ls.timing.IDRenewalSeconds()) {
+		ls.logf("renewed %d delta_length %d too long", out.Timestamp, d)
+	} else {
+		ls.logf("renewed %d delta_length %d interval %d", out.Timestamp, d, interval)
+	}
+	if ls.cfg.OnRenewed != nil && ctx.Err() == nil {
+		ls.cfg.OnRenewed(out.Timestamp)
+	}
+}
+
+// Status returns a snapshot of the published state.
+func (ls *Lockspace) Status() Status {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.status
+}
+
+// Renewals returns the renewal history, oldest first.
+func (ls *Lockspace) Renewals() []HistoryEntry {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.history.Entries()
+}
+
+// CheckOwnLease runs check_our_lease now (spec: delta.md §9.2) and records
+// a failure (RenewFail). The main loop calls it every second.
+func (ls *Lockspace) CheckOwnLease() (OwnLeaseState, uint64) {
+	now := ls.now()
+	ls.mu.Lock()
+	st, gap := CheckOwnLease(now, ls.status.RenewalLastSuccess, ls.status.CorruptResult, ls.timing.IOTimeout)
+	if st.Failed() {
+		ls.status.RenewFail = true
+	}
+	last, corrupt := ls.status.RenewalLastSuccess, ls.status.CorruptResult
+	ls.mu.Unlock()
+	switch st {
+	case OwnLeaseCorrupt:
+		ls.logf("check_our_lease corrupt %d", corrupt)
+	case OwnLeaseFailed:
+		ls.logf("check_our_lease failed %d", gap)
+	case OwnLeaseWarn:
+		ls.logf("check_our_lease warning %d last_success %d", gap, last)
+	}
+	return st, gap
+}
+
+// ProcessHosts updates the host table from the newest renewal read, if one
+// arrived since the last call (spec: delta.md §7.1, §7.3). ok is false when
+// there was nothing new.
+func (ls *Lockspace) ProcessHosts() (res ProcessResult, ok bool) {
+	now := ls.now()
+	ls.mu.Lock()
+	if ls.hosts == nil || ls.lastRead == nil || ls.status.Reads == ls.processed {
+		ls.mu.Unlock()
+		return ProcessResult{}, false
+	}
+	ls.processed = ls.status.Reads
+	res = ls.hosts.Process(now, ls.lastRead, ls.lease.Geometry, ls.cfg.Space, ls.cfg.HostID, ls.status.SetBitmapSeconds)
+	ls.mu.Unlock()
+	for _, line := range res.Log {
+		ls.logf("%s", line)
+	}
+	return res, true
+}
+
+// GetHosts answers get_hosts (spec: delta.md §7.5); -EAGAIN before the
+// first ProcessHosts.
+func (ls *Lockspace) GetHosts(hostID uint64) ([]HostInfo, error) {
+	now := ls.now()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.hosts == nil {
+		return nil, diskfmt.ErrEAGAIN
+	}
+	return ls.hosts.GetHosts(hostID, now, ls.cfg.HostID, ls.timing.WatchdogFireTimeout)
+}
+
+// HostState is the state of one host now.
+func (ls *Lockspace) HostState(hostID uint64) HostState {
+	now := ls.now()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.hosts == nil {
+		return HostUnknown
+	}
+	return ls.hosts.State(hostID, now, ls.cfg.HostID, ls.timing.WatchdogFireTimeout)
+}
+
+// HostStatuses lists the host table entries host_status shows.
+func (ls *Lockspace) HostStatuses() []HostStatus {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.hosts == nil {
+		return nil
+	}
+	return ls.hosts.Statuses()
+}
+
+// Host returns one host table entry. Its IOTimeout is as found on disk;
+// callers judging liveness for paxos use OtherIOTimeout to replace 0 by
+// the own value (spec: delta.md §7.6).
+func (ls *Lockspace) Host(hostID uint64) (HostStatus, bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.hosts == nil {
+		return HostStatus{}, false
+	}
+	return ls.hosts.Host(hostID)
+}
+
+// errNotJoined is returned by notification calls before the sizes are known.
+var errNotJoined = fmt.Errorf("delta: lockspace not joined: %w", diskfmt.ErrENOENT)
+
+// SetEvent queues a host event for ev.HostID (spec: delta.md §8.2); it is
+// written by the following renewals while the target's bit is set.
+func (ls *Lockspace) SetEvent(ev HostEvent, flags uint32) error {
+	now := ls.now()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.notifier == nil {
+		return errNotJoined
+	}
+	err := ls.notifier.SetEvent(now, ev, flags, func(id uint64) uint64 {
+		h, _ := ls.hosts.Host(id)
+		return h.OwnerGeneration
+	})
+	if errors.Is(err, diskfmt.ErrEBUSY) {
+		ls.logf("%v", err)
+	}
+	return err
+}
+
+// Request sets hostID's notification bit for set_bitmap_seconds, telling
+// that host to look at requests for the resources it holds.
+func (ls *Lockspace) Request(hostID uint64) error {
+	now := ls.now()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.notifier == nil {
+		return errNotJoined
+	}
+	return ls.notifier.Request(hostID, now)
+}

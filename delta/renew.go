@@ -1,0 +1,165 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// HostEvent is a sanlk_host_event: a small message for one host, carried in
+// the sender's delta lease (write_id = Generation, write_generation =
+// Event, write_timestamp = Data) while the target's bitmap bit is set.
+type HostEvent struct {
+	HostID     uint64 // target host_id (not stored on disk)
+	Generation uint64
+	Event      uint64
+	Data       uint64
+}
+
+// RenewInput is what one renewal needs besides the disk.
+type RenewInput struct {
+	// Last is our last good record: the one acquire read back, or the one
+	// the previous successful renewal wrote.
+	Last diskfmt.Leader
+	// PrevOK: the previous acquire/renewal attempt succeeded, so the lease
+	// must still be exactly Last (the RENEW_DIFF check). After a failed
+	// attempt the check is skipped: that write may or may not have landed.
+	PrevOK bool
+	// Bitmap is the host bitmap to write (BitmapSize bytes or nil).
+	Bitmap []byte
+	// Event supplies the extras written with the lease (zero: none).
+	Event HostEvent
+}
+
+// RenewOutput reports one renewal attempt. Fields are filled as far as the
+// attempt got.
+type RenewOutput struct {
+	// Area is the whole lockspace as read (align_size bytes), nil if the
+	// read failed. It belongs to the caller; nothing else references it.
+	Area []byte
+	// Leader is the record written (valid on success).
+	Leader diskfmt.Leader
+	// Timestamp is the new timestamp (valid on success).
+	Timestamp uint64
+	// ReadMs and WriteMs are the I/O durations in milliseconds; -1 when the
+	// I/O was not done.
+	ReadMs, WriteMs int64
+}
+
+// CheckRenewRecord verifies our record as found by a renewal read (spec:
+// delta.md §6.2 steps 2–4) against our last good record: a damaged record
+// gives the verify code, another owner/generation/host name
+// diskfmt.ErrRenewOwner, and (only when prevOK) any other difference in the
+// 200 record bytes diskfmt.ErrRenewDiff.
+func CheckRenewRecord(raw []byte, space string, last *diskfmt.Leader, prevOK bool) (diskfmt.Leader, error) {
+	rec, err := diskfmt.VerifyDelta(raw, space)
+	if err != nil {
+		return rec, err
+	}
+	if rec.OwnerID != last.OwnerID || rec.OwnerGeneration != last.OwnerGeneration ||
+		rec.ResourceName != last.ResourceName {
+		return rec, diskfmt.ErrRenewOwner
+	}
+	if prevOK && !bytes.Equal(raw[:diskfmt.LeaderSize], recordBytes(last)) {
+		return rec, diskfmt.ErrRenewDiff
+	}
+	return rec, nil
+}
+
+// NewRenewRecord builds the record a renewal writes (§6.2 steps 5–7): the
+// record as read with our io_timeout (low 8 bits), timestamp now and the
+// host event as extras.
+func NewRenewRecord(cur diskfmt.Leader, ownIO int, now uint64, ev HostEvent) diskfmt.Leader {
+	rec := cur
+	if int(rec.IOTimeout) != ownIO {
+		rec.IOTimeout = DiskIOTimeout(ownIO)
+	}
+	rec.Timestamp = now
+	rec.WriteID = ev.Generation
+	rec.WriteGeneration = ev.Event
+	rec.WriteTimestamp = ev.Data
+	rec.Checksum = rec.ComputeChecksum()
+	return rec
+}
+
+// Renew performs one renewal (spec: delta.md §6.2): read the whole
+// lockspace area with the own io_timeout, check our record, write our
+// sector (record, zeros, bitmap) with host_dead_seconds as timeout. There is
+// no read-back: the next renewal's read is the check.
+//
+// Out.Area is set whenever the read succeeded, even if a later step failed,
+// so the caller can still look at the other hosts. A read that timed out is
+// abandoned (diskfmt.ErrAIOTimeout via diskfmt.CodeOf); the next renewal
+// issues a fresh one.
+func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
+	out := RenewOutput{ReadMs: -1, WriteMs: -1}
+	if err := l.validate(); err != nil {
+		return out, err
+	}
+	off := diskfmt.DeltaSectorOffset(l.HostID, l.Geometry.SectorSize)
+	if off+int64(l.Geometry.SectorSize) > int64(l.Geometry.AlignSize) {
+		return out, diskfmt.ErrEINVAL
+	}
+	area, took, err := l.read(ctx, l.Geometry.AlignSize, l.Offset, l.Timing.IOTimeoutDuration())
+	if err != nil {
+		return out, fmt.Errorf("delta_renew read %s:%d: %w", l.Space, l.HostID, err)
+	}
+	out.Area, out.ReadMs = area, ms(took)
+	raw := area[off : off+int64(l.Geometry.SectorSize)]
+	cur, err := CheckRenewRecord(raw, l.Space, &in.Last, in.PrevOK)
+	if err != nil {
+		if diskfmt.CodeOf(err) == diskfmt.ErrRenewOwner {
+			l.logf("delta_renew not owner")
+		}
+		return out, err
+	}
+	if int(cur.IOTimeout) != l.Timing.IOTimeout {
+		l.logf("delta_renew io_timeout changed disk %d sp %d", cur.IOTimeout, l.Timing.IOTimeout)
+	}
+	now := Monotime(l.Clock)
+	if cur.Timestamp >= now {
+		l.logf("delta_renew timestamp too small %d %d", cur.Timestamp, now)
+	}
+	rec := NewRenewRecord(cur, l.Timing.IOTimeout, now, in.Event)
+	sector := buildSector(&rec, l.Geometry.SectorSize, in.Bitmap)
+	wtook, err := l.write(ctx, sector, l.sectorOffset(), l.Timing.RenewWriteTimeout())
+	out.WriteMs = ms(wtook)
+	if err != nil {
+		l.logf("delta_renew write time %d error %d", int64(wtook.Seconds()), diskfmt.CodeOf(err))
+		return out, fmt.Errorf("delta_renew write %s:%d: %w", l.Space, l.HostID, err)
+	}
+	if wtook >= seconds(l.Timing.IOTimeout) {
+		l.logf("delta_renew long write time %d sec", int64(wtook.Seconds()))
+	}
+	out.Leader, out.Timestamp = rec, now
+	return out, nil
+}
+
+// NewReleaseRecord is the record release writes (spec: delta.md §10.1): the
+// last good record with timestamp 0; owner, generation, host name,
+// io_timeout and extras unchanged.
+func NewReleaseRecord(last diskfmt.Leader) diskfmt.Leader {
+	rec := last
+	rec.Timestamp = 0
+	rec.Checksum = rec.ComputeChecksum()
+	return rec
+}
+
+// Release frees our delta lease: one sector write (record with timestamp
+// 0, bitmap cleared) with the own io_timeout. It does not check ownership;
+// callers release only when their last acquire/renewal attempt succeeded.
+func (l *Lease) Release(ctx context.Context, last diskfmt.Leader) error {
+	if err := l.validate(); err != nil {
+		return err
+	}
+	l.logf("delta_release begin %s:%d", l.Space, l.HostID)
+	rec := NewReleaseRecord(last)
+	sector := buildSector(&rec, l.Geometry.SectorSize, nil)
+	if _, err := l.write(ctx, sector, l.sectorOffset(), l.Timing.IOTimeoutDuration()); err != nil {
+		return fmt.Errorf("delta_release %s:%d: %w", l.Space, l.HostID, err)
+	}
+	l.logf("delta_release done %d %d %d", rec.OwnerID, rec.OwnerGeneration, rec.Timestamp)
+	return nil
+}
