@@ -24,7 +24,7 @@ lint-fast:
 	$(GO) vet $(PKGS)
 
 lint: lint-fast
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 fuzz-short:
 	./scripts/fuzz-short.sh $(FUZZTIME)

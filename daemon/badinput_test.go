@@ -1,0 +1,251 @@
+package daemon
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/client"
+)
+
+// expectClosed sends b and requires that the daemon closes the connection
+// without writing anything.
+func expectClosed(t *testing.T, td *testDaemon, name string, b []byte) {
+	t.Helper()
+	c := td.dial()
+	_, err := c.Write(b)
+	require.NoError(t, err, name)
+	got := readAllTimeout(t, c, 5*time.Second)
+	assert.Empty(t, got, "%s: daemon must not answer", name)
+}
+
+func TestBadHeadersCloseConnection(t *testing.T) {
+	td := startDaemon(t, nil)
+	// A registered connection elsewhere must survive all of this.
+	reg, err := td.cl.Register()
+	require.NoError(t, err)
+	defer reg.Close()
+
+	m := client.Magic
+	cases := []struct {
+		name string
+		b    []byte
+	}{
+		{"bad magic", header(0x12345678, 1, client.CmdVersion, 0, 32, 0, 0, 0)},
+		{"zero header", make([]byte, 32)},
+		{"cmd 0", header(m, 1, 0, 0, 32, 0, 0, 0)},
+		{"cmd 41", header(m, 1, 41, 0, 32, 0, 0, 0)},
+		{"cmd 99", header(m, 1, 99, 0, 32, 0, 0, 0)},
+		{"cmd max", header(m, 1, 0xffffffff, 0, 32, 0, 0, 0)},
+		{"proto major 2 status", header(m, 0x00020000, client.CmdStatus, 0, 32, 0, 0, 0)},
+		{"length 2^32-1", header(m, 1, client.CmdVersion, 0, 0xffffffff, 0, 0, 0)},
+		{"length 2^32-32", header(m, 1, client.CmdAddLockspace, 0, 0xffffffe0, 0, 0, 0)},
+		{"length 2^31", header(m, 1, client.CmdSetLVB, 0, 1<<31, 0, 0, 0)},
+		{"length over max", header(m, 1, client.CmdAcquire, 0, 32+client.DefaultMaxPayload+1, 0, 1, 0xffffffff)},
+		{"set_lvb length near 2^32", append(header(m, 1, client.CmdSetLVB, 0, 0xfffffff0, 0, 0, 0), make([]byte, 128)...)},
+		{"truncated lockspace", append(header(m, 1, client.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 100)...)},
+		{"truncated host_status", append(header(m, 1, client.CmdHostStatus, 0, 32, 0, 0, 0), make([]byte, 1103)...)},
+		{"truncated disk", append(header(m, 1, client.CmdAlign, 0, 32+1040, 0, 0, 0), make([]byte, 1039)...)},
+		{"half header", header(m, 1, client.CmdVersion, 0, 32, 0, 0, 0)[:17]},
+	}
+	for _, tc := range cases {
+		c := td.dial()
+		_, err := c.Write(tc.b)
+		require.NoError(t, err, tc.name)
+		require.NoError(t, c.CloseWrite(), tc.name)
+		got := readAllTimeout(t, c, 5*time.Second)
+		assert.Empty(t, got, "%s: daemon must not answer", tc.name)
+		td.mustVersion()
+	}
+	// Without a half-close: the daemon closes on its own for everything it
+	// can judge from the header.
+	for _, tc := range cases[:12] {
+		expectClosed(t, td, tc.name, tc.b)
+	}
+	// The registered connection was never disturbed.
+	require.NoError(t, reg.Restrict(0))
+	select {
+	case ci := <-td.deaths:
+		t.Fatalf("unexpected client death %+v", ci)
+	default:
+	}
+}
+
+func TestPayloadResultErrors(t *testing.T) {
+	td := startDaemon(t, nil)
+	m := client.Magic
+	c := td.dial()
+	// ACQUIRE with 2^32-1 resources: answered with -E2BIG like sanlock,
+	// nothing allocated, connection kept.
+	_, err := c.Write(header(m, 1, client.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
+	require.NoError(t, err)
+	p, err := client.ReadReply(c, client.CmdAcquire)
+	require.NoError(t, err)
+	assert.Equal(t, int32(client.RvE2BIG), p.Result())
+	assert.Equal(t, uint32(5), p.Header.Seq)
+
+	// Resource with num_disks out of range: -ERANGE, the rest drained.
+	res := client.Resource{LockspaceName: "LS", Name: "R", NumDisks: 9}
+	rb, err := res.AppendBinary(nil)
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint32(rb[124:], 9)
+	msg := append(header(m, 1, client.CmdRequest, 0, uint32(32+len(rb)+200), 0, 0, 0), rb...)
+	msg = append(msg, make([]byte, 200)...)
+	_, err = c.Write(msg)
+	require.NoError(t, err)
+	p, err = client.ReadReply(c, client.CmdRequest)
+	require.NoError(t, err)
+	assert.Equal(t, int32(client.RvERANGE), p.Result())
+
+	// Same connection still in sync.
+	_, err = c.Write(header(m, 1, client.CmdVersion, 0, 32, 0, 0, 0))
+	require.NoError(t, err)
+	p, err = client.ReadReply(c, client.CmdVersion)
+	require.NoError(t, err)
+	assert.Equal(t, client.DaemonVersion, p.Header.Data2)
+}
+
+func TestStalledPayloadDoesNotBlockOthers(t *testing.T) {
+	td := startDaemon(t, nil)
+	c := td.dial()
+	_, err := c.Write(append(header(client.Magic, 1, client.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 10)...))
+	require.NoError(t, err)
+	for range 10 {
+		td.mustVersion()
+	}
+	// Stop still completes with the stalled reader.
+	done := make(chan struct{})
+	go func() { td.srv.Stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop blocked on a stalled connection")
+	}
+}
+
+func TestRestrictAllIgnoresCommands(t *testing.T) {
+	td := startDaemon(t, nil)
+	reg, err := td.cl.Register()
+	require.NoError(t, err)
+	defer reg.Close()
+	require.NoError(t, reg.Restrict(client.RestrictAll))
+	c := reg.Conn()
+	_, err = c.Write(header(client.Magic, 1, client.CmdVersion, 0, 32, 0, 0, 0))
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
+	var b [1]byte
+	_, err = c.Read(b[:])
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "no reply expected")
+	assert.True(t, ne.Timeout())
+}
+
+// TestRandomMessages sends seeded random and mutated messages, each on its
+// own connection; every connection must end (answered or closed), no
+// handler may panic, and a long-lived registered client keeps working.
+func TestRandomMessages(t *testing.T) {
+	n := 10000
+	if testing.Short() {
+		n = 1000
+	}
+	ls := &countingLockspaces{n: 1} // plain SHUTDOWN is refused
+	td := startDaemon(t, func(c *Config, d *Deps) {
+		d.Lockspaces = ls
+		c.LogRingSize = 64 << 10
+	})
+	reg, err := td.cl.Register()
+	require.NoError(t, err)
+	defer reg.Close()
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0x5a17))
+	valid := [][]byte{}
+	for _, q := range []*client.Request{
+		client.NewRequest(client.CmdStatus, 0, 0, 0),
+		client.NewRequest(client.CmdVersion, 0, 0, 0),
+		client.NewRequest(client.CmdLogDump, 0, 0, 0),
+		client.NewRequest(client.CmdRegister, 0, 0, 0),
+		{Header: client.NewHeader(client.CmdInqLockspace, 0, 0, 0), Lockspace: &client.Lockspace{Name: "LS"}},
+		{Header: client.NewHeader(client.CmdHostStatus, 0, 0, 0), Lockspace: &client.Lockspace{Name: "LS"}},
+		{Header: client.NewHeader(client.CmdAcquire, 0, 1, 0xffffffff),
+			Resources: []client.Resource{{LockspaceName: "LS", Name: "R", Disks: []client.Disk{{Path: "/x"}}}}},
+		{Header: client.NewHeader(client.CmdSetLVB, 0, 0, 0),
+			Resources: []client.Resource{{LockspaceName: "LS", Name: "R", NumDisks: 1}}, LVB: []byte("hello")},
+	} {
+		b, err := q.MarshalBinary()
+		require.NoError(t, err)
+		valid = append(valid, b)
+	}
+
+	for i := range n {
+		var msg []byte
+		switch rng.IntN(4) {
+		case 0: // pure noise
+			msg = make([]byte, rng.IntN(300))
+			for j := range msg {
+				msg[j] = byte(rng.Uint32())
+			}
+		case 1: // valid header, random fields
+			msg = header(client.Magic, rng.Uint32()&0x3, client.Cmd(rng.IntN(45)), rng.Uint32(),
+				randLength(rng), rng.Uint32(), rng.Uint32(), rng.Uint32())
+			msg = append(msg, make([]byte, rng.IntN(2400))...)
+		default: // a valid message, mutated and/or truncated
+			msg = append([]byte(nil), valid[rng.IntN(len(valid))]...)
+			for range rng.IntN(4) {
+				msg[rng.IntN(len(msg))] = byte(rng.Uint32())
+			}
+			if rng.IntN(2) == 0 {
+				msg = msg[:rng.IntN(len(msg)+1)]
+			}
+		}
+		if len(msg) >= 12 {
+			// Never ask for a (forced) exit or for disk access.
+			switch client.Cmd(binary.LittleEndian.Uint32(msg[8:])) {
+			case client.CmdShutdown, client.CmdShutdownWait, client.CmdAlign:
+				binary.LittleEndian.PutUint32(msg[8:], uint32(client.CmdVersion))
+			}
+		}
+		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: td.srv.SockPath(), Net: "unix"})
+		require.NoError(t, err)
+		_, _ = c.Write(msg) // the daemon may close first
+		_ = c.CloseWrite()
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		_, err = io.Copy(io.Discard, c)
+		c.Close()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("message %d (seed %d) hung: % x", i, seed, msg)
+		}
+		if i%1000 == 0 {
+			td.mustVersion()
+			require.NoError(t, reg.Restrict(0), "registered client broken after message %d (seed %d)", i, seed)
+		}
+	}
+	td.mustVersion()
+	require.NoError(t, reg.Restrict(0))
+	select {
+	case <-td.srv.Done():
+		t.Fatal("daemon stopped")
+	default:
+	}
+}
+
+func randLength(rng *rand.Rand) uint32 {
+	switch rng.IntN(4) {
+	case 0:
+		return 32
+	case 1:
+		return 0xffffffff - rng.Uint32N(64)
+	case 2:
+		return rng.Uint32()
+	}
+	return 32 + rng.Uint32N(3000)
+}

@@ -1,0 +1,221 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// registerBuiltins installs the commands that need no leases, plus the
+// lockspace commands whose wire shape is fixed and whose work is done by
+// the LockspaceManager.
+func (s *Server) registerBuiltins() {
+	s.Handle(client.CmdRegister, ClassKeep, cmdRegister)
+	s.Handle(client.CmdVersion, ClassKeep, cmdVersion)
+	s.Handle(client.CmdRestrict, ClassKeep, cmdRestrict)
+	s.Handle(client.CmdStatus, ClassClose, cmdStatus)
+	s.Handle(client.CmdLogDump, ClassClose, cmdLogDump)
+	s.Handle(client.CmdShutdown, ClassClose, cmdShutdown)
+	s.Handle(client.CmdShutdownWait, ClassWork, cmdShutdownWait)
+	s.Handle(client.CmdAlign, ClassWork, cmdAlign)
+	s.Handle(client.CmdAddLockspace, ClassWork, cmdAddLockspace)
+	s.Handle(client.CmdRemLockspace, ClassWork, cmdRemLockspace)
+	s.Handle(client.CmdInqLockspace, ClassWork, cmdInqLockspace)
+	s.Handle(client.CmdGetLockspaces, ClassClose, cmdGetLockspaces)
+	s.Handle(client.CmdHostStatus, ClassClose, cmdHostStatus)
+}
+
+// cmdRegister: record the peer pid; no reply (wire.md §6 #1).
+func cmdRegister(_ context.Context, c *Conn, _ *client.Request) error {
+	return c.register()
+}
+
+// cmdVersion: fixed reply header, connection kept (wire.md §6 #28).
+func cmdVersion(_ context.Context, c *Conn, _ *client.Request) error {
+	h := client.VersionReply(client.DaemonVersion)
+	return c.write(h.Bytes())
+}
+
+// cmdRestrict sets the connection's restrict flags and replies 0.
+func cmdRestrict(_ context.Context, c *Conn, q *client.Request) error {
+	c.mu.Lock()
+	c.restricted = q.Header.CmdFlags
+	c.mu.Unlock()
+	return c.Reply(q, 0)
+}
+
+// cmdStatus streams DAEMON, CLIENT, LOCKSPACE and RESOURCE records up to the
+// requested detail level, then the connection is closed (wire.md §6 #5).
+func cmdStatus(_ context.Context, c *Conn, q *client.Request) error {
+	s := c.srv
+	level := q.Header.Data
+	if level == 0 || level > client.StateResource {
+		level = client.StateResource
+	}
+	h := q.Header
+	h.Version, h.Length, h.Data = client.ProtoVersion, client.HeaderSize, 0
+	b := h.Bytes()
+
+	recs := []client.StateRecord{s.daemonRecord()}
+	if level >= client.StateClient {
+		recs = append(recs, s.clientRecords()...)
+	}
+	if level >= client.StateLockspace {
+		recs = append(recs, s.deps.Lockspaces.StatusRecords()...)
+	}
+	if level >= client.StateResource {
+		recs = append(recs, s.deps.Resources.StatusRecords()...)
+	}
+	for i := range recs {
+		var err error
+		if b, err = recs[i].AppendBinary(b); err != nil {
+			return fmt.Errorf("status record %d: %w", i, err)
+		}
+	}
+	return c.write(b)
+}
+
+// daemonRecord is the DAEMON record (wire.md §8.1, snapshot key list).
+func (s *Server) daemonRecord() client.StateRecord {
+	cfg := &s.cfg
+	v := client.DaemonVersion
+	text := fmt.Sprintf("our_host_name=%s use_watchdog=%d high_priority=%d mlock_level=%d quiet_fail=%d "+
+		"debug_renew=%d debug_clients=%d debug_cmds=0x%x renewal_history_size=%d gid=%d uid=%d "+
+		"sh_retries=%d max_sectors_kb_ignore=%d max_sectors_kb_align=%d max_sectors_kb_num=%d "+
+		"max_worker_threads=%d write_init_io_timeout=%d use_aio=%d io_timeout=%d watchdog_fire_timeout=%d "+
+		"kill_grace_seconds=%d helper_pid=%d helper_kill_fd=%d helper_full_count=%d helper_last_status=%d "+
+		"monotime=%d version_str=%s version_num=%d.%d.%d version_hex=%08x smproto_hex=%08x",
+		s.hostName, b2i(cfg.UseWatchdog), b2i(cfg.HighPriority), cfg.MlockLevel, b2i(cfg.QuietFail),
+		b2i(cfg.DebugRenew), b2i(cfg.DebugClients), cfg.DebugCmds, cfg.RenewalHistorySize, cfg.GID, cfg.UID,
+		cfg.ShRetries, b2i(cfg.MaxSectorsKBIgnore), b2i(cfg.MaxSectorsKBAlign), cfg.MaxSectorsKBNum,
+		cfg.MaxWorkerThreads, cfg.WriteInitIOTimeout, b2i(cfg.UseAIO), cfg.IOTimeout, cfg.WatchdogFireTimeout,
+		cfg.KillGraceSeconds, os.Getpid(), -1, 0, s.startMon,
+		monoSeconds(), Version, v>>24, v>>16&0xff, v>>8&0xff, v, client.ProtoVersion)
+	return client.StateRecord{State: client.State{Type: client.StateDaemon, Name: s.hostName}, Text: text}
+}
+
+// clientRecords returns the CLIENT records in slot order: the internal
+// "helper" and "listener" slots, then every connection (wire.md §6 #5).
+func (s *Server) clientRecords() []client.StateRecord {
+	internal := func(slot, fd int, name string) client.StateRecord {
+		text := fmt.Sprintf("ci=%d fd=%d pid=-1 flags=0 restricted=0 cmd_active=0 cmd_last=0 pid_dead=0 "+
+			"kill_count=0 kill_last=0 suspend=0 need_free=0", slot, fd)
+		return client.StateRecord{State: client.State{Type: client.StateClient, Data32: 0xffffffff, Name: name}, Text: text}
+	}
+	recs := []client.StateRecord{internal(0, -1, "helper"), internal(1, s.lnFD, "listener")}
+	for _, c := range s.clients() {
+		name, pid, text := c.clientText()
+		recs = append(recs, client.StateRecord{
+			State: client.State{Type: client.StateClient, Data32: uint32(int32(pid)), Name: name},
+			Text:  text,
+		})
+	}
+	return recs
+}
+
+// cmdLogDump: header with data = byte count, length echoed from the
+// request, then the log bytes; connection closed (wire.md §6 #6).
+func cmdLogDump(_ context.Context, c *Conn, q *client.Request) error {
+	dump := c.srv.LogDump()
+	h := q.Header
+	h.Version, h.Data = client.ProtoVersion, uint32(len(dump))
+	return c.write(append(h.Bytes(), dump...))
+}
+
+// cmdShutdown: no reply; the connection is closed (wire.md §6 #4).
+func cmdShutdown(_ context.Context, c *Conn, q *client.Request) error {
+	c.srv.RequestShutdown(q.Header.Data != 0)
+	return nil
+}
+
+// cmdShutdownWait: -EBUSY at once when refused; otherwise the connection is
+// held and answered with a zeroed header at exit (wire.md §6 #29).
+func cmdShutdownWait(_ context.Context, c *Conn, q *client.Request) error {
+	s := c.srv
+	force := q.Header.Data != 0
+	if !force && s.deps.Lockspaces.Count() > 0 {
+		s.lg.Warn("ignore shutdown, lockspace exists")
+		return c.Reply(q, client.RvEBUSY)
+	}
+	if !s.addWaiter(c) {
+		return errCloseConn
+	}
+	s.RequestShutdown(force)
+	return ErrHold
+}
+
+// cmdAlign: the align size of the disk's sector size (wire.md §6 #12).
+func cmdAlign(_ context.Context, c *Conn, q *client.Request) error {
+	if q.Disk == nil || q.Disk.Path == "" {
+		return c.Reply(q, client.RvENODEV)
+	}
+	f, err := diskfmt.OpenFile(q.Disk.Path)
+	if err != nil {
+		return c.Reply(q, client.RvENODEV)
+	}
+	sector := f.SectorSize()
+	_ = f.Close()
+	align := diskfmt.LegacyAlign(sector)
+	if align < 0 {
+		return c.Reply(q, client.RvEINVAL)
+	}
+	return c.Reply(q, int32(align))
+}
+
+func lockspaceOf(q *client.Request) client.Lockspace {
+	if q.Lockspace == nil {
+		return client.Lockspace{}
+	}
+	return *q.Lockspace
+}
+
+func cmdAddLockspace(ctx context.Context, c *Conn, q *client.Request) error {
+	return c.Reply(q, c.srv.deps.Lockspaces.Add(ctx, lockspaceOf(q), q.Header.CmdFlags, q.Header.Data))
+}
+
+func cmdRemLockspace(ctx context.Context, c *Conn, q *client.Request) error {
+	return c.Reply(q, c.srv.deps.Lockspaces.Rem(ctx, lockspaceOf(q), q.Header.CmdFlags))
+}
+
+func cmdInqLockspace(ctx context.Context, c *Conn, q *client.Request) error {
+	return c.Reply(q, c.srv.deps.Lockspaces.Inq(ctx, lockspaceOf(q), q.Header.CmdFlags))
+}
+
+// cmdGetLockspaces: header (length 32 + 1104 x count, data2 = count) and the
+// lockspaces; connection closed (wire.md §6 #22).
+func cmdGetLockspaces(_ context.Context, c *Conn, q *client.Request) error {
+	list := c.srv.deps.Lockspaces.List()
+	h := q.Header
+	h.Version, h.Data = client.ProtoVersion, 0
+	h.Length = uint32(client.HeaderSize + client.LockspaceSize*len(list))
+	h.Data2 = uint32(len(list))
+	b := h.Bytes()
+	for i := range list {
+		var err error
+		if b, err = list[i].AppendBinary(b); err != nil {
+			return err
+		}
+	}
+	return c.write(b)
+}
+
+// cmdHostStatus: header (length 32, data = result) then HOST records on
+// success; connection closed (wire.md §6 #15).
+func cmdHostStatus(_ context.Context, c *Conn, q *client.Request) error {
+	recs, rv := c.srv.deps.Lockspaces.HostStatus(lockspaceOf(q).Name)
+	h := q.Header
+	h.Version, h.Length, h.Data = client.ProtoVersion, client.HeaderSize, uint32(rv)
+	b := h.Bytes()
+	if rv >= 0 {
+		for i := range recs {
+			var err error
+			if b, err = recs[i].AppendBinary(b); err != nil {
+				return err
+			}
+		}
+	}
+	return c.write(b)
+}

@@ -1,0 +1,413 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"github.com/gosanlock/gosanlock/client"
+)
+
+// Defaults of the daemon (spec: cli.md §4.1, §4.8; README: 3.8.5 defaults).
+const (
+	DefaultRunDir              = "/run/sanlock"
+	DefaultLogFile             = "/var/log/sanlock.log"
+	DefaultConfigFile          = "/etc/sanlock/sanlock.conf"
+	DefaultLogfilePriority     = 4 // LOG_WARNING
+	DefaultSyslogPriority      = 3 // LOG_ERR
+	DefaultNamesLogPriority    = 4
+	DefaultRenewalHistorySize  = 180
+	DefaultMaxWorkerThreads    = 8
+	MinWorkerThreads           = 2
+	DefaultKillGraceSeconds    = 40
+	MaxKillGraceSeconds        = 60
+	DefaultIOTimeout           = 10
+	DefaultWatchdogFireTimeout = 60
+	DefaultWriteInitIOTimeout  = 60
+	DefaultShRetries           = 8
+	DefaultMaxSectorsKBNum     = 1024
+	MaxMaxSectorsKB            = 8192
+	// DefaultDebugCmds has bit N set for command N: everything except
+	// inq_lockspace, get_lockspaces, get_hosts, read_lockspace,
+	// read_resource, read_resource_owners and write_resource.
+	DefaultDebugCmds uint64 = 0xfffffffffe06ffff
+
+	// HostNameLen is the longest host name (SANLK_NAME_LEN).
+	HostNameLen = client.NameLen
+)
+
+// Environment variables read by the daemon (spec: cli.md §4.2).
+const (
+	EnvRunDir     = "SANLOCK_RUN_DIR"
+	EnvPrivileged = "SANLOCK_PRIVILEGED"
+	// EnvDaemonized marks the background child started by Daemonize; it is
+	// ours, not sanlock's, and is removed from the environment by Run.
+	EnvDaemonized = "GOSANLOCK_DAEMONIZED"
+)
+
+// Config holds every setting of `sanlock daemon`: the command-line options of
+// cli.md §4.7, the config-file keys of §4.8 and the environment of §4.2.
+// Start from DefaultConfig, then apply the config file (ApplyConfigKey), then
+// the command line (ApplyOption), then the environment (ApplyEnv).
+type Config struct {
+	Debug              bool // -D: stay in the foreground and log everything to stderr
+	QuietFail          bool // -Q, quiet_fail
+	DebugRenew         bool // -R, debug_renew
+	RenewalHistorySize int  // -H, renewal_history_size (0 disables)
+	LogfilePriority    int  // -L, logfile_priority (-1: no log file)
+	SyslogPriority     int  // -S, syslog_priority (-1: no syslog)
+	NamesLogPriority   int  // names_log_priority (accepted, unused)
+	LogfileUseUTC      bool // logfile_use_utc: UTC timestamps in every sink
+
+	// User and group: -U/-G or uname/gname. Empty names fall back to the
+	// sanlock user and group when both exist, else uid = gid = 0 (§4.1).
+	UserName  string
+	GroupName string
+	UID       int
+	GID       int
+	idsSet    bool
+
+	MaxWorkerThreads    int  // -t, max_worker_threads (min 2)
+	KillGraceSeconds    int  // -g, kill_grace_seconds (0..60)
+	IOTimeout           int  // -o, io_timeout (> 0)
+	WatchdogFireTimeout int  // watchdog_fire_timeout (> 0)
+	UseWatchdog         bool // -w, use_watchdog
+	HighPriority        bool // -h, high_priority (SCHED_RR)
+	MlockLevel          int  // -l, mlock_level: 0 none, 1 current, 2 current+future
+	SetBitmapSeconds    int  // -b: 0 = 6 x the lockspace io_timeout
+	OurHostName         string
+	UseAIO              bool // -a, use_aio
+
+	ShRetries            int    // sh_retries
+	RenewalReadExtendSec int    // renewal_read_extend_sec (valid when RenewalReadExtendSet)
+	RenewalReadExtendSet bool   // false: renewal_read_extend_sec = io_timeout
+	WriteInitIOTimeout   int    // write_init_io_timeout (> 0)
+	PaxosDebugAll        bool   // paxos_debug_all
+	DebugIOSubmit        bool   // debug_io contains "submit"
+	DebugIOComplete      bool   // debug_io contains "complete"
+	DebugClients         bool   // debug_clients
+	DebugCmds            uint64 // debug_cmd: bit N logs command N
+	MaxSectorsKBIgnore   bool   // max_sectors_kb = ignore
+	MaxSectorsKBAlign    bool   // max_sectors_kb = align
+	MaxSectorsKBNum      int    // max_sectors_kb = <even number <= 8192>
+
+	// Environment and paths.
+	RunDir     string // SANLOCK_RUN_DIR
+	Privileged bool   // SANLOCK_PRIVILEGED unset or "1"
+	// LogFile is the log file path ("" = none). sanlock uses a fixed path;
+	// tests point it elsewhere.
+	LogFile string
+	// LogRingSize is the size of the in-memory log returned by LOG_DUMP.
+	LogRingSize int
+	// MaxPayload bounds the payload a connection may announce before
+	// anything is allocated (0 = client.DefaultMaxPayload).
+	MaxPayload int
+	// MaxConns is the size of the connection table including the two
+	// internal slots (0 = 1024, as in sanlock).
+	MaxConns int
+}
+
+// DefaultConfig returns the 3.8.5 defaults, without reading the environment.
+func DefaultConfig() *Config {
+	return &Config{
+		QuietFail:           true,
+		RenewalHistorySize:  DefaultRenewalHistorySize,
+		LogfilePriority:     DefaultLogfilePriority,
+		SyslogPriority:      DefaultSyslogPriority,
+		NamesLogPriority:    DefaultNamesLogPriority,
+		MaxWorkerThreads:    DefaultMaxWorkerThreads,
+		KillGraceSeconds:    DefaultKillGraceSeconds,
+		IOTimeout:           DefaultIOTimeout,
+		WatchdogFireTimeout: DefaultWatchdogFireTimeout,
+		UseWatchdog:         true,
+		MlockLevel:          1,
+		UseAIO:              true,
+		ShRetries:           DefaultShRetries,
+		WriteInitIOTimeout:  DefaultWriteInitIOTimeout,
+		DebugCmds:           DefaultDebugCmds,
+		MaxSectorsKBNum:     DefaultMaxSectorsKBNum,
+		RunDir:              DefaultRunDir,
+		Privileged:          true,
+		LogFile:             DefaultLogFile,
+		LogRingSize:         DefaultRingSize,
+	}
+}
+
+// ApplyEnv reads SANLOCK_RUN_DIR and SANLOCK_PRIVILEGED through lookupEnv
+// (os.LookupEnv when nil). Only these two variables are read (cli.md §4.2):
+// an empty run dir keeps the default; SANLOCK_PRIVILEGED unset means
+// privileged, exactly "1" privileged, anything else unprivileged.
+func (c *Config) ApplyEnv(lookupEnv func(string) (string, bool)) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	if d, _ := lookupEnv(EnvRunDir); d != "" {
+		c.RunDir = d
+	}
+	if v, ok := lookupEnv(EnvPrivileged); ok {
+		c.Privileged = v == "1"
+	}
+}
+
+// ErrBadOption is returned (wrapped) by ApplyOption for letters that are not
+// daemon options.
+var ErrBadOption = errors.New("daemon: not a daemon option")
+
+// ApplyOption applies one daemon command-line option (cli.md §2.1, §4.7).
+// letter is the option character; value is ignored for 'D'. Numbers are
+// parsed like C atoi. Options outside §4.7 return ErrBadOption; the CLI
+// accepts and ignores them in daemon mode.
+func (c *Config) ApplyOption(letter byte, value string) error {
+	switch letter {
+	case 'D':
+		c.Debug = true
+	case 'Q':
+		c.QuietFail = Atoi(value) != 0
+	case 'R':
+		c.DebugRenew = Atoi(value) != 0
+	case 'H':
+		c.RenewalHistorySize = Atoi(value)
+	case 'L':
+		c.LogfilePriority = Atoi(value)
+	case 'S':
+		c.SyslogPriority = Atoi(value)
+	case 'U':
+		c.UserName = value
+		c.idsSet = false
+	case 'G':
+		c.GroupName = value
+		c.idsSet = false
+	case 't':
+		c.MaxWorkerThreads = max(Atoi(value), MinWorkerThreads)
+	case 'g':
+		if v := Atoi(value); v >= 0 && v <= MaxKillGraceSeconds {
+			c.KillGraceSeconds = v
+		}
+	case 'o':
+		// Snapshot behaviour: values <= 0 keep the previous setting.
+		if v := Atoi(value); v > 0 {
+			c.IOTimeout = v
+		}
+	case 'w':
+		c.UseWatchdog = Atoi(value) != 0
+	case 'h':
+		c.HighPriority = Atoi(value) != 0
+	case 'l':
+		c.MlockLevel = Atoi(value)
+	case 'b':
+		c.SetBitmapSeconds = Atoi(value)
+	case 'e':
+		c.OurHostName = truncName(value)
+	case 'a':
+		c.UseAIO = Atoi(value) != 0
+	default:
+		return fmt.Errorf("%w: -%c", ErrBadOption, letter)
+	}
+	return nil
+}
+
+// ApplyConfigKey applies one key/value pair of sanlock.conf (cli.md §4.8).
+// The CLI parses the file; value is the first token after '='. Unknown keys
+// are ignored, and so are out-of-range values, as in sanlock. It reports
+// whether the key was recognised.
+func (c *Config) ApplyConfigKey(key, value string) bool {
+	v := Atoi(value)
+	switch key {
+	case "quiet_fail":
+		c.QuietFail = v != 0
+	case "debug_renew":
+		c.DebugRenew = v != 0
+	case "use_aio":
+		c.UseAIO = v != 0
+	case "logfile_priority":
+		c.LogfilePriority = v
+	case "logfile_use_utc":
+		c.LogfileUseUTC = v != 0
+	case "syslog_priority":
+		c.SyslogPriority = v
+	case "names_log_priority":
+		c.NamesLogPriority = v
+	case "use_watchdog":
+		c.UseWatchdog = v != 0
+	case "io_timeout":
+		if v > 0 {
+			c.IOTimeout = v
+		}
+	case "watchdog_fire_timeout":
+		if v > 0 {
+			c.WatchdogFireTimeout = v
+		}
+	case "kill_grace_seconds":
+		if v >= 0 && v <= MaxKillGraceSeconds {
+			c.KillGraceSeconds = v
+		}
+	case "high_priority":
+		c.HighPriority = v != 0
+	case "mlock_level":
+		c.MlockLevel = v
+	case "sh_retries":
+		c.ShRetries = v
+	case "uname":
+		c.UserName = value
+		c.idsSet = false
+	case "gname":
+		c.GroupName = value
+		c.idsSet = false
+	case "our_host_name":
+		c.OurHostName = truncName(value)
+	case "renewal_read_extend_sec":
+		c.RenewalReadExtendSec = v
+		c.RenewalReadExtendSet = true
+	case "write_init_io_timeout":
+		if v > 0 {
+			c.WriteInitIOTimeout = v
+		}
+	case "renewal_history_size":
+		c.RenewalHistorySize = v
+	case "paxos_debug_all":
+		c.PaxosDebugAll = v != 0
+	case "debug_io":
+		c.DebugIOSubmit = strings.Contains(value, "submit")
+		c.DebugIOComplete = strings.Contains(value, "complete")
+	case "debug_clients":
+		c.DebugClients = v != 0
+	case "debug_cmd":
+		c.applyDebugCmd(value)
+	case "max_sectors_kb":
+		switch {
+		case value == "ignore":
+			c.MaxSectorsKBIgnore = true
+		case value == "align":
+			c.MaxSectorsKBAlign = true
+			c.MaxSectorsKBNum = 0
+		case v > 0 && v%2 == 0 && v <= MaxMaxSectorsKB:
+			c.MaxSectorsKBNum = v
+		}
+	case "max_worker_threads":
+		c.MaxWorkerThreads = max(v, MinWorkerThreads)
+	default:
+		return false
+	}
+	return true
+}
+
+// applyDebugCmd handles "+all", "-all", "+<debug name>", "-<debug name>".
+func (c *Config) applyDebugCmd(value string) {
+	if len(value) < 2 || (value[0] != '+' && value[0] != '-') {
+		return
+	}
+	on, name := value[0] == '+', value[1:]
+	var mask uint64
+	if name == "all" {
+		mask = math.MaxUint64
+	} else if cmd, ok := client.CmdByDebugName(name); ok {
+		mask = 1 << uint(cmd)
+	} else {
+		return
+	}
+	if on {
+		c.DebugCmds |= mask
+	} else {
+		c.DebugCmds &^= mask
+	}
+}
+
+// debugCmd reports whether command cmd is logged (debug_cmd).
+func (c *Config) debugCmd(cmd client.Cmd) bool {
+	return uint32(cmd) < 64 && c.DebugCmds&(1<<uint32(cmd)) != 0
+}
+
+// ResolveIDs fills UID/GID from the names: an unknown name gives 0; with
+// neither name set, the user and group "sanlock" are used when both exist
+// (cli.md §4.1, §2.1 -U/-G).
+func (c *Config) ResolveIDs() {
+	if c.idsSet {
+		return
+	}
+	c.idsSet = true
+	if c.UserName == "" && c.GroupName == "" {
+		u, uerr := user.Lookup("sanlock")
+		g, gerr := user.LookupGroup("sanlock")
+		if uerr == nil && gerr == nil {
+			c.UserName, c.GroupName = "sanlock", "sanlock"
+			c.UID, _ = strconv.Atoi(u.Uid)
+			c.GID, _ = strconv.Atoi(g.Gid)
+			return
+		}
+		c.UID, c.GID = 0, 0
+		return
+	}
+	c.UID, c.GID = 0, 0
+	if c.UserName != "" {
+		if u, err := user.Lookup(c.UserName); err == nil {
+			c.UID, _ = strconv.Atoi(u.Uid)
+		}
+	}
+	if c.GroupName != "" {
+		if g, err := user.LookupGroup(c.GroupName); err == nil {
+			c.GID, _ = strconv.Atoi(g.Gid)
+		}
+	}
+}
+
+// SetIDs sets the numeric ids directly (tests, or callers that resolved
+// them already); ResolveIDs then keeps them.
+func (c *Config) SetIDs(uid, gid int) {
+	c.UID, c.GID, c.idsSet = uid, gid, true
+}
+
+// RenewalReadExtend returns renewal_read_extend_sec, defaulting to io_timeout.
+func (c *Config) RenewalReadExtend() int {
+	if c.RenewalReadExtendSet {
+		return c.RenewalReadExtendSec
+	}
+	return c.IOTimeout
+}
+
+func truncName(s string) string {
+	if len(s) > HostNameLen {
+		return s[:HostNameLen]
+	}
+	return s
+}
+
+// Atoi parses like C atoi: optional leading white space and sign, then
+// decimal digits up to the first non-digit; no digits gives 0. Values
+// outside the long range saturate, then are truncated to 32 bits as glibc's
+// (int)strtol does.
+func Atoi(s string) int {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r')) {
+		i++
+	}
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	var n uint64
+	over := false
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		if n > (math.MaxInt64-9)/10 {
+			over = true
+			continue
+		}
+		n = n*10 + uint64(s[i]-'0')
+	}
+	var v int64
+	switch {
+	case over && neg:
+		v = math.MinInt64
+	case over:
+		v = math.MaxInt64
+	case neg:
+		v = -int64(n)
+	default:
+		v = int64(n)
+	}
+	return int(int32(v))
+}

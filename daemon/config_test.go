@@ -1,0 +1,243 @@
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+func TestAtoi(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"", 0}, {"12", 12}, {"  -3", -3}, {"+7x", 7}, {"x7", 0}, {"0x10", 0},
+		{"4294967296", 0}, {"2147483648", -2147483648}, {"99999999999999999999", -1},
+	} {
+		assert.Equal(t, tc.want, Atoi(tc.in), "atoi(%q)", tc.in)
+	}
+}
+
+func TestDefaultsAndEnv(t *testing.T) {
+	cfg := DefaultConfig()
+	assert.Equal(t, DefaultRunDir, cfg.RunDir)
+	assert.True(t, cfg.Privileged)
+	assert.Equal(t, uint64(0xfffffffffe06ffff), cfg.DebugCmds)
+	assert.Equal(t, 10, cfg.RenewalReadExtend())
+
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	for _, tc := range []struct {
+		env        map[string]string
+		dir        string
+		privileged bool
+	}{
+		{map[string]string{}, DefaultRunDir, true},
+		{map[string]string{EnvPrivileged: "1", EnvRunDir: "/tmp/x"}, "/tmp/x", true},
+		{map[string]string{EnvPrivileged: "0"}, DefaultRunDir, false},
+		{map[string]string{EnvPrivileged: ""}, DefaultRunDir, false},
+		{map[string]string{EnvPrivileged: "yes", EnvRunDir: ""}, DefaultRunDir, false},
+	} {
+		c := DefaultConfig()
+		c.ApplyEnv(env(tc.env))
+		assert.Equal(t, tc.dir, c.RunDir, "%v", tc.env)
+		assert.Equal(t, tc.privileged, c.Privileged, "%v", tc.env)
+	}
+}
+
+func TestApplyOption(t *testing.T) {
+	cfg := DefaultConfig()
+	for _, o := range []struct {
+		l byte
+		v string
+	}{
+		{'D', ""}, {'Q', "0"}, {'R', "1"}, {'H', "7"}, {'L', "-1"}, {'S', "7"}, {'U', "nobody"}, {'G', "nogroup"},
+		{'t', "1"}, {'g', "61"}, {'o', "0"}, {'w', "0"}, {'h', "1"}, {'l', "2"}, {'b', "30"},
+		{'e', strings.Repeat("h", 60)}, {'a', "0"},
+	} {
+		require.NoError(t, cfg.ApplyOption(o.l, o.v), "-%c", o.l)
+	}
+	assert.True(t, cfg.Debug)
+	assert.False(t, cfg.QuietFail)
+	assert.True(t, cfg.DebugRenew)
+	assert.Equal(t, 7, cfg.RenewalHistorySize)
+	assert.Equal(t, -1, cfg.LogfilePriority)
+	assert.Equal(t, 7, cfg.SyslogPriority)
+	assert.Equal(t, "nobody", cfg.UserName)
+	assert.Equal(t, "nogroup", cfg.GroupName)
+	assert.Equal(t, 2, cfg.MaxWorkerThreads, "values < 2 become 2")
+	assert.Equal(t, 40, cfg.KillGraceSeconds, "out of range ignored")
+	assert.Equal(t, 10, cfg.IOTimeout, "-o 0 keeps the previous value")
+	assert.False(t, cfg.UseWatchdog)
+	assert.True(t, cfg.HighPriority)
+	assert.Equal(t, 2, cfg.MlockLevel)
+	assert.Equal(t, 30, cfg.SetBitmapSeconds)
+	assert.Len(t, cfg.OurHostName, 48)
+	assert.False(t, cfg.UseAIO)
+
+	require.NoError(t, cfg.ApplyOption('o', "3"))
+	assert.Equal(t, 3, cfg.IOTimeout)
+	require.NoError(t, cfg.ApplyOption('g', "0"))
+	assert.Equal(t, 0, cfg.KillGraceSeconds)
+	err := cfg.ApplyOption('s', "LS")
+	assert.True(t, errors.Is(err, ErrBadOption))
+}
+
+// TestConfigKeys replays the config file verified against 3.8.5 (cli.md §8).
+func TestConfigKeys(t *testing.T) {
+	cfg := DefaultConfig()
+	for _, kv := range [][2]string{
+		{"quiet_fail", "0"}, {"max_worker_threads", "5"}, {"renewal_history_size", "7"},
+		{"our_host_name", "cfghost"}, {"debug_cmd", "-status"}, {"debug_cmd", "+inq_lockspace"},
+		{"max_sectors_kb", "align"}, {"sh_retries", "3"},
+	} {
+		assert.True(t, cfg.ApplyConfigKey(kv[0], kv[1]), kv[0])
+	}
+	assert.False(t, cfg.QuietFail)
+	assert.Equal(t, 5, cfg.MaxWorkerThreads)
+	assert.Equal(t, 7, cfg.RenewalHistorySize)
+	assert.Equal(t, "cfghost", cfg.OurHostName)
+	assert.Equal(t, uint64(0xfffffffffe07ffdf), cfg.DebugCmds)
+	assert.True(t, cfg.MaxSectorsKBAlign)
+	assert.Equal(t, 0, cfg.MaxSectorsKBNum)
+	assert.Equal(t, 3, cfg.ShRetries)
+
+	c := DefaultConfig()
+	assert.False(t, c.ApplyConfigKey("no_such_key", "1"))
+	c.ApplyConfigKey("debug_cmd", "-all")
+	assert.Zero(t, c.DebugCmds)
+	c.ApplyConfigKey("debug_cmd", "+all")
+	assert.Equal(t, ^uint64(0), c.DebugCmds)
+	c.ApplyConfigKey("debug_cmd", "+bogus")
+	assert.Equal(t, ^uint64(0), c.DebugCmds)
+	c.ApplyConfigKey("io_timeout", "0")
+	assert.Equal(t, 10, c.IOTimeout)
+	c.ApplyConfigKey("io_timeout", "5")
+	c.ApplyConfigKey("watchdog_fire_timeout", "20")
+	c.ApplyConfigKey("kill_grace_seconds", "100")
+	assert.Equal(t, 5, c.IOTimeout)
+	assert.Equal(t, 20, c.WatchdogFireTimeout)
+	assert.Equal(t, 40, c.KillGraceSeconds)
+	c.ApplyConfigKey("renewal_read_extend_sec", "0")
+	assert.Equal(t, 0, c.RenewalReadExtend())
+	c.ApplyConfigKey("max_sectors_kb", "ignore")
+	assert.True(t, c.MaxSectorsKBIgnore)
+	c.ApplyConfigKey("max_sectors_kb", "513")
+	assert.Equal(t, 1024, c.MaxSectorsKBNum, "odd value ignored")
+	c.ApplyConfigKey("max_sectors_kb", "512")
+	assert.Equal(t, 512, c.MaxSectorsKBNum)
+	c.ApplyConfigKey("debug_io", "submit,complete")
+	assert.True(t, c.DebugIOSubmit && c.DebugIOComplete)
+	c.ApplyConfigKey("uname", "sanlock")
+	c.ApplyConfigKey("gname", "disk")
+	assert.Equal(t, "sanlock", c.UserName)
+	assert.Equal(t, "disk", c.GroupName)
+	c.ApplyConfigKey("logfile_use_utc", "1")
+	assert.True(t, c.LogfileUseUTC)
+}
+
+func TestResolveIDs(t *testing.T) {
+	c := DefaultConfig()
+	c.UserName, c.GroupName = "root", "root"
+	c.ResolveIDs()
+	assert.Equal(t, 0, c.UID)
+	assert.Equal(t, 0, c.GID)
+	c = DefaultConfig()
+	c.UserName = "no-such-user-gs"
+	c.ResolveIDs()
+	assert.Equal(t, 0, c.UID)
+}
+
+func TestHostName(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 100 {
+		u, err := NewUUID()
+		require.NoError(t, err)
+		require.Regexp(t, re, u)
+		require.False(t, seen[u])
+		seen[u] = true
+	}
+	h, err := GenerateHostName("vm")
+	require.NoError(t, err)
+	assert.Len(t, h, 39)
+	assert.True(t, strings.HasSuffix(h, ".vm"))
+	h, err = GenerateHostName(strings.Repeat("n", 40))
+	require.NoError(t, err)
+	assert.Len(t, h, 48)
+}
+
+func TestRing(t *testing.T) {
+	r := NewRing(16)
+	_, _ = r.Write([]byte("abc\n"))
+	assert.Equal(t, "abc\n", string(r.Dump()))
+	_, _ = r.Write([]byte("defgh\n"))
+	_, _ = r.Write([]byte("ijklm\n")) // 16 bytes: exactly full
+	assert.Equal(t, "abc\ndefgh\nijklm\n", string(r.Dump()))
+	_, _ = r.Write([]byte("no\n")) // wraps: partial first line dropped
+	assert.Equal(t, "defgh\nijklm\nno\n", string(r.Dump()))
+	_, _ = r.Write([]byte(strings.Repeat("x", 40) + "\nend\n"))
+	assert.Equal(t, "end\n", string(r.Dump()))
+}
+
+func TestLineFormatAndLevels(t *testing.T) {
+	var out strings.Builder
+	f := &lineFormat{pid: 42, now: time.Now, mon: func() uint64 { return 437 }}
+	core := &lineCore{LevelEnabler: priorityEnabler(4), out: &writerSink{fmt: f, w: &out}}
+	lg := zap.New(core)
+	ts := time.Date(2026, 11, 22, 8, 33, 40, 0, time.Local)
+	ce := lg.Check(zapcore.WarnLevel, "sanlock daemon started 3.8.5 host h (vm)")
+	ce.Time = ts
+	ce.Write()
+	lg.Info("not at priority 4")
+	lg.With(LogPrefix("s1 "), TID(9457)).Error("renewal error", zap.Int("rv", -202))
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, "2026-11-22 08:33:40 437 [42]: sanlock daemon started 3.8.5 host h (vm)", lines[0])
+	assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d 437 \[9457\]: s1 renewal error rv=-202$`, lines[1])
+
+	assert.Equal(t, 7, Priority(zapcore.DebugLevel))
+	assert.Equal(t, 6, Priority(zapcore.InfoLevel))
+	assert.Equal(t, 4, Priority(zapcore.WarnLevel))
+	assert.Equal(t, 3, Priority(zapcore.ErrorLevel))
+	assert.False(t, priorityEnabler(-1).Enabled(zapcore.ErrorLevel))
+}
+
+// TestRingModel checks Ring against a dumb model: the last size bytes of
+// everything written, minus a partial first line.
+func TestRingModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []int{1, 2, 7, 16, 100} {
+		r := NewRing(size)
+		var all []byte
+		for i := range 300 {
+			n := rng.IntN(size * 2)
+			p := make([]byte, n)
+			for j := range p {
+				p[j] = "ab\n"[rng.IntN(3)]
+			}
+			_, _ = r.Write(p)
+			all = append(all, p...)
+			want := all
+			if len(all) > size {
+				want = all[len(all)-size:]
+				if all[len(all)-size-1] != '\n' {
+					if k := bytes.IndexByte(want, '\n'); k >= 0 {
+						want = want[k+1:]
+					}
+				}
+			}
+			require.Equal(t, string(want), string(r.Dump()), "size %d step %d", size, i)
+		}
+	}
+}

@@ -1,0 +1,344 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gosanlock/gosanlock/client"
+)
+
+// Class is a command's dispatch class (wire.md §5). Every command runs on
+// its connection's goroutine, so commands of different connections run
+// concurrently; the class decides what happens to the connection and to the
+// client record's name.
+type Class int
+
+const (
+	// ClassKeep (sanlock "I-keep"): the connection stays open; the client
+	// name is not changed.
+	ClassKeep Class = iota
+	// ClassClose (sanlock "I-close"): the connection is closed after the
+	// handler returns; an unregistered client is renamed to the command's
+	// debug name ("status", "log_dump", ...).
+	ClassClose
+	// ClassWork (sanlock "W"): the connection stays open; an unregistered
+	// client is renamed "cmd<N>" (or add_lockspace / inq_lockspace /
+	// rem_lockspace for those).
+	ClassWork
+)
+
+// Handler serves one request on one connection. It writes its reply with
+// c.Reply / c.Write (or nothing, for REGISTER and SHUTDOWN). ctx ends when
+// the daemon stops. A non-nil error is logged and closes the connection.
+// Handlers must not call Server.Stop (use RequestShutdown).
+type Handler func(ctx context.Context, c *Conn, q *client.Request) error
+
+type route struct {
+	h     Handler
+	class Class
+}
+
+// ErrHold, returned by a handler, keeps the connection open but stops
+// reading from it; the handler has taken ownership (e.g. SHUTDOWN_WAIT and,
+// later, event listeners). Whoever holds it must eventually call
+// Conn.Close.
+var ErrHold = errors.New("daemon: connection held by handler")
+
+// Handle registers h for cmd with the given class, replacing any previous
+// handler. It is safe to call while the server runs.
+func (s *Server) Handle(cmd client.Cmd, class Class, h Handler) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	s.handlers[cmd] = route{h: h, class: class}
+}
+
+func (s *Server) route(cmd client.Cmd) (route, bool) {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
+	r, ok := s.handlers[cmd]
+	return r, ok
+}
+
+// drainTimeout bounds the discarding of an announced but unused payload
+// after an early error (sanlock retries for about 20 ms).
+const drainTimeout = 20 * time.Millisecond
+
+// Conn is one accepted connection: a client record in STATUS (wire.md §8.2).
+type Conn struct {
+	srv     *Server
+	uc      *net.UnixConn
+	slot    int
+	fd      int
+	peerPid int // SO_PEERCRED pid at accept
+
+	wmu sync.Mutex // serialises writes
+
+	mu         sync.Mutex
+	name       string
+	pid        int // -1 until REGISTER
+	registered bool
+	restricted uint32
+	cmdActive  client.Cmd
+	cmdLast    client.Cmd
+	pidDead    bool
+	killCount  int
+	killLast   uint64
+	flags      uint32
+}
+
+// Slot returns the connection's slot ("ci").
+func (c *Conn) Slot() int { return c.slot }
+
+// FD returns the daemon-side file descriptor number.
+func (c *Conn) FD() int { return c.fd }
+
+// PeerPid returns the SO_PEERCRED pid recorded at accept (-1 if unknown).
+func (c *Conn) PeerPid() int { return c.peerPid }
+
+// Pid returns the registered pid, or -1.
+func (c *Conn) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid
+}
+
+// Registered reports whether REGISTER was received on this connection.
+func (c *Conn) Registered() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.registered
+}
+
+// Name returns the client record name.
+func (c *Conn) Name() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.name
+}
+
+// SetName sets the client record name (e.g. the ACQUIRE owner_name).
+func (c *Conn) SetName(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.name = truncName(name)
+}
+
+// Restricted returns the RESTRICT flags.
+func (c *Conn) Restricted() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.restricted
+}
+
+// Info returns the identity handed to managers.
+func (c *Conn) Info() *ClientInfo { return &ClientInfo{Slot: c.slot, Pid: c.Pid()} }
+
+// Write sends b in full.
+func (c *Conn) Write(b []byte) error { return c.write(b) }
+
+func (c *Conn) write(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.uc.Write(b)
+	return err
+}
+
+// Reply sends the result reply of wire.md §2.3 for q.
+func (c *Conn) Reply(q *client.Request, result int32) error {
+	h := client.ResultReply(q.Header, result)
+	return c.write(h.Bytes())
+}
+
+// Close closes the connection (for handlers that returned ErrHold).
+func (c *Conn) Close() error {
+	err := c.uc.Close()
+	c.srv.freeSlot(c)
+	return err
+}
+
+// Raw returns the underlying connection (for held connections).
+func (c *Conn) Raw() *net.UnixConn { return c.uc }
+
+// serve reads requests one at a time and dispatches them. A bad header, an
+// unknown command, an oversized or truncated payload, or a handler error
+// closes this connection only; a panic is recovered and logged.
+func (c *Conn) serve() {
+	s := c.srv
+	held := false
+	defer s.conns.Done()
+	defer func() {
+		if r := recover(); r != nil {
+			s.lg.Error("connection panic", zap.Int("ci", c.slot), zap.Any("panic", r),
+				zap.ByteString("stack", debug.Stack()))
+		}
+		if held {
+			return
+		}
+		_ = c.uc.Close()
+		c.dead()
+		s.freeSlot(c)
+	}()
+	for {
+		q, err := client.ReadRequest(c.uc, s.cfg.MaxPayload)
+		if err != nil {
+			var rv *client.Error
+			if errors.As(err, &rv) && q != nil {
+				// A payload the C daemon answers with a result (-E2BIG,
+				// -ERANGE): drain what was announced, reply, go on.
+				c.drain(q)
+				if c.Restricted()&client.RestrictAll != 0 {
+					continue
+				}
+				if err := c.Reply(q, int32(rv.Code)); err != nil {
+					return
+				}
+				continue
+			}
+			if !errors.Is(err, io.EOF) && !s.isClosing() {
+				c.logBad(q, err)
+			}
+			return
+		}
+		if c.Restricted()&client.RestrictAll != 0 {
+			continue // never answered (wire.md §2.1 step 4)
+		}
+		err = c.dispatch(q)
+		if errors.Is(err, ErrHold) {
+			held = true
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, errCloseConn) && !s.isClosing() {
+				s.lg.Error(fmt.Sprintf("cmd_%s ci %d fd %d error", q.Header.Cmd.DebugName(), c.slot, c.fd), zap.Error(err))
+			}
+			return
+		}
+	}
+}
+
+// errCloseConn ends the connection after an I-close command.
+var errCloseConn = errors.New("daemon: close after command")
+
+// dispatch runs the handler of q's command.
+func (c *Conn) dispatch(q *client.Request) error {
+	s := c.srv
+	cmd := q.Header.Cmd
+	r, ok := s.route(cmd)
+	c.mu.Lock()
+	c.cmdLast = cmd
+	if ok && !c.registered {
+		switch r.class {
+		case ClassClose:
+			c.name = cmd.DebugName()
+		case ClassWork:
+			switch cmd {
+			case client.CmdAddLockspace, client.CmdInqLockspace, client.CmdRemLockspace:
+				c.name = cmd.DebugName()
+			default:
+				c.name = "cmd" + strconv.Itoa(int(cmd))
+			}
+		}
+	}
+	if ok {
+		c.cmdActive = cmd
+	}
+	c.mu.Unlock()
+	if !ok {
+		// A valid command nothing implements yet: answer ENOSYS so that
+		// the client does not hang, then close (its reply format may be a
+		// stream).
+		s.lg.Warn(fmt.Sprintf("cmd_%s ci %d fd %d not implemented", cmd.DebugName(), c.slot, c.fd))
+		_ = c.Reply(q, -38)
+		return errCloseConn
+	}
+	if cmd != client.CmdRegister && s.cfg.debugCmd(cmd) {
+		s.lg.Debug(fmt.Sprintf("cmd_%s %d,%d", cmd.DebugName(), c.slot, c.fd))
+	}
+	err := r.h(s.ctx, c, q)
+	c.mu.Lock()
+	c.cmdActive = 0
+	c.mu.Unlock()
+	if err == nil && r.class == ClassClose {
+		return errCloseConn
+	}
+	return err
+}
+
+// drain discards the unread rest of an announced payload, bounded in size
+// and time (wire.md §2.2).
+func (c *Conn) drain(q *client.Request) {
+	_ = c.uc.SetReadDeadline(time.Now().Add(drainTimeout))
+	_, _ = client.Drain(c.uc, q, int64(c.srv.cfg.MaxPayload))
+	_ = c.uc.SetReadDeadline(time.Time{})
+}
+
+func (c *Conn) logBad(q *client.Request, err error) {
+	f := []zap.Field{zap.Int("ci", c.slot), zap.Int("fd", c.fd), zap.Error(err)}
+	if q != nil {
+		f = append(f, zap.Uint32("cmd", uint32(q.Header.Cmd)), zap.Uint32("length", q.Header.Length))
+	}
+	c.srv.lg.Debug("bad message, connection closed", f...)
+}
+
+// register marks the connection registered to its peer pid (wire.md §6 #1).
+func (c *Conn) register() error {
+	if c.peerPid <= 0 {
+		return errors.New("register: no peer pid")
+	}
+	c.mu.Lock()
+	c.pid = c.peerPid
+	c.name = strconv.Itoa(c.peerPid)
+	c.registered = true
+	c.mu.Unlock()
+	c.srv.lg.Debug(fmt.Sprintf("cmd_register ci %d fd %d pid %d", c.slot, c.fd, c.peerPid))
+	return nil
+}
+
+// dead runs the death handling of a registered connection (wire.md §9.3).
+// Unregistered connections are simply freed. During daemon exit the hooks
+// are skipped.
+func (c *Conn) dead() {
+	c.mu.Lock()
+	if !c.registered || c.pidDead {
+		c.mu.Unlock()
+		return
+	}
+	c.pidDead = true
+	active := c.cmdActive
+	c.mu.Unlock()
+	s := c.srv
+	if s.isClosing() {
+		return
+	}
+	s.lg.Debug(fmt.Sprintf("client_pid_dead %d,%d,%d cmd_active %d suspend 0", c.slot, c.fd, c.peerPid, active))
+	info := c.Info()
+	s.deps.Resources.ClientDead(info)
+	if s.deps.OnClientDead != nil {
+		s.deps.OnClientDead(info)
+	}
+}
+
+// clientText is the CLIENT record text (wire.md §8.2).
+func (c *Conn) clientText() (name string, pid int, text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	text = fmt.Sprintf("ci=%d fd=%d pid=%d flags=%x restricted=%x cmd_active=%d cmd_last=%d pid_dead=%d kill_count=%d kill_last=%d suspend=%d need_free=%d",
+		c.slot, c.fd, c.pid, c.flags, c.restricted, c.cmdActive, c.cmdLast, b2i(c.pidDead), c.killCount, c.killLast, 0, 0)
+	return c.name, c.pid, text
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

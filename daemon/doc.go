@@ -1,0 +1,45 @@
+// Package daemon is the server side of `sanlock daemon` (spec: cli.md §4,
+// wire.md §1, §2, §5, §7, §9): configuration, startup (run directory, lock
+// file, host name, privileges), logging in sanlock's line format, and the
+// unix-socket server that dispatches the libsanlock protocol.
+//
+// # Usage
+//
+// The CLI (cmd/) does, in order:
+//
+//  1. cfg := DefaultConfig(); apply each sanlock.conf key with
+//     cfg.ApplyConfigKey, each daemon option with cfg.ApplyOption, then
+//     cfg.ApplyEnv(nil) (SANLOCK_RUN_DIR, SANLOCK_PRIVILEGED).
+//  2. If Daemonize(cfg) reports parent, exit 0 (the background child runs
+//     the daemon; without -D this replaces sanlock's fork).
+//  3. err := Run(ctx, cfg, deps); exit 1 if err != nil, else 0.
+//
+// Lockspace and resource work plugs in two ways: the LockspaceManager and
+// ResourceManager interfaces in Deps (used by STATUS, shutdown, client death
+// and the lockspace commands), and Server.Handle, which registers a Handler
+// for any command number.
+//
+// # Connections
+//
+// Each accepted connection gets a slot (the "ci" of STATUS, first free slot
+// from 2; 0 and 1 are the internal helper and listener records) and its own
+// goroutine, which reads one request at a time with client.ReadRequest and
+// runs its handler. Handlers of different connections run concurrently.
+// Requests the C daemon would silently ignore (bad magic, unknown command,
+// protocol major > 0) and malformed streams (announced length over
+// Config.MaxPayload, truncated payload) close that connection only; a
+// handler panic is recovered and logged. A registered connection that ends
+// runs ResourceManager.ClientDead.
+//
+// # Logging
+//
+// The logger is zap with custom cores that write sanlock lines
+//
+//	2026-11-22 08:33:40 437 [9457]: sanlock daemon started 3.8.5 host a5f2...vm (vm)
+//
+// (local time, CLOCK_MONOTONIC seconds, thread id = daemon pid unless a TID
+// field is given, then LogPrefix and the message; other fields follow as
+// key=value). Sinks: the log file at -L priority, syslog at -S priority,
+// stderr with -D and the 1 MiB ring returned by LOG_DUMP. zap levels map to
+// priorities by Priority.
+package daemon

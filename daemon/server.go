@@ -1,0 +1,467 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/client"
+)
+
+// Version is the sanlock version this daemon reports.
+const Version = "3.8.5"
+
+// DefaultMaxConns is the size of sanlock's connection table; slots 0 and 1
+// are the internal "helper" and "listener" records (wire.md §1).
+const DefaultMaxConns = 1024
+
+// firstConnSlot is the first slot given to an accepted connection.
+const firstConnSlot = 2
+
+// ErrServerClosed is returned by Wait after a normal shutdown.
+var ErrServerClosed = errors.New("daemon: server closed")
+
+// Deps are the collaborators of a Server. Zero values select stubs.
+type Deps struct {
+	Lockspaces LockspaceManager // nil: NoLockspaces
+	Resources  ResourceManager  // nil: NoResources
+	// LogCore, when set, receives every log entry as well (e.g. a
+	// zaptest/observer core in tests).
+	LogCore zapcore.Core
+	// Stderr receives the -D log output (nil: os.Stderr).
+	Stderr io.Writer
+	// OnClientDead, when set, runs after ResourceManager.ClientDead for
+	// every registered connection that ends while the daemon is running.
+	OnClientDead func(*ClientInfo)
+}
+
+// Server is the sanlock daemon's socket server: run directory, lock file,
+// logging, the listening socket and one goroutine per connection. Commands
+// are dispatched through a registry (Handle); the built-in commands that
+// need no leases are registered by New.
+type Server struct {
+	cfg  Config
+	deps Deps
+
+	logs     *logSinks
+	lg       *zap.Logger
+	hostName string
+	nodename string
+	startMon uint64
+
+	hmu      sync.RWMutex
+	handlers map[client.Cmd]route
+
+	mu      sync.Mutex
+	slots   []*Conn // index = slot; nil = free (0 and 1 are internal)
+	waiters []*Conn // SHUTDOWN_WAIT connections, answered at exit
+	closing bool
+
+	ln     *net.UnixListener
+	lnFD   int
+	lockf  *os.File
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	stopOnce sync.Once
+	stopCh   chan struct{} // closed when a stop has been requested
+	done     chan struct{} // closed when the server has fully stopped
+	conns    sync.WaitGroup
+	started  bool
+}
+
+// New returns a server for cfg (copied). Nothing touches the system until
+// Start. cfg should have had ApplyEnv applied.
+func New(cfg *Config, deps Deps) *Server {
+	if deps.Lockspaces == nil {
+		deps.Lockspaces = NoLockspaces{}
+	}
+	if deps.Resources == nil {
+		deps.Resources = NoResources{}
+	}
+	if deps.Stderr == nil {
+		deps.Stderr = os.Stderr
+	}
+	s := &Server{
+		cfg:      *cfg,
+		deps:     deps,
+		handlers: make(map[client.Cmd]route),
+		stopCh:   make(chan struct{}),
+		done:     make(chan struct{}),
+		lg:       zap.NewNop(),
+		lnFD:     -1,
+	}
+	if s.cfg.MaxConns <= firstConnSlot {
+		s.cfg.MaxConns = DefaultMaxConns
+	}
+	if s.cfg.MaxPayload <= 0 {
+		s.cfg.MaxPayload = client.DefaultMaxPayload
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.registerBuiltins()
+	return s
+}
+
+// Config returns a copy of the configuration in effect.
+func (s *Server) Config() Config { return s.cfg }
+
+// Logger returns the daemon logger (a no-op logger before Start).
+func (s *Server) Logger() *zap.Logger { return s.lg }
+
+// HostName returns our host name (valid after Start).
+func (s *Server) HostName() string { return s.hostName }
+
+// SockPath returns the socket path.
+func (s *Server) SockPath() string { return filepath.Join(s.cfg.RunDir, SockName) }
+
+// LogDump returns the in-memory log as LOG_DUMP sends it: lines separated
+// by newlines, without a newline after the last one (as the 3.8.5 daemon
+// does; `sanlock client log_dump` then prints one).
+func (s *Server) LogDump() []byte {
+	if s.logs == nil {
+		return nil
+	}
+	return bytes.TrimSuffix(s.logs.ring.Dump(), []byte("\n"))
+}
+
+// Done is closed when the server has stopped.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Start performs the daemon startup of cli.md §4.3 that applies in-process
+// (no fork): logging and its warnings, privileged limits, run directory and
+// lock file, host name, setuid, mlockall/priority, then the socket, and
+// starts serving in the background. On error everything acquired is
+// released; the error text is the line sanlock logs (e.g. "lockfile setlk
+// error <path>: Resource temporarily unavailable", wrapping ErrLocked).
+func (s *Server) Start() (err error) {
+	if s.started {
+		return errors.New("daemon: already started")
+	}
+	s.started = true
+	cfg := &s.cfg
+	cfg.ResolveIDs()
+
+	s.logs = newLogSinks(cfg, s.deps.Stderr, s.deps.LogCore)
+	s.lg = s.logs.lg
+	s.startMon = monoSeconds()
+	defer func() {
+		if err != nil {
+			s.lg.Error(err.Error())
+			s.releaseStartup()
+			close(s.done)
+		}
+	}()
+
+	if cfg.Privileged {
+		if err := setLimits(); err != nil {
+			return err
+		}
+	}
+	if cfg.RunDir != DefaultRunDir {
+		s.lg.Warn(fmt.Sprintf("Using non-standard run directory '%s'", cfg.RunDir))
+	}
+	if !cfg.Privileged {
+		s.lg.Warn("Running in unprivileged mode")
+	}
+
+	if err := prepareRunDir(cfg); err != nil {
+		return err
+	}
+	if s.lockf, err = lockFile(cfg.RunDir); err != nil {
+		return err
+	}
+
+	s.nodename = Nodename()
+	s.hostName = cfg.OurHostName
+	if s.hostName == "" {
+		if s.hostName, err = GenerateHostName(s.nodename); err != nil {
+			return fmt.Errorf("cannot generate host name: %w", err)
+		}
+	}
+
+	if cfg.Privileged && (cfg.UserName != "" || cfg.GroupName != "") {
+		if err := dropPrivileges(cfg); err != nil {
+			return err
+		}
+	}
+
+	msg := fmt.Sprintf("sanlock daemon started %s host %s (%s)", Version, s.hostName, s.nodename)
+	if cfg.IOTimeout != DefaultIOTimeout || cfg.WatchdogFireTimeout != DefaultWatchdogFireTimeout {
+		msg += fmt.Sprintf(" io_timeout %d watchdog_fire_timeout %d", cfg.IOTimeout, cfg.WatchdogFireTimeout)
+	}
+	s.lg.Warn(msg)
+
+	s.setPriority()
+
+	if err := s.listen(); err != nil {
+		return err
+	}
+	s.conns.Add(1)
+	go s.acceptLoop()
+	return nil
+}
+
+// releaseStartup undoes a partial Start.
+func (s *Server) releaseStartup() {
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+	if s.lockf != nil {
+		_ = s.lockf.Close()
+		s.lockf = nil
+	}
+	s.cancel()
+	if s.logs != nil {
+		s.logs.close()
+	}
+}
+
+// listen creates the socket (wire.md §1): unlink a stale file, bind, chmod
+// 0660, chown uid:gid (fatal), listen.
+func (s *Server) listen() error {
+	path := s.SockPath()
+	if len(path) > 107 {
+		return fmt.Errorf("socket path %s longer than 107 bytes", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cannot remove stale socket %s: %w", path, err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("cannot bind socket %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(false) // sanlock leaves the socket behind
+	s.ln = ln
+	if err := os.Chmod(path, 0o660); err != nil {
+		return fmt.Errorf("cannot chmod socket %s: %w", path, err)
+	}
+	if err := os.Chown(path, s.cfg.UID, s.cfg.GID); err != nil {
+		return fmt.Errorf("cannot chown socket %s: %w", path, err)
+	}
+	if rc, err := ln.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { s.lnFD = int(fd) })
+	}
+	return nil
+}
+
+// acceptLoop accepts until the listener is closed, backing off (capped at
+// 1 s) on temporary errors.
+func (s *Server) acceptLoop() {
+	defer s.conns.Done()
+	var delay time.Duration
+	for {
+		uc, err := s.ln.AcceptUnix()
+		if err != nil {
+			select {
+			case <-s.stopCh:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.lg.Error("accept error", zap.Error(err))
+			select {
+			case <-time.After(delay):
+			case <-s.stopCh:
+				return
+			}
+			continue
+		}
+		delay = 0
+		s.addConn(uc)
+	}
+}
+
+// addConn records the peer pid (SO_PEERCRED), takes the lowest free slot
+// and starts the connection goroutine. With a full table the connection is
+// closed.
+func (s *Server) addConn(uc *net.UnixConn) {
+	c := &Conn{srv: s, uc: uc, fd: -1, pid: -1, peerPid: -1}
+	if rc, err := uc.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			c.fd = int(fd)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+			if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+				c.peerPid = int(cred.Pid)
+			}
+		})
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		_ = uc.Close()
+		return
+	}
+	slot := -1
+	for i := firstConnSlot; i < len(s.slots); i++ {
+		if s.slots[i] == nil {
+			slot = i
+			break
+		}
+	}
+	if slot < 0 {
+		if len(s.slots) < firstConnSlot {
+			s.slots = make([]*Conn, firstConnSlot, 16)
+		}
+		if len(s.slots) >= s.cfg.MaxConns {
+			s.mu.Unlock()
+			s.lg.Error("no free connection slot")
+			_ = uc.Close()
+			return
+		}
+		slot = len(s.slots)
+		s.slots = append(s.slots, nil)
+	}
+	c.slot = slot
+	s.slots[slot] = c
+	s.conns.Add(1)
+	s.mu.Unlock()
+	go c.serve()
+}
+
+// freeSlot releases c's slot.
+func (s *Server) freeSlot(c *Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.slot < len(s.slots) && s.slots[c.slot] == c {
+		s.slots[c.slot] = nil
+	}
+	for n := len(s.slots); n > firstConnSlot && s.slots[n-1] == nil; n-- {
+		s.slots = s.slots[:n-1]
+	}
+}
+
+// isClosing reports whether the server is stopping.
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// RequestShutdown asks the daemon to exit (SIGTERM, SHUTDOWN,
+// SHUTDOWN_WAIT; cli.md §4.4). Without force it is refused, and false is
+// returned, while any lockspace exists. With force the lockspace manager
+// first kills the lease holders and drops every lockspace.
+func (s *Server) RequestShutdown(force bool) bool {
+	if !force && s.deps.Lockspaces.Count() > 0 {
+		s.lg.Warn("ignore shutdown, lockspace exists")
+		return false
+	}
+	go func() {
+		if force {
+			if err := s.deps.Lockspaces.ShutdownAll(s.ctx); err != nil {
+				s.lg.Error("forced shutdown", zap.Error(err))
+			}
+		}
+		s.Stop()
+	}()
+	return true
+}
+
+// Stop stops the server at once, whatever lockspaces exist: it stops
+// accepting, answers SHUTDOWN_WAIT connections, closes every connection,
+// waits for their goroutines and releases the lock file. The socket and pid
+// files are left behind, as sanlock does. Safe to call many times and
+// before Start.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		close(s.stopCh)
+		if !s.started {
+			close(s.done)
+			return
+		}
+		select {
+		case <-s.done: // Start failed
+			return
+		default:
+		}
+		s.mu.Lock()
+		s.closing = true
+		waiters := s.waiters
+		s.waiters = nil
+		var open []*Conn
+		for _, c := range s.slots {
+			if c != nil {
+				open = append(open, c)
+			}
+		}
+		s.mu.Unlock()
+
+		_ = s.ln.Close()
+		s.cancel()
+		for _, c := range waiters {
+			h := client.ShutdownWaitFinalReply()
+			_ = c.write(h.Bytes())
+			_ = c.uc.Close()
+			s.freeSlot(c)
+		}
+		for _, c := range open {
+			_ = c.uc.Close()
+		}
+		s.conns.Wait()
+		s.lg.Debug("daemon exit")
+		s.releaseStartup()
+		close(s.done)
+	})
+}
+
+// Wait blocks until the server has stopped or ctx ends (then it stops the
+// server). It returns ErrServerClosed.
+func (s *Server) Wait(ctx context.Context) error {
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		s.Stop()
+	}
+	return ErrServerClosed
+}
+
+// addWaiter parks a SHUTDOWN_WAIT connection until exit.
+func (s *Server) addWaiter(c *Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.waiters = append(s.waiters, c)
+	return true
+}
+
+// clients returns the open connections in slot order.
+func (s *Server) clients() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*Conn
+	for _, c := range s.slots {
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// FindClient returns the registered connection of pid (for W-reg commands
+// with data2 = pid, wire.md §9.2), or nil.
+func (s *Server) FindClient(pid int) *Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.slots {
+		if c != nil && c.Registered() && c.Pid() == pid {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,369 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/client"
+)
+
+func (l *countingLockspaces) ShutdownAll(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n = 0
+	l.shutdown++
+	return nil
+}
+
+func TestVersion(t *testing.T) {
+	td := startDaemon(t, nil)
+	td.mustVersion()
+
+	// VERSION is answered whatever the protocol version, and the
+	// connection stays open (wire.md §2.1, §6 #28).
+	c := td.dial()
+	for _, v := range []uint32{0, 1, 0x00020000} {
+		_, err := c.Write(header(client.Magic, v, client.CmdVersion, 7, 32, 9, 5, 6))
+		require.NoError(t, err)
+		p, err := client.ReadReply(c, client.CmdVersion)
+		require.NoError(t, err)
+		want := client.VersionReply(client.DaemonVersion)
+		assert.Equal(t, want, p.Header)
+	}
+}
+
+func TestStartupFilesAndLog(t *testing.T) {
+	td := startDaemon(t, func(c *Config, _ *Deps) { c.OurHostName = "hostA" })
+	pid, err := os.ReadFile(filepath.Join(td.dir, PidFileName))
+	require.NoError(t, err)
+	assert.Equal(t, strconv.Itoa(os.Getpid())+"\n", string(pid))
+	st, err := os.Stat(filepath.Join(td.dir, PidFileName))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm())
+	st, err = os.Stat(td.srv.SockPath())
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o660), st.Mode().Perm())
+	assert.NotZero(t, st.Mode()&os.ModeSocket)
+
+	dump := string(td.srv.LogDump()) + "\n"
+	assert.Contains(t, dump, fmt.Sprintf("]: Using non-standard run directory '%s'\n", td.dir))
+	assert.Contains(t, dump, "]: Running in unprivileged mode\n")
+	assert.Contains(t, dump, fmt.Sprintf("]: sanlock daemon started 3.8.5 host hostA (%s)\n", Nodename()))
+	// Warnings reach the log file at the default priority 4.
+	file, err := os.ReadFile(filepath.Join(td.dir, "sanlock.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(file), "sanlock daemon started 3.8.5 host hostA")
+	assert.Equal(t, 1, td.logs.FilterMessage("Running in unprivileged mode").Len())
+
+	td.srv.Stop()
+	// The socket and pid files are left behind (wire.md §1).
+	assert.FileExists(t, td.srv.SockPath())
+	assert.FileExists(t, filepath.Join(td.dir, PidFileName))
+}
+
+func TestRunDirCreated(t *testing.T) {
+	parent := shortTempDir(t)
+	cfg := testConfig(parent)
+	cfg.RunDir = filepath.Join(parent, "run")
+	cfg.LogFile = ""
+	s := New(cfg, Deps{})
+	require.NoError(t, s.Start())
+	defer s.Stop()
+	st, err := os.Stat(cfg.RunDir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o775), st.Mode().Perm())
+}
+
+func TestSingleInstance(t *testing.T) {
+	td := startDaemon(t, nil)
+	cfg := testConfig(td.dir)
+	s2 := New(cfg, Deps{})
+	err := s2.Start()
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrLocked))
+	want := fmt.Sprintf("lockfile setlk error %s/sanlock.pid: Resource temporarily unavailable", td.dir)
+	assert.Equal(t, want, err.Error())
+	assert.True(t, strings.HasSuffix(string(s2.LogDump()), "]: "+want))
+	s2.Stop()
+	<-s2.Done()
+	// The first daemon is unaffected, and its lock is still held.
+	td.mustVersion()
+	err = New(cfg, Deps{}).Start()
+	assert.True(t, errors.Is(err, ErrLocked))
+}
+
+func TestRegisterAndDeath(t *testing.T) {
+	td := startDaemon(t, nil)
+	reg, err := td.cl.Register()
+	require.NoError(t, err)
+
+	// REGISTER has no reply: wait until the daemon has processed it.
+	me := strconv.Itoa(os.Getpid())
+	var mine *client.StateRecord
+	require.Eventually(t, func() bool {
+		recs, err := td.cl.Status(0)
+		if err != nil {
+			return false
+		}
+		for i, r := range recs {
+			if r.Type == client.StateClient && int32(r.Data32) == int32(os.Getpid()) {
+				mine = &recs[i]
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond, "registered client missing from status")
+	assert.Equal(t, me, mine.Name)
+	assert.Contains(t, mine.Text, " pid="+me+" ")
+
+	// Commands on the registered connection still work.
+	require.NoError(t, reg.Restrict(0))
+
+	require.NoError(t, reg.Close())
+	select {
+	case ci := <-td.deaths:
+		assert.Equal(t, os.Getpid(), ci.Pid)
+		assert.GreaterOrEqual(t, ci.Slot, 2)
+	case <-time.After(5 * time.Second):
+		t.Fatal("death hook not run")
+	}
+	assert.Contains(t, string(td.srv.LogDump()), "client_pid_dead ")
+}
+
+func TestStatusRecords(t *testing.T) {
+	td := startDaemon(t, func(c *Config, _ *Deps) { c.OurHostName = "hostS" })
+	recs, err := td.cl.Status(0)
+	require.NoError(t, err)
+	var lines []string
+	for _, r := range recs {
+		switch r.Type {
+		case client.StateDaemon:
+			lines = append(lines, "daemon "+r.Name)
+			assert.True(t, strings.HasPrefix(r.Text, "our_host_name=hostS use_watchdog=0 "), r.Text)
+			assert.Contains(t, r.Text, " debug_cmds=0xfffffffffe06ffff ")
+			assert.True(t, strings.HasSuffix(r.Text, " version_str=3.8.5 version_num=3.8.5 version_hex=03080500 smproto_hex=00000001"), r.Text)
+		case client.StateClient:
+			lines = append(lines, fmt.Sprintf("p %d %s", int32(r.Data32), r.Name))
+		default:
+			t.Errorf("unexpected record type %d", r.Type)
+		}
+	}
+	assert.Equal(t, []string{"daemon hostS", "p -1 helper", "p -1 listener", "p -1 status"}, lines)
+
+	recs, err = td.cl.Status(client.StateDaemon)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Equal(t, uint32(client.StateDaemon), recs[0].Type)
+}
+
+func TestLogDump(t *testing.T) {
+	td := startDaemon(t, nil)
+	td.mustVersion()
+	b, err := td.cl.LogDump()
+	require.NoError(t, err)
+	s := string(b)
+	assert.Contains(t, s, "sanlock daemon started 3.8.5 host ")
+	assert.Contains(t, s, "cmd_version ")
+	assert.False(t, strings.HasSuffix(s, "\n"), "no newline after the last line")
+	for _, line := range strings.Split(s, "\n") {
+		// YYYY-MM-DD HH:MM:SS <mono> [<tid>]: text
+		var d, tm, rest string
+		var mono uint64
+		n, _ := fmt.Sscanf(line, "%s %s %d %s", &d, &tm, &mono, &rest)
+		assert.Equal(t, 4, n, line)
+		assert.Len(t, d, 10, line)
+		assert.Len(t, tm, 8, line)
+		assert.Equal(t, "["+strconv.Itoa(os.Getpid())+"]:", rest, line)
+	}
+}
+
+func TestShutdown(t *testing.T) {
+	ls := &countingLockspaces{n: 1}
+	td := startDaemon(t, func(_ *Config, d *Deps) { d.Lockspaces = ls })
+
+	// Refused while a lockspace exists: SHUTDOWN is silent, SHUTDOWN_WAIT
+	// gets -EBUSY (cli.md §5.6).
+	require.NoError(t, td.cl.Shutdown(false))
+	err := td.cl.ShutdownWait(false)
+	assert.Equal(t, client.RvEBUSY, client.ErrorCode(err))
+	td.mustVersion()
+	require.Eventually(t, func() bool {
+		return td.logs.FilterMessage("ignore shutdown, lockspace exists").Len() == 2
+	}, 5*time.Second, 5*time.Millisecond)
+
+	// Forced wait: the manager drops lockspaces, the final header comes at
+	// exit (all zero but magic, version, length).
+	c := td.dial()
+	_, err = c.Write(header(client.Magic, 1, client.CmdShutdownWait, 0, 32, 0, 1, 0))
+	require.NoError(t, err)
+	b := readAllTimeout(t, c, 10*time.Second)
+	want := client.ShutdownWaitFinalReply()
+	assert.Equal(t, want.Bytes(), b)
+	<-td.srv.Done()
+	assert.Equal(t, 1, ls.shutdown)
+}
+
+func TestShutdownNoLockspaces(t *testing.T) {
+	td := startDaemon(t, nil)
+	require.NoError(t, td.cl.Shutdown(false))
+	select {
+	case <-td.srv.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("daemon did not exit")
+	}
+	_, _, err := td.cl.Version()
+	assert.Equal(t, client.RvECONNREFUSED, client.ErrorCode(err))
+}
+
+func TestRunSignals(t *testing.T) {
+	dir := shortTempDir(t)
+	cfg := testConfig(dir)
+	ls := &countingLockspaces{n: 1}
+	errc := make(chan error, 1)
+	go func() { errc <- Run(context.Background(), cfg, Deps{Lockspaces: ls}) }()
+	cl, err := client.Dial(dir)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 10*time.Second, 10*time.Millisecond)
+
+	// SIGTERM is ignored while a lockspace exists.
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+	require.Eventually(t, func() bool {
+		b, err := cl.LogDump()
+		return err == nil && strings.Contains(string(b), "ignore shutdown, lockspace exists")
+	}, 10*time.Second, 10*time.Millisecond)
+	_, _, err = cl.Version()
+	require.NoError(t, err)
+
+	ls.set(0)
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+	select {
+	case err := <-errc:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after SIGHUP")
+	}
+}
+
+func TestRunContextAndStartError(t *testing.T) {
+	td := startDaemon(t, nil)
+	// A second Run on the same run dir fails at once with the lock error.
+	err := Run(context.Background(), testConfig(td.dir), Deps{})
+	assert.True(t, errors.Is(err, ErrLocked), "%v", err)
+
+	dir := shortTempDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- Run(ctx, testConfig(dir), Deps{}) }()
+	cl, _ := client.Dial(dir)
+	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-errc)
+}
+
+func TestConcurrentHandlers(t *testing.T) {
+	td := startDaemon(t, nil)
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	td.srv.Handle(client.CmdExamineLockspace, ClassWork, func(ctx context.Context, c *Conn, q *client.Request) error {
+		close(entered)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return c.Reply(q, 0)
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- td.cl.ExamineLockspace(&client.Lockspace{Name: "LS"}) }()
+	<-entered
+	// The slow handler blocks neither accept nor other connections.
+	for range 20 {
+		td.mustVersion()
+	}
+	recs, err := td.cl.Status(client.StateClient)
+	require.NoError(t, err)
+	var names []string
+	for _, r := range recs[1:] {
+		names = append(names, r.Name)
+	}
+	assert.Contains(t, names, "cmd13")
+	close(release)
+	require.NoError(t, <-errc)
+}
+
+func TestHandlerPanicIsolated(t *testing.T) {
+	td := startDaemon(t, nil)
+	td.srv.Handle(client.CmdExamineResource, ClassWork, func(context.Context, *Conn, *client.Request) error {
+		panic("boom")
+	})
+	err := td.cl.ExamineResource(&client.Resource{LockspaceName: "LS", Name: "R"})
+	require.Error(t, err)
+	td.mustVersion()
+	require.Equal(t, 1, td.logs.FilterMessage("connection panic").Len())
+	td.logs.TakeAll() // the cleanup check is for unexpected panics
+}
+
+func TestUnimplementedCommand(t *testing.T) {
+	td := startDaemon(t, nil)
+	err := td.cl.SetConfig("LS", 1)
+	assert.Equal(t, -38, client.ErrorCode(err))
+	td.mustVersion()
+}
+
+func TestAlign(t *testing.T) {
+	td := startDaemon(t, nil)
+	n, err := td.cl.Align(&client.Disk{})
+	assert.Equal(t, client.RvENODEV, client.ErrorCode(err), "%d", n)
+	_, err = td.cl.Align(&client.Disk{Path: "/nonexistent/x"})
+	assert.Equal(t, client.RvENODEV, client.ErrorCode(err))
+
+	f, err := os.CreateTemp("/var/tmp", "gs-align")
+	require.NoError(t, err)
+	defer os.Remove(f.Name())
+	require.NoError(t, f.Truncate(1<<20))
+	f.Close()
+	n, err = td.cl.Align(&client.Disk{Path: f.Name()})
+	require.NoError(t, err)
+	assert.Equal(t, 1<<20, n)
+}
+
+func TestStubLockspaceCommands(t *testing.T) {
+	td := startDaemon(t, nil)
+	ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: "/x"}}
+	assert.Equal(t, client.RvENOENT, client.ErrorCode(td.cl.InqLockspace(ls, 0)))
+	assert.Equal(t, client.RvENOENT, client.ErrorCode(td.cl.RemLockspace(ls, 0)))
+	list, err := td.cl.GetLockspaces()
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	_, err = td.cl.HostStatus("LS")
+	assert.Equal(t, client.RvENOSPC, client.ErrorCode(err))
+}
+
+func TestConnectionTableFull(t *testing.T) {
+	td := startDaemon(t, func(c *Config, _ *Deps) { c.MaxConns = 4 }) // slots 2 and 3
+	a, b := td.dial(), td.dial()
+	for _, c := range []*net.UnixConn{a, b} {
+		_, err := c.Write(header(client.Magic, 1, client.CmdVersion, 0, 32, 0, 0, 0))
+		require.NoError(t, err)
+		_, err = client.ReadReply(c, client.CmdVersion)
+		require.NoError(t, err)
+	}
+	// A third connection is closed at once.
+	c := td.dial()
+	_, _ = c.Write(header(client.Magic, 1, client.CmdVersion, 0, 32, 0, 0, 0))
+	assert.Empty(t, readAllTimeout(t, c, 5*time.Second))
+	// A freed slot is reused.
+	a.Close()
+	require.Eventually(t, func() bool { _, _, err := td.cl.Version(); return err == nil }, 5*time.Second, 5*time.Millisecond)
+}
