@@ -100,22 +100,40 @@ func (r *Rindex) Entries(ctx context.Context) ([]RindexEntry, error) {
 // EntryIndex maps a resource lease offset to its entry index. The offset
 // must be a multiple of the align size inside the index's range.
 func (r *Rindex) EntryIndex(resOffset uint64) (int, error) {
-	a := uint64(r.Geo.AlignSize)
-	base := uint64(r.Offset) + 2*a
-	if resOffset%a != 0 || resOffset < base {
-		return 0, ErrRindexOffset
+	i, err := r.entrySlot(resOffset)
+	if err != nil {
+		return 0, err
 	}
-	i := int((resOffset - base) / a)
 	if i >= r.maxEntries() {
 		return 0, ErrRindexOffset
 	}
 	return i, nil
 }
 
+// entrySlot maps a resource lease offset to the slot that records it in
+// the index area, which may lie past max_resources (sanlock writes such
+// slots on update). Offsets that are not align multiples, or that lie
+// before the first resource or past the area, are ErrRindexOffset.
+func (r *Rindex) entrySlot(resOffset uint64) (int, error) {
+	a := uint64(r.Geo.AlignSize)
+	base := uint64(r.Offset) + 2*a
+	if resOffset%a != 0 || resOffset < base {
+		return 0, ErrRindexOffset
+	}
+	i := (resOffset - base) / a
+	if i >= uint64(MaxRindexEntries(r.Geo)) {
+		return 0, ErrRindexOffset
+	}
+	return int(i), nil
+}
+
 // Lookup finds an entry. With neither name nor offset it returns the first
-// free slot (name ""). With an offset only, the entry recorded at that index;
-// with a name only, the entry of that name (ErrENOENT if none); with both,
-// ErrRindexDiff when the index records another name.
+// free slot (name ""). With a name only, the entry of that name (ErrENOENT
+// if none). With an offset (which must be an align multiple, else
+// ErrRindexOffset) it returns the entry recorded for that offset, or an
+// empty one when the slot is free or outside the index, with ResOffset set
+// to the offset asked for; a name given as well must match the recorded
+// one (ErrRindexDiff otherwise). This is what sanlock 3.8.5 answers.
 func (r *Rindex) Lookup(ctx context.Context, name string, resOffset uint64) (RindexEntry, error) {
 	es, err := r.Entries(ctx)
 	if err != nil {
@@ -130,17 +148,17 @@ func (r *Rindex) Lookup(ctx context.Context, name string, resOffset uint64) (Rin
 		}
 		return RindexEntry{}, ErrENOSPC
 	case resOffset != 0:
-		i, err := r.EntryIndex(resOffset)
-		if err != nil {
-			return RindexEntry{}, err
+		if resOffset%uint64(r.Geo.AlignSize) != 0 {
+			return RindexEntry{}, ErrRindexOffset
 		}
-		e := es[i]
+		var e RindexEntry
+		if i, err := r.EntryIndex(resOffset); err == nil {
+			e = es[i]
+		}
 		if name != "" && !NameEqual(e.Name[:], name) {
 			return e, ErrRindexDiff
 		}
-		if e.IsFree() {
-			return e, ErrENOENT
-		}
+		e.ResOffset = resOffset
 		return e, nil
 	default:
 		for i := range es {
@@ -158,7 +176,7 @@ func (r *Rindex) UpdateEntry(ctx context.Context, name string, resOffset uint64,
 	if resOffset == 0 || (!remove && name == "") {
 		return ErrEINVAL
 	}
-	i, err := r.EntryIndex(resOffset)
+	i, err := r.entrySlot(resOffset)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,361 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// Result values the direct tool reports that diskfmt has no name for.
+const (
+	rvEMSGSIZE = -90 // a read that ended past the end of the device
+)
+
+// direct runs one "sanlock direct" action.
+type direct struct {
+	o   *options
+	out *bufio.Writer
+}
+
+// openDevice opens lease storage; tests may replace it.
+var openDevice = func(path string) (diskfmt.Device, error) { return diskfmt.OpenFile(path) }
+
+// timeoutDevice gives every single read or write its own io_timeout.
+type timeoutDevice struct {
+	diskfmt.Device
+	timeout time.Duration
+}
+
+func (t timeoutDevice) ReadAt(ctx context.Context, p []byte, off int64) error {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.Device.ReadAt(ctx, p, off)
+}
+
+func (t timeoutDevice) WriteAt(ctx context.Context, p []byte, off int64) error {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.Device.WriteAt(ctx, p, off)
+}
+
+// open opens a disk whose every I/O is bounded by the io_timeout.
+func (d *direct) open(path string) (diskfmt.Device, error) {
+	dev, err := openDevice(path)
+	if err != nil {
+		return nil, err
+	}
+	return timeoutDevice{Device: dev, timeout: time.Duration(d.o.ioTimeout) * time.Second}, nil
+}
+
+// monotonicSeconds is the writer's monotonic clock in whole seconds, as
+// recorded in a cleared lease.
+var monotonicSeconds = func() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Sec)
+}
+
+// ioContext is the context of a disk operation; each I/O adds its own
+// io_timeout deadline (timeoutDevice).
+func (d *direct) ioContext() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
+
+// rvOf maps an error to the result the tool prints.
+func rvOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	if diskfmt.IsShortRead(err) {
+		return rvEMSGSIZE
+	}
+	return int(diskfmt.CodeOf(err))
+}
+
+// halfSizes reports -Z/-A flags that name only one of the two sizes, which
+// every writer rejects with -1 before touching the disk.
+func halfSizes(flags uint32) bool {
+	return (diskfmt.SectorFromFlags(flags) == 0) != (diskfmt.AlignFromFlags(flags) == 0)
+}
+
+func (d *direct) run(action string) int {
+	switch action {
+	case "init":
+		rv := d.init()
+		fmt.Fprintf(d.out, "init done %d\n", rv)
+		return rv
+	case "read_leader":
+		return d.readLeader()
+	case "dump":
+		return d.dump()
+	case "next_free":
+		return d.nextFree()
+	case "format":
+		rv := d.format()
+		fmt.Fprintf(d.out, "format done %d\n", rv)
+		return rv
+	case "rebuild":
+		rv := d.rebuild()
+		fmt.Fprintf(d.out, "rebuild done %d\n", rv)
+		return rv
+	case "lookup":
+		return d.lookup()
+	case "update":
+		rv := d.update()
+		fmt.Fprintf(d.out, "update done %d\n", rv)
+		return rv
+	}
+	fmt.Fprintf(d.out, "direct action %q is not implemented yet\n", action)
+	return 1
+}
+
+// init writes a lockspace (-s with a path) or else a resource lease (-r).
+func (d *direct) init() int {
+	o := d.o
+	flags := o.sizeFlags()
+	if o.lockspace.Path != "" {
+		if halfSizes(flags) {
+			return int(diskfmt.ErrEPERM)
+		}
+		dev, err := d.open(o.lockspace.Path)
+		if err != nil {
+			return int(diskfmt.ErrENODEV)
+		}
+		defer dev.Close()
+		ctx, cancel := d.ioContext()
+		defer cancel()
+		return rvOf(diskfmt.WriteLockspace(ctx, dev, int64(o.lockspace.Offset), flags,
+			o.lockspace.Name, o.leaseIOTimeout()))
+	}
+	if len(o.resources) == 0 {
+		return int(diskfmt.ErrEINVAL)
+	}
+	r := o.resources[0]
+	if halfSizes(flags) {
+		return int(diskfmt.ErrEPERM)
+	}
+	if len(r.Disks) == 0 {
+		return int(diskfmt.ErrENODEV)
+	}
+	var disks []diskfmt.ResourceDisk
+	for _, dk := range r.Disks {
+		dev, err := d.open(dk.Path)
+		if err != nil {
+			return rvOf(err)
+		}
+		defer dev.Close()
+		disks = append(disks, diskfmt.ResourceDisk{Dev: dev, Offset: int64(dk.Offset)})
+	}
+	p := diskfmt.PaxosInit{
+		SpaceName:    r.Lockspace,
+		ResourceName: r.Name,
+		NumHosts:     uint64(int64(o.numHosts)),
+	}
+	if o.numHosts < 0 {
+		p.NumHosts = 0
+	}
+	if o.clear {
+		p.Clear = true
+		p.ClearTime = monotonicSeconds()
+	}
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	return rvOf(diskfmt.WriteResource(ctx, disks, flags, p))
+}
+
+// readLeader prints "read_leader done <rv>" and the leader fields, which
+// are all zero when nothing could be read.
+func (d *direct) readLeader() int {
+	o := d.o
+	var (
+		l     diskfmt.Leader
+		rv    int
+		delta = true
+	)
+	switch {
+	case o.lockspace.Path != "":
+		l, rv = d.readDeltaLeader()
+	case len(o.resources) > 0:
+		delta = false
+		l, rv = d.readPaxosLeader()
+	default:
+		rv = int(diskfmt.ErrEPERM)
+	}
+	fmt.Fprintf(d.out, "read_leader done %d\n", rv)
+	printLeader(d.out, &l, delta)
+	return rv
+}
+
+func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
+	ls := d.o.lockspace
+	if ls.HostID == 0 {
+		return diskfmt.Leader{}, int(diskfmt.ErrEINVAL)
+	}
+	dev, err := d.open(ls.Path)
+	if err != nil {
+		return diskfmt.Leader{}, int(diskfmt.ErrENODEV)
+	}
+	defer dev.Close()
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	g, ok := diskfmt.GeometryFromFlags(d.o.sizeFlags())
+	if !ok {
+		l, err := diskfmt.ProbeLeader(ctx, dev, int64(ls.Offset))
+		if err != nil {
+			return diskfmt.Leader{}, rvOf(err)
+		}
+		if l.Magic != diskfmt.DeltaMagic && l.Magic != diskfmt.PaxosMagic {
+			return diskfmt.Leader{}, int(diskfmt.ErrEPERM)
+		}
+		if g, err = diskfmt.GeometryFromLeader(&l); err != nil {
+			// A leader with an unusable sector size: the sector read
+			// that follows fails with EINVAL in sanlock.
+			return diskfmt.Leader{}, int(diskfmt.ErrEINVAL)
+		}
+	}
+	l, raw, err := diskfmt.ReadDeltaLeader(ctx, dev, int64(ls.Offset), g, ls.Name, ls.HostID)
+	if err != nil && len(raw) >= diskfmt.LeaderSize {
+		l, _ = diskfmt.DecodeLeader(raw)
+	}
+	return l, rvOf(err)
+}
+
+func (d *direct) readPaxosLeader() (diskfmt.Leader, int) {
+	r := d.o.resources[0]
+	if len(r.Disks) == 0 {
+		return diskfmt.Leader{}, int(diskfmt.ErrEPERM)
+	}
+	dev, err := d.open(r.Disks[0].Path)
+	if err != nil {
+		return diskfmt.Leader{}, rvOf(err)
+	}
+	defer dev.Close()
+	ss := diskfmt.SectorSize4K
+	if g, ok := diskfmt.GeometryFromFlags(d.o.sizeFlags()); ok {
+		ss = g.SectorSize
+	}
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	l, raw, err := diskfmt.ReadPaxosLeader(ctx, dev, int64(r.Disks[0].Offset), ss, r.Lockspace, r.Name, 0)
+	if err != nil {
+		if diskfmt.IsShortRead(err) || len(raw) < diskfmt.LeaderSize {
+			return diskfmt.Leader{}, rvOf(err)
+		}
+		l, _ = diskfmt.DecodeLeader(raw)
+	}
+	return l, rvOf(err)
+}
+
+// printLeader prints the leader fields in read_leader's order; delta
+// leases end with extra1..3, paxos leases with write_*.
+func printLeader(w *bufio.Writer, l *diskfmt.Leader, delta bool) {
+	fmt.Fprintf(w, "magic 0x%x\n", l.Magic)
+	fmt.Fprintf(w, "version 0x%x\n", l.Version)
+	fmt.Fprintf(w, "flags 0x%x\n", l.Flags)
+	fmt.Fprintf(w, "sector_size %d\n", l.SectorSize)
+	fmt.Fprintf(w, "num_hosts %d\n", l.NumHosts)
+	fmt.Fprintf(w, "max_hosts %d\n", l.MaxHosts)
+	fmt.Fprintf(w, "owner_id %d\n", l.OwnerID)
+	fmt.Fprintf(w, "owner_generation %d\n", l.OwnerGeneration)
+	fmt.Fprintf(w, "lver %d\n", l.Lver)
+	fmt.Fprintf(w, "space_name %s\n", diskfmt.NameString(l.SpaceName[:]))
+	fmt.Fprintf(w, "resource_name %s\n", diskfmt.NameString(l.ResourceName[:]))
+	fmt.Fprintf(w, "timestamp %d\n", l.Timestamp)
+	fmt.Fprintf(w, "checksum 0x%x\n", l.Checksum)
+	fmt.Fprintf(w, "io_timeout %d\n", l.IOTimeout)
+	if delta {
+		fmt.Fprintf(w, "extra1 %d\n", l.WriteID)
+		fmt.Fprintf(w, "extra2 %d\n", l.WriteGeneration)
+		fmt.Fprintf(w, "extra3 %d\n", l.WriteTimestamp)
+	} else {
+		fmt.Fprintf(w, "write_id %d\n", l.WriteID)
+		fmt.Fprintf(w, "write_generation %d\n", l.WriteGeneration)
+		fmt.Fprintf(w, "write_timestamp %d\n", l.WriteTimestamp)
+	}
+}
+
+// format writes an empty resource index.
+func (d *direct) format() int {
+	o := d.o
+	dev, err := d.open(o.rindex.Path)
+	if err != nil {
+		return rvOf(err)
+	}
+	defer dev.Close()
+	flags := o.sizeFlags()
+	if halfSizes(flags) {
+		return int(diskfmt.ErrEPERM)
+	}
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	return rvOf(diskfmt.FormatRindex(ctx, dev, int64(o.rindex.Offset), flags, o.rindex.Lockspace, 0))
+}
+
+// openRindex opens the -x index; the caller closes rx.Dev.
+func (d *direct) openRindex(ctx context.Context) (*diskfmt.Rindex, int) {
+	rxa := d.o.rindex
+	dev, err := d.open(rxa.Path)
+	if err != nil {
+		return nil, rvOf(err)
+	}
+	rx, err := diskfmt.OpenRindex(ctx, dev, int64(rxa.Offset), rxa.Lockspace, 0)
+	if err != nil {
+		dev.Close()
+		return nil, rvOf(err)
+	}
+	return rx, 0
+}
+
+func (d *direct) rebuild() int {
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	rx, rv := d.openRindex(ctx)
+	if rv != 0 {
+		return rv
+	}
+	defer rx.Dev.Close()
+	return rvOf(rx.Rebuild(ctx))
+}
+
+func (d *direct) lookup() int {
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	e := parseRentry(d.o.eventStr)
+	rv := 0
+	var found diskfmt.RindexEntry
+	rx, rv := d.openRindex(ctx)
+	if rv == 0 {
+		defer rx.Dev.Close()
+		var err error
+		found, err = rx.Lookup(ctx, e.Name, e.Offset)
+		rv = rvOf(err)
+	}
+	fmt.Fprintf(d.out, "lookup done %d\n", rv)
+	if rv == 0 {
+		name := diskfmt.NameString(found.Name[:])
+		if name == "" {
+			name = "-"
+		}
+		fmt.Fprintf(d.out, "name %s offset %d\n", name, found.ResOffset)
+	}
+	return rv
+}
+
+func (d *direct) update() int {
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	e := parseRentry(d.o.eventStr)
+	rx, rv := d.openRindex(ctx)
+	if rv != 0 {
+		return rv
+	}
+	defer rx.Dev.Close()
+	return rvOf(rx.UpdateEntry(ctx, e.Name, e.Offset, d.o.clear))
+}

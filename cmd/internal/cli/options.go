@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// maxResourceArgs is how many -r options the tool keeps.
+const maxResourceArgs = 8
+
+// options holds everything the config file and the command line set. The
+// meaning of several letters depends on the mode and action (cli.md §2.1);
+// the scanner stores the raw value where the meaning differs.
+type options struct {
+	debug bool // -D
+
+	// daemon settings (also set by the config file)
+	quietFail          int    // -Q
+	debugRenew         int    // -R
+	renewalHistorySize int    // -H
+	logfilePriority    int    // -L
+	logfileUseUTC      int    // config only
+	syslogPriority     int    // -S
+	namesLogPriority   int    // config only
+	uname, gname       string // -U, -G
+	maxWorkerThreads   int    // -t
+	killGraceSeconds   int    // -g (daemon)
+	useWatchdog        int    // -w
+	highPriority       int    // -h (daemon)
+	mlockLevel         int    // -l
+	bitmapSeconds      int    // -b
+	ourHostName        string // -e (daemon)
+	useAio             int    // -a
+	shRetries          int
+	writeInitIOTimeout int
+	renewalReadExtend  int
+	renewalReadExtSet  bool
+	paxosDebugAll      int
+	debugIOSubmit      bool
+	debugIOComplete    bool
+	debugClients       int
+	debugCmds          uint64
+	maxSectorsKB       string
+	watchdogFireTmo    int
+
+	ioTimeout    int  // -o or config io_timeout: seconds for each disk I/O (> 0)
+	ioTimeoutArg int  // the last -o value as given (atoi), 0 if none
+	sortArg      byte // -o p|s for client status
+
+	// per-request values
+	generation uint64 // -g (client set_event, direct acquire)
+	getHosts   int    // -h (client gets/read)
+	wait       int    // -w (client shutdown)
+	eventStr   string // -e raw
+	numHosts   int    // -n
+	maxHosts   int    // -m
+	pid        int    // -p
+	hostID     uint64 // -i
+	data       uint64 // -d
+	force      uint32 // -f
+	clear      bool   // -z
+	sector     int    // -Z
+	align      int    // -A (bytes; 0 = not given)
+	orphan     int    // -O
+	orphanSet  bool
+	persistent int // -P
+	used       int // -u
+	usedSet    bool
+	file       string // -F
+
+	lockspace    lockspaceArg
+	lockspaceSet bool
+	resources    []resourceArg
+	rindex       rindexArg
+	rindexSet    bool
+	command      string   // -c
+	commandArgs  []string // after -c's value
+
+	pathArg    string // direct dump / next_free
+	pathArgSet bool
+}
+
+func defaultOptions() *options {
+	return &options{
+		quietFail:          1,
+		renewalHistorySize: 180,
+		logfilePriority:    4,
+		syslogPriority:     3,
+		namesLogPriority:   4,
+		maxWorkerThreads:   8,
+		killGraceSeconds:   40,
+		useWatchdog:        1,
+		mlockLevel:         1,
+		useAio:             1,
+		shRetries:          8,
+		writeInitIOTimeout: 60,
+		debugCmds:          0xfffffffffe06ffff,
+		maxSectorsKB:       "1024",
+		watchdogFireTmo:    60,
+		ioTimeout:          diskfmt.DefaultIOTimeout,
+		pid:                -1,
+	}
+}
+
+// usageError is an option error: its lines are printed and the tool exits 1.
+type usageError struct{ lines []string }
+
+func (e *usageError) Error() string { return strings.Join(e.lines, "\n") }
+
+func usageErr(lines ...string) error { return &usageError{lines: lines} }
+
+// scanOptions processes args (everything after the command and action
+// words) the way sanlock does: every option is exactly "-X", -D takes no
+// value, every other option takes the next argument, -c ends scanning.
+// Messages that sanlock prints while scanning but that do not stop it (bad
+// resource strings, too many -r) go to out. mode and action select
+// mode-specific meanings ("client", "direct", "daemon").
+func scanOptions(o *options, mode, action string, args []string, out io.Writer) error {
+	i := 0
+	if mode == "direct" && (action == "dump" || action == "next_free") {
+		if len(args) == 0 {
+			return usageErr()
+		}
+		o.pathArg = args[0]
+		o.pathArgSet = true
+		i = 1
+	}
+	for ; i < len(args); i++ {
+		a := args[i]
+		if len(a) != 2 || a[0] != '-' {
+			return usageErr("unknown option "+a, "space required before option value")
+		}
+		c := a[1]
+		if c == 'D' {
+			o.debug = true
+			continue
+		}
+		if i+1 >= len(args) {
+			return usageErr(fmt.Sprintf("option '%c' requires arg", c))
+		}
+		i++
+		v := args[i]
+		switch c {
+		case 'Q':
+			o.quietFail = atoi(v)
+		case 'R':
+			o.debugRenew = atoi(v)
+		case 'H':
+			o.renewalHistorySize = atoi(v)
+		case 'L':
+			o.logfilePriority = atoi(v)
+		case 'S':
+			o.syslogPriority = atoi(v)
+		case 'U':
+			o.uname = v
+		case 'G':
+			o.gname = v
+		case 't':
+			o.maxWorkerThreads = atoi(v)
+			if o.maxWorkerThreads < 2 {
+				o.maxWorkerThreads = 2
+			}
+		case 'g':
+			if mode == "daemon" {
+				if n := atoi(v); n >= 0 && n <= 60 {
+					o.killGraceSeconds = n
+				}
+			} else {
+				o.generation, _ = strtoull(v, 0)
+			}
+		case 'o':
+			if mode == "client" && action == "status" {
+				o.sortArg = 0
+				if v != "" {
+					o.sortArg = v[0]
+				}
+			} else {
+				n := atoi(v)
+				o.ioTimeoutArg = n
+				if n > 0 {
+					o.ioTimeout = n
+				}
+			}
+		case 'w':
+			o.useWatchdog = atoi(v)
+			o.wait = atoi(v)
+		case 'h':
+			if mode == "client" && (action == "gets" || action == "read") {
+				o.getHosts = atoi(v)
+			} else {
+				o.highPriority = atoi(v)
+			}
+		case 'l':
+			o.mlockLevel = atoi(v)
+		case 'b':
+			o.bitmapSeconds = atoi(v)
+		case 'e':
+			o.eventStr = v
+			if mode == "daemon" || (mode == "client" && action != "set_event" && !isRindexAction(action)) {
+				o.ourHostName = truncName(v)
+			}
+		case 'a':
+			o.useAio = atoi(v)
+		case 'n':
+			o.numHosts = atoi(v)
+		case 'm':
+			o.maxHosts = atoi(v)
+		case 'p':
+			o.pid = atoi(v)
+		case 'i':
+			o.hostID, _ = strtoull(v, 0)
+		case 'd':
+			o.data, _ = strtoull(v, 0)
+		case 'f':
+			f, _ := strtoull(v, 0)
+			o.force = uint32(f)
+		case 's':
+			o.lockspace = parseLockspace(v)
+			o.lockspaceSet = true
+		case 'r':
+			if len(o.resources) >= maxResourceArgs {
+				fmt.Fprintln(out, "resource args over max 8")
+				continue
+			}
+			r, rv := parseResource(v)
+			if rv < 0 {
+				fmt.Fprintf(out, "resource arg parse error %d\n\n", rv)
+				continue
+			}
+			o.resources = append(o.resources, r)
+		case 'x':
+			o.rindex = parseRindex(v)
+			o.rindexSet = true
+		case 'z':
+			o.clear = true
+		case 'Z':
+			o.sector = atoi(v)
+		case 'A':
+			switch v {
+			case "1M":
+				o.align = diskfmt.Align1M
+			case "2M":
+				o.align = diskfmt.Align2M
+			case "4M":
+				o.align = diskfmt.Align4M
+			case "8M":
+				o.align = diskfmt.Align8M
+			}
+		case 'O':
+			o.orphan = atoi(v)
+			o.orphanSet = true
+		case 'P':
+			o.persistent = atoi(v)
+		case 'u':
+			o.used = atoi(v)
+			o.usedSet = true
+		case 'F':
+			o.file = v
+		case 'c':
+			o.command = v
+			o.commandArgs = append([]string(nil), args[i+1:]...)
+			i = len(args)
+		default:
+			return usageErr(fmt.Sprintf("unknown option: %c", c))
+		}
+	}
+	if o.align != 0 {
+		if _, ok := diskfmt.LookupGeometry(o.sector, o.align); !ok {
+			return usageErr(
+				fmt.Sprintf("Invalid sector_size/align_size combination (%d/%d)", o.sector, o.align),
+				"Use one of: 512/1M, 4096/1M, 4096/2M, 4096/4M, 4096/8M.")
+		}
+	}
+	return nil
+}
+
+// leaseIOTimeout is the io_timeout that direct init -s records in the
+// lockspace. Like sanlock 3.8.5, a non-zero -o is stored as given (a
+// negative value wraps to 16 bits); otherwise the config/default value.
+func (o *options) leaseIOTimeout() uint16 {
+	if o.ioTimeoutArg != 0 {
+		return uint16(o.ioTimeoutArg)
+	}
+	return uint16(o.ioTimeout)
+}
+
+func isRindexAction(a string) bool {
+	switch a {
+	case "format", "create", "delete", "lookup", "update", "rebuild":
+		return true
+	}
+	return false
+}
+
+// sizeFlags turns -Z/-A into request flag bits: a sector flag only for 512
+// or 4096, an align flag only when -A named a size.
+func (o *options) sizeFlags() uint32 {
+	var f uint32
+	switch o.sector {
+	case diskfmt.SectorSize512:
+		f |= diskfmt.FlagSector512
+	case diskfmt.SectorSize4K:
+		f |= diskfmt.FlagSector4K
+	}
+	switch o.align {
+	case diskfmt.Align1M:
+		f |= diskfmt.FlagAlign1M
+	case diskfmt.Align2M:
+		f |= diskfmt.FlagAlign2M
+	case diskfmt.Align4M:
+		f |= diskfmt.FlagAlign4M
+	case diskfmt.Align8M:
+		f |= diskfmt.FlagAlign8M
+	}
+	return f
+}

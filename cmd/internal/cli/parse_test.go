@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestCNumbers(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+	}{{"5", 5}, {" 12x", 12}, {"x", 0}, {"-3", -3}, {"+7", 7}, {"", 0}, {"4294967297", 1}} {
+		if got := atoi(c.in); got != c.want {
+			t.Errorf("atoi(%q) = %d, want %d", c.in, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		in   string
+		base int
+		want uint64
+		ok   bool
+	}{
+		{"0x10", 0, 16, true}, {"010", 0, 8, true}, {"10", 0, 10, true}, {"-1", 0, 1<<64 - 1, true},
+		{"0x", 0, 0, true}, {"zz", 0, 0, false}, {"99999999999999999999999", 10, 1<<64 - 1, true},
+		{"12abc", 10, 12, true},
+	} {
+		got, ok := strtoull(c.in, c.base)
+		if got != c.want || ok != c.ok {
+			t.Errorf("strtoull(%q, %d) = %d, %v; want %d, %v", c.in, c.base, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestParseLockspace(t *testing.T) {
+	n48 := strings.Repeat("a", 48)
+	for _, c := range []struct {
+		in   string
+		want lockspaceArg
+	}{
+		{"LS:1:/p:0", lockspaceArg{"LS", 1, "/p", 0}},
+		{"LS:1:/p:1M", lockspaceArg{"LS", 1, "/p", 1 << 20}},
+		{"LS:1:/p:2Mjunk", lockspaceArg{"LS", 1, "/p", 2 << 20}},
+		{"LS:1:/p:0:junk", lockspaceArg{"LS", 1, "/p", 0}},
+		{"LS:1:/p", lockspaceArg{"LS", 1, "/p", 0}},
+		{"LS", lockspaceArg{Name: "LS"}},
+		{"LS:0", lockspaceArg{Name: "LS"}},
+		{`LS:2:/a\:b c:1048576`, lockspaceArg{"LS", 2, "/a:b c", 1 << 20}},
+		// The M rewrite finds colons without looking at escapes, so the
+		// escaped colon counts: "b c:1" is read as the MiB count (0) and
+		// the path becomes "/a:0" with offset "1M" = 1 (sanlock then fails
+		// with -19 on the missing path).
+		{`LS:2:/a\:b c:1M`, lockspaceArg{"LS", 2, "/a:0", 1}},
+		{n48 + "b:1:/p:0", lockspaceArg{n48, 1, "/p", 0}},
+		{"LS:x:/p:7", lockspaceArg{"LS", 0, "/p", 7}},
+	} {
+		if got := parseLockspace(c.in); got != c.want {
+			t.Errorf("parseLockspace(%q) = %+v, want %+v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestParseResource(t *testing.T) {
+	n48 := strings.Repeat("a", 48)
+	d := func(p string, o uint64) diskArg { return diskArg{p, o} }
+	for _, c := range []struct {
+		in   string
+		want resourceArg
+		rv   int
+	}{
+		{"LS:R:/p:0", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 0)}}, 0},
+		{"LS:R:/p:1M", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}}, 0},
+		{"LS:R:/p:1M:5", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}, Lver: 5, HasLver: true}, 0},
+		{"LS:R:/p:1M:0x10", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}, Lver: 16, HasLver: true}, 0},
+		{"LS:R:/p:1M:SH", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}, Shared: true}, 0},
+		{"LS:R:/p:1M:/p", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}, HasLver: true}, 0},
+		// Only the first offset takes the M shorthand; "2M" later reads as 2.
+		{"LS:R:/p:1M:/q:2M", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20), d("/q", 2)}}, 0},
+		// The M search spans later fields; the text from the 4th colon stays.
+		{"LS:R:/p:2:5M", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 2<<20)}, Lver: 5, HasLver: true}, 0},
+		{"LS:R:/p:2Mxyz:7", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 2<<20)}, Lver: 7, HasLver: true}, 0},
+		{"LS:R:/p:2:/p:M", resourceArg{}, -1},
+		{`LS:R:/a\:b\ c:0`, resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/a:b c", 0)}}, 0},
+		{"LS:R1", resourceArg{Lockspace: "LS", Name: "R1"}, 0},
+		{"LS:", resourceArg{Lockspace: "LS"}, 0},
+		{"LS:" + n48 + ":/p:0", resourceArg{Lockspace: "LS", Name: n48, Disks: []diskArg{d("/p", 0)}}, 0},
+		{"LS:" + n48 + "b:/p:0", resourceArg{}, -1},
+		{n48 + "b:R:/p:0", resourceArg{}, -1},
+		{"ab", resourceArg{}, -6},
+		{":", resourceArg{}, -6},
+		{"::", resourceArg{}, -6},
+		{"LS", resourceArg{}, -6},
+		{"LSX", resourceArg{}, -1},
+		{"LS:R:/p", resourceArg{}, -1},
+		{"LS:R:/p:xx", resourceArg{}, -1},
+		{"LS:R::0", resourceArg{}, -1},
+		{`LS:R:/p:5\`, resourceArg{}, -1},
+		{"LS:R:/a:1:/b:2:/c:3:/d:4", resourceArg{Lockspace: "LS", Name: "R",
+			Disks: []diskArg{d("/a", 1), d("/b", 2), d("/c", 3), d("/d", 4)}}, 0},
+		{"LS:R:/a:1:/b:2:/c:3:/d:4:SH", resourceArg{Lockspace: "LS", Name: "R",
+			Disks: []diskArg{d("/a", 1), d("/b", 2), d("/c", 3), d("/d", 4)}, Shared: true}, 0},
+		{"LS:R:/a:1:/b:2:/c:3:/d:4:/e:5", resourceArg{}, -2},
+		{"LS:R:/p:" + strings.Repeat("1", 16) + "M", resourceArg{Lockspace: "LS", Name: "R",
+			Disks: []diskArg{d("/p", wrapMiB(111111111111111))}}, 0},
+	} {
+		got, rv := parseResource(c.in)
+		if rv != c.rv || (rv == 0 && !reflect.DeepEqual(got, c.want)) {
+			t.Errorf("parseResource(%q) = %+v, %d; want %+v, %d", c.in, got, rv, c.want, c.rv)
+		}
+	}
+}
+
+// wrapMiB multiplies like C unsigned arithmetic (mod 2^64).
+func wrapMiB(n uint64) uint64 { return n * (1 << 20) }
+
+func TestParseRindexRentryDump(t *testing.T) {
+	if got := parseRindex(`LS:/a\:b:4M`); got != (rindexArg{"LS", "/a:b", 4 << 20}) {
+		t.Errorf("parseRindex = %+v", got)
+	}
+	if got := parseRindex("LS:/p:4194304"); got != (rindexArg{"LS", "/p", 4 << 20}) {
+		t.Errorf("parseRindex = %+v", got)
+	}
+	if got := parseRindex("LS"); got != (rindexArg{Lockspace: "LS"}) {
+		t.Errorf("parseRindex = %+v", got)
+	}
+	for in, want := range map[string]rentryArg{
+		"foo": {"foo", 0}, "foo:6M": {"foo", 6 << 20}, ":7340032": {"", 7340032}, "": {}, "foo:0": {"foo", 0},
+	} {
+		if got := parseRentry(in); got != want {
+			t.Errorf("parseRentry(%q) = %+v, want %+v", in, got, want)
+		}
+	}
+	for in, want := range map[string]dumpArg{
+		"/p":          {"/p", 0, 0},
+		"/p:1M":       {"/p", 1 << 20, 0},
+		"/p:1M:2M":    {"/p", 1 << 20, 2 << 20},
+		"/p:100:512":  {"/p", 100, 512},
+		`/a\:b:4M:1M`: {"/a:b", 4 << 20, 1 << 20},
+	} {
+		if got := parseDumpPath(in); got != want {
+			t.Errorf("parseDumpPath(%q) = %+v, want %+v", in, got, want)
+		}
+	}
+	// next_free reads its offset with atoll: "1M" is byte 1.
+	if got := parseNextFreePath("/p:1M"); got != (dumpArg{Path: "/p", Offset: 1}) {
+		t.Errorf("parseNextFreePath = %+v", got)
+	}
+}
+
+func TestResourceString(t *testing.T) {
+	r := resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{{"/a:b c", 1 << 20}}, Lver: 3}
+	if got := resourceString(r); got != `LS:R:/a\:b\ c:1048576:3` {
+		t.Errorf("got %q", got)
+	}
+	r.Shared = true
+	if got := resourceString(r); got != `LS:R:/a\:b\ c:1048576:SH` {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestScanOptions(t *testing.T) {
+	for _, c := range []struct {
+		mode, action string
+		args         []string
+		out          string // messages (error lines, then printed notes)
+		err          bool
+		check        func(*options) bool
+	}{
+		{"direct", "init", []string{"-Dx"}, "unknown option -Dx\nspace required before option value\n", true, nil},
+		{"direct", "init", []string{"--foo"}, "unknown option --foo\nspace required before option value\n", true, nil},
+		{"direct", "init", []string{"-o5"}, "unknown option -o5\nspace required before option value\n", true, nil},
+		{"direct", "init", []string{"x"}, "unknown option x\nspace required before option value\n", true, nil},
+		{"direct", "init", []string{"-s"}, "option 's' requires arg\n", true, nil},
+		{"client", "version", []string{"-q"}, "option 'q' requires arg\n", true, nil},
+		{"direct", "init", []string{"-q", "1"}, "unknown option: q\n", true, nil},
+		{"direct", "init", []string{"--"}, "option '-' requires arg\n", true, nil},
+		{"direct", "init", []string{"-A", "1M"}, "Invalid sector_size/align_size combination (0/1048576)\nUse one of: 512/1M, 4096/1M, 4096/2M, 4096/4M, 4096/8M.\n", true, nil},
+		{"direct", "init", []string{"-Z", "512", "-A", "2M"}, "Invalid sector_size/align_size combination (512/2097152)\nUse one of: 512/1M, 4096/1M, 4096/2M, 4096/4M, 4096/8M.\n", true, nil},
+		{"direct", "init", []string{"-A", "3M"}, "", false, func(o *options) bool { return o.align == 0 }},
+		{"direct", "init", []string{"-Z", "4096"}, "", false, func(o *options) bool { return o.sector == 4096 && o.sizeFlags() == 0x200 }},
+		{"direct", "init", []string{"-Z", "1024"}, "", false, func(o *options) bool { return o.sizeFlags() == 0 }},
+		{"direct", "init", []string{"-D", "-D", "-z", "0"}, "", false, func(o *options) bool { return o.debug && o.clear }},
+		{"client", "command", []string{"-r", "LS:R", "-c", "/bin/x", "-Dx", "-q"}, "", false, func(o *options) bool {
+			return o.command == "/bin/x" && reflect.DeepEqual(o.commandArgs, []string{"-Dx", "-q"})
+		}},
+		{"direct", "init", []string{"-r", "ab", "-r", "LS:R"}, "resource arg parse error -6\n\n", false, func(o *options) bool { return len(o.resources) == 1 }},
+		{"direct", "init", strings.Fields(strings.Repeat("-r LS:R ", 10)), "resource args over max 8\nresource args over max 8\n", false,
+			func(o *options) bool { return len(o.resources) == 8 }},
+		{"direct", "init", []string{"-o", "0"}, "", false, func(o *options) bool { return o.ioTimeout == 10 && o.leaseIOTimeout() == 10 }},
+		{"direct", "init", []string{"-o", "-5"}, "", false, func(o *options) bool { return o.ioTimeout == 10 && o.leaseIOTimeout() == 65531 }},
+		{"direct", "init", []string{"-o", "3"}, "", false, func(o *options) bool { return o.ioTimeout == 3 && o.leaseIOTimeout() == 3 }},
+		{"client", "status", []string{"-o", "p"}, "", false, func(o *options) bool { return o.sortArg == 'p' && o.ioTimeout == 10 }},
+		{"client", "set_event", []string{"-e", "0x11", "-g", "0x4", "-i", "9", "-d", "010"}, "", false, func(o *options) bool {
+			return o.eventStr == "0x11" && o.generation == 4 && o.hostID == 9 && o.data == 8
+		}},
+		{"daemon", "", []string{"-g", "70", "-t", "1", "-e", "host"}, "", false, func(o *options) bool {
+			return o.killGraceSeconds == 40 && o.maxWorkerThreads == 2 && o.ourHostName == "host"
+		}},
+		{"client", "gets", []string{"-h", "1"}, "", false, func(o *options) bool { return o.getHosts == 1 && o.highPriority == 0 }},
+		{"direct", "dump", []string{"/p", "-f", "2"}, "", false, func(o *options) bool { return o.pathArg == "/p" && o.force == 2 }},
+		{"direct", "dump", []string{"-f", "1"}, "unknown option 1\nspace required before option value\n", true, nil},
+		{"direct", "dump", nil, "", true, nil},
+	} {
+		o := defaultOptions()
+		var out bytes.Buffer
+		err := scanOptions(o, c.mode, c.action, c.args, &out)
+		msg := out.String()
+		if ue, ok := err.(*usageError); ok {
+			for _, l := range ue.lines {
+				msg += l + "\n"
+			}
+		}
+		if (err != nil) != c.err || msg != c.out {
+			t.Errorf("%s %s %q: err %v, output %q; want err %v, %q", c.mode, c.action, c.args, err, msg, c.err, c.out)
+			continue
+		}
+		if c.check != nil && !c.check(o) {
+			t.Errorf("%s %s %q: options %+v", c.mode, c.action, c.args, o)
+		}
+	}
+}
+
+func TestConfigFile(t *testing.T) {
+	p := t.TempDir() + "/sanlock.conf"
+	conf := "# comment\n\nquiet_fail = 0\nmax_worker_threads=5\nrenewal_history_size   =   7\n" +
+		"our_host_name = cfghost\ndebug_cmd = -status\ndebug_cmd=+inq_lockspace\nmax_sectors_kb = align\n" +
+		"sh_retries=3\nio_timeout = 4\nunknown_key = 1\nuse_aio 0\n" + strings.Repeat("x", 200) + "\n"
+	if err := writeFile(p, conf); err != nil {
+		t.Fatal(err)
+	}
+	o := defaultOptions()
+	readConfig(p, o)
+	if o.quietFail != 0 || o.maxWorkerThreads != 5 || o.renewalHistorySize != 7 || o.ourHostName != "cfghost" ||
+		o.debugCmds != 0xfffffffffe07ffdf || o.maxSectorsKB != "align" || o.shRetries != 3 || o.ioTimeout != 4 || o.useAio != 1 {
+		t.Errorf("config not applied: %+v", o)
+	}
+	// The command line overrides the file, and direct I/O uses it.
+	var out bytes.Buffer
+	if err := scanOptions(o, "direct", "init", []string{"-o", "6"}, &out); err != nil || o.ioTimeout != 6 {
+		t.Errorf("-o after config: %v %d", err, o.ioTimeout)
+	}
+	o = defaultOptions()
+	readConfig(p+".missing", o)
+	if !reflect.DeepEqual(o, defaultOptions()) {
+		t.Error("missing config changed options")
+	}
+}
+
+func TestDispatch(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		out  string
+		rc   int
+	}{
+		{[]string{"direct", "foo", "-Dx"}, "direct action \"foo\" is unknown\n", 1},
+		{[]string{"client", "foo"}, "client action \"foo\" is unknown\n", 1},
+		{[]string{"foo", "-q"}, "client action \"foo\" is unknown\n", 1},
+		{[]string{"client", "help"}, "client action \"help\" is unknown\n", 1},
+		{[]string{"direct", "version"}, "direct action \"version\" is unknown\n", 1},
+		{[]string{"version", "foo"}, "3.8.5\n", 0},
+		{[]string{"client", "status", "-Dx"}, "unknown option -Dx\nspace required before option value\n", 1},
+		{[]string{"status"}, "client mode not implemented yet\n", 1},
+		{[]string{"daemon", "-q"}, "option 'q' requires arg\n", 1},
+		{[]string{"daemon", "-D"}, "daemon mode not implemented yet\n", 1},
+		{[]string{"direct", "dump"}, "", 1},
+		{[]string{"direct", "next_free"}, "", 1},
+		{[]string{"direct", "dump", "/nonexistent/x:1"}, "WARNING: dump offset should be a multiple of 1048576 bytes.\nDevice /nonexistent/x not found.\n", 1},
+		{[]string{"direct", "init"}, "init done -22\n", 1},
+		{[]string{"direct", "init", "-s", "LS:0:/nonexistent/x:0"}, "init done -19\n", 1},
+		{[]string{"direct", "init", "-s", "LS:0:/nonexistent/x:0", "-Z", "4096"}, "init done -1\n", 1},
+		{[]string{"direct", "init", "-r", "LS:R:/nonexistent/x:0"}, "init done -2\n", 1},
+		{[]string{"direct", "init", "-r", "LS:R1"}, "init done -19\n", 1},
+		{[]string{"direct", "format", "-x", "LS:/nonexistent/x:0", "-Z", "4096"}, "format done -2\n", 1},
+	} {
+		got, rc := runMain(t, c.args...)
+		if got != c.out || rc != c.rc {
+			t.Errorf("%q: %q %d; want %q %d", c.args, got, rc, c.out, c.rc)
+		}
+	}
+}
