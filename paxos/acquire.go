@@ -1,0 +1,266 @@
+package paxos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// acquireOpts are the inputs of one paxos acquire (paxos.md §3.3).
+type acquireOpts struct {
+	shared      bool   // PAXOS SHARED: commit ourselves with LFL_SHORT_HOLD
+	ownerNowait bool   // fail with -247 instead of waiting for a dead owner
+	lver        uint64 // required current lver, 0 for any
+	numHosts    uint64 // new num_hosts for the committed leader, 0 to keep
+	// carry is our SH mode block, written with every ballot dblock
+	// (T_WRITE_DBLOCK_MBLOCK_SH, used by the SH→EX convert); nil for none.
+	carry *diskfmt.ModeBlock
+}
+
+// acquireState lives across the attempts of one acquire (and its SH
+// retries): the sizes in use, the shared holders seen, our last ballot
+// dblock, and whether a failure may have left a proposal on disk.
+type acquireState struct {
+	ss, align   int
+	numHosts    uint64 // N of the lease, known after the first read
+	shared      map[uint64]bool
+	sharedCount int // SHARED mode blocks seen, counted per disk
+	dblock      diskfmt.Dblock
+	retract     bool // T_RETRACT_PAXOS
+}
+
+func (l *Lease) newState() *acquireState {
+	ss, align := l.hints()
+	return &acquireState{ss: ss, align: align, shared: map[uint64]bool{}}
+}
+
+// paxosAcquire runs paxos_lease_acquire (paxos.md §3.3). It returns the
+// committed leader on success; on -243/-244/-245/-247 the leader that
+// decided it; on other errors the leader last read, if any.
+func (l *Lease) paxosAcquire(ctx context.Context, o acquireOpts, st *acquireState) (diskfmt.Leader, error) {
+	h := l.Host
+	lg := h.log().With(zap.String("resource", l.Name))
+restart:
+	for {
+		if err := ctx.Err(); err != nil {
+			return diskfmt.Leader{}, fmt.Errorf("acquire: %v: %w", err, diskfmt.ErrEPERM)
+		}
+		first, maxMbal, err := l.fullRead(ctx, st.ss, st.align)
+		if err != nil {
+			return first, err
+		}
+		g, err := diskfmt.GeometryFromLeader(&first)
+		if err != nil {
+			return first, err
+		}
+		if g.SectorSize != st.ss || g.AlignSize != st.align {
+			lg.Debug("lease sizes differ from lockspace, rereading",
+				zap.Int("sector-size", g.SectorSize), zap.Int("align-size", g.AlignSize))
+			st.ss, st.align = g.SectorSize, g.AlignSize
+			continue
+		}
+		if (first.NumHosts+2)*uint64(st.ss) > uint64(st.align) {
+			// A checksummed leader whose num_hosts does not fit its area:
+			// refuse rather than size a ballot read from it.
+			return first, fmt.Errorf("num_hosts %d does not fit the lease: %w", first.NumHosts, diskfmt.ErrLeaderNumHosts)
+		}
+		st.numHosts = first.NumHosts
+		start, err := DecideStart(&first, o.lver, h.ID, h.Generation)
+		if err != nil {
+			return first, err
+		}
+		copyCur := true
+		if start == StartCheckOwner {
+			run, err := l.waitOwner(ctx, &first, o, st)
+			if err != nil {
+				return first, err
+			}
+			if !run {
+				continue restart
+			}
+			copyCur = false
+		}
+
+		nextLver := first.Lver + 1
+		mbal := ChooseMbal(maxMbal, first.MaxHosts, h.ID)
+		for {
+			tmp := first
+			if copyCur {
+				copyCur = false
+			} else if tmp, err = l.leaderRead(ctx, st.ss); err != nil {
+				return tmp, err
+			}
+			switch DecideRetry(&tmp, &first, nextLver, h.ID, h.Generation) {
+			case RetryOurs:
+				lg.Debug("owner is our inp, committed by another host", zap.Uint64("lver", tmp.Lver),
+					zap.Uint64("writer", tmp.WriteID))
+				return tmp, nil
+			case RetryOwned:
+				return tmp, diskfmt.ErrAcquireOwned
+			case RetryRestart:
+				continue restart
+			}
+			d, err := l.ballot(ctx, &first, nextLver, mbal, o, st)
+			if c := diskfmt.CodeOf(err); c == diskfmt.ErrDblockMbal || c == diskfmt.ErrDblockLver {
+				delay := h.backoff()
+				lg.Debug("ballot aborted, retrying", zap.Uint64("mbal", mbal), zap.Error(err),
+					zap.Duration("delay", delay))
+				if err := h.sleep(ctx, delay); err != nil {
+					return first, err
+				}
+				mbal = NextMbal(mbal, first.MaxHosts)
+				continue
+			}
+			if err != nil {
+				return first, err
+			}
+			nl := CommitLeader(first, d, h.ID, h.Generation, h.now(), o.numHosts, o.shared)
+			if err := l.writeLeader(ctx, &nl, st.ss); err != nil {
+				st.retract = true
+				return nl, err
+			}
+			if nl.OwnerID != h.ID {
+				return nl, diskfmt.ErrAcquireOther
+			}
+			lg.Debug("commit self", zap.Uint64("lver", nl.Lver), zap.Uint64("mbal", d.Mbal))
+			return nl, nil
+		}
+	}
+}
+
+// waitOwner is the owner liveness check (paxos.md §3.4) for the leader of
+// the full read. It returns run=true when the ballot may run, run=false to
+// restart from the full read, or the error that ends the acquire.
+func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireOpts, st *acquireState) (bool, error) {
+	h := l.Host
+	if h.Live == nil {
+		return false, diskfmt.ErrAcquireLockspace
+	}
+	v, ok := h.Live.Host(first.OwnerID)
+	w := NewOwnerWait(v, ok, first, h.now(), h.IOTimeout, h.WatchdogFireTimeout)
+	for {
+		dl, err := h.Live.ReadDeltaLease(ctx, first.OwnerID)
+		if err != nil {
+			return false, err
+		}
+		verdict := w.Check(&dl, first, h.now())
+		switch verdict {
+		case OwnerReleased, OwnerReplaced, OwnerDead:
+			h.log().Debug("owner gone", zap.String("resource", l.Name), zap.Uint64("host-id", first.OwnerID),
+				zap.Stringer("verdict", verdict))
+			return true, nil
+		case OwnerAlive:
+			if first.WriteID != first.OwnerID && l.ownerReleased(ctx, first.OwnerID, st.ss) {
+				return true, nil
+			}
+			return false, diskfmt.ErrAcquireIDLive
+		case OwnerWaiting:
+			if o.ownerNowait {
+				return false, diskfmt.ErrAcquireOwnedRetry
+			}
+		}
+		if err := h.sleep(ctx, time.Second); err != nil {
+			return false, err
+		}
+		cur, err := l.leaderRead(ctx, st.ss)
+		if err != nil {
+			return false, err
+		}
+		if cur != *first {
+			return false, nil
+		}
+	}
+}
+
+// ownerReleased reads the owner's dblock from disk 0 and reports whether it
+// carries the RELEASED flag (a read or checksum failure counts as no).
+func (l *Lease) ownerReleased(ctx context.Context, owner uint64, ss int) bool {
+	buf, err := l.read(ctx, 0, ss, hostOffset(owner, ss))
+	if err != nil {
+		return false
+	}
+	d, err := diskfmt.DecodeDblock(buf)
+	return err == nil && d.Flags&diskfmt.DblockReleased != 0
+}
+
+// ballot runs both phases of one disk-paxos ballot (paxos.md §3.6) for
+// next_lver with ballot number mbal. It returns the committed dblock.
+func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal uint64, o acquireOpts, st *acquireState) (diskfmt.Dblock, error) {
+	h := l.Host
+	n := len(l.Disks)
+	ss := st.ss
+	size := BallotReadSize(ld.NumHosts, ss)
+	usable := make([]bool, n)
+
+	// Phase 1: announce mbal (clearing our previous value), read everyone.
+	d := diskfmt.Dblock{Mbal: mbal, Lver: nextLver}
+	st.dblock = d
+	if ok := l.writeBallotBlock(ctx, hostSector(&d, o.carry, ss), ss); !Majority(n, ok) {
+		return d, fmt.Errorf("phase 1 write on %d of %d disks: %w", ok, n, diskfmt.ErrDblockWrite)
+	}
+	var best PhaseResult
+	reads := 0
+	for i := range l.Disks {
+		buf, err := l.read(ctx, i, size, 0)
+		if err != nil {
+			usable[i] = !isTimeout(err)
+			continue
+		}
+		usable[i] = true
+		reads++
+		r, err := EvalBallotRead(DecodeSlots(buf, ss, ld.NumHosts), nextLver, mbal, true)
+		for _, id := range r.Shared {
+			st.shared[id] = true
+			st.sharedCount++
+		}
+		if err != nil {
+			return d, err
+		}
+		best = BetterValue(best, r)
+	}
+	if !Majority(n, reads) {
+		return d, fmt.Errorf("phase 1 read on %d of %d disks: %w", reads, n, diskfmt.ErrDblockRead)
+	}
+
+	// Phase 2: propose the value, check nobody started a higher ballot.
+	d = Phase2Dblock(best, mbal, nextLver, h.ID, h.Generation, h.now())
+	st.dblock = d
+	if ok := l.writeBallotBlock(ctx, hostSector(&d, o.carry, ss), ss); !Majority(n, ok) {
+		st.retract = true
+		return d, fmt.Errorf("phase 2 write on %d of %d disks: %w", ok, n, diskfmt.ErrDblockWrite)
+	}
+	reads = 0
+	for i := range l.Disks {
+		if !usable[i] {
+			continue
+		}
+		buf, err := l.read(ctx, i, size, 0)
+		if err != nil {
+			continue
+		}
+		reads++
+		if _, err := EvalBallotRead(DecodeSlots(buf, ss, ld.NumHosts), nextLver, mbal, false); err != nil {
+			return d, err
+		}
+	}
+	if !Majority(n, reads) {
+		st.retract = true
+		return d, fmt.Errorf("phase 2 read on %d of %d disks: %w", reads, n, diskfmt.ErrDblockRead)
+	}
+	return d, nil
+}
+
+// errCode reports whether err carries one of codes.
+func errCode(err error, codes ...diskfmt.Code) bool {
+	for _, c := range codes {
+		if errors.Is(err, c) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,380 @@
+package paxos
+
+import (
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// This file holds the pure decisions of the paxos lease algorithm. None of
+// them does I/O or reads a clock: every input, including "now" (our
+// monotime in whole seconds), is a value. The drivers in acquire.go,
+// ballot.go, release.go and resource.go only read, call these, write and
+// sleep.
+
+// Majority reports whether ok successful disks out of n form a majority:
+// more than half. For one disk that is 1; for an even n exactly half is not
+// enough (spec: paxos.md §4).
+func Majority(n, ok int) bool { return n > 0 && ok > n/2 }
+
+// effectiveMaxHosts is leader.max_hosts, or the default 2000 when a leader
+// (with a valid checksum) carries 0, which would otherwise divide by zero.
+func effectiveMaxHosts(m uint64) uint64 {
+	if m == 0 {
+		return diskfmt.DefaultMaxHosts
+	}
+	return m
+}
+
+// ChooseMbal is the ballot number of our first ballot for a lease (spec:
+// paxos.md §3.3 step 10): our host_id when every dblock read has mbal 0,
+// else the next multiple of max_hosts above the largest mbal seen, plus our
+// host_id. Each retry after an abort adds max_hosts (NextMbal).
+func ChooseMbal(maxMbal, maxHosts, hostID uint64) uint64 {
+	if maxMbal == 0 {
+		return hostID
+	}
+	m := effectiveMaxHosts(maxHosts)
+	return maxMbal - maxMbal%m + m + hostID
+}
+
+// NextMbal is the ballot number of the retry after an abort.
+func NextMbal(mbal, maxHosts uint64) uint64 { return mbal + effectiveMaxHosts(maxHosts) }
+
+// Start is what acquire does after its first (full) read.
+type Start int
+
+const (
+	// StartRun runs the ballot using the leader just read.
+	StartRun Start = iota
+	// StartCheckOwner must first decide whether the current owner is alive.
+	StartCheckOwner
+)
+
+// DecideStart applies paxos.md §3.3 steps 4–8 to the leader of the full
+// read: a requested lver that differs fails with SANLK_ACQUIRE_LVER (even on
+// a free lease); a free lease, a lease owned by (hostID, gen), or one we
+// owned in an older generation run at once; anything else needs the owner
+// liveness check.
+func DecideStart(ld *diskfmt.Leader, acquireLver, hostID, gen uint64) (Start, error) {
+	switch {
+	case acquireLver != 0 && ld.Lver != acquireLver:
+		return 0, diskfmt.ErrAcquireLver
+	case ld.Timestamp == 0:
+		return StartRun, nil
+	case ld.OwnerID == hostID && ld.OwnerGeneration == gen:
+		return StartRun, nil
+	case ld.OwnerID == hostID && ld.OwnerGeneration < gen:
+		return StartRun, nil
+	}
+	return StartCheckOwner, nil
+}
+
+// Retry is the decision taken before each ballot attempt (paxos.md §3.3
+// steps 12–14), from the leader as just read ("tmp").
+type Retry int
+
+const (
+	RetryBallot  Retry = iota // run (or rerun) the ballot
+	RetryOurs                 // someone committed next_lver with us as owner: success
+	RetryOwned                // someone committed next_lver for another host: -244
+	RetryRestart              // the leader moved on: start again from the full read
+)
+
+// DecideRetry compares the leader read before a ballot attempt (tmp) with
+// the leader of the full read (first).
+func DecideRetry(tmp, first *diskfmt.Leader, nextLver, hostID, gen uint64) Retry {
+	switch {
+	case tmp.Lver == nextLver && tmp.OwnerID == hostID && tmp.OwnerGeneration == gen:
+		return RetryOurs
+	case tmp.Lver == nextLver:
+		return RetryOwned
+	case tmp.Lver > nextLver:
+		return RetryRestart
+	case *tmp != *first:
+		return RetryRestart
+	}
+	return RetryBallot
+}
+
+// Slot is one host's sector as a ballot read sees it.
+type Slot struct {
+	HostID uint64
+	Dblock diskfmt.Dblock
+	Mode   diskfmt.ModeBlock
+	// Bad is set when the dblock checksum does not match (or the slot lies
+	// outside the buffer that was read).
+	Bad bool
+}
+
+// PhaseResult is what one disk's ballot read contributed.
+type PhaseResult struct {
+	// Best is the dblock with the highest bal that carries a value
+	// (inp != 0, bal != 0) for next_lver; valid when HaveBest.
+	Best     diskfmt.Dblock
+	HaveBest bool
+	// Shared lists the host_ids whose mode block is SHARED (phase 1 only),
+	// in slot order; recorded even for dblocks that are later skipped.
+	Shared []uint64
+}
+
+// EvalBallotRead checks one disk's dblocks after a ballot write (paxos.md
+// §3.6 step 2, and step 5 for phase 2), in this order per dblock: skip a bad
+// checksum; record a SHARED mode block (phase 1); skip an older lver; abort
+// with SANLK_DBLOCK_LVER on a newer lver; abort with SANLK_DBLOCK_MBAL on a
+// higher mbal (ties do not abort); skip dblocks with no value; keep the one
+// with the highest bal. On abort the partial result is returned with the
+// error.
+func EvalBallotRead(slots []Slot, nextLver, mbal uint64, phase1 bool) (PhaseResult, error) {
+	var r PhaseResult
+	for i := range slots {
+		s := &slots[i]
+		if s.Bad {
+			continue
+		}
+		if phase1 && s.Mode.Flags&diskfmt.ModeShared != 0 {
+			r.Shared = append(r.Shared, s.HostID)
+		}
+		d := &s.Dblock
+		switch {
+		case d.Lver < nextLver:
+			continue
+		case d.Lver > nextLver:
+			return r, diskfmt.ErrDblockLver
+		case d.Mbal > mbal:
+			return r, diskfmt.ErrDblockMbal
+		}
+		if !phase1 || d.Inp == 0 || d.Bal == 0 {
+			continue
+		}
+		if !r.HaveBest || d.Bal > r.Best.Bal {
+			r.Best, r.HaveBest = *d, true
+		}
+	}
+	return r, nil
+}
+
+// BetterValue merges two disks' phase-1 results: the one with the higher bal
+// wins, the first one on a tie.
+func BetterValue(a, b PhaseResult) PhaseResult {
+	if !a.HaveBest || (b.HaveBest && b.Best.Bal > a.Best.Bal) {
+		a.Best, a.HaveBest = b.Best, b.HaveBest
+	}
+	return a
+}
+
+// Phase2Dblock is the dblock we write in phase 2 (paxos.md §3.6 step 3):
+// the value of the best dblock found in phase 1 if any, else ourselves
+// proposed at our time now; bal = mbal.
+func Phase2Dblock(best PhaseResult, mbal, nextLver, hostID, gen, now uint64) diskfmt.Dblock {
+	d := diskfmt.Dblock{Mbal: mbal, Bal: mbal, Lver: nextLver}
+	if best.HaveBest {
+		d.Inp, d.Inp2, d.Inp3 = best.Best.Inp, best.Best.Inp2, best.Best.Inp3
+	} else {
+		d.Inp, d.Inp2, d.Inp3 = hostID, gen, now
+	}
+	return d
+}
+
+// CommitLeader builds the leader a ballot winner writes (paxos.md §3.3 step
+// 18) from the leader of the full read and the committed dblock.
+// LFL_SHORT_HOLD is set when we commit ourselves for a shared acquire,
+// cleared when we commit ourselves for exclusive, and left as it was when we
+// commit another host's value.
+func CommitLeader(first diskfmt.Leader, d diskfmt.Dblock, hostID, gen, now, newNumHosts uint64, shared bool) diskfmt.Leader {
+	l := first
+	l.Lver = d.Lver
+	l.OwnerID = d.Inp
+	l.OwnerGeneration = d.Inp2
+	l.Timestamp = d.Inp3
+	l.WriteID = hostID
+	l.WriteGeneration = gen
+	l.WriteTimestamp = now
+	if newNumHosts != 0 {
+		l.NumHosts = newNumHosts
+	}
+	if l.OwnerID == hostID {
+		if shared {
+			l.Flags |= diskfmt.LeaderShortHold
+		} else {
+			l.Flags &^= diskfmt.LeaderShortHold
+		}
+	}
+	return l
+}
+
+// HostView is our latest view of another host of the lockspace, built from
+// our own renewal reads: the host status table entry plus the table's first
+// check time. Every time in it is our monotime; Timestamp is the host's own
+// clock and is only ever compared for change.
+type HostView struct {
+	delta.HostStatus
+	FirstCheck uint64
+}
+
+// hostDeadSeconds is host_dead_seconds for a host whose lease carries io
+// (0 means: use our own), as host_info computes it for paxos.
+func hostDeadSeconds(io uint16, ownIO, w int) uint64 {
+	return uint64(delta.HostDeadSeconds(delta.OtherIOTimeout(io, ownIO), w))
+}
+
+// OwnerVerdict is one pass of the owner liveness check.
+type OwnerVerdict int
+
+const (
+	// OwnerReleased: the owner's host_id lease is free; run the ballot.
+	OwnerReleased OwnerVerdict = iota
+	// OwnerReplaced: the host_id now belongs to another owner or a newer
+	// generation of the owner; run the ballot.
+	OwnerReplaced
+	// OwnerFirstLook: no baseline timestamp yet; remember it and look again.
+	OwnerFirstLook
+	// OwnerAlive: the owner is renewing. The caller still checks the
+	// owner's RELEASED flag when the leader was written by another host.
+	OwnerAlive
+	// OwnerDead: no change for more than host_dead_seconds; run the ballot.
+	OwnerDead
+	// OwnerWaiting: not alive, not yet dead; wait (or -247 with OWNER_NOWAIT).
+	OwnerWaiting
+)
+
+func (v OwnerVerdict) String() string {
+	return [...]string{"released", "replaced", "first-look", "alive", "dead", "waiting"}[v]
+}
+
+// OwnerWait is the state of the owner liveness check of paxos.md §3.4. It is
+// built once per check from a snapshot of our host status entry for the
+// owner, which is not refreshed while waiting.
+type OwnerWait struct {
+	View      HostView
+	ViewOK    bool   // the snapshot lookup worked
+	WaitStart uint64 // our monotime the wait counts from
+	LastTS    uint64 // owner's delta timestamp we compare against (0: none yet)
+	DeadAfter uint64 // host_dead_seconds for the owner
+}
+
+// NewOwnerWait starts the liveness check of the owner of ld at our time now.
+// If our renewals already watch that exact owner (same host_id and
+// generation, checked and seen live at least once), the wait counts from
+// when we last saw its lease change and starts from the timestamp we saw;
+// otherwise it starts now, with no baseline.
+func NewOwnerWait(v HostView, ok bool, ld *diskfmt.Leader, now uint64, ownIO, w int) OwnerWait {
+	ow := OwnerWait{View: v, ViewOK: ok, WaitStart: now}
+	io := uint16(0)
+	if ok {
+		io = v.IOTimeout
+	}
+	ow.DeadAfter = hostDeadSeconds(io, ownIO, w)
+	if ok && v.LastCheck != 0 && v.LastLive != 0 && v.OwnerID == ld.OwnerID && v.OwnerGeneration == ld.OwnerGeneration {
+		ow.WaitStart = v.LastLive
+		ow.LastTS = v.Timestamp
+	}
+	return ow
+}
+
+// Check is one pass over the owner's delta lease dl, read from disk just
+// now, for the paxos leader ld (paxos.md §3.4 steps d–h). The owner is
+// judged dead only when its delta lease has not changed for more than
+// host_dead_seconds on our clock: its timestamps are never compared with
+// our time.
+func (w *OwnerWait) Check(dl, ld *diskfmt.Leader, now uint64) OwnerVerdict {
+	switch {
+	case dl.Timestamp == 0:
+		return OwnerReleased
+	case dl.OwnerID != ld.OwnerID || dl.OwnerGeneration > ld.OwnerGeneration:
+		return OwnerReplaced
+	case w.LastTS == 0:
+		w.LastTS = dl.Timestamp
+		return OwnerFirstLook
+	case dl.Timestamp != w.LastTS:
+		return OwnerAlive
+	case w.ViewOK && w.View.LastLive != 0 && w.View.LastCheck == w.View.LastLive:
+		return OwnerAlive
+	case now > w.WaitStart && now-w.WaitStart > w.DeadAfter:
+		return OwnerDead
+	}
+	return OwnerWaiting
+}
+
+// HostLive is the liveness rule used for shared holders (paxos.md §6.2):
+// given our view of host h (ok false when the lookup failed) and the
+// generation in h's mode block, is the holder possibly alive? Unknown hosts
+// count as live; a host is dead only if it released its host_id, came back
+// with a newer generation, or nothing changed for more than
+// host_dead_seconds since we first or last saw it.
+func HostLive(v HostView, ok bool, modeGen, now uint64, ownIO, w int) bool {
+	if !ok || v.LastCheck == 0 {
+		return true
+	}
+	dead := hostDeadSeconds(v.IOTimeout, ownIO, w)
+	since := func(t uint64) uint64 {
+		if now > t {
+			return now - t
+		}
+		return 0
+	}
+	switch {
+	case v.Timestamp == 0:
+		return false
+	case v.OwnerGeneration > modeGen:
+		return false
+	case v.LastLive == 0 && since(v.FirstCheck) > dead:
+		return false
+	case v.LastLive != 0 && since(v.LastLive) > dead:
+		return false
+	}
+	return true
+}
+
+// DecideRelease is paxos.md §5.3 steps 2–7: given the leader on disk (cur)
+// and the leader we last wrote or accepted (last; nil for "whatever is on
+// disk"), should we rewrite the leader? A leader written by another host is
+// left alone (write=false, no error): our RELEASED dblock flag tells the
+// others.
+func DecideRelease(cur, last *diskfmt.Leader, hostID, gen uint64) (write bool, err error) {
+	if last == nil {
+		last = cur
+	}
+	switch {
+	case cur.WriteID != hostID:
+		return false, nil
+	case cur.Lver != last.Lver:
+		return false, diskfmt.ErrReleaseLver
+	case cur.Timestamp == 0:
+		return false, diskfmt.ErrReleaseOwner
+	case cur.OwnerID != hostID || cur.OwnerGeneration != gen:
+		return false, diskfmt.ErrReleaseOwner
+	case *cur != *last:
+		return false, diskfmt.ErrReleaseOwner
+	}
+	return true, nil
+}
+
+// ReleaseLeader is the leader a release writes: free (timestamp 0), written
+// by us now, LFL_SHORT_HOLD cleared, optionally renamed; owner and lver
+// stay.
+func ReleaseLeader(cur diskfmt.Leader, hostID, gen, now uint64, rename string) diskfmt.Leader {
+	l := cur
+	if rename != "" {
+		l.ResourceName = diskfmt.MustName(rename)
+	}
+	l.Timestamp = 0
+	l.WriteID = hostID
+	l.WriteGeneration = gen
+	l.WriteTimestamp = now
+	l.Flags &^= diskfmt.LeaderShortHold
+	return l
+}
+
+// roundupPow2 is the smallest power of two >= n (n >= 1).
+func roundupPow2(n uint64) uint64 {
+	p := uint64(1)
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// BallotReadSize is the size of a ballot read: roundup_pow2(N+2) sectors.
+func BallotReadSize(numHosts uint64, sectorSize int) int {
+	return int(roundupPow2(numHosts+2)) * sectorSize
+}

@@ -1,0 +1,256 @@
+package paxos
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// This file is the multi-disk I/O of a lease (paxos.md §4). Every I/O is
+// issued alone, in disk order, with a fresh buffer and a context whose
+// deadline is our io_timeout. A buffer is never reused after a failed I/O,
+// so a late completion cannot corrupt later data.
+
+func isTimeout(err error) bool {
+	return errors.Is(err, diskfmt.ErrIOTimeout) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// ioErr maps an I/O error to the result code of its kind: a timeout is
+// SANLK_AIO_TIMEOUT, anything else the given code.
+func ioErr(err error, code diskfmt.Code) error {
+	if isTimeout(err) {
+		return fmt.Errorf("%v: %w", err, diskfmt.ErrAIOTimeout)
+	}
+	return fmt.Errorf("%v: %w", err, code)
+}
+
+func (l *Lease) read(ctx context.Context, disk int, n int, rel int64) ([]byte, error) {
+	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.Host.ioTimeout())
+	defer cancel()
+	d := l.Disks[disk]
+	buf := make([]byte, n)
+	if err := d.Dev.ReadAt(ioctx, buf, d.Offset+rel); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func (l *Lease) write(ctx context.Context, disk int, buf []byte, rel int64) error {
+	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.Host.ioTimeout())
+	defer cancel()
+	d := l.Disks[disk]
+	return d.Dev.WriteAt(ioctx, buf, d.Offset+rel)
+}
+
+// sectorBuf returns a zeroed sector.
+func sectorBuf(ss int) []byte { return make([]byte, ss) }
+
+// leaderSector is a sector holding the sealed leader and zeros.
+func leaderSector(ld *diskfmt.Leader, ss int) []byte {
+	b := sectorBuf(ss)
+	ld.Seal(b)
+	return b
+}
+
+// hostSector is our dblock sector: the sealed dblock, the mode block if mb
+// is not nil, zeros everywhere else (so a nil mb clears the mode block).
+func hostSector(d *diskfmt.Dblock, mb *diskfmt.ModeBlock, ss int) []byte {
+	b := sectorBuf(ss)
+	d.Seal(b)
+	if mb != nil {
+		mb.Encode(b[diskfmt.ModeBlockOffset:])
+	}
+	return b
+}
+
+func hostOffset(hostID uint64, ss int) int64 { return diskfmt.DblockSector(hostID) * int64(ss) }
+
+// validLeader is one disk's verified leader with its compared bytes.
+type validLeader struct {
+	ld  diskfmt.Leader
+	cmp []byte // bytes [0,152)
+}
+
+// majorityLeader finds a leader whose first 152 bytes are identical on a
+// majority of all n disks.
+func majorityLeader(v []validLeader, n int) (diskfmt.Leader, bool) {
+	for i := range v {
+		same := 0
+		for j := range v {
+			if bytes.Equal(v[i].cmp, v[j].cmp) {
+				same++
+			}
+		}
+		if Majority(n, same) {
+			return v[i].ld, true
+		}
+	}
+	return diskfmt.Leader{}, false
+}
+
+// MaxMbalFull scans a full-read buffer: the N dblocks at stride ss after the
+// leader and request sectors. Any bad checksum, or a dblock lying past the
+// buffer (a lease larger than the hinted area, quirk Q3), fails with
+// SANLK_DBLOCK_CHECKSUM. It returns the largest mbal, whatever the lver.
+func MaxMbalFull(buf []byte, ss int, numHosts uint64) (uint64, error) {
+	var m uint64
+	for q := uint64(0); q < numHosts; q++ {
+		off := (2 + q) * uint64(ss)
+		if off+diskfmt.DblockSize > uint64(len(buf)) {
+			return 0, fmt.Errorf("dblock %d beyond the %d-byte read: %w", q+1, len(buf), diskfmt.ErrDblockChecksum)
+		}
+		d, err := diskfmt.DecodeDblock(buf[off:])
+		if err != nil {
+			return 0, fmt.Errorf("dblock %d: %w", q+1, err)
+		}
+		m = max(m, d.Mbal)
+	}
+	return m, nil
+}
+
+// DecodeSlots decodes the dblock and mode block of hosts 1..N from a ballot
+// read buffer.
+func DecodeSlots(buf []byte, ss int, numHosts uint64) []Slot {
+	slots := make([]Slot, 0, numHosts)
+	for q := uint64(0); q < numHosts; q++ {
+		s := Slot{HostID: q + 1}
+		off := (2 + q) * uint64(ss)
+		if off+uint64(ss) > uint64(len(buf)) {
+			s.Bad = true
+			slots = append(slots, s)
+			continue
+		}
+		var err error
+		s.Dblock, err = diskfmt.DecodeDblock(buf[off:])
+		s.Bad = err != nil
+		s.Mode, _ = diskfmt.DecodeModeBlock(buf[off+diskfmt.ModeBlockOffset:])
+		slots = append(slots, s)
+	}
+	return slots
+}
+
+// fullRead is the first read of an acquire (paxos.md §3.3 step 1): align
+// bytes from every disk, leader verified, every dblock checksummed at the
+// hinted stride. One good disk is enough for the dblocks (max_mbal over the
+// good disks), but the leader must be identical on a majority of all disks.
+func (l *Lease) fullRead(ctx context.Context, ss, align int) (diskfmt.Leader, uint64, error) {
+	h := l.Host
+	var good []validLeader
+	var maxMbal uint64
+	var lastErr error
+	for i := range l.Disks {
+		buf, err := l.read(ctx, i, align, 0)
+		if err != nil {
+			lastErr = ioErr(err, diskfmt.ErrDblockRead)
+			continue
+		}
+		ld, err := diskfmt.VerifyPaxos(buf, h.Space, l.Name, h.ID)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		m, err := MaxMbalFull(buf, ss, ld.NumHosts)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		maxMbal = max(maxMbal, m)
+		good = append(good, validLeader{ld, buf[:diskfmt.LeaderCompareLen]})
+	}
+	if len(good) == 0 {
+		if len(l.Disks) == 1 {
+			return diskfmt.Leader{}, 0, lastErr
+		}
+		return diskfmt.Leader{}, 0, fmt.Errorf("no disk readable: %v: %w", lastErr, diskfmt.ErrDblockRead)
+	}
+	ld, ok := majorityLeader(good, len(l.Disks))
+	if !ok {
+		return good[0].ld, 0, diskfmt.ErrLeaderDiff
+	}
+	return ld, maxMbal, nil
+}
+
+// leaderRead reads sector 0 of every disk (paxos.md §4): a majority must
+// verify and a majority must be identical.
+func (l *Lease) leaderRead(ctx context.Context, ss int) (diskfmt.Leader, error) {
+	h := l.Host
+	var good []validLeader
+	var lastErr error
+	for i := range l.Disks {
+		buf, err := l.read(ctx, i, ss, 0)
+		if err != nil {
+			lastErr = ioErr(err, diskfmt.ErrLeaderRead)
+			continue
+		}
+		ld, err := diskfmt.VerifyPaxos(buf, h.Space, l.Name, h.ID)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		good = append(good, validLeader{ld, buf[:diskfmt.LeaderCompareLen]})
+	}
+	if !Majority(len(l.Disks), len(good)) {
+		if len(l.Disks) == 1 {
+			return diskfmt.Leader{}, lastErr
+		}
+		return diskfmt.Leader{}, fmt.Errorf("%d of %d leaders read: %v: %w", len(good), len(l.Disks), lastErr, diskfmt.ErrLeaderRead)
+	}
+	ld, ok := majorityLeader(good, len(l.Disks))
+	if !ok {
+		return good[0].ld, diskfmt.ErrLeaderDiff
+	}
+	return ld, nil
+}
+
+// writeLeader writes the leader to every disk; a majority must succeed. A
+// failure is SANLK_AIO_TIMEOUT if any write timed out, else
+// SANLK_LEADER_WRITE.
+func (l *Lease) writeLeader(ctx context.Context, ld *diskfmt.Leader, ss int) error {
+	ok, timedOut := 0, false
+	var lastErr error
+	for i := range l.Disks {
+		if err := l.write(ctx, i, leaderSector(ld, ss), 0); err != nil {
+			lastErr = err
+			timedOut = timedOut || isTimeout(err)
+			continue
+		}
+		ok++
+	}
+	if Majority(len(l.Disks), ok) {
+		return nil
+	}
+	if timedOut {
+		return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrAIOTimeout)
+	}
+	return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrLeaderWrite)
+}
+
+// writeBallotBlock writes our dblock sector to every disk and returns how
+// many writes succeeded (a ballot needs a majority).
+func (l *Lease) writeBallotBlock(ctx context.Context, sector []byte, ss int) int {
+	ok := 0
+	for i := range l.Disks {
+		// a fresh copy per disk: a timed-out write may still own its buffer
+		b := append([]byte(nil), sector...)
+		if err := l.write(ctx, i, b, hostOffset(l.Host.ID, ss)); err == nil {
+			ok++
+		}
+	}
+	return ok
+}
+
+// writeHostBlock writes a sector of host hostID to every disk in turn and
+// stops at the first error; all must succeed (sanlock's write_host_block,
+// used for the combined dblock + mode block writes and for clearing).
+func (l *Lease) writeHostBlock(ctx context.Context, hostID uint64, sector []byte, ss int) error {
+	for i := range l.Disks {
+		b := append([]byte(nil), sector...)
+		if err := l.write(ctx, i, b, hostOffset(hostID, ss)); err != nil {
+			return ioErr(err, diskfmt.ErrDblockWrite)
+		}
+	}
+	return nil
+}

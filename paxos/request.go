@@ -1,0 +1,163 @@
+package paxos
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// RequestResult is what a request did.
+type RequestResult struct {
+	// Owner is the host_id to notify through the lockspace bitmap (0 for
+	// none: a clear request, or a free lease).
+	Owner uint64
+	// Lver is the lver written (after SANLK_REQUEST_NEXT_LVER).
+	Lver uint64
+	// Written reports whether the request record was written.
+	Written bool
+}
+
+// DecideRequest is the requester's check of the leader (paxos.md §8.1 step
+// 2). It returns the owner to notify and the lver to request; owner 0 with
+// no error means the lease is free and nothing is to be written.
+func DecideRequest(ld *diskfmt.Leader, lver uint64, nextLver bool) (owner, reqLver uint64, err error) {
+	if ld.Timestamp == 0 {
+		return 0, lver, nil
+	}
+	if lver == 0 && nextLver {
+		lver = ld.Lver + 1
+	}
+	if ld.Lver >= lver {
+		return 0, lver, diskfmt.ErrRequestOld
+	}
+	return ld.OwnerID, lver, nil
+}
+
+// Request asks the owner of the lease to give it up (paxos.md §8.1): it
+// writes the request record (sector 1, disk 0) with lver and forceMode
+// (0, diskfmt.ReqForce, diskfmt.ReqGraceful). lver 0 with nextLver requests
+// the next version; lver 0 with forceMode 0 clears the record. A free lease
+// gets no request at all. The caller marks RequestResult.Owner in the
+// lockspace bitmap.
+func (l *Lease) Request(ctx context.Context, lver uint64, forceMode uint32, nextLver bool) (RequestResult, error) {
+	if err := l.validate(); err != nil {
+		return RequestResult{}, wrap("request", err, nil)
+	}
+	ss, _ := l.hints()
+	clear := lver == 0 && forceMode == 0
+	var res RequestResult
+	if !clear {
+		ld, err := l.leaderRead(ctx, ss)
+		if err != nil {
+			return res, wrap("request", err, nil)
+		}
+		ss = int(ld.SectorSize)
+		owner, reqLver, err := DecideRequest(&ld, lver, nextLver)
+		if err != nil {
+			return res, wrap("request", err, &ld)
+		}
+		if ld.Timestamp == 0 {
+			return res, nil
+		}
+		res.Owner, lver = owner, reqLver
+	}
+	rec, err := l.readRequestRecord(ctx, ss)
+	if err != nil {
+		return RequestResult{}, wrap("request", err, nil)
+	}
+	if !clear && rec.Lver > lver {
+		return RequestResult{}, wrap("request", diskfmt.ErrRequestLver, nil)
+	}
+	out := diskfmt.Request{Magic: rec.Magic, Version: diskfmt.RequestVersion, Lver: lver, ForceMode: forceMode}
+	b := sectorBuf(ss)
+	out.Encode(b)
+	if err := l.write(ctx, 0, b, int64(ss)); err != nil {
+		return RequestResult{}, wrap("request", ioErr(err, diskfmt.ErrEIO), nil)
+	}
+	res.Lver, res.Written = lver, true
+	return res, nil
+}
+
+func (l *Lease) readRequestRecord(ctx context.Context, ss int) (diskfmt.Request, error) {
+	buf, err := l.read(ctx, 0, ss, int64(ss))
+	if err != nil {
+		return diskfmt.Request{}, ioErr(err, diskfmt.ErrEIO)
+	}
+	return diskfmt.DecodeRequest(buf)
+}
+
+// ReadRequest reads the request record of a held lease (the owner's side
+// of examine, paxos.md §8.2 step 2).
+func (r *Held) ReadRequest(ctx context.Context) (diskfmt.Request, error) {
+	rec, err := r.lease.readRequestRecord(ctx, r.Geometry.SectorSize)
+	return rec, wrap("examine", err, nil)
+}
+
+// ExamineAction is what the owner does about a request record.
+type ExamineAction int
+
+const (
+	ExamineIgnore   ExamineAction = iota // nothing to do
+	ExamineForce                         // SANLK_REQ_FORCE: kill the holder
+	ExamineGraceful                      // SANLK_REQ_GRACEFUL: killpath or SIGTERM
+)
+
+// DecideExamine is the owner's decision on a request record (paxos.md §8.2
+// step 2) for a resource held at heldLver by pid. Records that are invalid
+// (recErr), cleared, older than or equal to our lver, or of an unknown mode
+// are ignored. A pid of 0 or less (a shared resource has no single holder)
+// is never acted on: signalling pid 0 would hit a whole process group.
+func DecideExamine(rec diskfmt.Request, recErr error, heldLver uint64, pid int) ExamineAction {
+	switch {
+	case recErr != nil, rec.ForceMode == 0, rec.Lver == 0, rec.Lver <= heldLver, pid <= 0:
+		return ExamineIgnore
+	case rec.ForceMode == diskfmt.ReqForce:
+		return ExamineForce
+	case rec.ForceMode == diskfmt.ReqGraceful:
+		return ExamineGraceful
+	}
+	return ExamineIgnore
+}
+
+// Restrict flags of a client (SANLK_RESTRICT_*).
+const (
+	RestrictAll     = 0x1
+	RestrictSigkill = 0x2
+	RestrictSigterm = 0x4
+)
+
+// ExamineSignal maps an examine action to what the daemon does to the
+// holder: a signal, or running the client's killpath (runKillpath, then
+// sig is 0). Restrict flags swap SIGKILL and SIGTERM.
+func ExamineSignal(a ExamineAction, restrict uint32, hasKillpath bool) (sig syscall.Signal, runKillpath bool) {
+	kill, term := syscall.SIGKILL, syscall.SIGTERM
+	if restrict&RestrictSigkill != 0 {
+		kill = syscall.SIGTERM
+	}
+	if restrict&RestrictSigterm != 0 {
+		term = syscall.SIGKILL
+	}
+	switch a {
+	case ExamineForce:
+		return kill, false
+	case ExamineGraceful:
+		if hasKillpath {
+			return 0, true
+		}
+		return term, false
+	}
+	return 0, false
+}
+
+// String names the action for logs.
+func (a ExamineAction) String() string {
+	switch a {
+	case ExamineForce:
+		return "force"
+	case ExamineGraceful:
+		return "graceful"
+	}
+	return fmt.Sprintf("ignore(%d)", int(a))
+}

@@ -1,0 +1,412 @@
+package paxos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// AcquireRequest is one resource acquire as the daemon passes it down
+// (paxos.md §3.2 step 1).
+type AcquireRequest struct {
+	Shared      bool   // SANLK_RES_SHARED
+	OwnerNowait bool   // SANLK_ACQUIRE_OWNER_NOWAIT
+	Lver        uint64 // SANLK_RES_LVER: required current lver (0 = any)
+	NumHosts    uint64 // SANLK_RES_NUM_HOSTS: new num_hosts (0 = keep)
+	LVB         bool   // SANLK_ACQUIRE_LVB: read the lock value block
+}
+
+// Held is a resource lease this host holds, exclusive or shared: what the
+// daemon keeps in its resource struct (r.leader, r.dblock, flags, LVB). A
+// Held is not safe for concurrent use; the daemon serialises operations on
+// one resource.
+type Held struct {
+	lease *Lease
+	// Leader is the last leader we wrote or accepted; Dblock our last
+	// ballot dblock.
+	Leader diskfmt.Leader
+	Dblock diskfmt.Dblock
+	// Geometry is the lease's own sizes (from its leader).
+	Geometry diskfmt.Geometry
+	shared   bool
+
+	eraseAll   bool // R_ERASE_ALL
+	undoShared bool // R_UNDO_SHARED
+
+	lvb      []byte // nil when acquired without LVB
+	lvbDirty bool   // R_LVB_WRITE_RELEASE
+}
+
+// Shared reports whether the lease is held in shared mode.
+func (r *Held) Shared() bool { return r.shared }
+
+// Lver is the lease version of an exclusive hold (what inquire reports); 0
+// for shared.
+func (r *Held) Lver() uint64 {
+	if r.shared {
+		return 0
+	}
+	return r.Leader.Lver
+}
+
+// Lease returns the lease this hold belongs to.
+func (r *Held) Lease() *Lease { return r.lease }
+
+func isOwnedCode(err error) bool {
+	return errCode(err, diskfmt.ErrAcquireIDLive, diskfmt.ErrAcquireOwned, diskfmt.ErrAcquireOther)
+}
+
+// Acquire acquires the lease (paxos.md §3.2 steps 1–10 after the local
+// checks, and §6.1/§6.2 for shared mode). On failure it undoes what it did
+// on disk and returns an *Error whose Leader is the blocking or committed
+// leader for -243..-247.
+func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) {
+	if err := l.validate(); err != nil {
+		return nil, wrap("acquire", err, nil)
+	}
+	h := l.Host
+	lg := h.log().With(zap.String("resource", l.Name))
+	st := l.newState()
+	o := acquireOpts{shared: req.Shared, ownerNowait: req.OwnerNowait, lver: req.Lver, numHosts: req.NumHosts}
+	r := &Held{lease: l, shared: req.Shared}
+
+	var ld diskfmt.Leader
+	var err error
+	for tries := 0; ; tries++ {
+		ld, err = l.paxosAcquire(ctx, o, st)
+		if err == nil || !isOwnedCode(err) || !req.Shared || ld.Flags&diskfmt.LeaderShortHold == 0 {
+			break
+		}
+		if tries >= h.ShRetries {
+			// quirk Q2: the SH local release writes a zero dblock
+			l.writeHostBlock(ctx, h.ID, hostSector(&diskfmt.Dblock{Flags: diskfmt.DblockReleased}, nil, st.ss), st.ss)
+			return nil, wrap("acquire", diskfmt.ErrAcquireShRetry, &ld)
+		}
+		delay := h.backoff()
+		lg.Debug("shared acquire retry", zap.Int("try", tries+1), zap.Duration("delay", delay))
+		if err := h.sleep(ctx, delay); err != nil {
+			return nil, wrap("acquire", err, &ld)
+		}
+	}
+	r.Geometry = l.geometry(st)
+	switch {
+	case err == nil:
+	case isOwnedCode(err):
+		if req.Shared {
+			// quirk Q2, as above
+			l.writeHostBlock(ctx, h.ID, hostSector(&diskfmt.Dblock{Flags: diskfmt.DblockReleased}, nil, st.ss), st.ss)
+		}
+		return nil, wrap("acquire", err, &ld)
+	case !st.retract:
+		return nil, wrap("acquire", err, leaderIfKnown(&ld))
+	default:
+		// A ballot we may have won failed half way: wipe our proposal and
+		// free the leader if we wrote it.
+		lg.Warn("acquire failed after proposing, erasing our ballot", zap.Error(err))
+		r.shared = false
+		r.eraseAll = true
+		r.Leader = ld
+		r.Dblock = diskfmt.Dblock{}
+		r.release(ctx, "")
+		return nil, wrap("acquire", err, leaderIfKnown(&ld))
+	}
+	r.Leader, r.Dblock = ld, st.dblock
+
+	switch {
+	case req.Shared:
+		// Keep our mode block SHARED, then free the leader.
+		mb := diskfmt.ModeBlock{Flags: diskfmt.ModeShared, Generation: h.Generation}
+		rel := r.Dblock
+		rel.Flags |= diskfmt.DblockReleased
+		err := l.writeHostBlock(ctx, h.ID, hostSector(&rel, &mb, st.ss), st.ss)
+		if err == nil {
+			err = l.paxosRelease(ctx, st.ss, &r.Leader, "")
+		}
+		if err != nil {
+			r.undoShared, r.shared = true, false
+			r.release(ctx, "")
+			return nil, wrap("acquire", err, &r.Leader)
+		}
+	case st.sharedCount > 0:
+		live, err := l.clearDeadShared(ctx, st)
+		if err != nil {
+			r.release(ctx, "")
+			return nil, wrap("acquire", err, &r.Leader)
+		}
+		if live > 0 {
+			r.release(ctx, "")
+			return nil, wrap("acquire", diskfmt.ErrEAGAIN, &r.Leader)
+		}
+	}
+	if req.LVB {
+		r.lvb = make([]byte, st.ss)
+		if buf, err := l.read(ctx, 0, st.ss, int64(diskfmt.LVBSector)*int64(st.ss)); err != nil {
+			lg.Warn("lvb read failed", zap.Error(err))
+		} else {
+			copy(r.lvb, buf)
+		}
+	}
+	return r, nil
+}
+
+func leaderIfKnown(ld *diskfmt.Leader) *diskfmt.Leader {
+	if ld.Magic == 0 {
+		return nil
+	}
+	return ld
+}
+
+func (l *Lease) geometry(st *acquireState) diskfmt.Geometry {
+	g, ok := diskfmt.LookupGeometry(st.ss, st.align)
+	if !ok {
+		g = diskfmt.Geometry{SectorSize: st.ss, AlignSize: st.align, MaxHosts: diskfmt.DefaultMaxHosts}
+	}
+	return g
+}
+
+// clearDeadShared checks every other host whose SHARED mode block the
+// ballot saw (paxos.md §6.2): a dead holder's sector is zeroed on every
+// disk, a live one is counted.
+func (l *Lease) clearDeadShared(ctx context.Context, st *acquireState) (int, error) {
+	h := l.Host
+	ids := make([]uint64, 0, len(st.shared))
+	for id := range st.shared {
+		if id != h.ID {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	live := 0
+	for _, id := range ids {
+		buf, err := l.read(ctx, 0, st.ss, hostOffset(id, st.ss))
+		if err != nil {
+			return live, ioErr(err, diskfmt.ErrDblockRead)
+		}
+		mb, _ := diskfmt.DecodeModeBlock(buf[diskfmt.ModeBlockOffset:])
+		if mb.Flags&diskfmt.ModeShared == 0 || mb.Generation == 0 {
+			continue
+		}
+		var v HostView
+		ok := false
+		if h.Live != nil {
+			v, ok = h.Live.Host(id)
+		}
+		if HostLive(v, ok, mb.Generation, h.now(), h.IOTimeout, h.WatchdogFireTimeout) {
+			live++
+			continue
+		}
+		h.log().Info("cleared shared lease for dead host_id", zap.String("resource", l.Name), zap.Uint64("host-id", id))
+		if err := l.writeHostBlock(ctx, id, sectorBuf(st.ss), st.ss); err != nil {
+			return live, err
+		}
+	}
+	return live, nil
+}
+
+// ReleaseOptions modify a release.
+type ReleaseOptions struct {
+	// Rename, if set, becomes the leader's resource name in the release
+	// leader write (SANLK_REL_RENAME; only when we rewrite the leader).
+	Rename string
+}
+
+// Release releases the lease on disk (paxos.md §5.2 step 5): for a shared
+// hold one sector write (our dblock RELEASED, mode block cleared); for an
+// exclusive hold the dirty LVB, our dblock RELEASED and the leader freed
+// (if we wrote it). A -202 result means the release did not finish and
+// should be retried later with the same Held.
+func (r *Held) Release(ctx context.Context, opt ReleaseOptions) error {
+	return wrap("release", r.release(ctx, opt.Rename), nil)
+}
+
+func (r *Held) release(ctx context.Context, rename string) error {
+	l := r.lease
+	h := l.Host
+	ss := r.Geometry.SectorSize
+	rel := r.Dblock
+	rel.Flags |= diskfmt.DblockReleased
+	own := hostSector(&rel, nil, ss)
+	switch {
+	case r.eraseAll:
+		errA := l.writeHostBlock(ctx, h.ID, own, ss)
+		var last *diskfmt.Leader
+		if r.Leader.Lver != 0 {
+			last = &r.Leader
+		}
+		if err := l.paxosRelease(ctx, ss, last, rename); err != nil {
+			return err
+		}
+		return errA
+	case r.undoShared:
+		errA := l.writeHostBlock(ctx, h.ID, own, ss)
+		if err := l.paxosRelease(ctx, ss, &r.Leader, rename); err != nil {
+			return err
+		}
+		return errA
+	case r.shared:
+		return l.writeHostBlock(ctx, h.ID, own, ss)
+	case r.Leader.Lver == 0:
+		return nil
+	}
+	if r.lvbDirty {
+		if err := l.write(ctx, 0, r.lvbSector(), int64(diskfmt.LVBSector)*int64(ss)); err != nil {
+			h.log().Warn("lvb write failed", zap.String("resource", l.Name), zap.Error(err))
+		}
+	}
+	if err := l.writeHostBlock(ctx, h.ID, own, ss); err != nil {
+		h.log().Warn("release dblock write failed", zap.String("resource", l.Name), zap.Error(err))
+	}
+	return l.paxosRelease(ctx, ss, &r.Leader, rename)
+}
+
+func (r *Held) lvbSector() []byte {
+	b := sectorBuf(r.Geometry.SectorSize)
+	copy(b, r.lvb)
+	return b
+}
+
+// Convert changes the mode of the hold (paxos.md §6.3). To exclusive it runs
+// a ballot whose dblock writes keep our SHARED mode block, then fails with
+// -EAGAIN if another live host still holds it shared; the shared hold stays
+// on any failure. To shared it frees the leader and records our SHARED mode
+// block. Converting to the current mode is -EALREADY.
+func (r *Held) Convert(ctx context.Context, toShared, ownerNowait bool) error {
+	if toShared == r.shared {
+		return wrap("convert", ErrEALREADY, nil)
+	}
+	if toShared {
+		return wrap("convert", r.toShared(ctx), nil)
+	}
+	return r.toExclusive(ctx, ownerNowait)
+}
+
+func (r *Held) toExclusive(ctx context.Context, ownerNowait bool) error {
+	l := r.lease
+	h := l.Host
+	st := &acquireState{ss: r.Geometry.SectorSize, align: r.Geometry.AlignSize, shared: map[uint64]bool{}}
+	mb := diskfmt.ModeBlock{Flags: diskfmt.ModeShared, Generation: h.Generation}
+	o := acquireOpts{ownerNowait: ownerNowait, carry: &mb}
+	ld, err := l.paxosAcquire(ctx, o, st)
+	if err != nil {
+		if st.retract {
+			r.retractConvert(ctx, &ld)
+		}
+		return wrap("convert", err, leaderIfKnown(&ld))
+	}
+	r.Leader, r.Dblock = ld, st.dblock
+	r.Geometry = l.geometry(st)
+	ss := st.ss
+	if st.sharedCount > 1 {
+		live, err := l.clearDeadShared(ctx, st)
+		if err != nil {
+			r.retractConvert(ctx, &ld)
+			return wrap("convert", err, &ld)
+		}
+		if live > 0 {
+			// quirk Q8: the leader is freed, our dblock is not marked RELEASED
+			if err := l.paxosRelease(ctx, ss, &r.Leader, ""); err != nil {
+				h.log().Warn("convert release failed", zap.String("resource", l.Name), zap.Error(err))
+			}
+			return wrap("convert", diskfmt.ErrEAGAIN, &ld)
+		}
+	}
+	if err := l.writeHostBlock(ctx, h.ID, hostSector(&r.Dblock, nil, ss), ss); err != nil {
+		h.log().Warn("convert dblock write failed", zap.String("resource", l.Name), zap.Error(err))
+	}
+	r.shared = false
+	return nil
+}
+
+// retractConvert frees a leader a failed SH→EX convert may have committed:
+// up to three more tries on I/O timeouts, io_timeout apart; any other
+// failure marks the resource for an erase-all release.
+func (r *Held) retractConvert(ctx context.Context, ld *diskfmt.Leader) {
+	l := r.lease
+	h := l.Host
+	var last *diskfmt.Leader
+	if ld.Lver != 0 {
+		last = ld
+	}
+	for try := 0; try <= 3; try++ {
+		err := l.paxosRelease(ctx, r.Geometry.SectorSize, last, "")
+		if err == nil {
+			return
+		}
+		if !errCode(err, diskfmt.ErrAIOTimeout) {
+			r.eraseAll = true
+			return
+		}
+		if try < 3 && h.sleep(ctx, h.ioTimeout()) != nil {
+			return
+		}
+	}
+}
+
+func (r *Held) toShared(ctx context.Context) error {
+	l := r.lease
+	h := l.Host
+	ss := r.Geometry.SectorSize
+	if r.lvbDirty {
+		// the flag stays set
+		if err := l.write(ctx, 0, r.lvbSector(), int64(diskfmt.LVBSector)*int64(ss)); err != nil {
+			h.log().Warn("lvb write failed", zap.String("resource", l.Name), zap.Error(err))
+		}
+	}
+	mb := diskfmt.ModeBlock{Flags: diskfmt.ModeShared, Generation: h.Generation}
+	rel := r.Dblock
+	rel.Flags |= diskfmt.DblockReleased
+	if err := l.writeHostBlock(ctx, h.ID, hostSector(&rel, &mb, ss), ss); err != nil {
+		return err
+	}
+	for try := 1; ; try++ {
+		err := l.paxosRelease(ctx, ss, &r.Leader, "")
+		if err == nil {
+			break
+		}
+		if !errCode(err, diskfmt.ErrAIOTimeout) || try > h.IOTimeout {
+			if !errCode(err, diskfmt.ErrAIOTimeout) {
+				r.eraseAll = true
+			}
+			return err
+		}
+		if err := h.sleep(ctx, time.Duration(try)*time.Second); err != nil {
+			return err
+		}
+	}
+	r.shared = true
+	return nil
+}
+
+// LVB returns a copy of the in-memory lock value block, n bytes (0 or more
+// than a sector means one sector). It fails with -EINVAL when the lease
+// was acquired without SANLK_ACQUIRE_LVB.
+func (r *Held) LVB(n int) ([]byte, error) {
+	if r.lvb == nil {
+		return nil, wrap("get_lvb", diskfmt.ErrEINVAL, nil)
+	}
+	if n <= 0 || n > len(r.lvb) {
+		n = len(r.lvb)
+	}
+	return append([]byte(nil), r.lvb[:n]...), nil
+}
+
+// SetLVB replaces the start of the in-memory lock value block with b; it is
+// written to disk at the exclusive release (or EX→SH convert). No I/O.
+func (r *Held) SetLVB(b []byte) error {
+	switch {
+	case len(b) > 4096:
+		return wrap("set_lvb", ErrE2BIG, nil)
+	case r.lvb == nil:
+		return wrap("set_lvb", diskfmt.ErrEINVAL, nil)
+	case len(b) > len(r.lvb):
+		return wrap("set_lvb", fmt.Errorf("lvb of %d bytes: %w", len(b), ErrE2BIG), nil)
+	}
+	copy(r.lvb, b)
+	r.lvbDirty = true
+	return nil
+}
