@@ -17,7 +17,9 @@
 // Lockspace and resource work plugs in two ways: the LockspaceManager and
 // ResourceManager interfaces in Deps (used by STATUS, shutdown, client death
 // and the lockspace commands), and Server.Handle, which registers a Handler
-// for any command number.
+// for any command number. Run uses Lockspaces (delta-lease runners, one set
+// of goroutines per lockspace) unless Deps names another LockspaceManager;
+// New lets Lockspaces register the lockspace commands beyond the interface.
 //
 // # Connections
 //

@@ -130,6 +130,9 @@ func Daemonize(cfg *Config) (parent bool, err error) {
 // otherwise (exit status 1). The caller handles Daemonize first.
 func Run(ctx context.Context, cfg *Config, deps Deps) error {
 	_ = os.Unsetenv(EnvDaemonized) // not for the programs we start
+	if deps.Lockspaces == nil {
+		deps.Lockspaces = NewLockspaces(LockspacesConfig{})
+	}
 	s := New(cfg, deps)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)

@@ -110,6 +110,9 @@ func New(cfg *Config, deps Deps) *Server {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.registerBuiltins()
+	if a, ok := deps.Lockspaces.(interface{ attach(*Server) }); ok {
+		a.attach(s) // the real manager registers its extra commands
+	}
 	return s
 }
 
@@ -412,6 +415,9 @@ func (s *Server) Stop() {
 			_ = c.uc.Close()
 		}
 		s.conns.Wait()
+		if w, ok := s.deps.Lockspaces.(interface{ wait() }); ok {
+			w.wait() // lockspace goroutines end with s.ctx
+		}
 		s.lg.Debug("daemon exit")
 		s.releaseStartup()
 		close(s.done)
