@@ -3,6 +3,8 @@ package client
 import (
 	"strconv"
 	"strings"
+
+	"github.com/gosanlock/gosanlock/internal/cnum"
 )
 
 // Argument and state strings of the sanlock tools (cli.md §3). Paths are
@@ -35,9 +37,24 @@ func EscapePath(p string) string {
 	return b.String()
 }
 
-// ImportPath removes every backslash (the lockspace/rindex parser's rule,
-// cli.md §3.1).
-func ImportPath(p string) string { return strings.ReplaceAll(p, "\\", "") }
+// ImportPath removes the escaping backslashes of a path: "\x" is x, and a
+// trailing lone backslash is dropped (cli.md §3.1).
+func ImportPath(p string) string {
+	if !strings.Contains(p, "\\") {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' {
+			i++
+			if i >= len(p) {
+				break
+			}
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
 
 // ResourceString formats a resource like res_to_str (cli.md §3.6):
 // <ls>:<name>{:<exported path>:<offset>}, then :SH when shared, else :<lver>.
@@ -115,68 +132,17 @@ func ParseState(s string) ([]Resource, error) {
 	return out, nil
 }
 
-// atoll parses like C atoll: optional blanks and sign, then leading digits;
-// anything else ends the number (no error).
-func atoll(s string) int64 {
-	s = strings.TrimLeft(s, " \t\n\v\f\r")
-	neg := false
-	if s != "" && (s[0] == '-' || s[0] == '+') {
-		neg = s[0] == '-'
-		s = s[1:]
+// truncate cuts s to at most n bytes, as the fixed-size C buffers do.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
 	}
-	var v int64
-	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-		v = v*10 + int64(s[i]-'0')
-	}
-	if neg {
-		return -v
-	}
-	return v
+	return s
 }
 
-// nthColon returns the index of the n-th ':' (plain search), or -1.
-func nthColon(s string, n int) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ':' {
-			n--
-			if n == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-// rewriteM applies the "M offset" rule of cli.md §3.1/§3.2: when an 'M'
-// follows the third colon, the digits right after that colon (at most 15)
-// are taken as MiB. keepRest keeps the text from the next colon on
-// (resources); otherwise everything after the number is dropped.
-func rewriteM(s string, keepRest bool) string {
-	c3 := nthColon(s, 3)
-	if c3 < 0 {
-		return s
-	}
-	tail := s[c3+1:]
-	m := strings.IndexByte(tail, 'M')
-	if m < 0 {
-		return s
-	}
-	num := tail[:m]
-	if len(num) > 15 {
-		num = num[:15]
-	}
-	out := s[:c3+1] + strconv.FormatInt(atoll(num)*mib, 10)
-	if keepRest {
-		if c4 := strings.IndexByte(tail, ':'); c4 >= 0 {
-			out += tail[c4:]
-		}
-	}
-	return out
-}
-
-// splitUnescaped splits s at the first n colons not preceded by a backslash
-// (a backslash skips the next character); at most n+1 fields.
-func splitUnescaped(s string, n int) []string {
+// SplitUnescaped splits s at its first n colons that are not escaped by a
+// backslash (a backslash skips the next character); at most n+1 fields.
+func SplitUnescaped(s string, n int) []string {
 	var fields []string
 	start := 0
 	for i := 0; i < len(s) && len(fields) < n; i++ {
@@ -191,31 +157,64 @@ func splitUnescaped(s string, n int) []string {
 	return append(fields, s[start:])
 }
 
-// ParseLockspace parses "<name>:<host_id>:<path>:<offset>" (cli.md §3.1).
-// Missing fields stay zero; the name keeps its backslashes; the path is
-// imported; an "M" offset suffix means MiB.
-func ParseLockspace(s string) (*Lockspace, error) {
-	s = rewriteM(s, false)
-	f := splitUnescaped(s, 3)
-	ls := &Lockspace{}
-	if len(f[0]) > NameLen {
-		return nil, ErrNameTooLong
+// rewriteM applies the "M offset" shorthand of cli.md §3.1/§3.2: when the
+// string has three colons (plain search, not escape-aware) and an 'M'
+// somewhere after the third, the text between the third colon and the 'M'
+// (at most 15 bytes, read with atoll) is taken as MiB and replaced by the
+// byte count. Text after the 'M' is dropped up to the next colon after the
+// third one, which is kept with everything after it.
+func rewriteM(s string) string {
+	third := -1
+	from := 0
+	for k := 0; k < 3; k++ {
+		i := strings.IndexByte(s[from:], ':')
+		if i < 0 {
+			return s
+		}
+		third = from + i
+		from = third + 1
 	}
-	ls.Name = f[0]
+	m := strings.IndexByte(s[third+1:], 'M')
+	if m < 0 {
+		return s
+	}
+	num := s[third+1 : third+1+m]
+	if len(num) > 15 {
+		num = num[:15]
+	}
+	out := s[:third+1] + strconv.FormatUint(uint64(cnum.Atoll(num))*mib, 10)
+	if i := strings.IndexByte(s[third+1:], ':'); i >= 0 {
+		out += s[third+1+i:]
+	}
+	return out
+}
+
+// ParseOffsetM reads an offset that may end in 'M' (MiB); the digits
+// before the 'M' (or the whole string) are read with atoll.
+func ParseOffsetM(s string) uint64 {
+	if i := strings.IndexByte(s, 'M'); i >= 0 {
+		return uint64(cnum.Atoll(s[:i])) * mib
+	}
+	return uint64(cnum.Atoll(s))
+}
+
+// ParseLockspace parses "<name>:<host_id>:<path>:<offset>" (cli.md §3.1).
+// It never fails: missing fields stay zero, the name keeps its backslashes
+// and is cut to 48 bytes, the path is imported and cut to 1023 bytes, and an
+// "M" offset suffix means MiB.
+func ParseLockspace(s string) *Lockspace {
+	f := SplitUnescaped(rewriteM(s), 3)
+	ls := &Lockspace{Name: truncate(f[0], NameLen)}
 	if len(f) > 1 {
-		ls.HostID = uint64(atoll(f[1]))
+		ls.HostID = uint64(cnum.Atoll(f[1]))
 	}
 	if len(f) > 2 {
-		p := ImportPath(f[2])
-		if len(p) >= PathLen {
-			return nil, ErrPathTooLong
-		}
-		ls.Disk.Path = p
+		ls.Disk.Path = truncate(ImportPath(f[2]), PathLen-1)
 	}
 	if len(f) > 3 {
-		ls.Disk.Offset = uint64(atoll(f[3]))
+		ls.Disk.Offset = uint64(cnum.Atoll(f[3]))
 	}
-	return ls, nil
+	return ls
 }
 
 // LockspaceString formats a lockspace as the tools print it in status:
@@ -228,17 +227,18 @@ func LockspaceString(ls *Lockspace) string {
 // ParseResource parses "<ls>:<res>:<path>:<offset>[:<path>:<offset>...][:<lver>|:SH]"
 // (cli.md §3.2). Errors are *Error with the C parser's codes: -6 for a
 // string shorter than 3 characters, -1 for 0 or 2 colons or a malformed
-// field, -2 for more than 4 disks.
+// field, -2 for more than 4 disks. An lver sets ResLVer, "SH" ResShared.
 func ParseResource(s string) (*Resource, error) {
-	s = rewriteM(s, true)
+	s = rewriteM(s)
 	if len(s) < 3 {
 		return nil, &Error{Code: rvENXIO}
 	}
 	colons := 0
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' {
+		switch s[i] {
+		case '\\':
 			i++
-		} else if s[i] == ':' {
+		case ':':
 			colons++
 		}
 	}
@@ -251,16 +251,16 @@ func ParseResource(s string) (*Resource, error) {
 	}
 	hasLVer := (colons-1)%2 == 1
 
-	// Unescape into fields.
+	// Split into fields, removing escapes.
 	var fields []string
 	var cur strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
-			if i+1 >= len(s) {
+			i++
+			if i >= len(s) {
 				return nil, &Error{Code: RvEPERM}
 			}
-			i++
 			cur.WriteByte(s[i])
 		case ':':
 			fields = append(fields, cur.String())
@@ -283,8 +283,8 @@ func ParseResource(s string) (*Resource, error) {
 		if len(p) == 0 || len(p) >= PathLen {
 			return nil, &Error{Code: RvEPERM}
 		}
-		v, err := strconv.ParseUint(off, 10, 64)
-		if err != nil {
+		v, ok := cnum.Strtoull(off, 10) // sscanf "%llu"
+		if !ok {
 			return nil, &Error{Code: RvEPERM}
 		}
 		r.Disks[i] = Disk{Path: p, Offset: v}
@@ -295,71 +295,22 @@ func ParseResource(s string) (*Resource, error) {
 			r.Flags |= ResShared
 		} else {
 			r.Flags |= ResLVer
-			r.LVer = strtoull0(last)
+			r.LVer, _ = cnum.Strtoull(last, 0)
 		}
 	}
 	return r, nil
 }
 
-// strtoull0 parses like strtoull(s, NULL, 0): 0x hex, leading-0 octal, else
-// decimal; stops at the first invalid character.
-func strtoull0(s string) uint64 {
-	s = strings.TrimLeft(s, " \t\n\v\f\r")
-	base := uint64(10)
-	switch {
-	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'):
-		base, s = 16, s[2:]
-	case len(s) > 1 && s[0] == '0':
-		base, s = 8, s[1:]
-	}
-	var v uint64
-	for i := 0; i < len(s); i++ {
-		var d uint64
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			d = uint64(c - '0')
-		case c >= 'a' && c <= 'f':
-			d = uint64(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			d = uint64(c-'A') + 10
-		default:
-			return v
-		}
-		if d >= base {
-			return v
-		}
-		v = v*base + d
-	}
-	return v
-}
-
-// ParseRIndex parses "<ls>:<path>:<offset>" (cli.md §3.3); the offset may
-// use an M suffix.
-func ParseRIndex(s string) (*RIndex, error) {
-	f := splitUnescaped(s, 2)
-	ri := &RIndex{}
-	if len(f[0]) > NameLen {
-		return nil, ErrNameTooLong
-	}
-	ri.LockspaceName = f[0]
+// ParseRIndex parses "<ls>:<path>:<offset>" (cli.md §3.3); the name is cut
+// to 48 bytes, the path imported, and the offset may use an M suffix.
+func ParseRIndex(s string) *RIndex {
+	f := SplitUnescaped(s, 2)
+	ri := &RIndex{LockspaceName: truncate(f[0], NameLen)}
 	if len(f) > 1 {
-		p := ImportPath(f[1])
-		if len(p) >= PathLen {
-			return nil, ErrPathTooLong
-		}
-		ri.Disk.Path = p
+		ri.Disk.Path = truncate(ImportPath(f[1]), PathLen-1)
 	}
 	if len(f) > 2 {
-		ri.Disk.Offset = parseOffsetM(f[2])
+		ri.Disk.Offset = ParseOffsetM(f[2])
 	}
-	return ri, nil
-}
-
-// parseOffsetM parses an offset with an optional M (MiB) suffix.
-func parseOffsetM(s string) uint64 {
-	if m := strings.IndexByte(s, 'M'); m >= 0 {
-		return uint64(atoll(s[:m])) * mib
-	}
-	return uint64(atoll(s))
+	return ri
 }

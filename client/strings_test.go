@@ -100,20 +100,19 @@ func TestParseLockspace(t *testing.T) {
 		{"LS", Lockspace{Name: "LS"}},
 		{`L\S:3`, Lockspace{Name: `L\S`, HostID: 3}},
 	} {
-		got, err := ParseLockspace(tc.in)
-		if err != nil || *got != tc.want {
-			t.Errorf("%q: %+v %v", tc.in, got, err)
+		if got := ParseLockspace(tc.in); *got != tc.want {
+			t.Errorf("%q: %+v", tc.in, got)
 		}
 	}
 	ls := Lockspace{Name: "LS", HostID: 1, Disk: Disk{Path: "/a:b", Offset: 5}}
 	if s := LockspaceString(&ls); s != `LS:1:/a\:b:5` {
 		t.Errorf("%q", s)
 	}
-	if back, _ := ParseLockspace(LockspaceString(&ls)); *back != ls {
+	if back := ParseLockspace(LockspaceString(&ls)); *back != ls {
 		t.Errorf("round trip %+v", back)
 	}
-	ri, err := ParseRIndex("LS:/dev/x:2M")
-	if err != nil || ri.LockspaceName != "LS" || ri.Disk.Path != "/dev/x" || ri.Disk.Offset != 2*mib {
-		t.Errorf("rindex %+v %v", ri, err)
+	ri := ParseRIndex("LS:/dev/x:2M")
+	if ri.LockspaceName != "LS" || ri.Disk.Path != "/dev/x" || ri.Disk.Offset != 2*mib {
+		t.Errorf("rindex %+v", ri)
 	}
 }

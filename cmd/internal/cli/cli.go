@@ -62,12 +62,9 @@ type Invocation struct {
 	Stderr io.Writer
 }
 
-// runClient is the client mode implementation; it is replaced when the
-// client package exists.
-var runClient ClientFunc = func(action string, inv *Invocation) int {
-	fmt.Fprintln(inv.Stdout, "client mode not implemented yet")
-	return 1
-}
+// runClient is the client mode implementation (client_cmds.go); tests may
+// replace it.
+var runClient ClientFunc = runClientAction
 
 // runDaemon is the daemon mode implementation.
 var runDaemon = func(inv *Invocation) int {

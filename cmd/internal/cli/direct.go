@@ -120,18 +120,18 @@ func (d *direct) run(action string) int {
 func (d *direct) init() int {
 	o := d.o
 	flags := o.sizeFlags()
-	if o.lockspace.Path != "" {
+	if o.lockspace.Disk.Path != "" {
 		if halfSizes(flags) {
 			return int(diskfmt.ErrEPERM)
 		}
-		dev, err := d.open(o.lockspace.Path)
+		dev, err := d.open(o.lockspace.Disk.Path)
 		if err != nil {
 			return int(diskfmt.ErrENODEV)
 		}
 		defer dev.Close()
 		ctx, cancel := d.ioContext()
 		defer cancel()
-		return rvOf(diskfmt.WriteLockspace(ctx, dev, int64(o.lockspace.Offset), flags,
+		return rvOf(diskfmt.WriteLockspace(ctx, dev, int64(o.lockspace.Disk.Offset), flags,
 			o.lockspace.Name, o.leaseIOTimeout()))
 	}
 	if len(o.resources) == 0 {
@@ -154,7 +154,7 @@ func (d *direct) init() int {
 		disks = append(disks, diskfmt.ResourceDisk{Dev: dev, Offset: int64(dk.Offset)})
 	}
 	p := diskfmt.PaxosInit{
-		SpaceName:    r.Lockspace,
+		SpaceName:    r.LockspaceName,
 		ResourceName: r.Name,
 		NumHosts:     uint64(int64(o.numHosts)),
 	}
@@ -180,7 +180,7 @@ func (d *direct) readLeader() int {
 		delta = true
 	)
 	switch {
-	case o.lockspace.Path != "":
+	case o.lockspace.Disk.Path != "":
 		l, rv = d.readDeltaLeader()
 	case len(o.resources) > 0:
 		delta = false
@@ -198,7 +198,7 @@ func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
 	if ls.HostID == 0 {
 		return diskfmt.Leader{}, int(diskfmt.ErrEINVAL)
 	}
-	dev, err := d.open(ls.Path)
+	dev, err := d.open(ls.Disk.Path)
 	if err != nil {
 		return diskfmt.Leader{}, int(diskfmt.ErrENODEV)
 	}
@@ -207,7 +207,7 @@ func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
 	defer cancel()
 	g, ok := diskfmt.GeometryFromFlags(d.o.sizeFlags())
 	if !ok {
-		l, err := diskfmt.ProbeLeader(ctx, dev, int64(ls.Offset))
+		l, err := diskfmt.ProbeLeader(ctx, dev, int64(ls.Disk.Offset))
 		if err != nil {
 			return diskfmt.Leader{}, rvOf(err)
 		}
@@ -220,7 +220,7 @@ func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
 			return diskfmt.Leader{}, int(diskfmt.ErrEINVAL)
 		}
 	}
-	l, raw, err := diskfmt.ReadDeltaLeader(ctx, dev, int64(ls.Offset), g, ls.Name, ls.HostID)
+	l, raw, err := diskfmt.ReadDeltaLeader(ctx, dev, int64(ls.Disk.Offset), g, ls.Name, ls.HostID)
 	if err != nil && len(raw) >= diskfmt.LeaderSize {
 		l, _ = diskfmt.DecodeLeader(raw)
 	}
@@ -243,7 +243,7 @@ func (d *direct) readPaxosLeader() (diskfmt.Leader, int) {
 	}
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	l, raw, err := diskfmt.ReadPaxosLeader(ctx, dev, int64(r.Disks[0].Offset), ss, r.Lockspace, r.Name, 0)
+	l, raw, err := diskfmt.ReadPaxosLeader(ctx, dev, int64(r.Disks[0].Offset), ss, r.LockspaceName, r.Name, 0)
 	if err != nil {
 		if diskfmt.IsShortRead(err) || len(raw) < diskfmt.LeaderSize {
 			return diskfmt.Leader{}, rvOf(err)
@@ -284,7 +284,7 @@ func printLeader(w *bufio.Writer, l *diskfmt.Leader, delta bool) {
 // format writes an empty resource index.
 func (d *direct) format() int {
 	o := d.o
-	dev, err := d.open(o.rindex.Path)
+	dev, err := d.open(o.rindex.Disk.Path)
 	if err != nil {
 		return rvOf(err)
 	}
@@ -295,17 +295,17 @@ func (d *direct) format() int {
 	}
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	return rvOf(diskfmt.FormatRindex(ctx, dev, int64(o.rindex.Offset), flags, o.rindex.Lockspace, 0))
+	return rvOf(diskfmt.FormatRindex(ctx, dev, int64(o.rindex.Disk.Offset), flags, o.rindex.LockspaceName, 0))
 }
 
 // openRindex opens the -x index; the caller closes rx.Dev.
 func (d *direct) openRindex(ctx context.Context) (*diskfmt.Rindex, int) {
 	rxa := d.o.rindex
-	dev, err := d.open(rxa.Path)
+	dev, err := d.open(rxa.Disk.Path)
 	if err != nil {
 		return nil, rvOf(err)
 	}
-	rx, err := diskfmt.OpenRindex(ctx, dev, int64(rxa.Offset), rxa.Lockspace, 0)
+	rx, err := diskfmt.OpenRindex(ctx, dev, int64(rxa.Disk.Offset), rxa.LockspaceName, 0)
 	if err != nil {
 		dev.Close()
 		return nil, rvOf(err)

@@ -18,6 +18,7 @@ import (
 const goldenDir = "../../../testdata/golden"
 
 func TestMain(m *testing.M) {
+	asSanlock()
 	// Keep the host's /etc/sanlock/sanlock.conf out of the tests.
 	configPath = "/nonexistent/sanlock.conf"
 	os.Exit(m.Run())

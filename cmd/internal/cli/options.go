@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
@@ -54,6 +55,7 @@ type options struct {
 	generation uint64 // -g (client set_event, direct acquire)
 	getHosts   int    // -h (client gets/read)
 	wait       int    // -w (client shutdown)
+	all        int    // -a (client release: all leases)
 	eventStr   string // -e raw
 	numHosts   int    // -n
 	maxHosts   int    // -m
@@ -71,10 +73,10 @@ type options struct {
 	usedSet    bool
 	file       string // -F
 
-	lockspace    lockspaceArg
+	lockspace    client.Lockspace
 	lockspaceSet bool
-	resources    []resourceArg
-	rindex       rindexArg
+	resources    []client.Resource
+	rindex       client.RIndex
 	rindexSet    bool
 	command      string   // -c
 	commandArgs  []string // after -c's value
@@ -204,6 +206,7 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			}
 		case 'a':
 			o.useAio = atoi(v)
+			o.all = atoi(v)
 		case 'n':
 			o.numHosts = atoi(v)
 		case 'm':
@@ -218,21 +221,21 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			f, _ := strtoull(v, 0)
 			o.force = uint32(f)
 		case 's':
-			o.lockspace = parseLockspace(v)
+			o.lockspace = *client.ParseLockspace(v)
 			o.lockspaceSet = true
 		case 'r':
 			if len(o.resources) >= maxResourceArgs {
 				fmt.Fprintln(out, "resource args over max 8")
 				continue
 			}
-			r, rv := parseResource(v)
-			if rv < 0 {
-				fmt.Fprintf(out, "resource arg parse error %d\n\n", rv)
+			r, err := client.ParseResource(v)
+			if err != nil {
+				fmt.Fprintf(out, "resource arg parse error %d\n\n", client.ErrorCode(err))
 				continue
 			}
-			o.resources = append(o.resources, r)
+			o.resources = append(o.resources, *r)
 		case 'x':
-			o.rindex = parseRindex(v)
+			o.rindex = *client.ParseRIndex(v)
 			o.rindexSet = true
 		case 'z':
 			o.clear = true

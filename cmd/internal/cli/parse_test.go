@@ -33,97 +33,7 @@ func TestCNumbers(t *testing.T) {
 	}
 }
 
-func TestParseLockspace(t *testing.T) {
-	n48 := strings.Repeat("a", 48)
-	for _, c := range []struct {
-		in   string
-		want lockspaceArg
-	}{
-		{"LS:1:/p:0", lockspaceArg{"LS", 1, "/p", 0}},
-		{"LS:1:/p:1M", lockspaceArg{"LS", 1, "/p", 1 << 20}},
-		{"LS:1:/p:2Mjunk", lockspaceArg{"LS", 1, "/p", 2 << 20}},
-		{"LS:1:/p:0:junk", lockspaceArg{"LS", 1, "/p", 0}},
-		{"LS:1:/p", lockspaceArg{"LS", 1, "/p", 0}},
-		{"LS", lockspaceArg{Name: "LS"}},
-		{"LS:0", lockspaceArg{Name: "LS"}},
-		{`LS:2:/a\:b c:1048576`, lockspaceArg{"LS", 2, "/a:b c", 1 << 20}},
-		// The M rewrite finds colons without looking at escapes, so the
-		// escaped colon counts: "b c:1" is read as the MiB count (0) and
-		// the path becomes "/a:0" with offset "1M" = 1 (sanlock then fails
-		// with -19 on the missing path).
-		{`LS:2:/a\:b c:1M`, lockspaceArg{"LS", 2, "/a:0", 1}},
-		{n48 + "b:1:/p:0", lockspaceArg{n48, 1, "/p", 0}},
-		{"LS:x:/p:7", lockspaceArg{"LS", 0, "/p", 7}},
-	} {
-		if got := parseLockspace(c.in); got != c.want {
-			t.Errorf("parseLockspace(%q) = %+v, want %+v", c.in, got, c.want)
-		}
-	}
-}
-
-func TestParseResource(t *testing.T) {
-	n48 := strings.Repeat("a", 48)
-	d := func(p string, o uint64) diskArg { return diskArg{p, o} }
-	for _, c := range []struct {
-		in   string
-		want resourceArg
-		rv   int
-	}{
-		{"LS:R:/p:0", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 0)}}, 0},
-		{"LS:R:/p:1M", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}}, 0},
-		{"LS:R:/p:1M:5", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}, Lver: 5, HasLver: true}, 0},
-		{"LS:R:/p:1M:0x10", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}, Lver: 16, HasLver: true}, 0},
-		{"LS:R:/p:1M:SH", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}, Shared: true}, 0},
-		{"LS:R:/p:1M:/p", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20)}, HasLver: true}, 0},
-		// Only the first offset takes the M shorthand; "2M" later reads as 2.
-		{"LS:R:/p:1M:/q:2M", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 1<<20), d("/q", 2)}}, 0},
-		// The M search spans later fields; the text from the 4th colon stays.
-		{"LS:R:/p:2:5M", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 2<<20)}, Lver: 5, HasLver: true}, 0},
-		{"LS:R:/p:2Mxyz:7", resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/p", 2<<20)}, Lver: 7, HasLver: true}, 0},
-		{"LS:R:/p:2:/p:M", resourceArg{}, -1},
-		{`LS:R:/a\:b\ c:0`, resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{d("/a:b c", 0)}}, 0},
-		{"LS:R1", resourceArg{Lockspace: "LS", Name: "R1"}, 0},
-		{"LS:", resourceArg{Lockspace: "LS"}, 0},
-		{"LS:" + n48 + ":/p:0", resourceArg{Lockspace: "LS", Name: n48, Disks: []diskArg{d("/p", 0)}}, 0},
-		{"LS:" + n48 + "b:/p:0", resourceArg{}, -1},
-		{n48 + "b:R:/p:0", resourceArg{}, -1},
-		{"ab", resourceArg{}, -6},
-		{":", resourceArg{}, -6},
-		{"::", resourceArg{}, -6},
-		{"LS", resourceArg{}, -6},
-		{"LSX", resourceArg{}, -1},
-		{"LS:R:/p", resourceArg{}, -1},
-		{"LS:R:/p:xx", resourceArg{}, -1},
-		{"LS:R::0", resourceArg{}, -1},
-		{`LS:R:/p:5\`, resourceArg{}, -1},
-		{"LS:R:/a:1:/b:2:/c:3:/d:4", resourceArg{Lockspace: "LS", Name: "R",
-			Disks: []diskArg{d("/a", 1), d("/b", 2), d("/c", 3), d("/d", 4)}}, 0},
-		{"LS:R:/a:1:/b:2:/c:3:/d:4:SH", resourceArg{Lockspace: "LS", Name: "R",
-			Disks: []diskArg{d("/a", 1), d("/b", 2), d("/c", 3), d("/d", 4)}, Shared: true}, 0},
-		{"LS:R:/a:1:/b:2:/c:3:/d:4:/e:5", resourceArg{}, -2},
-		{"LS:R:/p:" + strings.Repeat("1", 16) + "M", resourceArg{Lockspace: "LS", Name: "R",
-			Disks: []diskArg{d("/p", wrapMiB(111111111111111))}}, 0},
-	} {
-		got, rv := parseResource(c.in)
-		if rv != c.rv || (rv == 0 && !reflect.DeepEqual(got, c.want)) {
-			t.Errorf("parseResource(%q) = %+v, %d; want %+v, %d", c.in, got, rv, c.want, c.rv)
-		}
-	}
-}
-
-// wrapMiB multiplies like C unsigned arithmetic (mod 2^64).
-func wrapMiB(n uint64) uint64 { return n * (1 << 20) }
-
-func TestParseRindexRentryDump(t *testing.T) {
-	if got := parseRindex(`LS:/a\:b:4M`); got != (rindexArg{"LS", "/a:b", 4 << 20}) {
-		t.Errorf("parseRindex = %+v", got)
-	}
-	if got := parseRindex("LS:/p:4194304"); got != (rindexArg{"LS", "/p", 4 << 20}) {
-		t.Errorf("parseRindex = %+v", got)
-	}
-	if got := parseRindex("LS"); got != (rindexArg{Lockspace: "LS"}) {
-		t.Errorf("parseRindex = %+v", got)
-	}
+func TestParseRentryDump(t *testing.T) {
 	for in, want := range map[string]rentryArg{
 		"foo": {"foo", 0}, "foo:6M": {"foo", 6 << 20}, ":7340032": {"", 7340032}, "": {}, "foo:0": {"foo", 0},
 	} {
@@ -145,17 +55,6 @@ func TestParseRindexRentryDump(t *testing.T) {
 	// next_free reads its offset with atoll: "1M" is byte 1.
 	if got := parseNextFreePath("/p:1M"); got != (dumpArg{Path: "/p", Offset: 1}) {
 		t.Errorf("parseNextFreePath = %+v", got)
-	}
-}
-
-func TestResourceString(t *testing.T) {
-	r := resourceArg{Lockspace: "LS", Name: "R", Disks: []diskArg{{"/a:b c", 1 << 20}}, Lver: 3}
-	if got := resourceString(r); got != `LS:R:/a\:b\ c:1048576:3` {
-		t.Errorf("got %q", got)
-	}
-	r.Shared = true
-	if got := resourceString(r); got != `LS:R:/a\:b\ c:1048576:SH` {
-		t.Errorf("got %q", got)
 	}
 }
 
@@ -248,6 +147,7 @@ func TestConfigFile(t *testing.T) {
 }
 
 func TestDispatch(t *testing.T) {
+	t.Setenv("SANLOCK_RUN_DIR", "/nonexistent/run")
 	for _, c := range []struct {
 		args []string
 		out  string
@@ -260,7 +160,8 @@ func TestDispatch(t *testing.T) {
 		{[]string{"direct", "version"}, "direct action \"version\" is unknown\n", 1},
 		{[]string{"version", "foo"}, "3.8.5\n", 0},
 		{[]string{"client", "status", "-Dx"}, "unknown option -Dx\nspace required before option value\n", 1},
-		{[]string{"status"}, "client mode not implemented yet\n", 1},
+		{[]string{"status"}, "", 1}, // no daemon: silent
+		{[]string{"gets"}, "gets error -2\n", 1},
 		{[]string{"daemon", "-q"}, "option 'q' requires arg\n", 1},
 		{[]string{"daemon", "-D"}, "daemon mode not implemented yet\n", 1},
 		{[]string{"direct", "dump"}, "", 1},
