@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"github.com/gosanlock/gosanlock/internal/cnum"
 	"math"
 	"os"
 	"os/user"
@@ -379,35 +380,4 @@ func truncName(s string) string {
 // decimal digits up to the first non-digit; no digits gives 0. Values
 // outside the long range saturate, then are truncated to 32 bits as glibc's
 // (int)strtol does.
-func Atoi(s string) int {
-	i := 0
-	for i < len(s) && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r')) {
-		i++
-	}
-	neg := false
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		neg = s[i] == '-'
-		i++
-	}
-	var n uint64
-	over := false
-	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-		if n > (math.MaxInt64-9)/10 {
-			over = true
-			continue
-		}
-		n = n*10 + uint64(s[i]-'0')
-	}
-	var v int64
-	switch {
-	case over && neg:
-		v = math.MinInt64
-	case over:
-		v = math.MaxInt64
-	case neg:
-		v = -int64(n)
-	default:
-		v = int64(n)
-	}
-	return int(int32(v))
-}
+func Atoi(s string) int { return cnum.Atoi(s) }

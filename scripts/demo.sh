@@ -2,8 +2,8 @@
 # The main job, end to end, with our own binary: lay out a lease file under
 # ./var/, initialise a lockspace, two resource leases and a resource index,
 # then read them back with dump and read_leader.
-# (Later issues grow this into real daemons taking, contending for and
-# recovering a lease.)
+# Then two of our daemons (hosts A and B, each with its own run dir) join
+# one lockspace and each sees the other alive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=./bin/sanlock
@@ -12,7 +12,7 @@ F=$PWD/var/leases
 rm -f "$F"
 truncate -s 16M "$F"
 run() { echo "\$ sanlock $*"; "$S" "$@"; echo; }
-run direct init -s demo:0:"$F":0
+run direct init -s demo:0:"$F":0 -o 1
 run direct init -r demo:vm1:"$F":1M
 run direct init -r demo:vm2:"$F":2M -n 16
 run direct format -x demo:"$F":3M
@@ -26,4 +26,32 @@ if [ -x /usr/sbin/sanlock ]; then
   diff <("$S" direct dump "$F":0:16M -f 2) <(/usr/sbin/sanlock direct dump "$F":0:16M -f 2) && echo "identical"
   echo
 fi
-echo "demo done: lease file $F"
+
+# --- two daemons in one lockspace ------------------------------------------
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+export SANLOCK_PRIVILEGED=0
+for h in A B; do
+  mkdir -p "var/run$h"
+  SANLOCK_RUN_DIR=$PWD/var/run$h "$S" daemon -D -w 0 -l 0 -U root -G root -e "host$h" \
+    2>"var/daemon$h.log" &
+  pids+=($!)
+done
+sleep 1
+on() { local h=$1; shift; echo "\$ [host $h] sanlock $*"; SANLOCK_RUN_DIR=$PWD/var/run$h "$S" "$@"; echo; }
+# Both join at once (io_timeout 1: a join takes about 3 seconds).
+on A add_lockspace -o 1 -s demo:1:"$F":0 & a=$!
+on B add_lockspace -o 1 -s demo:2:"$F":0 & b=$!
+wait $a $b
+sleep 3   # let each daemon see the other's lease renewed
+on A client host_status -s demo
+on B client host_status -s demo
+on A client gets -h 1
+on B client status
+run direct dump "$F":0:16M
+on A rem_lockspace -s demo:1:"$F":0
+on B rem_lockspace -s demo:2:"$F":0
+on A shutdown
+on B shutdown
+echo "demo done: lease file $F, daemon logs var/daemon{A,B}.log"

@@ -66,11 +66,9 @@ type Invocation struct {
 // replace it.
 var runClient ClientFunc = runClientAction
 
-// runDaemon is the daemon mode implementation.
-var runDaemon = func(inv *Invocation) int {
-	fmt.Fprintln(inv.Stdout, "daemon mode not implemented yet")
-	return 1
-}
+// runDaemon is the daemon mode implementation (a variable so tests can
+// replace it).
+var runDaemon = daemonMain
 
 // Main runs the sanlock command line with args (args[0] is the program
 // name) and returns the exit status.

@@ -427,7 +427,7 @@ func (c *clientRun) shutdown() int {
 
 func (c *clientRun) addLockspace() int {
 	ls := c.o.lockspace
-	if t := c.o.ioTimeout; t != diskfmt.DefaultIOTimeout {
+	if t := c.o.cfg.IOTimeout; t != diskfmt.DefaultIOTimeout {
 		c.printf("add_lockspace_timeout %d\n", t)
 		r := c.call(func() error { return c.cl.AddLockspace(&ls, 0, uint32(t)) })
 		c.printf("add_lockspace_timeout done %d\n", r)
@@ -454,7 +454,7 @@ func (c *clientRun) init() int {
 	case o.lockspace.Disk.Path != "":
 		ls := o.lockspace
 		ls.Flags = o.sizeFlags()
-		r = c.call(func() error { return c.cl.WriteLockspace(&ls, uint32(o.maxHosts), uint32(o.ioTimeout)) })
+		r = c.call(func() error { return c.cl.WriteLockspace(&ls, uint32(o.maxHosts), uint32(o.cfg.IOTimeout)) })
 	case len(o.resources) > 0 && len(o.resources[0].Disks) > 0:
 		res := o.resources[0]
 		res.Flags |= o.sizeFlags()

@@ -49,7 +49,7 @@ func (d *direct) open(path string) (diskfmt.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return timeoutDevice{Device: dev, timeout: time.Duration(d.o.ioTimeout) * time.Second}, nil
+	return timeoutDevice{Device: dev, timeout: time.Duration(d.o.cfg.IOTimeout) * time.Second}, nil
 }
 
 // monotonicSeconds is the writer's monotonic clock in whole seconds, as

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gosanlock/gosanlock/daemon"
 	"io"
 	"strings"
 
@@ -18,36 +19,11 @@ const maxResourceArgs = 8
 type options struct {
 	debug bool // -D
 
-	// daemon settings (also set by the config file)
-	quietFail          int    // -Q
-	debugRenew         int    // -R
-	renewalHistorySize int    // -H
-	logfilePriority    int    // -L
-	logfileUseUTC      int    // config only
-	syslogPriority     int    // -S
-	namesLogPriority   int    // config only
-	uname, gname       string // -U, -G
-	maxWorkerThreads   int    // -t
-	killGraceSeconds   int    // -g (daemon)
-	useWatchdog        int    // -w
-	highPriority       int    // -h (daemon)
-	mlockLevel         int    // -l
-	bitmapSeconds      int    // -b
-	ourHostName        string // -e (daemon)
-	useAio             int    // -a
-	shRetries          int
-	writeInitIOTimeout int
-	renewalReadExtend  int
-	renewalReadExtSet  bool
-	paxosDebugAll      int
-	debugIOSubmit      bool
-	debugIOComplete    bool
-	debugClients       int
-	debugCmds          uint64
-	maxSectorsKB       string
-	watchdogFireTmo    int
+	// cfg holds the daemon settings and the io_timeout; the config file
+	// and the daemon options are applied to it by the daemon package, the
+	// one place that knows what each setting means.
+	cfg *daemon.Config
 
-	ioTimeout    int  // -o or config io_timeout: seconds for each disk I/O (> 0)
 	ioTimeoutArg int  // the last -o value as given (atoi), 0 if none
 	sortArg      byte // -o p|s for client status
 
@@ -86,25 +62,7 @@ type options struct {
 }
 
 func defaultOptions() *options {
-	return &options{
-		quietFail:          1,
-		renewalHistorySize: 180,
-		logfilePriority:    4,
-		syslogPriority:     3,
-		namesLogPriority:   4,
-		maxWorkerThreads:   8,
-		killGraceSeconds:   40,
-		useWatchdog:        1,
-		mlockLevel:         1,
-		useAio:             1,
-		shRetries:          8,
-		writeInitIOTimeout: 60,
-		debugCmds:          0xfffffffffe06ffff,
-		maxSectorsKB:       "1024",
-		watchdogFireTmo:    60,
-		ioTimeout:          diskfmt.DefaultIOTimeout,
-		pid:                -1,
-	}
+	return &options{cfg: daemon.DefaultConfig(), pid: -1}
 }
 
 // usageError is an option error: its lines are printed and the tool exits 1.
@@ -138,6 +96,7 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 		c := a[1]
 		if c == 'D' {
 			o.debug = true
+			o.cfg.Debug = true
 			continue
 		}
 		if i+1 >= len(args) {
@@ -146,30 +105,11 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 		i++
 		v := args[i]
 		switch c {
-		case 'Q':
-			o.quietFail = atoi(v)
-		case 'R':
-			o.debugRenew = atoi(v)
-		case 'H':
-			o.renewalHistorySize = atoi(v)
-		case 'L':
-			o.logfilePriority = atoi(v)
-		case 'S':
-			o.syslogPriority = atoi(v)
-		case 'U':
-			o.uname = v
-		case 'G':
-			o.gname = v
-		case 't':
-			o.maxWorkerThreads = atoi(v)
-			if o.maxWorkerThreads < 2 {
-				o.maxWorkerThreads = 2
-			}
+		case 'Q', 'R', 'H', 'L', 'S', 'U', 'G', 't', 'l', 'b':
+			_ = o.cfg.ApplyOption(c, v)
 		case 'g':
 			if mode == "daemon" {
-				if n := atoi(v); n >= 0 && n <= 60 {
-					o.killGraceSeconds = n
-				}
+				_ = o.cfg.ApplyOption(c, v)
 			} else {
 				o.generation, _ = strtoull(v, 0)
 			}
@@ -180,32 +120,25 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 					o.sortArg = v[0]
 				}
 			} else {
-				n := atoi(v)
-				o.ioTimeoutArg = n
-				if n > 0 {
-					o.ioTimeout = n
-				}
+				o.ioTimeoutArg = atoi(v)
+				_ = o.cfg.ApplyOption(c, v)
 			}
 		case 'w':
-			o.useWatchdog = atoi(v)
+			_ = o.cfg.ApplyOption(c, v)
 			o.wait = atoi(v)
 		case 'h':
 			if mode == "client" && (action == "gets" || action == "read") {
 				o.getHosts = atoi(v)
 			} else {
-				o.highPriority = atoi(v)
+				_ = o.cfg.ApplyOption(c, v)
 			}
-		case 'l':
-			o.mlockLevel = atoi(v)
-		case 'b':
-			o.bitmapSeconds = atoi(v)
 		case 'e':
 			o.eventStr = v
-			if mode == "daemon" || (mode == "client" && action != "set_event" && !isRindexAction(action)) {
-				o.ourHostName = truncName(v)
+			if mode == "daemon" {
+				_ = o.cfg.ApplyOption(c, v)
 			}
 		case 'a':
-			o.useAio = atoi(v)
+			_ = o.cfg.ApplyOption(c, v)
 			o.all = atoi(v)
 		case 'n':
 			o.numHosts = atoi(v)
@@ -287,7 +220,7 @@ func (o *options) leaseIOTimeout() uint16 {
 	if o.ioTimeoutArg != 0 {
 		return uint16(o.ioTimeoutArg)
 	}
-	return uint16(o.ioTimeout)
+	return uint16(o.cfg.IOTimeout)
 }
 
 func isRindexAction(a string) bool {

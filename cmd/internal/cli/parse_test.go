@@ -86,17 +86,17 @@ func TestScanOptions(t *testing.T) {
 		{"direct", "init", []string{"-r", "ab", "-r", "LS:R"}, "resource arg parse error -6\n\n", false, func(o *options) bool { return len(o.resources) == 1 }},
 		{"direct", "init", strings.Fields(strings.Repeat("-r LS:R ", 10)), "resource args over max 8\nresource args over max 8\n", false,
 			func(o *options) bool { return len(o.resources) == 8 }},
-		{"direct", "init", []string{"-o", "0"}, "", false, func(o *options) bool { return o.ioTimeout == 10 && o.leaseIOTimeout() == 10 }},
-		{"direct", "init", []string{"-o", "-5"}, "", false, func(o *options) bool { return o.ioTimeout == 10 && o.leaseIOTimeout() == 65531 }},
-		{"direct", "init", []string{"-o", "3"}, "", false, func(o *options) bool { return o.ioTimeout == 3 && o.leaseIOTimeout() == 3 }},
-		{"client", "status", []string{"-o", "p"}, "", false, func(o *options) bool { return o.sortArg == 'p' && o.ioTimeout == 10 }},
+		{"direct", "init", []string{"-o", "0"}, "", false, func(o *options) bool { return o.cfg.IOTimeout == 10 && o.leaseIOTimeout() == 10 }},
+		{"direct", "init", []string{"-o", "-5"}, "", false, func(o *options) bool { return o.cfg.IOTimeout == 10 && o.leaseIOTimeout() == 65531 }},
+		{"direct", "init", []string{"-o", "3"}, "", false, func(o *options) bool { return o.cfg.IOTimeout == 3 && o.leaseIOTimeout() == 3 }},
+		{"client", "status", []string{"-o", "p"}, "", false, func(o *options) bool { return o.sortArg == 'p' && o.cfg.IOTimeout == 10 }},
 		{"client", "set_event", []string{"-e", "0x11", "-g", "0x4", "-i", "9", "-d", "010"}, "", false, func(o *options) bool {
 			return o.eventStr == "0x11" && o.generation == 4 && o.hostID == 9 && o.data == 8
 		}},
 		{"daemon", "", []string{"-g", "70", "-t", "1", "-e", "host"}, "", false, func(o *options) bool {
-			return o.killGraceSeconds == 40 && o.maxWorkerThreads == 2 && o.ourHostName == "host"
+			return o.cfg.KillGraceSeconds == 40 && o.cfg.MaxWorkerThreads == 2 && o.cfg.OurHostName == "host"
 		}},
-		{"client", "gets", []string{"-h", "1"}, "", false, func(o *options) bool { return o.getHosts == 1 && o.highPriority == 0 }},
+		{"client", "gets", []string{"-h", "1"}, "", false, func(o *options) bool { return o.getHosts == 1 && !o.cfg.HighPriority }},
 		{"direct", "dump", []string{"/p", "-f", "2"}, "", false, func(o *options) bool { return o.pathArg == "/p" && o.force == 2 }},
 		{"direct", "dump", []string{"-f", "1"}, "unknown option 1\nspace required before option value\n", true, nil},
 		{"direct", "dump", nil, "", true, nil},
@@ -130,14 +130,15 @@ func TestConfigFile(t *testing.T) {
 	}
 	o := defaultOptions()
 	readConfig(p, o)
-	if o.quietFail != 0 || o.maxWorkerThreads != 5 || o.renewalHistorySize != 7 || o.ourHostName != "cfghost" ||
-		o.debugCmds != 0xfffffffffe07ffdf || o.maxSectorsKB != "align" || o.shRetries != 3 || o.ioTimeout != 4 || o.useAio != 1 {
+	c := o.cfg
+	if c.QuietFail || c.MaxWorkerThreads != 5 || c.RenewalHistorySize != 7 || c.OurHostName != "cfghost" ||
+		c.DebugCmds != 0xfffffffffe07ffdf || !c.MaxSectorsKBAlign || c.ShRetries != 3 || c.IOTimeout != 4 || !c.UseAIO {
 		t.Errorf("config not applied: %+v", o)
 	}
 	// The command line overrides the file, and direct I/O uses it.
 	var out bytes.Buffer
-	if err := scanOptions(o, "direct", "init", []string{"-o", "6"}, &out); err != nil || o.ioTimeout != 6 {
-		t.Errorf("-o after config: %v %d", err, o.ioTimeout)
+	if err := scanOptions(o, "direct", "init", []string{"-o", "6"}, &out); err != nil || o.cfg.IOTimeout != 6 {
+		t.Errorf("-o after config: %v %d", err, o.cfg.IOTimeout)
 	}
 	o = defaultOptions()
 	readConfig(p+".missing", o)
@@ -163,7 +164,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"status"}, "", 1}, // no daemon: silent
 		{[]string{"gets"}, "gets error -2\n", 1},
 		{[]string{"daemon", "-q"}, "option 'q' requires arg\n", 1},
-		{[]string{"daemon", "-D"}, "daemon mode not implemented yet\n", 1},
+		{[]string{"daemon", "-D", "-w", "0"}, "", 1}, // run dir cannot be created: logged, exit 1
 		{[]string{"direct", "dump"}, "", 1},
 		{[]string{"direct", "next_free"}, "", 1},
 		{[]string{"direct", "dump", "/nonexistent/x:1"}, "WARNING: dump offset should be a multiple of 1048576 bytes.\nDevice /nonexistent/x not found.\n", 1},
