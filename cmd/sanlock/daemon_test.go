@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// startDaemonBin starts `bin daemon -D` on runDir and stops it by pid at
+// cleanup. It returns the process and its stderr.
+func startDaemonBin(t *testing.T, bin, runDir string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")
+	cmd.Args[0] = "sanlock"
+	cmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+runDir, "SANLOCK_PRIVILEGED=0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("unix", filepath.Join(runDir, "sanlock.sock"))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "daemon did not start: %s", &stderr)
+	return cmd, &stderr
+}
+
+// TestSingleInstance: a second daemon on the same run dir exits 1 with
+// sanlock's lockfile message, for both binaries, and leaves the first one
+// serving. The run dir holds sanlock.pid with the first daemon's pid.
+func TestSingleInstance(t *testing.T) {
+	ours := interop(t)
+	for name, bin := range map[string]string{"sanlock-3.8.5": realSanlock, "gosanlock": ours} {
+		t.Run(name, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "gsi")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			first, _ := startDaemonBin(t, bin, dir)
+
+			second := run(t, bin, "", []string{"SANLOCK_RUN_DIR=" + dir, "SANLOCK_PRIVILEGED=0"},
+				"daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")
+			require.Equal(t, 1, second.exit, "%s", second)
+			require.Contains(t, second.stderr,
+				"lockfile setlk error "+filepath.Join(dir, "sanlock.pid")+": Resource temporarily unavailable")
+
+			pid, err := os.ReadFile(filepath.Join(dir, "sanlock.pid"))
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("%d\n", first.Process.Pid), string(pid))
+
+			v := run(t, realSanlock, "", []string{"SANLOCK_RUN_DIR=" + dir}, "client", "version")
+			require.Contains(t, v.stdout, "daemon version 3.8.5 (0x03080500)")
+		})
+	}
+}
