@@ -200,19 +200,7 @@ func VerifyPaxos(raw []byte, spaceName, resName string, hostID uint64) (Leader, 
 }
 
 // AlignFlag returns the LFL_ALIGN_* bit for an align size (0 if unknown).
-func AlignFlag(align int) uint32 {
-	switch align {
-	case Align1M:
-		return LeaderAlign1M
-	case Align2M:
-		return LeaderAlign2M
-	case Align4M:
-		return LeaderAlign4M
-	case Align8M:
-		return LeaderAlign8M
-	}
-	return 0
-}
+func AlignFlag(align int) uint32 { return alignBits(align, LeaderAlign1M) }
 
 // Name copies s into a 48-byte NUL-padded field. It returns ErrEINVAL when s
 // is longer than 48 bytes; a name of exactly 48 bytes has no terminator.

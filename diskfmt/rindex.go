@@ -22,34 +22,10 @@ const (
 )
 
 // RindexAlignFlag returns the RHF_ALIGN_* bit for an align size.
-func RindexAlignFlag(align int) uint32 {
-	switch align {
-	case Align1M:
-		return RindexAlign1M
-	case Align2M:
-		return RindexAlign2M
-	case Align4M:
-		return RindexAlign4M
-	case Align8M:
-		return RindexAlign8M
-	}
-	return 0
-}
+func RindexAlignFlag(align int) uint32 { return alignBits(align, RindexAlign1M) }
 
 // RindexAlignFromFlags decodes RHF_ALIGN_* bits (first match 1M..8M).
-func RindexAlignFromFlags(f uint32) int {
-	switch {
-	case f&RindexAlign1M != 0:
-		return Align1M
-	case f&RindexAlign2M != 0:
-		return Align2M
-	case f&RindexAlign4M != 0:
-		return Align4M
-	case f&RindexAlign8M != 0:
-		return Align8M
-	}
-	return 0
-}
+func RindexAlignFromFlags(f uint32) int { return alignFromBits(f, RindexAlign1M) }
 
 // MaxRindexEntries is the most entries an rindex area of geometry g holds.
 func MaxRindexEntries(g Geometry) int {

@@ -86,21 +86,36 @@ func LegacyAlign(sector int) int {
 	return -1
 }
 
-// AlignFromFlags decodes the align size from SANLK_*_ALIGN* flag bits, taking
-// the first match in the order 1M, 2M, 4M, 8M; 0 when none is set.
-func AlignFromFlags(flags uint32) int {
-	switch {
-	case flags&FlagAlign1M != 0:
-		return Align1M
-	case flags&FlagAlign2M != 0:
-		return Align2M
-	case flags&FlagAlign4M != 0:
-		return Align4M
-	case flags&FlagAlign8M != 0:
-		return Align8M
+// The four align sizes, in the order every flag field encodes them: the
+// request flags, the leader's LFL_ALIGN_* and the rindex's RHF_ALIGN_* are
+// each four consecutive bits (from different base bits) in this order.
+var alignSizes = [4]int{Align1M, Align2M, Align4M, Align8M}
+
+// alignBits encodes align as one bit of a four-bit field starting at base;
+// 0 for an unknown size.
+func alignBits(align int, base uint32) uint32 {
+	for i, a := range alignSizes {
+		if a == align {
+			return base << i
+		}
 	}
 	return 0
 }
+
+// alignFromBits decodes a four-bit align field starting at base, taking the
+// first match in the order 1M, 2M, 4M, 8M; 0 when no bit is set.
+func alignFromBits(flags, base uint32) int {
+	for i, a := range alignSizes {
+		if flags&(base<<i) != 0 {
+			return a
+		}
+	}
+	return 0
+}
+
+// AlignFromFlags decodes the align size from SANLK_*_ALIGN* request flag
+// bits (first match 1M, 2M, 4M, 8M); 0 when none is set.
+func AlignFromFlags(flags uint32) int { return alignFromBits(flags, FlagAlign1M) }
 
 // SectorFromFlags decodes the sector size from SANLK_*_SECTOR* flag bits
 // (512 first); 0 when none is set.
@@ -116,17 +131,7 @@ func SectorFromFlags(flags uint32) int {
 
 // SizeFlags encodes a geometry as request flag bits.
 func SizeFlags(g Geometry) uint32 {
-	var f uint32
-	switch g.AlignSize {
-	case Align1M:
-		f |= FlagAlign1M
-	case Align2M:
-		f |= FlagAlign2M
-	case Align4M:
-		f |= FlagAlign4M
-	case Align8M:
-		f |= FlagAlign8M
-	}
+	f := alignBits(g.AlignSize, FlagAlign1M)
 	switch g.SectorSize {
 	case SectorSize512:
 		f |= FlagSector512
@@ -174,7 +179,7 @@ func GeometryFromLeader(l *Leader) (Geometry, error) {
 	if sector != SectorSize512 && sector != SectorSize4K {
 		return Geometry{}, ErrLeaderSectorSize
 	}
-	align := AlignFromFlags(l.Flags)
+	align := alignFromBits(l.Flags, LeaderAlign1M)
 	if align == 0 {
 		return Geometry{SectorSize: sector, AlignSize: LegacyAlign(sector), MaxHosts: DefaultMaxHosts}, nil
 	}
