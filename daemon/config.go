@@ -166,49 +166,36 @@ func (c *Config) ApplyOption(letter byte, value string) error {
 	switch letter {
 	case 'D':
 		c.Debug = true
-	case 'Q':
-		c.QuietFail = Atoi(value) != 0
-	case 'R':
-		c.DebugRenew = Atoi(value) != 0
-	case 'H':
-		c.RenewalHistorySize = Atoi(value)
-	case 'L':
-		c.LogfilePriority = Atoi(value)
-	case 'S':
-		c.SyslogPriority = Atoi(value)
-	case 'U':
-		c.UserName = value
-		c.idsSet = false
-	case 'G':
-		c.GroupName = value
-		c.idsSet = false
-	case 't':
-		c.MaxWorkerThreads = max(Atoi(value), MinWorkerThreads)
-	case 'g':
-		if v := Atoi(value); v >= 0 && v <= MaxKillGraceSeconds {
-			c.KillGraceSeconds = v
-		}
-	case 'o':
-		// Snapshot behaviour: values <= 0 keep the previous setting.
-		if v := Atoi(value); v > 0 {
-			c.IOTimeout = v
-		}
-	case 'w':
-		c.UseWatchdog = Atoi(value) != 0
-	case 'h':
-		c.HighPriority = Atoi(value) != 0
-	case 'l':
-		c.MlockLevel = Atoi(value)
 	case 'b':
 		c.SetBitmapSeconds = Atoi(value)
-	case 'e':
-		c.OurHostName = truncName(value)
-	case 'a':
-		c.UseAIO = Atoi(value) != 0
 	default:
-		return fmt.Errorf("%w: -%c", ErrBadOption, letter)
+		key, ok := optionKeys[letter]
+		if !ok {
+			return fmt.Errorf("%w: -%c", ErrBadOption, letter)
+		}
+		c.ApplyConfigKey(key, value)
 	}
 	return nil
+}
+
+// optionKeys maps each daemon option to the sanlock.conf key with the same
+// meaning, so both are applied by ApplyConfigKey.
+var optionKeys = map[byte]string{
+	'Q': "quiet_fail",
+	'R': "debug_renew",
+	'H': "renewal_history_size",
+	'L': "logfile_priority",
+	'S': "syslog_priority",
+	'U': "uname",
+	'G': "gname",
+	't': "max_worker_threads",
+	'g': "kill_grace_seconds",
+	'o': "io_timeout",
+	'w': "use_watchdog",
+	'h': "high_priority",
+	'l': "mlock_level",
+	'e': "our_host_name",
+	'a': "use_aio",
 }
 
 // ApplyConfigKey applies one key/value pair of sanlock.conf (cli.md §4.8).
