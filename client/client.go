@@ -139,28 +139,25 @@ func (c *Client) Version() (version, proto uint32, err error) {
 // Status returns the STATUS records; level 0 = everything, or one of the
 // State* constants as detail level (wire.md §6 #5).
 func (c *Client) Status(level uint32) ([]StateRecord, error) {
-	p, err := c.result(NewRequest(CmdStatus, 0, level, 0))
-	if p == nil {
-		return nil, err
-	}
-	return p.Records, err
+	return c.records(NewRequest(CmdStatus, 0, level, 0))
 }
 
 // HostStatus returns the HOST records of lockspace ls.
 func (c *Client) HostStatus(ls string) ([]StateRecord, error) {
 	q := NewRequest(CmdHostStatus, 0, 0, 0)
 	q.Lockspace = lsName(ls)
-	p, err := c.result(q)
-	if p == nil {
-		return nil, err
-	}
-	return p.Records, err
+	return c.records(q)
 }
 
 // Renewal returns the RENEWAL history records of lockspace ls.
 func (c *Client) Renewal(ls string) ([]StateRecord, error) {
 	q := NewRequest(CmdRenewal, 0, 0, 0)
 	q.Lockspace = lsName(ls)
+	return c.records(q)
+}
+
+// records sends q and returns the state records of its reply.
+func (c *Client) records(q *Request) ([]StateRecord, error) {
 	p, err := c.result(q)
 	if p == nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/ncw/directio"
 	"golang.org/x/sys/unix"
@@ -30,6 +31,31 @@ type Device interface {
 	// SectorSize is the device's logical sector size (512 for files).
 	SectorSize() int
 	Close() error
+}
+
+// WithIOTimeout returns dev with every single read and write bounded by
+// timeout (on top of any deadline the caller's context already has), so an
+// operation of several I/Os gives each one the full io_timeout, as sanlock
+// does.
+func WithIOTimeout(dev Device, timeout time.Duration) Device {
+	return timeoutDevice{Device: dev, timeout: timeout}
+}
+
+type timeoutDevice struct {
+	Device
+	timeout time.Duration
+}
+
+func (t timeoutDevice) ReadAt(ctx context.Context, p []byte, off int64) error {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.Device.ReadAt(ctx, p, off)
+}
+
+func (t timeoutDevice) WriteAt(ctx context.Context, p []byte, off int64) error {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.Device.WriteAt(ctx, p, off)
 }
 
 // ErrIOTimeout is returned (wrapped) by a Device call that outlived its

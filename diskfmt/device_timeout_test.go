@@ -81,3 +81,30 @@ func TestFileReadWriteAndShortRead(t *testing.T) {
 	_, err = OpenFile(filepath.Join(dir, "missing"))
 	require.True(t, errors.Is(err, os.ErrNotExist))
 }
+
+// hangDevice blocks every I/O until its context ends.
+type hangDevice struct{ Device }
+
+func (hangDevice) ReadAt(ctx context.Context, _ []byte, _ int64) error {
+	<-ctx.Done()
+	return ErrIOTimeout
+}
+
+func (hangDevice) WriteAt(ctx context.Context, _ []byte, _ int64) error {
+	<-ctx.Done()
+	return ErrIOTimeout
+}
+
+// TestWithIOTimeout: each single I/O ends at its own io_timeout even when
+// the caller's context has no deadline at all.
+func TestWithIOTimeout(t *testing.T) {
+	dev := WithIOTimeout(hangDevice{}, 30*time.Millisecond)
+	for _, op := range []func() error{
+		func() error { return dev.ReadAt(context.Background(), make([]byte, 512), 0) },
+		func() error { return dev.WriteAt(context.Background(), make([]byte, 512), 0) },
+	} {
+		start := time.Now()
+		require.ErrorIs(t, op(), ErrIOTimeout)
+		require.Less(t, time.Since(start), 2*time.Second)
+	}
+}

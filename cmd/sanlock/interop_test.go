@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gosanlock/gosanlock/testdisk"
 	"io"
 	"os"
 	"os/exec"
@@ -147,33 +148,9 @@ func tmpDir(t *testing.T) string {
 
 func pattern(size int64) []byte { return bytes.Repeat([]byte{0xFF}, int(size)) }
 
-// loopMu serialises our losetup calls (concurrent "losetup -f" can race).
-var loopMu sync.Mutex
-
 // losetup attaches a loop device over backing and detaches it at cleanup.
 func losetup(t *testing.T, backing string, sector int) string {
-	t.Helper()
-	loopMu.Lock()
-	defer loopMu.Unlock()
-	args := []string{"-f", "--show"}
-	if sector == 4096 {
-		args = append(args, "--sector-size", "4096")
-	}
-	out, err := exec.Command("losetup", append(args, backing)...).CombinedOutput()
-	require.NoError(t, err, "losetup: %s", out)
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		loopMu.Lock()
-		defer loopMu.Unlock()
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Logf("losetup -d %s: %v %s", dev, err, out)
-		}
-	})
-	d, err := diskfmt.OpenFile(dev)
-	require.NoError(t, err)
-	defer d.Close()
-	require.Equal(t, sector, d.SectorSize(), "%s sector size", dev)
-	return dev
+	return testdisk.Loop(t, backing, sector)
 }
 
 // target is one file or loop device holding a test image.

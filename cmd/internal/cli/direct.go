@@ -25,31 +25,13 @@ type direct struct {
 // openDevice opens lease storage; tests may replace it.
 var openDevice = func(path string) (diskfmt.Device, error) { return diskfmt.OpenFile(path) }
 
-// timeoutDevice gives every single read or write its own io_timeout.
-type timeoutDevice struct {
-	diskfmt.Device
-	timeout time.Duration
-}
-
-func (t timeoutDevice) ReadAt(ctx context.Context, p []byte, off int64) error {
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	return t.Device.ReadAt(ctx, p, off)
-}
-
-func (t timeoutDevice) WriteAt(ctx context.Context, p []byte, off int64) error {
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	return t.Device.WriteAt(ctx, p, off)
-}
-
 // open opens a disk whose every I/O is bounded by the io_timeout.
 func (d *direct) open(path string) (diskfmt.Device, error) {
 	dev, err := openDevice(path)
 	if err != nil {
 		return nil, err
 	}
-	return timeoutDevice{Device: dev, timeout: time.Duration(d.o.cfg.IOTimeout) * time.Second}, nil
+	return diskfmt.WithIOTimeout(dev, time.Duration(d.o.cfg.IOTimeout)*time.Second), nil
 }
 
 // monotonicSeconds is the writer's monotonic clock in whole seconds, as
@@ -63,7 +45,7 @@ var monotonicSeconds = func() uint64 {
 }
 
 // ioContext is the context of a disk operation; each I/O adds its own
-// io_timeout deadline (timeoutDevice).
+// io_timeout deadline (diskfmt.WithIOTimeout).
 func (d *direct) ioContext() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }

@@ -6,9 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/gosanlock/gosanlock/testdisk"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -323,18 +323,7 @@ func loopDevice(t *testing.T, dir string, sector int) string {
 	if err := os.Truncate(backing, 8<<20); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"-f", "--show"}
-	if sector != 512 {
-		args = append(args, "--sector-size", "4096")
-	}
-	out, err := exec.Command("losetup", append(args, backing)...).Output()
-	if err != nil {
-		t.Logf("losetup: %v", err)
-		return ""
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
-	return dev
+	return testdisk.Loop(t, backing, sector)
 }
 
 // TestGoldenCLICases replays every case of cli_cases.json: same stdout
