@@ -26,6 +26,7 @@ func (s *Server) registerBuiltins() {
 	s.Handle(client.CmdInqLockspace, ClassWork, cmdInqLockspace)
 	s.Handle(client.CmdGetLockspaces, ClassClose, cmdGetLockspaces)
 	s.Handle(client.CmdHostStatus, ClassClose, cmdHostStatus)
+	s.registerDiskCmds()
 }
 
 // cmdRegister: record the peer pid; no reply (wire.md §6 #1).
