@@ -14,6 +14,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
 )
 
 // LockspacesConfig holds what the lockspace manager takes from outside.
@@ -200,6 +201,7 @@ type space struct {
 	// Under m.mu.
 	list          list
 	run           *delta.Lockspace // nil until the device is open
+	paxos         *paxos.Host      // built by PaxosHost on first use
 	removeReq     bool
 	spaceDead     bool
 	killingPids   int

@@ -452,3 +452,31 @@ func (ls *Lockspace) Request(hostID uint64) error {
 	}
 	return ls.notifier.Request(hostID, now)
 }
+
+// HostWithFirstCheck returns one host table entry together with the table's
+// first-check time (our monotime; 0 before the first processing), which is
+// what the paxos layer's owner liveness check needs (spec: paxos.md §3.4).
+func (ls *Lockspace) HostWithFirstCheck(hostID uint64) (HostStatus, uint64, bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.hosts == nil {
+		return HostStatus{}, 0, false
+	}
+	h, ok := ls.hosts.Host(hostID)
+	return h, ls.hosts.FirstCheck(), ok
+}
+
+// ReadHostLease reads and verifies hostID's delta lease from the lockspace
+// disk now (one sector). Before the geometry is known it fails with
+// diskfmt.ErrAcquireLockspace.
+func (ls *Lockspace) ReadHostLease(ctx context.Context, hostID uint64) (diskfmt.Leader, error) {
+	ls.mu.Lock()
+	g := ls.lease.Geometry
+	joined := ls.hosts != nil
+	ls.mu.Unlock()
+	if !joined || g.SectorSize == 0 {
+		return diskfmt.Leader{}, diskfmt.ErrAcquireLockspace
+	}
+	ld, _, err := diskfmt.ReadDeltaLeader(ctx, ls.cfg.Dev, ls.cfg.Offset, g, ls.cfg.Space, hostID)
+	return ld, err
+}

@@ -1,0 +1,57 @@
+package daemon
+
+import (
+	"context"
+	"math/rand/v2"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
+)
+
+// spaceLiveness is the paxos layer's view of the other hosts of one joined
+// lockspace: our renewals' host status table and fresh reads of a host's
+// delta lease from the lockspace disk (paxos.md §3.4).
+type spaceLiveness struct{ run *delta.Lockspace }
+
+var _ paxos.Liveness = spaceLiveness{}
+
+func (l spaceLiveness) Host(hostID uint64) (paxos.HostView, bool) {
+	h, first, ok := l.run.HostWithFirstCheck(hostID)
+	return paxos.HostView{HostStatus: h, FirstCheck: first}, ok
+}
+
+func (l spaceLiveness) ReadDeltaLease(ctx context.Context, hostID uint64) (diskfmt.Leader, error) {
+	return l.run.ReadHostLease(ctx, hostID)
+}
+
+// PaxosHost returns our membership of the joined lockspace name as the
+// paxos layer needs it (host_id, generation, io_timeout, sizes, liveness),
+// or -ENOSPC when the lockspace is not joined or is failing (paxos.md §3.1
+// step 4). One Host is kept per lockspace entry and shared by its leases.
+func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sp := m.byName(listSpaces, name)
+	if sp == nil || sp.run == nil || sp.spaceDead || sp.killingPids != 0 {
+		return nil, client.RvENOSPC
+	}
+	if sp.paxos == nil {
+		st := sp.run.Status()
+		cfg := m.conf()
+		shr := cfg.ShRetries
+		if shr <= 0 {
+			shr = paxos.DefaultShRetries
+		}
+		sp.paxos = &paxos.Host{
+			ID: sp.ls.HostID, Generation: st.HostGeneration, Space: sp.ls.Name,
+			Geometry:  diskfmt.Geometry{SectorSize: st.SectorSize, AlignSize: st.AlignSize},
+			IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout, ShRetries: shr,
+			Clock: m.cfg.Clock, Live: spaceLiveness{sp.run},
+			Rand: rand.New(rand.NewPCG(sp.ls.HostID, st.HostGeneration^uint64(sp.id))),
+			Log:  m.lg(),
+		}
+	}
+	return sp.paxos, 0
+}
