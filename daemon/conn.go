@@ -93,6 +93,10 @@ type Conn struct {
 	killCount  int
 	killLast   uint64
 	flags      uint32
+	killPath   string // KILLPATH program
+	killArgs   string // ... and its arguments
+
+	lease *leaseClient // lease state; guarded by Resources.mu
 }
 
 // Slot returns the connection's slot ("ci").
@@ -140,7 +144,15 @@ func (c *Conn) Restricted() uint32 {
 }
 
 // Info returns the identity handed to managers.
-func (c *Conn) Info() *ClientInfo { return &ClientInfo{Slot: c.slot, Pid: c.Pid()} }
+func (c *Conn) Info() *ClientInfo { return &ClientInfo{Slot: c.slot, Pid: c.Pid(), conn: c} }
+
+// killpathInfo returns the KILLPATH program, its arguments and the client
+// flags (bit 0: pass the pid).
+func (c *Conn) killpathInfo() (path, args string, flags uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.killPath, c.killArgs, c.flags
+}
 
 // Write sends b in full.
 func (c *Conn) Write(b []byte) error { return c.write(b) }

@@ -94,9 +94,7 @@ func cmdSetEvent(m *Lockspaces) Handler {
 // empty name (§6 #13; checked with sanlock 3.8.5).
 func cmdExamineLockspace(m *Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *client.Request) error {
-		if m.cfg.Examine != nil {
-			m.cfg.Examine(lockspaceOf(q).Name)
-		}
+		m.examine(lockspaceOf(q).Name)
 		return c.Reply(q, 0)
 	}
 }

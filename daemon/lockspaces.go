@@ -176,6 +176,20 @@ func (m *Lockspaces) hostName() string {
 	return m.srv.HostName()
 }
 
+// examine asks the resource layer to examine the resources held in space:
+// LockspacesConfig.Examine, else a ResourceManager with an Examine method.
+func (m *Lockspaces) examine(space string) {
+	if m.cfg.Examine != nil {
+		m.cfg.Examine(space)
+		return
+	}
+	if m.srv != nil {
+		if ex, ok := m.srv.deps.Resources.(interface{ Examine(string) }); ok {
+			ex.Examine(space)
+		}
+	}
+}
+
 func (m *Lockspaces) usage() LockspaceUsage {
 	if m.srv == nil {
 		return nil
@@ -480,6 +494,9 @@ func (sp *space) stop() {
 	}
 	sp.logf("free lockspace")
 	sp.free()
+	if g, ok := sp.m.usage().(interface{ SpaceGone(string) }); ok {
+		g.SpaceGone(sp.ls.Name)
+	}
 }
 
 // monitor is the per-lockspace main loop (delta.md §9.1): every second
@@ -669,8 +686,8 @@ func (sp *space) processHosts(run *delta.Lockspace) {
 	for _, ev := range res.Events {
 		sp.deliver(ev)
 	}
-	if len(res.Requests) > 0 && sp.m.cfg.Examine != nil {
-		sp.m.cfg.Examine(sp.ls.Name)
+	if len(res.Requests) > 0 {
+		sp.m.examine(sp.ls.Name)
 	}
 }
 

@@ -52,6 +52,8 @@ type ResourceManager interface {
 type ClientInfo struct {
 	Slot int // connection slot ("ci")
 	Pid  int // SO_PEERCRED pid recorded at REGISTER
+
+	conn *Conn
 }
 
 // NoLockspaces is the LockspaceManager stub used until the delta layer

@@ -88,7 +88,11 @@ func New(cfg *Config, deps Deps) *Server {
 		deps.Lockspaces = NoLockspaces{}
 	}
 	if deps.Resources == nil {
-		deps.Resources = NoResources{}
+		if _, ok := deps.Lockspaces.(*Lockspaces); ok {
+			deps.Resources = NewResources(ResourcesConfig{})
+		} else {
+			deps.Resources = NoResources{}
+		}
 	}
 	if deps.Stderr == nil {
 		deps.Stderr = os.Stderr
@@ -112,6 +116,9 @@ func New(cfg *Config, deps Deps) *Server {
 	s.registerBuiltins()
 	if a, ok := deps.Lockspaces.(interface{ attach(*Server) }); ok {
 		a.attach(s) // the real manager registers its extra commands
+	}
+	if a, ok := deps.Resources.(interface{ attach(*Server) }); ok {
+		a.attach(s)
 	}
 	return s
 }
@@ -415,6 +422,9 @@ func (s *Server) Stop() {
 			_ = c.uc.Close()
 		}
 		s.conns.Wait()
+		if w, ok := s.deps.Resources.(interface{ wait() }); ok {
+			w.wait() // background releases and examines end with s.ctx
+		}
 		if w, ok := s.deps.Lockspaces.(interface{ wait() }); ok {
 			w.wait() // lockspace goroutines end with s.ctx
 		}

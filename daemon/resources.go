@@ -1,0 +1,712 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
+)
+
+// ResourcesConfig holds what the resource manager takes from outside. Zero
+// values select the production choices.
+type ResourcesConfig struct {
+	// Open opens a resource disk (nil: diskfmt.OpenFile, O_DIRECT|O_SYNC).
+	Open func(path string) (diskfmt.Device, error)
+	// Kill sends a signal to a lease holder (nil: kill(2)).
+	Kill func(pid int, sig syscall.Signal) error
+	// RunKillpath starts a client's kill program without waiting for it
+	// (nil: fork/exec, reaped in the background).
+	RunKillpath func(argv []string) error
+	// Clock paces the background release retries (nil: the lockspace
+	// manager's clock, else CLOCK_MONOTONIC).
+	Clock delta.Clock
+}
+
+// resList is the host-wide list a resource is on (paxos.md §2.2).
+type resList int
+
+const (
+	resAdd resList = iota
+	resHeld
+	resRem
+	resOrphan
+)
+
+func (l resList) String() string {
+	return [...]string{"add", "held", "rem", "orphan"}[l]
+}
+
+// resKey identifies a resource host-wide: lockspace name and resource
+// name (48-byte compares; names are already cut to 48 by the decoder).
+type resKey struct{ space, name string }
+
+// resource is one (lockspace, resource) pair this host is acquiring,
+// holds, releases or keeps as an orphan: sanlock's struct resource.
+type resource struct {
+	key    resKey
+	id     uint32
+	list   resList // under Resources.mu
+	tokens []*token
+	pid    int // EX holder (orphan: the pid that held it); 0 for SH
+	shared bool
+
+	host     *paxos.Host // the lockspace membership it was acquired in
+	disks    []client.Disk
+	restrict uint32
+	killpath string
+	killargs string
+
+	spaceDead  bool // release without disk I/O
+	releasing  bool // a background release is running
+	examining  bool // an examine is running
+	examineReq bool // examine again when the running one ends
+	converting bool // a convert is running (other acquires get -EBUSY)
+
+	// opMu serialises the disk operations on held (convert, release,
+	// examine reads, LVB access); it is never taken with Resources.mu.
+	opMu sync.Mutex
+	held *paxos.Held // nil while on add
+	devs []diskfmt.Device
+}
+
+// token is one client's hold on one resource (paxos.md §2.1).
+type token struct {
+	id    uint32
+	r     *resource
+	cl    *Conn
+	pid   int
+	res   client.Resource // as requested, with its disks
+	lver  uint64          // the lver inquire reports (EX)
+	flags uint32          // res.Flags at acquire (SHARED, PERSISTENT, ...)
+}
+
+func (t *token) shared() bool { return t.flags&client.ResShared != 0 }
+
+// leaseClient is the lease state of a registered connection.
+type leaseClient struct {
+	tokens []*token
+	busy   bool // a W-reg command targets this client
+	dead   bool // the connection ended while busy
+}
+
+// Resources is the ResourceManager of the daemon: the resource leases of
+// registered clients on top of the paxos package (paxos.md §2–§10). Its
+// mutex guards the lists, tokens and client lease sets and is never held
+// across disk I/O; acquires of different resources run in parallel, and a
+// slow disk only delays the commands on the resources it backs.
+type Resources struct {
+	cfg ResourcesConfig
+	srv *Server
+
+	mu        sync.Mutex
+	res       map[resKey]*resource
+	lastResID uint32
+	lastTokID uint32
+	stopped   bool
+
+	wg sync.WaitGroup // background releases and examines
+}
+
+var (
+	_ ResourceManager = (*Resources)(nil)
+	_ LockspaceUsage  = (*Resources)(nil)
+)
+
+// NewResources returns an empty resource manager.
+func NewResources(cfg ResourcesConfig) *Resources {
+	if cfg.Open == nil {
+		cfg.Open = func(p string) (diskfmt.Device, error) { return diskfmt.OpenFile(p) }
+	}
+	if cfg.Kill == nil {
+		cfg.Kill = func(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }
+	}
+	if cfg.RunKillpath == nil {
+		cfg.RunKillpath = startKillpath
+	}
+	return &Resources{cfg: cfg, res: make(map[resKey]*resource)}
+}
+
+// attach binds the manager to its server and registers the resource
+// commands (called by New).
+func (m *Resources) attach(s *Server) {
+	m.srv = s
+	if m.cfg.Clock == nil {
+		if ls, ok := s.deps.Lockspaces.(*Lockspaces); ok {
+			m.cfg.Clock = ls.cfg.Clock
+		} else {
+			m.cfg.Clock = delta.NewSystemClock()
+		}
+	}
+	m.registerHandlers(s)
+}
+
+// wait stops the background work and waits for it (Server.Stop, after the
+// server context was cancelled).
+func (m *Resources) wait() {
+	m.mu.Lock()
+	m.stopped = true
+	m.mu.Unlock()
+	m.wg.Wait()
+}
+
+func (m *Resources) lg() *zap.Logger {
+	if m.srv == nil {
+		return zap.NewNop()
+	}
+	return m.srv.Logger()
+}
+
+func (m *Resources) logf(format string, args ...any) {
+	m.lg().Info(fmt.Sprintf(format, args...))
+}
+
+func (m *Resources) lockspaces() *Lockspaces {
+	if m.srv == nil {
+		return nil
+	}
+	ls, _ := m.srv.deps.Lockspaces.(*Lockspaces)
+	return ls
+}
+
+func (m *Resources) baseContext() context.Context {
+	if m.srv == nil {
+		return context.Background()
+	}
+	return m.srv.ctx
+}
+
+// paxosHost returns our membership of lockspace name, or -ENOSPC.
+func (m *Resources) paxosHost(name string) (*paxos.Host, int32) {
+	ls := m.lockspaces()
+	if ls == nil {
+		return nil, client.RvENOSPC
+	}
+	return ls.PaxosHost(name)
+}
+
+// openDisks opens every disk of a resource; on failure the ones opened are
+// closed again and -ENODEV is returned.
+func (m *Resources) openDisks(disks []client.Disk) ([]diskfmt.Device, []paxos.Disk, int32) {
+	devs := make([]diskfmt.Device, 0, len(disks))
+	pd := make([]paxos.Disk, 0, len(disks))
+	for _, d := range disks {
+		dev, err := m.cfg.Open(d.Path)
+		if err != nil {
+			m.logf("open error %s: %v", d.Path, err)
+			closeDevs(devs)
+			return nil, nil, client.RvENODEV
+		}
+		devs = append(devs, dev)
+		pd = append(pd, paxos.Disk{Dev: dev, Offset: int64(d.Offset)})
+	}
+	return devs, pd, 0
+}
+
+func closeDevs(devs []diskfmt.Device) {
+	for _, d := range devs {
+		_ = d.Close()
+	}
+}
+
+// rv converts an error of the paxos layer to a wire result.
+func rv(err error) int32 {
+	if err == nil {
+		return 0
+	}
+	return int32(diskfmt.CodeOf(err))
+}
+
+// --- acquire ---------------------------------------------------------------
+
+// acquireToken runs the local checks of paxos.md §3.2 for t and, when they
+// call for it, the disk acquire. On success t is attached to its resource.
+func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host, cmdFlags uint32) int32 {
+	key := resKey{t.res.LockspaceName, t.res.Name}
+	shared := t.shared()
+
+	m.mu.Lock()
+	r := m.res[key]
+	var st paxos.LocalState
+	if r != nil {
+		st = paxos.LocalState{
+			OnRem: r.list == resRem, OnAdd: r.list == resAdd || r.converting,
+			Held: r.list == resHeld, HeldShared: r.list == resHeld && r.shared,
+			Orphan: r.list == resOrphan, OrphanShared: r.list == resOrphan && r.shared,
+		}
+	}
+	action, code := paxos.CheckLocal(st, shared, cmdFlags)
+	switch action {
+	case paxos.LocalFail:
+		m.mu.Unlock()
+		return int32(code)
+	case paxos.LocalJoin:
+		t.r = r
+		r.tokens = append(r.tokens, t)
+		m.mu.Unlock()
+		return 0
+	case paxos.LocalAdopt:
+		t.r = r
+		r.tokens = append(r.tokens, t)
+		r.list = resHeld
+		if !r.shared {
+			r.pid = t.pid
+			t.lver = r.held.Leader.Lver
+		}
+		m.mu.Unlock()
+		m.logf("r%d adopt orphan %s:%s pid %d", r.id, key.space, key.name, t.pid)
+		return 0
+	}
+	m.lastResID++
+	r = &resource{key: key, id: m.lastResID, list: resAdd, shared: shared, host: host,
+		disks: t.res.Disks, tokens: []*token{t}}
+	if !shared {
+		r.pid = t.pid
+		r.restrict = t.cl.Restricted() & (client.RestrictSigkill | client.RestrictSigterm)
+	}
+	r.killpath, r.killargs, _ = t.cl.killpathInfo()
+	t.r = r
+	m.res[key] = r
+	m.mu.Unlock()
+
+	devs, disks, code32 := m.openDisks(t.res.Disks)
+	if code32 != 0 {
+		m.freeResource(r)
+		return code32
+	}
+	lease := &paxos.Lease{Host: host, Name: key.name, Disks: disks}
+	req := paxos.AcquireRequest{
+		Shared:      shared,
+		OwnerNowait: cmdFlags&client.AcquireOwnerNowait != 0,
+		LVB:         cmdFlags&client.AcquireLVB != 0,
+	}
+	if t.res.Flags&client.ResLVer != 0 {
+		req.Lver = t.res.LVer
+	}
+	if t.res.Flags&client.ResNumHosts != 0 {
+		req.NumHosts = uint64(t.res.Data32)
+	}
+	held, err := lease.Acquire(ctx, req)
+	if err != nil {
+		closeDevs(devs)
+		m.freeResource(r)
+		m.logf("r%d acquire %s:%s error %d", r.id, key.space, key.name, rv(err))
+		return rv(err)
+	}
+	m.mu.Lock()
+	r.held, r.devs = held, devs
+	r.list = resHeld
+	if !shared {
+		t.lver = held.Lver()
+	}
+	m.mu.Unlock()
+	return 0
+}
+
+// freeResource drops r from the host-wide table (no I/O).
+func (m *Resources) freeResource(r *resource) {
+	m.mu.Lock()
+	if m.res[r.key] == r {
+		delete(m.res, r.key)
+	}
+	m.mu.Unlock()
+}
+
+// --- release ---------------------------------------------------------------
+
+// detach removes t from its resource. It returns the resource when t was
+// its last token (r is then on rem and the caller releases it), and -201
+// when an EX resource still has tokens (quirk Q4, not reachable here since
+// we refuse that convert).
+func (m *Resources) detachLocked(t *token) (last *resource, code int32) {
+	r := t.r
+	if i := slices.Index(r.tokens, t); i >= 0 {
+		r.tokens = slices.Delete(r.tokens, i, i+1)
+	}
+	if len(r.tokens) > 0 {
+		if r.shared {
+			return nil, 0
+		}
+		return nil, int32(diskfmt.ErrGeneric)
+	}
+	r.list = resRem
+	return r, 0
+}
+
+// releaseToken releases one token as a RELEASE command does (paxos.md §5.2):
+// the last token of a resource does the on-disk release at once; a timeout
+// leaves it to the background retry and returns -202.
+func (m *Resources) releaseToken(ctx context.Context, t *token, rename string) int32 {
+	m.mu.Lock()
+	r, code := m.detachLocked(t)
+	m.mu.Unlock()
+	if r == nil {
+		return code
+	}
+	return m.releaseResource(ctx, r, rename, false)
+}
+
+// releaseResource does the on-disk release of r (on rem). async says the
+// caller is the background path (client death, orphans): a timeout is
+// then retried here.
+func (m *Resources) releaseResource(ctx context.Context, r *resource, rename string, async bool) int32 {
+	m.mu.Lock()
+	dead := r.spaceDead
+	m.mu.Unlock()
+	if dead || r.held == nil {
+		m.finish(r)
+		return 0
+	}
+	r.opMu.Lock()
+	err := r.held.Release(ctx, paxos.ReleaseOptions{Rename: rename})
+	r.opMu.Unlock()
+	code := rv(err)
+	if code == int32(diskfmt.ErrAIOTimeout) && !async {
+		m.logf("r%d release %s:%s timeout, retrying in the background", r.id, r.key.space, r.key.name)
+		m.releaseLater(r)
+		return code
+	}
+	if code == int32(diskfmt.ErrAIOTimeout) {
+		return code // the caller's loop retries
+	}
+	if code != 0 {
+		m.logf("r%d release %s:%s error %d", r.id, r.key.space, r.key.name, code)
+	}
+	m.finish(r)
+	return code
+}
+
+// finish frees a released resource and closes its disks.
+func (m *Resources) finish(r *resource) {
+	m.freeResource(r)
+	r.opMu.Lock()
+	closeDevs(r.devs)
+	r.devs = nil
+	r.opMu.Unlock()
+}
+
+// releaseLater releases r (on rem) in the background, retrying timeouts:
+// at once, then every 2*io_timeout, until it succeeds, fails otherwise,
+// or the lockspace is gone or dying (paxos.md §5.2 step 6).
+func (m *Resources) releaseLater(r *resource) {
+	m.mu.Lock()
+	if r.releasing || m.stopped {
+		m.mu.Unlock()
+		return
+	}
+	r.releasing = true
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		ctx := m.baseContext()
+		for {
+			code := m.releaseResource(ctx, r, "", true)
+			if code != int32(diskfmt.ErrAIOTimeout) {
+				return
+			}
+			if h, rv := m.paxosHost(r.key.space); rv != 0 || h != r.host {
+				m.logf("r%d release %s:%s given up: lockspace gone", r.id, r.key.space, r.key.name)
+				m.finish(r)
+				return
+			}
+			wait := 2 * time.Duration(r.host.IOTimeout) * time.Second
+			if m.cfg.Clock.Sleep(ctx, wait) != nil {
+				return
+			}
+		}
+	}()
+}
+
+// --- client death ----------------------------------------------------------
+
+// ClientDead implements ResourceManager (paxos.md §5.4, wire.md §9.3): the
+// leases of a registered client whose connection ended are released in the
+// background; persistent ones become orphans. When a command is running
+// for the client, that command does it when it finishes.
+func (m *Resources) ClientDead(info *ClientInfo) {
+	c := info.conn
+	if c == nil {
+		return
+	}
+	m.mu.Lock()
+	lc := c.lease
+	if lc == nil {
+		m.mu.Unlock()
+		return
+	}
+	if lc.busy {
+		lc.dead = true
+		m.mu.Unlock()
+		return
+	}
+	toks := lc.tokens
+	lc.tokens = nil
+	m.mu.Unlock()
+	m.dropTokens(toks)
+}
+
+// dropTokens handles the tokens of a dead client.
+func (m *Resources) dropTokens(toks []*token) {
+	for _, t := range toks {
+		m.mu.Lock()
+		r, _ := m.detachLocked(t)
+		if r == nil {
+			m.mu.Unlock()
+			continue
+		}
+		switch {
+		case r.spaceDead || r.held == nil:
+			m.mu.Unlock()
+			m.finish(r)
+		case t.flags&client.ResPersistent != 0:
+			r.list = resOrphan
+			m.mu.Unlock()
+			m.logf("r%d orphan %s:%s pid %d", r.id, r.key.space, r.key.name, t.pid)
+		default:
+			m.mu.Unlock()
+			m.releaseLater(r)
+		}
+	}
+}
+
+// --- lockspace usage -------------------------------------------------------
+
+// SpaceResources implements LockspaceUsage.
+func (m *Resources) SpaceResources(space string) (all, orphans int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, r := range m.res {
+		if k.space != space {
+			continue
+		}
+		all++
+		if r.list == resOrphan {
+			orphans++
+		}
+	}
+	return all, orphans
+}
+
+// SpaceHolders implements LockspaceUsage: the pids of registered clients
+// with a token (held or being acquired) in space.
+func (m *Resources) SpaceHolders(space string) []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var pids []int
+	for k, r := range m.res {
+		if k.space != space || (r.list != resHeld && r.list != resAdd) {
+			continue
+		}
+		for _, t := range r.tokens {
+			if !slices.Contains(pids, t.pid) {
+				pids = append(pids, t.pid)
+			}
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// SpaceDead implements LockspaceUsage: the tokens of space are from now on
+// freed without disk I/O (the leases stay owned on disk until the other
+// hosts see our host_id dead).
+func (m *Resources) SpaceDead(space string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, r := range m.res {
+		if k.space == space {
+			r.spaceDead = true
+		}
+	}
+}
+
+// SpaceGone is called when lockspace space has been freed: its orphans
+// are dropped from memory without disk I/O (paxos.md §7).
+func (m *Resources) SpaceGone(space string) {
+	m.mu.Lock()
+	var drop []*resource
+	for k, r := range m.res {
+		if k.space == space && r.list == resOrphan {
+			drop = append(drop, r)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range drop {
+		m.finish(r)
+	}
+}
+
+// --- status ----------------------------------------------------------------
+
+// resFlags is the r.flags value shown in RESOURCE records.
+func (r *resource) flagsText() uint32 {
+	var f uint32
+	if r.shared {
+		f |= 0x01
+	}
+	if r.examining || r.examineReq {
+		f |= 0x02
+	}
+	if r.releasing {
+		f |= 0x04
+	}
+	if r.restrict&client.RestrictSigkill != 0 {
+		f |= 0x08
+	}
+	if r.restrict&client.RestrictSigterm != 0 {
+		f |= 0x10
+	}
+	return f
+}
+
+// StatusRecords implements ResourceManager: one RESOURCE record per token
+// of held and add resources, one per resource on rem and orphan
+// (wire.md §8.3).
+func (m *Resources) StatusRecords() []client.StateRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all := make([]*resource, 0, len(m.res))
+	for _, r := range m.res {
+		all = append(all, r)
+	}
+	slices.SortFunc(all, func(a, b *resource) int { return int(a.id) - int(b.id) })
+	var recs []client.StateRecord
+	for _, l := range []resList{resHeld, resAdd, resRem, resOrphan} {
+		for _, r := range all {
+			if r.list != l {
+				continue
+			}
+			var ss, align int
+			var lver uint64
+			if r.held != nil {
+				ss, align = r.held.Geometry.SectorSize, r.held.Geometry.AlignSize
+				lver = r.held.Lver()
+			}
+			one := func(pid int, tokID uint32) {
+				res := client.Resource{LockspaceName: r.key.space, Name: r.key.name, LVer: lver,
+					Disks: make([]client.Disk, len(r.disks))}
+				for i, d := range r.disks {
+					res.Disks[i] = client.Disk{Path: d.Path, Offset: d.Offset, Pad1: uint32(ss), Pad2: 0xffffffff}
+				}
+				if r.shared {
+					res.Flags |= client.ResShared
+				}
+				text := fmt.Sprintf("list=%s flags=%x sector_size=%d align_size=%d lver=%d reused=%d res_id=%d token_id=%d",
+					r.list, r.flagsText(), ss, align, lver, 0, r.id, tokID)
+				recs = append(recs, client.StateRecord{
+					State:    client.State{Type: client.StateResource, Data32: uint32(int32(pid)), Data64: lver, Name: r.key.name},
+					Text:     text,
+					Resource: &res,
+				})
+			}
+			if l == resHeld || l == resAdd {
+				for _, t := range r.tokens {
+					one(t.pid, t.id)
+				}
+			} else {
+				one(r.pid, 0)
+			}
+		}
+	}
+	return recs
+}
+
+// --- examine ---------------------------------------------------------------
+
+// Examine asks for the request records of the held resources of lockspace
+// space to be read and acted on (paxos.md §8.2): after another host set our
+// bit, and for EXAMINE_LOCKSPACE. It does not block.
+func (m *Resources) Examine(space string) { m.examine(space, "") }
+
+// examine marks the held resources of space (and name, when given) and
+// starts one examine goroutine per resource not already being examined.
+func (m *Resources) examine(space, name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k, r := range m.res {
+		if k.space != space || (name != "" && k.name != name) || r.list != resHeld {
+			continue
+		}
+		n++
+		if r.examining {
+			r.examineReq = true
+			continue
+		}
+		if m.stopped {
+			continue
+		}
+		r.examining = true
+		m.wg.Add(1)
+		go m.examineResource(r)
+	}
+	return n
+}
+
+// examineResource reads r's request record and acts on it, as often as
+// it was asked to.
+func (m *Resources) examineResource(r *resource) {
+	defer m.wg.Done()
+	for {
+		m.examineOnce(r)
+		m.mu.Lock()
+		again := r.examineReq && r.list == resHeld && !m.stopped
+		r.examineReq = false
+		if !again {
+			r.examining = false
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+	}
+}
+
+func (m *Resources) examineOnce(r *resource) {
+	m.mu.Lock()
+	if r.list != resHeld || r.held == nil {
+		m.mu.Unlock()
+		return
+	}
+	pid, restrict, kp, ka := r.pid, r.restrict, r.killpath, r.killargs
+	m.mu.Unlock()
+
+	r.opMu.Lock()
+	if r.held == nil {
+		r.opMu.Unlock()
+		return
+	}
+	rec, err := r.held.ReadRequest(m.baseContext())
+	lver := r.held.Leader.Lver
+	r.opMu.Unlock()
+
+	// paxos.DecideExamine never acts on pid <= 0 (a shared resource has no
+	// single holder: signalling pid 0 would hit a process group).
+	action := paxos.DecideExamine(rec, err, lver, pid)
+	if action == paxos.ExamineIgnore {
+		return
+	}
+	sig, runKP := paxos.ExamineSignal(action, restrict, kp != "")
+	m.logf("r%d examine %s:%s request lver %d force_mode %d: %s pid %d", r.id, r.key.space, r.key.name,
+		rec.Lver, rec.ForceMode, action, pid)
+	if runKP {
+		argv := killpathArgv(kp, ka, 0)
+		if err := m.cfg.RunKillpath(argv); err != nil {
+			m.logf("r%d killpath %s error %v", r.id, kp, err)
+		}
+		return
+	}
+	if err := m.cfg.Kill(pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		m.logf("r%d kill %d sig %d error %v", r.id, pid, int(sig), err)
+	}
+}

@@ -1,0 +1,245 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// resCluster is two in-process daemons (host_ids 1 and 2) joined to one
+// io_timeout 1 lockspace "LS" at offset 0 of a lease file, with resources
+// R0..R(n-1) at 1 MiB, 2 MiB, ...
+type resCluster struct {
+	path string
+	tds  []*testDaemon
+	ls   []*client.Lockspace
+}
+
+func newResCluster(t *testing.T, hosts, nres int, lcfg LockspacesConfig) *resCluster {
+	t.Helper()
+	path := leaseFile(t, int64(nres+1)<<20)
+	dev, err := diskfmt.OpenFile(path)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, diskfmt.WriteLockspace(ctx, dev, 0, 0, "LS", 1))
+	for i := 0; i < nres; i++ {
+		g, err := diskfmt.GeometryForWrite(0, dev.SectorSize())
+		require.NoError(t, err)
+		require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: dev, Offset: int64(i+1) << 20}}, 0,
+			diskfmt.PaxosInit{Geometry: g, SpaceName: "LS", ResourceName: fmt.Sprintf("R%d", i)}))
+	}
+	require.NoError(t, dev.Close())
+	rc := &resCluster{path: path}
+	var wg sync.WaitGroup
+	for i := 0; i < hosts; i++ {
+		td, _ := startLS(t, fmt.Sprintf("host%d", i+1), lcfg)
+		ls := &client.Lockspace{Name: "LS", HostID: uint64(i + 1), Disk: client.Disk{Path: path}}
+		rc.tds, rc.ls = append(rc.tds, td), append(rc.ls, ls)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, td.cl.AddLockspace(ls, 0, 1))
+		}()
+	}
+	wg.Wait()
+	require.False(t, t.Failed())
+	return rc
+}
+
+func (rc *resCluster) res(i int, flags uint32) client.Resource {
+	return client.Resource{LockspaceName: "LS", Name: fmt.Sprintf("R%d", i), Flags: flags,
+		Disks: []client.Disk{{Path: rc.path, Offset: uint64(i+1) << 20}}}
+}
+
+func TestResourceAcquireRelease(t *testing.T) {
+	t.Parallel()
+	rc := newResCluster(t, 2, 2, LockspacesConfig{})
+	a, b := rc.tds[0].cl, rc.tds[1].cl
+
+	ra, err := a.Register()
+	require.NoError(t, err)
+	defer ra.Close()
+	rb, err := b.Register()
+	require.NoError(t, err)
+	defer rb.Close()
+
+	r0 := rc.res(0, 0)
+	require.NoError(t, ra.Acquire([]client.Resource{r0}, 0, nil))
+	state, n, err := ra.Inquire()
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, fmt.Sprintf("LS:R0:%s:1048576:1", rc.path), state)
+
+	// Held on this host: -EEXIST; on the other host: -243 (owner alive).
+	assert.Equal(t, client.RvEEXIST, code(ra.Acquire([]client.Resource{r0}, 0, nil)))
+	assert.Equal(t, int(diskfmt.ErrAcquireIDLive), code(rb.Acquire([]client.Resource{r0}, 0, nil)))
+
+	recs, err := a.Status(client.StateResource)
+	require.NoError(t, err)
+	var rlines []string
+	for _, r := range recs {
+		if r.Type == client.StateResource {
+			rlines = append(rlines, r.Name+" "+r.Text)
+		}
+	}
+	require.Len(t, rlines, 1)
+	assert.Contains(t, rlines[0], "R0 list=held flags=0 sector_size=512 align_size=1048576 lver=1")
+
+	_, err = ra.Release([]client.Resource{r0}, 0)
+	require.NoError(t, err)
+	_, n, err = ra.Inquire()
+	require.NoError(t, err)
+	assert.Equal(t, 0, n)
+	_, err = ra.Release([]client.Resource{r0}, 0)
+	assert.Equal(t, client.RvEPERM, code(err))
+
+	// Now host 2 gets it, with the next lver.
+	require.NoError(t, rb.Acquire([]client.Resource{r0}, 0, nil))
+	state, _, err = rb.Inquire()
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(state, ":2"), state)
+
+	// Shared: both hosts hold R1 SH; EX is refused while they do.
+	r1sh := rc.res(1, client.ResShared)
+	require.NoError(t, ra.Acquire([]client.Resource{r1sh}, 0, nil))
+	require.NoError(t, rb.Acquire([]client.Resource{r1sh}, 0, nil))
+	_, owners, err := a.ReadResourceOwners(&client.Resource{LockspaceName: "LS", Name: "R1",
+		Disks: []client.Disk{{Path: rc.path, Offset: 2 << 20}}})
+	if code(err) != -38 { // READ_RESOURCE_OWNERS may not be wired yet
+		require.NoError(t, err)
+		assert.Len(t, owners, 2)
+	}
+	n2, err := rb.Release(nil, client.RelAll)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n2)
+	_, n, err = rb.Inquire()
+	require.NoError(t, err)
+	assert.Equal(t, 0, n)
+}
+
+// TestResourceClientDeath: a holder process that exits loses its lease and
+// the other host can take it at once; a persistent lease becomes an orphan.
+func TestResourceClientDeath(t *testing.T) {
+	t.Parallel()
+	rc := newResCluster(t, 2, 2, LockspacesConfig{})
+	a, b := rc.tds[0].cl, rc.tds[1].cl
+
+	ra, err := a.Register()
+	require.NoError(t, err)
+	require.NoError(t, ra.Acquire([]client.Resource{rc.res(0, 0), rc.res(1, client.ResPersistent)}, 0, nil))
+	require.NoError(t, ra.Close()) // the "process" goes away
+
+	rb, err := b.Register()
+	require.NoError(t, err)
+	defer rb.Close()
+	require.Eventually(t, func() bool {
+		return rb.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil) == nil
+	}, 10*time.Second, 50*time.Millisecond)
+
+	// R1 is an orphan on host 1: still owned on disk, EUCLEAN locally.
+	assert.Equal(t, int(diskfmt.ErrAcquireIDLive), code(rb.Acquire([]client.Resource{rc.res(1, 0)}, 0, nil)))
+	ra2, err := a.Register()
+	require.NoError(t, err)
+	defer ra2.Close()
+	assert.Equal(t, client.RvEUCLEAN, code(ra2.Acquire([]client.Resource{rc.res(1, 0)}, 0, nil)))
+	recs, err := a.Status(client.StateResource)
+	require.NoError(t, err)
+	found := false
+	for _, r := range recs {
+		if r.Type == client.StateResource && strings.Contains(r.Text, "list=orphan") {
+			found = true
+		}
+	}
+	assert.True(t, found, "orphan shown in status")
+	// Adopt it, then release it; host 2 can then take it.
+	require.NoError(t, ra2.Acquire([]client.Resource{rc.res(1, 0)}, client.AcquireOrphan, nil))
+	state, _, err := ra2.Inquire()
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(state, ":1"), "lver kept: %s", state)
+	_, err = ra2.Release([]client.Resource{rc.res(1, 0)}, 0)
+	require.NoError(t, err)
+	require.NoError(t, rb.Acquire([]client.Resource{rc.res(1, 0)}, 0, nil))
+}
+
+// TestResourceParallelAcquires: acquires of different resources by
+// different clients proceed together, and every one succeeds.
+func TestResourceParallelAcquires(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	rc := newResCluster(t, 1, n, LockspacesConfig{})
+	a := rc.tds[0].cl
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reg, err := a.Register()
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer reg.Close()
+			for j := 0; j < 5; j++ {
+				if !assert.NoError(t, reg.Acquire([]client.Resource{rc.res(i, 0)}, 0, nil)) {
+					return
+				}
+				_, err := reg.Release([]client.Resource{rc.res(i, 0)}, 0)
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestResourceRequestExamine: a FORCE request from host 2 makes host 1
+// kill the holder once it sees the request bit.
+func TestResourceRequestExamine(t *testing.T) {
+	t.Parallel()
+	killed := make(chan int, 4)
+	var once sync.Once
+	lcfg := LockspacesConfig{}
+	rc := newResCluster(t, 2, 1, lcfg)
+	res := rc.tds[0].srv.deps.Resources.(*Resources)
+	res.cfg.Kill = func(pid int, sig syscall.Signal) error {
+		if sig == syscall.SIGKILL {
+			once.Do(func() { killed <- pid })
+		}
+		return nil
+	}
+	a, b := rc.tds[0].cl, rc.tds[1].cl
+	ra, err := a.Register()
+	require.NoError(t, err)
+	defer ra.Close()
+	require.NoError(t, ra.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil))
+
+	r := rc.res(0, 0)
+	require.NoError(t, b.Request(&r, client.RequestNextLVer, client.ReqForce))
+	select {
+	case pid := <-killed:
+		assert.Equal(t, os.Getpid(), pid)
+	case <-time.After(20 * time.Second):
+		t.Fatal("holder not killed after a FORCE request")
+	}
+}
+
+// TestKillpathArgv checks the kill program argument splitting.
+func TestKillpathArgv(t *testing.T) {
+	assert.Equal(t, []string{"/bin/kp", "a b", `c\`, "d"}, killpathArgv("/bin/kp", `a\ b c\\ d`, 0))
+	assert.Equal(t, []string{"/bin/kp", "x", "42"}, killpathArgv("/bin/kp", " x ", 42))
+	long := strings.Repeat("a ", 20)
+	assert.Len(t, killpathArgv("/p", long, 7), maxKillArgv)
+	assert.Len(t, killpathArgv("/p", long, 0), maxKillArgv)
+	_, err := exec.LookPath("true")
+	require.NoError(t, err)
+}
