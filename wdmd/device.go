@@ -1,0 +1,229 @@
+package wdmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/sys/unix"
+)
+
+// Driver opens watchdog devices. The real one (package wdmd/watchdog)
+// uses /dev/watchdog* and the kernel ioctls; package wdmd/testdev has an
+// emulated one.
+type Driver interface {
+	// Stat reports whether path exists (stat(2)).
+	Stat(path string) error
+	// Open opens path write-only. On a real device this starts the timer.
+	Open(path string) (Watchdog, error)
+}
+
+// Watchdog is one open watchdog device (kernel semantics, wdmd.md §5.1):
+// GetTimeout and SetTimeout are WDIOC_GETTIMEOUT and WDIOC_SETTIMEOUT
+// (which also pings), Keepalive is WDIOC_KEEPALIVE, Write writes bytes
+// (writing "V" just before Close is the magic close that stops the timer;
+// any other Close leaves the timer running after one last ping).
+type Watchdog interface {
+	GetTimeout() (int, error)
+	SetTimeout(seconds int) (int, error)
+	Keepalive() error
+	Write(p []byte) (int, error)
+	Close() error
+}
+
+// Default device candidates, tried after the -w path (wdmd.md §5.2).
+var defaultCandidates = [...]string{"/dev/watchdog0", "/dev/watchdog1", "/dev/watchdog"}
+
+// Candidates returns the device paths wdmd tries, in order: first (the
+// -w option, if any), then /dev/watchdog0, /dev/watchdog1, /dev/watchdog,
+// without repeats.
+func Candidates(first string) []string {
+	var out []string
+	add := func(p string) {
+		if p == "" {
+			return
+		}
+		for _, q := range out {
+			if q == p {
+				return
+			}
+		}
+		out = append(out, p)
+	}
+	if len(first) > 63 { // wdmd keeps 63 characters of -w
+		first = first[:63]
+	}
+	add(first)
+	for _, p := range defaultCandidates {
+		add(p)
+	}
+	return out
+}
+
+// errno extracts the errno of err for log lines (0 if there is none, -1
+// style values are never produced).
+func errno(err error) int {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return int(e)
+	}
+	if err == nil {
+		return 0
+	}
+	return int(unix.EIO)
+}
+
+// ErrNoDevice is returned when no candidate could be opened and armed.
+var ErrNoDevice = errors.New("no watchdog device, load a watchdog driver")
+
+// device is the armed watchdog and its state in the test loop.
+type device struct {
+	drv  Driver
+	path string
+	wd   Watchdog // nil while closed
+	log  Logger
+
+	lastKeepalive    uint64
+	lastCloseUnclean uint64
+}
+
+// arm opens the first usable candidate and sets its timeout to fire
+// seconds (wdmd.md §5.2). The device stays open.
+func arm(drv Driver, candidates []string, fire int, log Logger) (*device, error) {
+	for _, p := range candidates {
+		if drv.Stat(p) != nil {
+			continue
+		}
+		wd, err := drv.Open(p)
+		if err != nil {
+			log.Errorf("open %s error %d", p, errno(err))
+			continue
+		}
+		d := &device{drv: drv, path: p, wd: wd, log: log}
+		t, err := wd.GetTimeout()
+		if err != nil {
+			log.Errorf("%s failed to report timeout", p)
+			d.closeClean()
+			continue
+		}
+		if t != fire {
+			t, err = wd.SetTimeout(fire)
+			if err != nil {
+				log.Errorf("%s failed to set timeout", p)
+				d.closeClean()
+				continue
+			}
+			if t != fire {
+				log.Errorf("%s failed to set new timeout", p)
+				d.closeClean()
+				continue
+			}
+		}
+		log.Errorf("%s armed with fire_timeout %d", p, fire)
+		return d, nil
+	}
+	log.Errorf("%s", ErrNoDevice)
+	return nil, ErrNoDevice
+}
+
+func (d *device) isOpen() bool { return d.wd != nil }
+
+// ping is WDIOC_KEEPALIVE; last_keepalive moves even if it fails.
+func (d *device) ping(now uint64) {
+	err := d.wd.Keepalive()
+	d.lastKeepalive = now
+	rv := 0
+	if err != nil {
+		rv = -1
+	}
+	d.log.Debugf("keepalive %d", rv)
+}
+
+// closeClean is the magic close: "V", then close. The timer stops.
+func (d *device) closeClean() {
+	if d.wd == nil {
+		d.log.Errorf("close_watchdog already closed")
+		return
+	}
+	if _, err := d.wd.Write([]byte("V")); err != nil {
+		d.log.Errorf("%s disarm write error %d", d.path, errno(err))
+	} else {
+		d.log.Errorf("%s disarmed", d.path)
+	}
+	_ = d.wd.Close()
+	d.wd = nil
+}
+
+// closeUnclean closes without the magic: the kernel pings one last time
+// and keeps the timer running.
+func (d *device) closeUnclean(now uint64) {
+	if d.wd == nil {
+		d.log.Debugf("close_watchdog_unclean already closed")
+		return
+	}
+	_ = d.wd.Close()
+	d.wd = nil
+	d.lastCloseUnclean = now
+	d.log.Errorf("%s closed unclean", d.path)
+}
+
+// reopen opens the device again (the driver kept its timeout) and pings.
+// If the open fails the device stays closed and the next test retries.
+func (d *device) reopen(now uint64) {
+	wd, err := d.drv.Open(d.path)
+	if err != nil {
+		d.log.Errorf("open %s error %d", d.path, errno(err))
+		return
+	}
+	d.wd = wd
+	d.log.Errorf("%s reopen", d.path)
+	d.ping(now)
+}
+
+// Probe looks for a functional device like "wdmd --probe" (wdmd.md §9):
+// per candidate it reports errors on stderr, prints the first usable path
+// on stdout, and always ends with a magic close. It returns false when no
+// candidate works (after printing ErrNoDevice on stderr).
+func Probe(drv Driver, first string, fire int, stdout, stderr io.Writer) bool {
+	for _, p := range Candidates(first) {
+		if err := drv.Stat(p); err != nil {
+			fmt.Fprintf(stderr, "error %d stat %s\n", errno(err), p)
+			continue
+		}
+		wd, err := drv.Open(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "error %d open %s\n", errno(err), p)
+			continue
+		}
+		ok := false
+		t, err := wd.GetTimeout()
+		switch {
+		case err != nil:
+			fmt.Fprintf(stderr, "error %d ioctl gettimeout %s\n", errno(err), p)
+		case t == fire:
+			ok = true
+		default:
+			t, err = wd.SetTimeout(fire)
+			switch {
+			case err != nil:
+				fmt.Fprintf(stderr, "error %d ioctl settimeout %s\n", errno(err), p)
+			case t != fire:
+				fmt.Fprintf(stderr, "error %d invalid timeout %s\n", 0, p)
+			default:
+				ok = true
+			}
+		}
+		if ok {
+			fmt.Fprintf(stdout, "%s\n", p)
+		}
+		if n, err := wd.Write([]byte("V")); err != nil || n != 1 {
+			fmt.Fprintf(stderr, "probe failed to disarm %s error %d %d\n", p, n, errno(err))
+		}
+		_ = wd.Close()
+		if ok {
+			return true
+		}
+	}
+	fmt.Fprintf(stderr, "%s\n", ErrNoDevice)
+	return false
+}

@@ -1,0 +1,522 @@
+package wdmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Logger receives wdmd's log lines. Errorf lines are wdmd's syslog
+// messages; Debugf lines are the ones 3.8.5 prints only with -D.
+type Logger interface {
+	Errorf(format string, args ...any)
+	Debugf(format string, args ...any)
+}
+
+// Conn is one accepted socket connection as the Monitor sees it.
+type Conn interface {
+	// Fd is the descriptor shown by the dump (any stable number).
+	Fd() int
+	// PeerPid is the peer's pid (SO_PEERCRED), read at REGISTER.
+	PeerPid() (int, error)
+	// Send writes a reply. It must not block for long.
+	Send(b []byte) error
+	// Close closes the connection; no more events follow for it after a
+	// Hangup event has been handled.
+	Close() error
+}
+
+// Signal is a signal delivered to the daemon.
+type Signal int
+
+const (
+	SigTerm Signal = iota + 1
+	SigInt
+	SigHup
+)
+
+// EventKind tells what an Event carries.
+type EventKind int
+
+const (
+	// EvAccept: a new connection (Conn).
+	EvAccept EventKind = iota + 1
+	// EvRecord: one complete record received on Conn.
+	EvRecord
+	// EvHangup: Conn reached end of file, or a read error or a partial
+	// record. Every complete record received before it comes first.
+	EvHangup
+	// EvSignal: Signal was received.
+	EvSignal
+)
+
+// Event is one input of the event loop.
+type Event struct {
+	Kind   EventKind
+	Conn   Conn
+	Record Record
+	Signal Signal
+}
+
+// Config is everything a Monitor needs. Zero numbers mean the 3.8.5
+// defaults.
+type Config struct {
+	Driver  Driver
+	Clock   Clock
+	Log     Logger
+	Scripts ScriptRunner // required when AllowScripts is set
+
+	FirstDevice   string // -w: device path tried first
+	TestInterval  int    // seconds between tests (3.8.5: 10, not configurable)
+	FireTimeout   int    // device timeout (3.8.5: 60, not configurable)
+	AllowScripts  bool   // -S 1
+	ScriptDir     string // -s
+	KillScriptSec int    // -k
+
+	// GridOnly runs tests only every test interval, exactly like wdmd
+	// 3.8.5. By default a test also runs as soon as a client enters its
+	// warning margin (expire-10) while the device is open, so the last
+	// ping is never later than max(expire-10, time of the TEST_LIVE):
+	// with 3.8.5's grid it can be up to one interval later, which lets an
+	// io_timeout 1 lockspace's host fire after host_dead_seconds (see
+	// docs/wdmd.md).
+	GridOnly bool
+
+	// Shown by the dump only.
+	Pid          int
+	SocketGID    int
+	HighPriority int
+}
+
+// ErrUnknownCommand is returned by Receive for a record whose command is
+// not one of 1..6. wdmd 3.8.5 ignored such records without a reply; we
+// close the connection instead (a client waiting for a reply would
+// otherwise hang, and random input is refused early).
+var ErrUnknownCommand = errors.New("wdmd: unknown command")
+
+// slot is one entry of the client table (the dump's "client <n>").
+type slot struct {
+	used    bool
+	name    [NameSize]byte
+	pid     int
+	fd      int
+	dead    bool
+	ref     bool
+	renewal uint64
+	expire  uint64
+	conn    Conn
+}
+
+// Monitor is the state of one wdmd daemon. All methods must be called
+// from one goroutine (Run's, or a test's).
+type Monitor struct {
+	cfg     Config
+	log     Logger
+	clock   Clock
+	dev     *device
+	slots   []*slot
+	byConn  map[Conn]int
+	scripts []*script
+
+	interval uint64 // current test interval
+	normal   uint64 // interval while passing
+	margin   uint64
+	testTime uint64
+	quit     bool
+}
+
+// New returns a Monitor with the given configuration. It scans the
+// scripts directory when scripts are allowed; the device is armed by Arm.
+func New(cfg Config) *Monitor {
+	if cfg.TestInterval <= 0 {
+		cfg.TestInterval = DefaultTestInterval
+	}
+	if cfg.FireTimeout <= 0 {
+		cfg.FireTimeout = DefaultFireTimeout
+	}
+	if cfg.ScriptDir == "" {
+		cfg.ScriptDir = "/etc/wdmd.d"
+	}
+	m := &Monitor{
+		cfg:      cfg,
+		log:      cfg.Log,
+		clock:    cfg.Clock,
+		byConn:   map[Conn]int{},
+		normal:   uint64(cfg.TestInterval),
+		interval: uint64(cfg.TestInterval),
+		margin:   WarnMargin,
+	}
+	if cfg.AllowScripts {
+		m.scanScripts()
+	}
+	return m
+}
+
+// Arm selects and arms the watchdog device (wdmd.md §5.2). It fails with
+// ErrNoDevice when no candidate works.
+func (m *Monitor) Arm() error {
+	d, err := arm(m.cfg.Driver, Candidates(m.cfg.FirstDevice), m.cfg.FireTimeout, m.log)
+	if err != nil {
+		return err
+	}
+	m.dev = d
+	return nil
+}
+
+// AddInternal adds a slot that is not a client (upstream's "signal" and
+// "listen" poll entries, which the dump lists).
+func (m *Monitor) AddInternal(name string, fd int) int {
+	i := m.newSlot(fd)
+	copy(m.slots[i].name[:], name)
+	return i
+}
+
+func (m *Monitor) newSlot(fd int) int {
+	for i, s := range m.slots {
+		if !s.used {
+			*s = slot{used: true, fd: fd}
+			return i
+		}
+	}
+	m.slots = append(m.slots, &slot{used: true, fd: fd})
+	return len(m.slots) - 1
+}
+
+// Accept adds a new connection.
+func (m *Monitor) Accept(c Conn) int {
+	i := m.newSlot(c.Fd())
+	m.slots[i].conn = c
+	m.byConn[c] = i
+	return i
+}
+
+// Receive applies one record received on c. A reply, if any, is sent on
+// c. ErrUnknownCommand means the caller should hang up c.
+func (m *Monitor) Receive(c Conn, r *Record) error {
+	ci, ok := m.byConn[c]
+	if !ok {
+		return fmt.Errorf("wdmd: record on unknown connection")
+	}
+	s := m.slots[ci]
+	switch r.Cmd {
+	case CmdRegister:
+		pid, err := c.PeerPid()
+		if err != nil {
+			m.Hangup(c)
+			return err
+		}
+		s.pid = pid
+		s.name = r.Name
+		m.log.Debugf("register ci %d fd %d pid %d %s", ci, s.fd, pid, cString(s.name[:]))
+	case CmdRefcountSet:
+		s.ref = true
+	case CmdRefcountClear:
+		s.ref = false
+	case CmdTestLive:
+		s.renewal = r.RenewalTime
+		s.expire = r.ExpireTime
+		m.log.Debugf("test_live ci %d renewal %d expire %d", ci, s.renewal, s.expire)
+	case CmdStatus:
+		reply := *r
+		reply.TestInterval = uint32(m.interval)
+		reply.FireTimeout = uint32(m.cfg.FireTimeout)
+		if m.dev != nil {
+			reply.LastKeepalive = m.dev.lastKeepalive
+		}
+		if err := c.Send(reply.Marshal()); err != nil {
+			m.Hangup(c)
+			return err
+		}
+	case CmdDumpDebug:
+		s.name = [NameSize]byte{}
+		copy(s.name[:], "dump")
+		if err := c.Send([]byte(m.Dump())); err != nil {
+			m.Hangup(c)
+			return err
+		}
+	default:
+		m.log.Errorf("ci %d unknown cmd %d", ci, r.Cmd)
+		m.Hangup(c)
+		return ErrUnknownCommand
+	}
+	return nil
+}
+
+// Hangup handles the loss of c (wdmd.md §6.3): a slot without expiry is
+// freed; a slot with an expiry stays, dead, with its refcount and expiry,
+// and keeps being tested.
+func (m *Monitor) Hangup(c Conn) {
+	ci, ok := m.byConn[c]
+	if !ok {
+		return
+	}
+	delete(m.byConn, c)
+	_ = c.Close()
+	s := m.slots[ci]
+	if s.expire == 0 {
+		*s = slot{}
+		m.log.Debugf("client_pid_dead ci %d", ci)
+		return
+	}
+	m.log.Errorf("client dead ci %d fd %d pid %d renewal %d expire %d %s",
+		ci, s.fd, s.pid, s.renewal, s.expire, cString(s.name[:]))
+	s.fd = -1
+	s.dead = true
+	s.conn = nil
+}
+
+// Signal applies a signal: SIGTERM and SIGINT request the quit only if no
+// slot has a refcount at this moment (otherwise they are dropped); SIGHUP
+// rescans the scripts directory.
+func (m *Monitor) Signal(sig Signal) {
+	switch sig {
+	case SigTerm, SigInt:
+		if !m.anyRef() {
+			m.quit = true
+		}
+	case SigHup:
+		if m.cfg.AllowScripts {
+			m.scanScripts()
+		}
+	}
+}
+
+func (m *Monitor) anyRef() bool {
+	for _, s := range m.slots {
+		if s.used && s.ref {
+			return true
+		}
+	}
+	return false
+}
+
+// Quitting reports whether the loop should end now: a quit was requested
+// and no slot has a refcount.
+func (m *Monitor) Quitting() bool { return m.quit && !m.anyRef() }
+
+// Handle applies one event.
+func (m *Monitor) Handle(ev Event) {
+	switch ev.Kind {
+	case EvAccept:
+		m.Accept(ev.Conn)
+	case EvRecord:
+		_ = m.Receive(ev.Conn, &ev.Record)
+	case EvHangup:
+		m.Hangup(ev.Conn)
+	case EvSignal:
+		m.Signal(ev.Signal)
+	}
+}
+
+// Expiries returns the expiry of every used slot, dead ones included.
+func (m *Monitor) Expiries() []Expiry {
+	var out []Expiry
+	for i, s := range m.slots {
+		if s.used && s.expire != 0 {
+			out = append(out, Expiry{Slot: i, Pid: s.pid, Name: cString(s.name[:]), Renewal: s.renewal, Expire: s.expire})
+		}
+	}
+	return out
+}
+
+// Ping pings the device once; Run does it on entry.
+func (m *Monitor) Ping() {
+	if m.dev != nil && m.dev.isOpen() {
+		m.dev.ping(seconds(m.clock))
+	}
+}
+
+// Test runs a test if the test interval has passed since the last one
+// (wdmd.md §7 step 4) and returns how long the loop may wait for events
+// before calling Test again.
+func (m *Monitor) Test(ctx context.Context) time.Duration {
+	now := seconds(m.clock)
+	if now-m.testTime >= m.interval || m.warnDue(now) {
+		m.testTime = now
+		m.log.Debugf("test_time %d", now)
+		scriptFails := 0
+		if m.cfg.AllowScripts && len(m.scripts) > 0 {
+			scriptFails = m.testScripts(ctx, now)
+			now = seconds(m.clock)
+		}
+		fails, ping := Evaluate(now, m.Expiries(), scriptFails, m.margin)
+		m.logFailures(now, fails)
+		switch {
+		case ping && m.dev != nil && !m.dev.isOpen():
+			m.dev.reopen(now)
+			m.interval = m.normal
+		case ping:
+			if m.dev != nil {
+				m.dev.ping(now)
+			}
+			m.interval = m.normal
+		default:
+			if m.dev != nil {
+				m.dev.closeUnclean(now)
+			}
+			m.interval = RecoveryTestInterval
+		}
+	}
+	next := m.testTime + m.interval
+	if w, ok := m.nextWarn(now); ok && w < next {
+		next = w
+	}
+	sleep := int64(next) - int64(now)
+	wait := time.Duration(sleep) * time.Second
+	if sleep <= 0 {
+		wait = 500 * time.Millisecond
+	}
+	m.log.Debugf("test_interval %d sleep_seconds %d poll_timeout %d", m.interval, sleep, wait.Milliseconds())
+	return wait
+}
+
+// warnDue says whether an early test is due: the device is open (no test
+// is failing) and a client has entered its warning margin.
+func (m *Monitor) warnDue(now uint64) bool {
+	if m.cfg.GridOnly || m.dev == nil || !m.dev.isOpen() {
+		return false
+	}
+	for _, s := range m.slots {
+		if s.used && s.expire != 0 && Judge(now, s.expire, m.margin) != Pass {
+			return true
+		}
+	}
+	return false
+}
+
+// nextWarn is the earliest future second at which a client enters its
+// warning margin.
+func (m *Monitor) nextWarn(now uint64) (uint64, bool) {
+	if m.cfg.GridOnly {
+		return 0, false
+	}
+	var next uint64
+	found := false
+	for _, s := range m.slots {
+		if !s.used || s.expire <= now+m.margin {
+			continue
+		}
+		if w := s.expire - m.margin; !found || w < next {
+			next, found = w, true
+		}
+	}
+	return next, found
+}
+
+func (m *Monitor) logFailures(now uint64, fails []Failure) {
+	if len(fails) == 0 {
+		return
+	}
+	var ka, cu uint64
+	if m.dev != nil {
+		ka, cu = m.dev.lastKeepalive, m.dev.lastCloseUnclean
+	}
+	lastPing := max(ka, cu)
+	for _, f := range fails {
+		if f.Verdict == Failed {
+			rem := int64(m.cfg.FireTimeout) - (int64(now) - int64(lastPing))
+			m.log.Errorf("test failed rem %d now %d ping %d close %d renewal %d expire %d client %d %s",
+				rem, now, ka, cu, f.Renewal, f.Expire, f.Pid, f.Name)
+		} else {
+			m.log.Errorf("test warning now %d ping %d close %d renewal %d expire %d client %d %s",
+				now, ka, cu, f.Renewal, f.Expire, f.Pid, f.Name)
+		}
+	}
+}
+
+// Run is the event loop (wdmd.md §7): it pings once, then handles events
+// and runs tests until a quit is accepted, and finally closes the device
+// cleanly unless it is closed unclean (then the device stays armed and
+// will fire). If ctx ends first, Run returns ctx.Err() after closing the
+// device without the magic, as a killed process would.
+func (m *Monitor) Run(ctx context.Context, events <-chan Event) error {
+	m.Ping()
+	wait := time.Duration(m.normal) * time.Second
+	for {
+		select {
+		case ev := <-events:
+			m.Handle(ev)
+			m.drain(events)
+		case <-m.clock.After(wait):
+		case <-ctx.Done():
+			if m.dev != nil && m.dev.isOpen() {
+				_ = m.dev.wd.Close()
+				m.dev.wd = nil
+			}
+			return ctx.Err()
+		}
+		if m.Quitting() {
+			break
+		}
+		wait = m.Test(ctx)
+	}
+	m.Close()
+	return nil
+}
+
+// drain handles the events that are already queued, like one poll round.
+func (m *Monitor) drain(events <-chan Event) {
+	for {
+		select {
+		case ev := <-events:
+			m.Handle(ev)
+		default:
+			return
+		}
+	}
+}
+
+// Close ends the daemon's use of the device: a magic close, or, if the
+// device is closed unclean, nothing (it stays armed and fires).
+func (m *Monitor) Close() {
+	if m.dev != nil {
+		m.dev.closeClean()
+	}
+	for c := range m.byConn {
+		_ = c.Close()
+	}
+}
+
+// Dump is the text of the DUMP_DEBUG reply (wdmd.md §6.2).
+func (m *Monitor) Dump() string {
+	now := seconds(m.clock)
+	var ka, cu uint64
+	if m.dev != nil {
+		ka, cu = m.dev.lastKeepalive, m.dev.lastCloseUnclean
+	}
+	var b strings.Builder
+	line := func(format string, args ...any) {
+		l := fmt.Sprintf(format, args...)
+		if len(l) > 255 {
+			l = l[:255]
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	line("wdmd %d socket_gid %d high_priority %d now %d last_keepalive %d last_closeunclean %d allow_scripts %d kill_script_sec %d",
+		m.cfg.Pid, m.cfg.SocketGID, m.cfg.HighPriority, now, ka, cu, b2i(m.cfg.AllowScripts), m.cfg.KillScriptSec)
+	for i, s := range m.scripts {
+		if s.name == "" {
+			continue
+		}
+		line("script %d name %.64s pid %d now %d start %d last_result %d run %d fail %d good %d kill %d long %d",
+			i, s.name, s.pid, now, s.start, s.lastResult, s.runCount, s.failCount, s.goodCount, s.killCount, s.longCount)
+	}
+	for i, s := range m.slots {
+		if !s.used {
+			continue
+		}
+		line("client %d name %.64s pid %d fd %d dead %d ref %d now %d renewal %d expire %d",
+			i, cString(s.name[:]), s.pid, s.fd, b2i(s.dead), b2i(s.ref), now, s.renewal, s.expire)
+	}
+	return b.String()
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
