@@ -1,0 +1,575 @@
+// Package harness runs real sanlock daemons — the C sanlock 3.8.5 and ours —
+// as emulated hosts of one cluster on one machine, for tests and soak runs.
+//
+// A Cluster owns a work directory under /var/tmp. Its backing directory
+// holds the lease files. Every Host gets
+//
+//   - its own view of the backing directory: a fusefault mount, so the test
+//     can fail, hang or slow down that host's storage alone (SetFault);
+//   - its own run directory (SANLOCK_RUN_DIR), so daemons do not see each
+//     other's sockets or lockfiles;
+//   - its own process group: the daemon leads it and every client process
+//     started with StartProc joins it, so Pause/Resume (SIGSTOP/SIGCONT)
+//     and Kill act on the host as a whole.
+//
+// Kill emulates the death of a host: the daemon is SIGKILLed first and
+// reaped, then its clients, so the daemon never sees a client exit and never
+// releases anything (exactly as when a machine loses power). The host's
+// leases stay owned on disk until the other hosts see its host_id dead.
+//
+// The harness itself is not a test helper: it returns errors, so that a
+// main program (the soak runner) can use it as well as tests.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/testdisk/fusefault"
+)
+
+// Kind says which daemon an emulated host runs.
+type Kind string
+
+const (
+	// C is the reference sanlock 3.8.5 binary.
+	C Kind = "c"
+	// Go is our daemon (cmd/sanlock).
+	Go Kind = "go"
+)
+
+// ParseKinds parses a comma-separated list such as "c,go,go".
+func ParseKinds(s string) ([]Kind, error) {
+	var ks []Kind
+	for _, f := range strings.Split(s, ",") {
+		switch k := Kind(strings.TrimSpace(f)); k {
+		case C, Go:
+			ks = append(ks, k)
+		default:
+			return nil, fmt.Errorf("harness: unknown host kind %q (want c or go)", f)
+		}
+	}
+	return ks, nil
+}
+
+// DefaultCBinary is the reference daemon.
+const DefaultCBinary = "/usr/sbin/sanlock"
+
+// Options configure a Cluster.
+type Options struct {
+	CBinary  string // default DefaultCBinary
+	GoBinary string // our sanlock binary; needed for Go hosts
+	BaseDir  string // where the work directory is made; default /var/tmp
+	// DaemonArgs are appended to every daemon's command line, after the
+	// harness's own `daemon -D -w 0 -l 0 -U root -G root -e NAME`.
+	DaemonArgs []string
+	// Logf, when set, receives progress lines.
+	Logf func(format string, args ...any)
+	// KeepDir keeps the work directory (daemon logs, holder logs) after
+	// Close, for post-mortems.
+	KeepDir bool
+}
+
+// Cluster is a set of emulated hosts sharing the lease files of one
+// backing directory.
+type Cluster struct {
+	opts    Options
+	Dir     string // work directory
+	Backing string // backing directory of the lease files
+
+	mu     sync.Mutex
+	hosts  []*Host
+	closed bool
+}
+
+// NewCluster makes the work directory.
+func NewCluster(o Options) (*Cluster, error) {
+	if o.CBinary == "" {
+		o.CBinary = DefaultCBinary
+	}
+	if o.BaseDir == "" {
+		o.BaseDir = "/var/tmp"
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	dir, err := os.MkdirTemp(o.BaseDir, "gosanlock-harness-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: o, Dir: dir, Backing: filepath.Join(dir, "backing")}
+	if err := os.Mkdir(c.Backing, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return c, nil
+}
+
+// Logf logs through Options.Logf.
+func (c *Cluster) Logf(format string, args ...any) { c.opts.Logf(format, args...) }
+
+// BackingPath is the path of a lease file in the backing directory (not
+// through any host's view).
+func (c *Cluster) BackingPath(file string) string { return filepath.Join(c.Backing, file) }
+
+// CreateFile makes a zeroed lease file of size bytes in the backing
+// directory. Files must exist before a host opens them through its view.
+func (c *Cluster) CreateFile(file string, size int64) error {
+	f, err := os.OpenFile(c.BackingPath(file), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Truncate(size)
+}
+
+// InitLockspace creates file (1 MiB) and writes an empty lockspace at
+// offset 0 with the reference binary (`sanlock direct init -s`), with the
+// given io_timeout in every delta lease (so that the first add_lockspace
+// waits 2 x ioTimeout, not 2 x 10 s).
+func (c *Cluster) InitLockspace(file, lockspace string, ioTimeout int) error {
+	if err := c.CreateFile(file, 1<<20); err != nil {
+		return err
+	}
+	return c.direct("init", "-s", fmt.Sprintf("%s:0:%s:0", lockspace, c.BackingPath(file)),
+		"-o", strconv.Itoa(ioTimeout))
+}
+
+// InitResource creates file (1 MiB) and writes a free paxos lease for
+// lockspace:resource at offset 0 (`sanlock direct init -r`).
+func (c *Cluster) InitResource(file, lockspace, resource string) error {
+	if err := c.CreateFile(file, 1<<20); err != nil {
+		return err
+	}
+	return c.direct("init", "-r", fmt.Sprintf("%s:%s:%s:0", lockspace, resource, c.BackingPath(file)))
+}
+
+func (c *Cluster) direct(args ...string) error {
+	out, err := exec.Command(c.opts.CBinary, append([]string{"direct"}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("sanlock direct %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// Hosts returns the hosts in the order they were added.
+func (c *Cluster) Hosts() []*Host {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*Host(nil), c.hosts...)
+}
+
+// AddHost makes a host of the given kind: its view of the backing
+// directory, its run directory, and a running daemon that answers on its
+// socket.
+func (c *Cluster) AddHost(kind Kind, name string) (*Host, error) {
+	bin := c.opts.CBinary
+	if kind == Go {
+		bin = c.opts.GoBinary
+		if bin == "" {
+			return nil, errors.New("harness: Options.GoBinary is needed for Go hosts")
+		}
+	}
+	hdir := filepath.Join(c.Dir, name)
+	if err := os.Mkdir(hdir, 0o700); err != nil {
+		return nil, err
+	}
+	h := &Host{c: c, Kind: kind, Name: name, Dir: hdir, bin: bin,
+		RunDir: filepath.Join(hdir, "run")}
+	if err := os.Mkdir(h.RunDir, 0o700); err != nil {
+		return nil, err
+	}
+	fs, err := fusefault.Mount(c.Backing, filepath.Join(hdir, "disk"))
+	if err != nil {
+		return nil, err
+	}
+	h.FS = fs
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		fs.Close()
+		return nil, errors.New("harness: cluster closed")
+	}
+	c.hosts = append(c.hosts, h)
+	c.mu.Unlock()
+	if err := h.Start(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Keep makes Close keep the work directory.
+func (c *Cluster) Keep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opts.KeepDir = true
+}
+
+// Close kills every host, unmounts every view and removes the work
+// directory (unless KeepDir). It returns the first error.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	hosts := c.hosts
+	keepDir := c.opts.KeepDir
+	c.mu.Unlock()
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.Kill()
+		}()
+	}
+	wg.Wait()
+	for _, h := range hosts {
+		keep(h.FS.Close())
+	}
+	if !keepDir {
+		keep(os.RemoveAll(c.Dir))
+	}
+	return first
+}
+
+// Host is one emulated host: a daemon, its client processes and its view
+// of the storage.
+type Host struct {
+	c      *Cluster
+	Kind   Kind
+	Name   string
+	Dir    string // host directory: run/, disk/ (the view), logs
+	RunDir string // SANLOCK_RUN_DIR of the daemon and its clients
+	FS     *fusefault.FS
+	bin    string
+
+	mu     sync.Mutex
+	daemon *Proc
+	procs  []*Proc
+	starts int
+}
+
+// Proc is a process started by the harness.
+type Proc struct {
+	Cmd  *exec.Cmd
+	Name string
+	done chan struct{}
+	err  error // valid after done
+}
+
+// PID returns the process id.
+func (p *Proc) PID() int { return p.Cmd.Process.Pid }
+
+// Done is closed when the process has exited and been reaped.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Err is the process's exit error; valid after Done.
+func (p *Proc) Err() error { <-p.done; return p.err }
+
+// Wait waits at most d for the process to exit.
+func (p *Proc) Wait(d time.Duration) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(d):
+		return fmt.Errorf("%s (pid %d) still running after %v", p.Name, p.PID(), d)
+	}
+}
+
+// Exited reports whether the process has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Signal sends sig to the process if it is still running.
+func (p *Proc) Signal(sig syscall.Signal) error {
+	if p.Exited() {
+		return nil
+	}
+	return p.Cmd.Process.Signal(sig)
+}
+
+func startProc(cmd *exec.Cmd, name string) (*Proc, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Proc{Cmd: cmd, Name: name, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Path returns the path of a lease file as this host sees it.
+func (h *Host) Path(file string) string { return h.FS.Path(file) }
+
+// Client returns a client of this host's daemon.
+func (h *Host) Client() *client.Client {
+	return &client.Client{SockPath: filepath.Join(h.RunDir, client.SockName)}
+}
+
+// Env is the environment of a process that talks to this host's daemon.
+func (h *Host) Env() []string {
+	return append(os.Environ(), "SANLOCK_RUN_DIR="+h.RunDir, "SANLOCK_PRIVILEGED=0")
+}
+
+// Daemon returns the current daemon process (nil before Start).
+func (h *Host) Daemon() *Proc {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.daemon
+}
+
+// Start starts the daemon (again, after Kill) and waits until it answers
+// on its socket.
+func (h *Host) Start() error {
+	h.mu.Lock()
+	if h.daemon != nil && !h.daemon.Exited() {
+		h.mu.Unlock()
+		return fmt.Errorf("harness: %s: daemon already running", h.Name)
+	}
+	h.starts++
+	logPath := filepath.Join(h.Dir, fmt.Sprintf("daemon.%d.log", h.starts))
+	h.mu.Unlock()
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := append([]string{"daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-e", h.Name},
+		h.c.opts.DaemonArgs...)
+	cmd := exec.Command(h.bin, args...)
+	cmd.Env = h.Env()
+	cmd.Dir = h.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p, err := startProc(cmd, h.Name+" daemon")
+	if err != nil {
+		return fmt.Errorf("harness: %s: start daemon: %w", h.Name, err)
+	}
+	h.mu.Lock()
+	h.daemon = p
+	h.mu.Unlock()
+	h.c.Logf("%s: %s daemon pid %d, run dir %s", h.Name, h.Kind, p.PID(), h.RunDir)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if p.Exited() {
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("harness: %s: daemon exited: %v: %s", h.Name, p.err, log)
+		}
+		cl := h.Client()
+		cl.Timeout = time.Second
+		if _, err := cl.Status(1); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("harness: %s: daemon does not answer on %s", h.Name, cl.SockPath)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// StartProc starts a client process of this host, in the host's process
+// group, with SANLOCK_RUN_DIR set; stdout and stderr go to a log file in
+// the host directory (returned with the process).
+func (h *Host) StartProc(name string, argv ...string) (*Proc, string, error) {
+	d := h.Daemon()
+	if d == nil || d.Exited() {
+		return nil, "", fmt.Errorf("harness: %s: no daemon", h.Name)
+	}
+	logPath := filepath.Join(h.Dir, name+".out")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, "", err
+	}
+	defer logf.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = h.Env()
+	cmd.Dir = h.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: d.PID(), Pdeathsig: syscall.SIGKILL}
+	p, err := startProc(cmd, h.Name+" "+name)
+	if err != nil {
+		return nil, "", fmt.Errorf("harness: %s: start %s: %w", h.Name, name, err)
+	}
+	h.mu.Lock()
+	h.procs = append(h.procs, p)
+	h.mu.Unlock()
+	return p, logPath, nil
+}
+
+// Procs returns the client processes started on this host.
+func (h *Host) Procs() []*Proc {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*Proc(nil), h.procs...)
+}
+
+// signalGroup sends sig to the host's process group (daemon and clients).
+func (h *Host) signalGroup(sig syscall.Signal) error {
+	d := h.Daemon()
+	if d == nil {
+		return fmt.Errorf("harness: %s: never started", h.Name)
+	}
+	err := syscall.Kill(-d.PID(), sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// Pause stops every process of the host (SIGSTOP to its process group), as
+// if the machine froze. Its storage view keeps serving other hosts.
+func (h *Host) Pause() error { return h.signalGroup(syscall.SIGSTOP) }
+
+// Resume continues a paused host (SIGCONT).
+func (h *Host) Resume() error { return h.signalGroup(syscall.SIGCONT) }
+
+// PauseDaemon stops only the daemon (its clients keep running).
+func (h *Host) PauseDaemon() error {
+	if d := h.Daemon(); d != nil {
+		return d.Signal(syscall.SIGSTOP)
+	}
+	return nil
+}
+
+// ResumeDaemon continues a daemon stopped by PauseDaemon.
+func (h *Host) ResumeDaemon() error {
+	if d := h.Daemon(); d != nil {
+		return d.Signal(syscall.SIGCONT)
+	}
+	return nil
+}
+
+// Kill emulates the death of the host: SIGKILL to the daemon, wait for it
+// to be reaped, then SIGKILL to the rest of its process group and to every
+// client process, and wait for them. A process blocked in I/O that the
+// host's fault holds (Hang) cannot exit until the I/O ends (the kernel waits
+// for in-flight async I/O at exit, as with a real hung disk); after 3 s Kill
+// switches such a view to EIO so that the dead host can go away. Kill
+// returns the time the daemon was reaped.
+func (h *Host) Kill() (time.Time, error) {
+	d := h.Daemon()
+	if d == nil {
+		return time.Time{}, nil
+	}
+	h.unhangAfter(d, 3*time.Second)
+	d.Signal(syscall.SIGCONT) // a stopped process dies on SIGKILL anyway; be explicit
+	d.Signal(syscall.SIGKILL)
+	<-d.done
+	dead := time.Now()
+	syscall.Kill(-d.PID(), syscall.SIGKILL) // daemon helpers and clients in the group
+	var err error
+	for _, p := range h.Procs() {
+		p.Signal(syscall.SIGKILL)
+		h.unhangAfter(p, 3*time.Second)
+		if e := p.Wait(30 * time.Second); e != nil && !p.Exited() && err == nil {
+			err = e
+		}
+	}
+	return dead, err
+}
+
+// unhangAfter switches the host's view from Hang to EIO if p has not
+// exited after d.
+func (h *Host) unhangAfter(p *Proc, d time.Duration) {
+	go func() {
+		select {
+		case <-p.done:
+		case <-time.After(d):
+			if f := h.FS.Fault(); f.Mode == fusefault.Hang {
+				h.c.Logf("%s: %s stuck in hung I/O, failing the host's I/O with EIO", h.Name, p.Name)
+				h.FS.SetFault(fusefault.Fault{Mode: fusefault.Error})
+			}
+		}
+	}()
+}
+
+// SetFault changes this host's storage behaviour (see fusefault.Fault).
+func (h *Host) SetFault(f fusefault.Fault) {
+	h.c.Logf("%s: storage fault: %v", h.Name, f)
+	h.FS.SetFault(f)
+}
+
+// AddLockspace joins lockspace ls (whose delta leases are at offset 0 of
+// file) as hostID with the given io_timeout, and waits for the join.
+func (h *Host) AddLockspace(ls string, hostID uint64, file string, ioTimeout uint32) error {
+	l := &client.Lockspace{Name: ls, HostID: hostID, Disk: client.Disk{Path: h.Path(file)}}
+	if err := h.Client().AddLockspace(l, 0, ioTimeout); err != nil {
+		return fmt.Errorf("harness: %s: add_lockspace %s:%d: %w", h.Name, ls, hostID, err)
+	}
+	return nil
+}
+
+// Resource returns the resource lockspace:name at offset 0 of file, as this
+// host sees it.
+func (h *Host) Resource(ls, name, file string) client.Resource {
+	return client.Resource{LockspaceName: ls, Name: name,
+		Disks: []client.Disk{{Path: h.Path(file)}}}
+}
+
+// WaitHostState waits until this host's daemon reports hostID in lockspace
+// ls in the given state (client.HostLive, ...), or ctx ends.
+func (h *Host) WaitHostState(ctx context.Context, ls string, hostID uint64, state uint32) error {
+	for {
+		hosts, err := h.Client().GetHosts(ls, hostID)
+		if err == nil {
+			for _, x := range hosts {
+				if x.HostID == hostID && x.Flags&0xF == state {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("harness: %s: host %d of %s not in state %d: %w (last err %v)",
+				h.Name, hostID, ls, state, ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// ReadLeader reads and decodes the leader record in the 512-byte sector at
+// off of a lease file, from the backing file (no host's view, so no fault
+// applies). For a lockspace file, the delta lease of host_id H is at
+// (H-1)*512; a resource's paxos leader is at its offset.
+func (c *Cluster) ReadLeader(file string, off int64) (diskfmt.Leader, error) {
+	d, err := diskfmt.OpenFile(c.BackingPath(file))
+	if err != nil {
+		return diskfmt.Leader{}, err
+	}
+	defer d.Close()
+	buf := make([]byte, diskfmt.SectorSize512)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.ReadAt(ctx, buf, off); err != nil {
+		return diskfmt.Leader{}, err
+	}
+	return diskfmt.DecodeLeader(buf)
+}
