@@ -29,6 +29,11 @@ var buildDate string
 // elsewhere.
 var configPath = defaultConfigPath
 
+// EnvConfigFile names another config file than /etc/sanlock/sanlock.conf
+// (a gosanlock addition: several daemons with different settings on one
+// machine, as tests and the demo run them).
+const EnvConfigFile = "SANLOCK_CONFIG_FILE"
+
 // clientActions are the actions of "sanlock client" (and of the implicit
 // client mode, "sanlock <action>").
 var clientActions = map[string]bool{
@@ -171,7 +176,11 @@ func (m *mainRun) usage(status int) int {
 // it prints the messages and reports false.
 func (m *mainRun) setup(mode, action string, args []string) (*options, bool) {
 	o := defaultOptions()
-	readConfig(configPath, o)
+	path := configPath
+	if p := os.Getenv(EnvConfigFile); p != "" {
+		path = p
+	}
+	readConfig(path, o)
 	if err := scanOptions(o, mode, action, args, m.out); err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
