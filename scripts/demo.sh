@@ -80,7 +80,7 @@ holds() { SANLOCK_RUN_DIR=$PWD/var/runB "$S" client status | grep '^r demo:vm1' 
 for try in $(seq 30); do
   echo "\$ [host B] sanlock client command -r $R -c /bin/sleep 3600 &   # try $try"
   SANLOCK_RUN_DIR=$PWD/var/runB "$S" client command -r "$R" -c /bin/sleep 3600 >var/holderB.log 2>&1 &
-  hb=$!
+  hb=$!; disown "$hb"
   while kill -0 "$hb" 2>/dev/null && ! holds; do sleep 1; done
   if holds; then pids+=("$hb"); break; fi
   grep "acquire done" var/holderB.log || true
@@ -94,6 +94,5 @@ run direct read_leader -r "$R"
 run direct dump "$F":0:16M
 echo "# leaving the lockspace kills its lease holders (SIGKILL) first"
 on B rem_lockspace -s demo:2:"$F":0
-wait "$hb" 2>/dev/null || true
 on B shutdown
 echo "demo done: lease file $F, daemon logs var/daemon{A,B}.log"
