@@ -15,7 +15,7 @@ import (
 
 // startDaemonBin starts `bin daemon -D` on runDir and stops it by pid at
 // cleanup. It returns the process and its stderr.
-func startDaemonBin(t *testing.T, bin, runDir string) (*exec.Cmd, *bytes.Buffer) {
+func startDaemonBin(t testing.TB, bin, runDir string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")
 	cmd.Args[0] = "sanlock"

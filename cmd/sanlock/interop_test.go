@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 
 // interop skips unless the real binary is installed and we are root, and
 // returns the path of our freshly built binary (built once per test binary).
-func interop(t *testing.T) string {
+func interop(t testing.TB) string {
 	t.Helper()
 	if _, err := os.Stat(realSanlock); err != nil {
 		t.Skipf("%s not installed", realSanlock)
