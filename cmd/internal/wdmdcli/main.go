@@ -1,0 +1,142 @@
+// Package wdmdcli is the wdmd command: the watchdog multiplexing daemon of
+// sanlock 3.8.5 (options, output, files and socket protocol of
+// shared/spec/wdmd.md) around the pure test loop of package wdmd.
+package wdmdcli
+
+import (
+	"fmt"
+	"io"
+	"log/syslog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gosanlock/gosanlock/wdmd"
+	"github.com/gosanlock/gosanlock/wdmd/testdev"
+	"github.com/gosanlock/gosanlock/wdmd/watchdog"
+	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
+)
+
+// Main runs wdmd with args (args[0] is the program name) and returns the
+// exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	argv0 := "wdmd"
+	if len(args) > 0 {
+		argv0 = args[0]
+		args = args[1:]
+	}
+	status := 0
+	cmd := &cobra.Command{
+		Use:                "wdmd",
+		DisableFlagParsing: true, // getopt rules, see parse
+		SilenceErrors:      true,
+		SilenceUsage:       true,
+		Args:               cobra.ArbitraryArgs,
+		Run: func(_ *cobra.Command, args []string) {
+			status = run(argv0, args, stdout, stderr)
+		},
+	}
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.SetHelpCommand(&cobra.Command{Hidden: true})
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return status
+}
+
+func run(argv0 string, args []string, stdout, stderr io.Writer) int {
+	o, act := parse(argv0, args, stderr)
+	switch act {
+	case actHelp:
+		fmt.Fprint(stdout, usage)
+		return 0
+	case actVersion:
+		fmt.Fprintf(stdout, "wdmd version %s\n", Version)
+		return 0
+	case actDump:
+		text, err := wdmdclient.Dump(o.runDir + "/wdmd.sock")
+		if err != nil {
+			return 1
+		}
+		fmt.Fprint(stdout, text)
+		return 0
+	}
+	if o.probe {
+		return probe(o, stdout, stderr)
+	}
+	return daemon(o, stderr)
+}
+
+// driver is the watchdog driver: the real /dev/watchdog*, or a served
+// test device bank.
+func (o *options) driver() wdmd.Driver {
+	if o.testDevice != "" {
+		return testdev.Dial(o.testDevice)
+	}
+	return watchdog.Driver{}
+}
+
+// logger writes wdmd's log: every line to syslog (ident wdmd, facility
+// daemon, level err), and with -D also to stderr as "<epoch> <msg>",
+// where the debug lines go as well.
+type logger struct {
+	mu     sync.Mutex
+	sys    *syslog.Writer
+	stderr io.Writer // nil without -D
+}
+
+func newLogger(ident string, foreground bool, stderr io.Writer) *logger {
+	l := &logger{}
+	if w, err := syslog.New(syslog.LOG_ERR|syslog.LOG_DAEMON, ident); err == nil {
+		l.sys = w
+	}
+	if foreground {
+		l.stderr = stderr
+	}
+	return l
+}
+
+func (l *logger) line(debug bool, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sys != nil && !debug {
+		_ = l.sys.Err(msg)
+	}
+	if l.stderr != nil {
+		fmt.Fprintf(l.stderr, "%d %s\n", time.Now().Unix(), msg)
+	}
+}
+
+func (l *logger) Errorf(format string, args ...any) { l.line(false, format, args...) }
+func (l *logger) Debugf(format string, args ...any) { l.line(true, format, args...) }
+
+func (l *logger) close() {
+	if l.sys != nil {
+		_ = l.sys.Close()
+	}
+}
+
+func probe(o *options, stdout, stderr io.Writer) int {
+	f, err := os.OpenFile(o.marker, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	if err != nil {
+		const msg = "cannot probe watchdog devices while wdmd is in use."
+		fmt.Fprintln(stderr, msg)
+		l := newLogger("wdmd-probe", false, nil)
+		l.Errorf("%s", msg)
+		l.close()
+		return 1
+	}
+	_ = f.Close()
+	defer os.Remove(o.marker)
+	if !wdmd.Probe(o.driver(), o.device, wdmd.DefaultFireTimeout, stdout, stderr) {
+		return 1
+	}
+	return 0
+}
