@@ -149,6 +149,9 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 			return false, err
 		}
 		verdict := w.Check(&dl, first, h.now())
+		if h.TestBugs&BugClockLiveness != 0 && h.now() > dl.Timestamp+w.DeadAfter {
+			verdict = OwnerDead
+		}
 		switch verdict {
 		case OwnerReleased, OwnerReplaced, OwnerDead:
 			h.log().Debug("owner gone", zap.String("resource", l.Name), zap.Uint64("host-id", first.OwnerID),
@@ -226,6 +229,11 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 	if !Majority(n, reads) {
 		return d, fmt.Errorf("phase 1 read on %d of %d disks: %w", reads, n, diskfmt.ErrDblockRead)
 	}
+	if h.TestBugs&BugLeaderBeforePhase2 != 0 {
+		d = Phase2Dblock(best, mbal, nextLver, h.ID, h.Generation, h.now())
+		st.dblock = d
+		return d, nil
+	}
 
 	// Phase 2: propose the value, check nobody started a higher ballot.
 	d = Phase2Dblock(best, mbal, nextLver, h.ID, h.Generation, h.now())
@@ -233,6 +241,9 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 	if ok := l.writeBallotBlock(ctx, hostSector(&d, o.carry, ss), ss); !Majority(n, ok) {
 		st.retract = true
 		return d, fmt.Errorf("phase 2 write on %d of %d disks: %w", ok, n, diskfmt.ErrDblockWrite)
+	}
+	if h.TestBugs&BugSkipPhase2Read != 0 {
+		return d, nil
 	}
 	reads = 0
 	for i := range l.Disks {

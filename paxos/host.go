@@ -56,6 +56,9 @@ type Host struct {
 	Rand *rand.Rand
 	// Log receives debug and warning lines; nil means none.
 	Log *zap.Logger
+	// TestBugs turns on deliberately broken variants for the simulator's
+	// self-test (bugs.go). Always zero outside tests.
+	TestBugs Bugs
 
 	randMu sync.Mutex
 }

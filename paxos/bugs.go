@@ -1,0 +1,61 @@
+package paxos
+
+// Bugs selects deliberately broken variants of the algorithm. They exist
+// only so that the simulator in testdisk/sim can prove its checker catches
+// unsafe code. Nothing outside tests sets them; the zero value is the
+// correct algorithm and costs one untaken branch per ballot or owner check.
+type Bugs uint32
+
+const (
+	// BugSkipPhase2Read: the ballot trusts its phase-2 write and commits
+	// without reading the other dblocks back, so it misses a higher ballot
+	// that started meanwhile.
+	BugSkipPhase2Read Bugs = 1 << iota
+	// BugLeaderBeforePhase2: the ballot commits (writes the leader) straight
+	// after phase 1, before any phase-2 write and read.
+	BugLeaderBeforePhase2
+	// BugClockLiveness: the owner liveness check also declares an owner
+	// dead when its delta-lease timestamp is more than host_dead_seconds
+	// behind our own clock: it compares clocks of different hosts.
+	BugClockLiveness
+)
+
+// String names the set bits.
+func (b Bugs) String() string {
+	names := []string{"skip-phase2-read", "leader-before-phase2", "clock-liveness"}
+	s := ""
+	for i, n := range names {
+		if b&(1<<i) != 0 {
+			if s != "" {
+				s += "+"
+			}
+			s += n
+		}
+	}
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// ParseBugs is the inverse of String ("none" or "" for none).
+func ParseBugs(s string) (Bugs, bool) {
+	var b Bugs
+	if s == "" || s == "none" {
+		return 0, true
+	}
+	names := map[string]Bugs{"skip-phase2-read": BugSkipPhase2Read,
+		"leader-before-phase2": BugLeaderBeforePhase2, "clock-liveness": BugClockLiveness}
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '+' {
+			v, ok := names[s[start:i]]
+			if !ok {
+				return 0, false
+			}
+			b |= v
+			start = i + 1
+		}
+	}
+	return b, true
+}

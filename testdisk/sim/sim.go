@@ -1,0 +1,617 @@
+// Package sim is a deterministic simulator for many hosts sharing one disk.
+// Each simulated host runs the real delta lockspace runner and the real
+// paxos resource leases, on a clock the simulator drives, against a
+// testdisk.Disk whose faults come from one seeded random source. A
+// scheduler decides, from the same seed, the order in which every disk
+// call, timer and host fault takes effect; after every step an oracle that
+// knows true time and every host's state checks mutual exclusion.
+//
+// # Execution model
+//
+// Every activity of a host (its lockspace renewal thread, its main loop,
+// its lease workers) is a task: a goroutine that only runs when the
+// scheduler hands it control and that gives control back whenever it calls
+// the disk or sleeps. Only one task runs at a time, so a run is a sequence
+// of steps fixed by the seed: same seed, same trace, byte for byte.
+//
+// Time is the scheduler's true time. A host's clock is true time scaled by
+// the host's rate (1, or slightly off for a drifting host) plus an offset of
+// its own, so no two hosts agree on the time of day. A disk call takes
+// effect (a read copies, a write lands) at one instant, the whole call
+// atomically per sector, and its result reaches the caller then, or at the
+// caller's I/O timeout if it hangs.
+//
+// # Faults
+//
+//   - disk calls: error before or after the data lands, hang until the
+//     I/O timeout (a hung write lands before the timeout or never),
+//     latency, torn multi-sector writes (testdisk.Injector);
+//   - hosts: crash (and restart with a new generation), pause (the host's
+//     tasks are frozen; its watchdog is not), partition (cut off from the
+//     disk for a while), a clock that runs fast or slow.
+//
+// # Watchdog model
+//
+// A host's watchdog (wdmd.md) is armed when its delta lease is acquired
+// and told of every successful renewal (the daemon's test_live). It resets
+// the host when the host's own clock reaches last success +
+// id_renewal_fail_seconds + watchdog_fire_timeout. Once the host's own-lease
+// check fails (the daemon starts recovery), the sim takes the worst case:
+// the host's lease holders keep their leases (they cannot be killed) and the
+// watchdog is no longer fed, so the reset comes at that deadline. A reset,
+// like a crash, ends every hold of the host at that true time.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/testdisk"
+)
+
+// Config describes one simulation run. Zero fields take the defaults of
+// DefaultConfig.
+type Config struct {
+	Seed      uint64
+	Hosts     int // host_ids 1..Hosts
+	Resources int // resource leases R0..R(n-1)
+	Workers   int // lease workers per host
+	// IOTimeout is every host's io_timeout N (seconds); W is
+	// watchdog_fire_timeout. host_dead_seconds = 8N + W.
+	IOTimeout, W int
+	// MaxOps stops the run after this many lease operations (acquire and
+	// release calls); 0 means no limit.
+	MaxOps int
+	// Duration stops the run at this much simulated time; 0 means 1 hour.
+	Duration time.Duration
+	// MaxSteps stops the run after this many scheduler steps; 0: no limit.
+	MaxSteps uint64
+	Faults   Faults
+	// Bugs selects a broken paxos variant (checker self-test).
+	Bugs paxos.Bugs
+	// LateWatchdog makes every watchdog fire this much later than the
+	// model says: a broken watchdog, for the checker's self-test.
+	LateWatchdog time.Duration
+	// TraceTail is how many trace lines a failure report shows (default
+	// 60); KeepTrace keeps the whole trace in the Result.
+	TraceTail int
+	KeepTrace bool
+}
+
+// Faults is the fault mix of a run.
+type Faults struct {
+	// Disk decides every disk call's fault; nil means none.
+	Disk testdisk.Injector
+	// HostEvery is the mean simulated time between host faults (0: no
+	// host faults). Each picks a host and one of crash, pause and
+	// partition with the given weights.
+	HostEvery               time.Duration
+	Crash, Pause, Partition int
+	// MaxOutage bounds a pause or partition (default 2 × host_dead_seconds).
+	MaxOutage time.Duration
+	// DriftPPM: with probability DriftP one host's clock runs fast or slow
+	// by up to DriftPPM parts per million.
+	DriftP   float64
+	DriftPPM int64
+}
+
+// DefaultFaults is the mix the tests and the soak use.
+func DefaultFaults() Faults {
+	return Faults{
+		Disk: testdisk.Chain{
+			testdisk.ErrorBefore(0.004),
+			testdisk.Writes(testdisk.ErrorAfter(0.004)),
+			testdisk.HangIO(0.001),
+			testdisk.TornWrite(0.5),
+			testdisk.Latency(0.5, testdisk.Exp{Mean: 5 * time.Millisecond, Max: 500 * time.Millisecond}),
+			testdisk.Latency(0.002, testdisk.Uniform{Min: 500 * time.Millisecond, Max: 3 * time.Second}),
+		},
+		HostEvery: 40 * time.Second,
+		Crash:     1, Pause: 2, Partition: 2,
+		DriftP: 0.5, DriftPPM: 200,
+	}
+}
+
+// DefaultConfig returns the configuration of seed with the default fault
+// mix.
+func DefaultConfig(seed uint64) Config {
+	return Config{Seed: seed, Hosts: 4, Resources: 3, Workers: 2, IOTimeout: 1, W: 10,
+		Duration: time.Hour, Faults: DefaultFaults(), TraceTail: 60}
+}
+
+func (c *Config) fill() {
+	d := DefaultConfig(c.Seed)
+	if c.Hosts <= 0 {
+		c.Hosts = d.Hosts
+	}
+	if c.Resources <= 0 {
+		c.Resources = d.Resources
+	}
+	if c.Workers <= 0 {
+		c.Workers = d.Workers
+	}
+	if c.IOTimeout <= 0 {
+		c.IOTimeout = d.IOTimeout
+	}
+	if c.W <= 0 {
+		c.W = d.W
+	}
+	if c.Duration <= 0 {
+		c.Duration = d.Duration
+	}
+	if c.TraceTail <= 0 {
+		c.TraceTail = d.TraceTail
+	}
+	if c.Faults.MaxOutage <= 0 {
+		c.Faults.MaxOutage = 2 * time.Duration(8*c.IOTimeout+c.W) * time.Second
+	}
+}
+
+// Counts are the operations of a run.
+type Counts struct {
+	Acquires, AcquireOK, Releases, ReleaseOK uint64
+	Crashes, Pauses, Partitions, Resets      uint64
+	Restarts, Doomed                         uint64
+}
+
+// Ops is the number of lease operations (acquire and release calls).
+func (c Counts) Ops() uint64 { return c.Acquires + c.Releases }
+
+// HostFaults is the number of host faults injected (crash, pause,
+// partition, and one per drifting clock).
+func (c Counts) HostFaults() uint64 { return c.Crashes + c.Pauses + c.Partitions }
+
+// Result is the outcome of a run.
+type Result struct {
+	Config  Config
+	Counts  Counts
+	Drift   string // "h2 +150ppm" or ""
+	Disk    testdisk.Stats
+	SimTime time.Duration
+	Steps   uint64
+	// Violation is the first invariant the checker found broken, nil if
+	// none.
+	Violation error
+	// Trace is the tail of the trace (the whole trace with KeepTrace).
+	Trace []string
+	// Hash is an FNV-1a hash of every trace line.
+	Hash uint64
+}
+
+// ReplayCommand is the shell command that replays the run.
+func (r *Result) ReplayCommand() string {
+	return ReplayCommand(r.Config)
+}
+
+// ReplayCommand returns the command that replays cfg with its seed.
+func ReplayCommand(c Config) string {
+	s := fmt.Sprintf("go test ./testdisk/sim -run 'TestReplay$' -v -sim.seed=%d", c.Seed)
+	if c.Bugs != 0 {
+		s += " -sim.bugs=" + c.Bugs.String()
+	}
+	if c.LateWatchdog != 0 {
+		s += " -sim.latewatchdog=" + c.LateWatchdog.String()
+	}
+	if c.MaxOps != 0 {
+		s += fmt.Sprintf(" -sim.ops=%d", c.MaxOps)
+	}
+	return s
+}
+
+// Report is the failure report: violation, seed, replay command and the
+// last trace lines.
+func (r *Result) Report() string {
+	s := fmt.Sprintf("VIOLATION (seed %d, bugs %v, after %d ops, sim time %v): %v\nreplay: %s\nlast %d trace lines:\n",
+		r.Config.Seed, r.Config.Bugs, r.Counts.Ops(), r.SimTime, r.Violation, r.ReplayCommand(), len(r.Trace))
+	for _, l := range r.Trace {
+		s += "  " + l + "\n"
+	}
+	return s
+}
+
+// Summary is a one-line summary of a run.
+func (r *Result) Summary() string {
+	v := "ok"
+	if r.Violation != nil {
+		v = "VIOLATION"
+	}
+	return fmt.Sprintf("seed %d: %s ops=%d (acq %d/%d rel %d/%d) sim=%v steps=%d host-faults crash=%d pause=%d partition=%d resets=%d drift=%q disk: %v hash=%016x",
+		r.Config.Seed, v, r.Counts.Ops(), r.Counts.AcquireOK, r.Counts.Acquires, r.Counts.ReleaseOK, r.Counts.Releases,
+		r.SimTime.Round(time.Millisecond), r.Steps, r.Counts.Crashes, r.Counts.Pauses, r.Counts.Partitions,
+		r.Counts.Resets, r.Drift, r.Disk, r.Hash)
+}
+
+// Run simulates cfg and returns what happened.
+func Run(cfg Config) *Result {
+	cfg.fill()
+	s := newSim(cfg)
+	s.run()
+	return s.result()
+}
+
+// event kinds
+type evKind uint8
+
+const (
+	evRun      evKind = iota // resume a task
+	evLand                   // a disk call takes effect
+	evTimeout                // a hung call's deadline
+	evFault                  // the next host fault
+	evRestart                // a crashed or reset host comes back
+	evPauseEnd               // a pause ends
+	evCutEnd                 // a partition ends
+	evStop                   // an instance ends itself (join failed)
+)
+
+type event struct {
+	at   time.Duration
+	seq  uint64
+	kind evKind
+	t    *task
+	io   *ioReq
+	slot *slot
+	in   *inst
+}
+
+// Sim is one run.
+type Sim struct {
+	cfg   Config
+	rnd   *rand.Rand // scheduler and host faults
+	now   time.Duration
+	seq   uint64
+	steps uint64
+	evs   []*event // in seq order
+
+	disk  *testdisk.Disk
+	geo   diskfmt.Geometry
+	slots []*slot
+	hi    []int64 // per align-size area: end of its last non-zero sector
+	names []string // resource names
+
+	yield   chan *task
+	running *task
+	check   *checker
+	trace   *trace
+	counts  Counts
+	drift   string
+	violate error
+}
+
+const space = "SIM"
+
+func newSim(cfg Config) *Sim {
+	s := &Sim{cfg: cfg, yield: make(chan *task)}
+	s.rnd = rand.New(rand.NewPCG(cfg.Seed, 0x5c4ed))
+	s.trace = newTrace(cfg.TraceTail, cfg.KeepTrace)
+	s.geo = diskfmt.Geometry{SectorSize: 4096, AlignSize: diskfmt.Align1M, MaxHosts: 250}
+	mem := testdisk.NewMem(int64(1+cfg.Resources)*int64(s.geo.AlignSize), s.geo.SectorSize)
+	area, commit, err := diskfmt.InitDeltaArea(diskfmt.DeltaInit{Geometry: s.geo, SpaceName: space, IOTimeout: uint16(cfg.IOTimeout)})
+	if err != nil {
+		panic(err)
+	}
+	mem.Load(area, 0)
+	mem.Load(commit, 0)
+	for i := 0; i < cfg.Resources; i++ {
+		name := fmt.Sprintf("R%d", i)
+		s.names = append(s.names, name)
+		a, err := diskfmt.InitPaxosArea(diskfmt.PaxosInit{Geometry: s.geo, SpaceName: space, ResourceName: name, NumHosts: uint64(cfg.Hosts)})
+		if err != nil {
+			panic(err)
+		}
+		mem.Load(a, s.resOffset(i))
+	}
+	s.disk = testdisk.NewDisk(mem, cfg.Faults.Disk, cfg.Seed^0xd15c)
+	s.initExtents()
+	s.check = newChecker(s)
+	drifter := -1
+	var ppm int64
+	if cfg.Faults.DriftPPM > 0 && s.rnd.Float64() < cfg.Faults.DriftP {
+		drifter = s.rnd.IntN(cfg.Hosts)
+		ppm = 1 + s.rnd.Int64N(cfg.Faults.DriftPPM)
+		if s.rnd.IntN(2) == 0 {
+			ppm = -ppm
+		}
+		s.drift = fmt.Sprintf("h%d %+dppm", drifter+1, ppm)
+	}
+	for i := 0; i < cfg.Hosts; i++ {
+		sl := &slot{s: s, id: uint64(i + 1), idx: i,
+			// every host has its own origin: clocks never agree
+			base: time.Duration(1000+s.rnd.IntN(5000))*time.Second + time.Duration(s.rnd.Int64N(int64(time.Second))),
+		}
+		if i == drifter {
+			sl.ppm = ppm
+		}
+		s.slots = append(s.slots, sl)
+	}
+	return s
+}
+
+func (s *Sim) resOffset(i int) int64 { return int64(1+i) * int64(s.geo.AlignSize) }
+
+func (s *Sim) tracef(who string, format string, args ...any) {
+	s.trace.add(s.now, who, format, args...)
+}
+
+// push schedules an event.
+func (s *Sim) push(e *event) *event {
+	s.seq++
+	e.seq = s.seq
+	s.evs = append(s.evs, e)
+	return e
+}
+
+func (s *Sim) remove(e *event) {
+	for i, x := range s.evs {
+		if x == e {
+			s.evs = append(s.evs[:i], s.evs[i+1:]...)
+			return
+		}
+	}
+}
+
+// eff is when an event can happen: a task of a paused host resumes only
+// after the pause.
+func (s *Sim) eff(e *event) time.Duration {
+	if (e.kind == evRun || e.kind == evTimeout) && e.t != nil {
+		if p := e.t.in.slot.pauseUntil; p > e.at {
+			return p
+		}
+	}
+	return e.at
+}
+
+func (s *Sim) stopped() bool {
+	c := &s.cfg
+	return s.violate != nil || s.now >= c.Duration ||
+		(c.MaxOps > 0 && s.counts.Ops() >= uint64(c.MaxOps)) ||
+		(c.MaxSteps > 0 && s.steps >= c.MaxSteps)
+}
+
+func (s *Sim) run() {
+	s.tracef("sim", "start seed=%d hosts=%d resources=%d workers=%d io=%d w=%d bugs=%v drift=%q faults=%v",
+		s.cfg.Seed, s.cfg.Hosts, s.cfg.Resources, s.cfg.Workers, s.cfg.IOTimeout, s.cfg.W, s.cfg.Bugs, s.drift, s.cfg.Faults.Disk)
+	for _, sl := range s.slots {
+		s.startInstance(sl)
+	}
+	if s.cfg.Faults.HostEvery > 0 && s.cfg.Faults.Crash+s.cfg.Faults.Pause+s.cfg.Faults.Partition > 0 {
+		s.push(&event{at: s.nextFaultTime(), kind: evFault})
+	}
+	ready := make([]*event, 0, 64)
+	for !s.stopped() {
+		// the earliest thing that can happen: an event or a watchdog
+		next := time.Duration(math.MaxInt64)
+		for _, e := range s.evs {
+			next = min(next, s.eff(e))
+		}
+		for _, sl := range s.slots {
+			if at, ok := sl.watchdogAt(); ok {
+				next = min(next, at)
+			}
+		}
+		if next == math.MaxInt64 {
+			s.violate = errors.New("deadlock: nothing left to run")
+			break
+		}
+		if next > s.now {
+			s.now = next
+			if s.now >= s.cfg.Duration {
+				break
+			}
+		}
+		s.steps++
+		if s.fireWatchdogs() {
+			s.afterStep()
+			continue
+		}
+		ready = ready[:0]
+		for _, e := range s.evs {
+			if s.eff(e) <= s.now {
+				ready = append(ready, e)
+			}
+		}
+		e := ready[s.rnd.IntN(len(ready))]
+		s.remove(e)
+		s.exec(e)
+		s.afterStep()
+	}
+	s.tracef("sim", "end ops=%d steps=%d", s.counts.Ops(), s.steps)
+	s.shutdown()
+}
+
+func (s *Sim) afterStep() {
+	if s.violate == nil {
+		if err := s.check.step(); err != nil {
+			s.violate = err
+		}
+	}
+}
+
+// fireWatchdogs resets every host whose watchdog deadline has come.
+func (s *Sim) fireWatchdogs() bool {
+	fired := false
+	for _, sl := range s.slots {
+		if at, ok := sl.watchdogAt(); ok && at <= s.now {
+			in := sl.inst
+			s.counts.Resets++
+			s.tracef(in.name, "watchdog reset (last renewal %d, local deadline %d, doomed=%v)",
+				in.wdLast, in.wdLast+uint64(8*s.cfg.IOTimeout+s.cfg.W), in.doomed)
+			s.killInstance(in, "reset")
+			s.scheduleRestart(sl)
+			fired = true
+		}
+	}
+	return fired
+}
+
+func (s *Sim) exec(e *event) {
+	switch e.kind {
+	case evRun:
+		s.resume(e.t)
+	case evLand:
+		s.land(e.io)
+	case evTimeout:
+		e.io.err = testdisk.TimeoutError(context.DeadlineExceeded)
+		s.tracef(e.t.name, "%s #%d timed out", e.io.op.Kind, e.io.op.Seq)
+		s.resume(e.t)
+	case evFault:
+		s.hostFault()
+		s.push(&event{at: s.nextFaultTime(), kind: evFault})
+	case evRestart:
+		s.startInstance(e.slot)
+	case evPauseEnd:
+		s.tracef(e.slot.name(), "pause ends")
+	case evCutEnd:
+		s.disk.SetCut(e.slot.idx, false)
+		s.tracef(e.slot.name(), "partition ends")
+	case evStop:
+		if e.in.slot.inst == e.in {
+			s.killInstance(e.in, "stop")
+			s.scheduleRestart(e.in.slot)
+		}
+	}
+}
+
+func (s *Sim) nextFaultTime() time.Duration {
+	return s.now + time.Duration(s.rnd.ExpFloat64()*float64(s.cfg.Faults.HostEvery)).Round(time.Millisecond) + time.Millisecond
+}
+
+func (s *Sim) uniform(a, b time.Duration) time.Duration {
+	if b <= a {
+		return a
+	}
+	return (a + time.Duration(s.rnd.Int64N(int64(b-a)))).Round(time.Millisecond)
+}
+
+// hostFault injects one crash, pause or partition.
+func (s *Sim) hostFault() {
+	f := &s.cfg.Faults
+	sl := s.slots[s.rnd.IntN(len(s.slots))]
+	k := s.rnd.IntN(f.Crash + f.Pause + f.Partition)
+	switch {
+	case k < f.Crash:
+		if sl.inst == nil {
+			return
+		}
+		s.counts.Crashes++
+		s.tracef(sl.inst.name, "CRASH")
+		s.killInstance(sl.inst, "crash")
+		s.scheduleRestart(sl)
+	case k < f.Crash+f.Pause:
+		if sl.pauseUntil > s.now {
+			return
+		}
+		s.counts.Pauses++
+		sl.pauseUntil = s.now + s.uniform(500*time.Millisecond, f.MaxOutage)
+		s.tracef(sl.name(), "PAUSE until %v", sl.pauseUntil)
+		s.push(&event{at: sl.pauseUntil, kind: evPauseEnd, slot: sl})
+	default:
+		if sl.cutUntil > s.now {
+			return
+		}
+		s.counts.Partitions++
+		sl.cutUntil = s.now + s.uniform(500*time.Millisecond, f.MaxOutage)
+		s.disk.SetCut(sl.idx, true)
+		s.tracef(sl.name(), "PARTITION until %v", sl.cutUntil)
+		s.push(&event{at: sl.cutUntil, kind: evCutEnd, slot: sl})
+	}
+}
+
+func (s *Sim) scheduleRestart(sl *slot) {
+	s.push(&event{at: s.now + s.uniform(time.Second, 20*time.Second), kind: evRestart, slot: sl})
+}
+
+// shutdown ends every task.
+func (s *Sim) shutdown() {
+	for _, sl := range s.slots {
+		if sl.inst != nil {
+			s.killInstance(sl.inst, "end")
+		}
+	}
+}
+
+func (s *Sim) result() *Result {
+	r := &Result{Config: s.cfg, Counts: s.counts, Drift: s.drift, Disk: s.disk.Stats(), SimTime: s.now,
+		Steps: s.steps, Violation: s.violate, Trace: s.trace.lines(), Hash: s.trace.hash}
+	return r
+}
+
+// ---- tasks ----
+
+// task is one goroutine of a simulated host. It runs only between a resume
+// and its next park.
+type task struct {
+	s    *Sim
+	in   *inst
+	name string
+	wake chan bool // true: die
+	done bool
+}
+
+// spawn starts a task; it first runs at the current time.
+func (s *Sim) spawn(in *inst, name string, fn func()) *task {
+	t := &task{s: s, in: in, name: name, wake: make(chan bool)}
+	in.tasks = append(in.tasks, t)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				s.violate = fmt.Errorf("panic in %s: %v\n%s", name, r, debug.Stack())
+			}
+			t.done = true
+			s.yield <- t
+		}()
+		if <-t.wake {
+			return
+		}
+		fn()
+	}()
+	s.push(&event{at: s.now, kind: evRun, t: t})
+	return t
+}
+
+// resume runs t until it parks or ends.
+func (s *Sim) resume(t *task) {
+	if t.done {
+		return
+	}
+	prev := s.running
+	s.running = t
+	t.wake <- false
+	<-s.yield
+	s.running = prev
+}
+
+// park gives control back to the scheduler; the caller has arranged for an
+// event that resumes it (or none: blocked until killed).
+func (t *task) park() {
+	t.s.yield <- t
+	if <-t.wake {
+		runtime.Goexit()
+	}
+}
+
+// kill ends a parked task.
+func (s *Sim) kill(t *task) {
+	if t.done {
+		return
+	}
+	t.wake <- true
+	<-s.yield
+}
+
+// sleepTrue parks the running task until true time at.
+func (s *Sim) sleepUntil(at time.Duration) {
+	t := s.running
+	s.push(&event{at: at, kind: evRun, t: t})
+	t.park()
+}
+
+// block parks the running task until it is killed.
+func (s *Sim) block() { s.running.park() }

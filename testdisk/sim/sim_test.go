@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/paxos"
+)
+
+var (
+	flagSeed  = flag.Uint64("sim.seed", 1, "first seed (TestReplay: the seed to replay)")
+	flagSeeds = flag.Int("sim.seeds", 0, "TestSimSeeds: number of seeds (0: 200, or 20 with -race)")
+	flagOps   = flag.Int("sim.ops", 0, "lease operations per seed (0: 500; TestReplay: 2000)")
+	flagBugs  = flag.String("sim.bugs", "none", "TestReplay: broken paxos variant")
+	flagLate  = flag.Duration("sim.latewatchdog", 0, "TestReplay: fire every watchdog this much late")
+)
+
+// serial runs the simulator on one P: its tasks hand control to each other
+// through channels, which is several times faster without cross-CPU
+// wake-ups. (Tests of this package do not run in parallel.)
+func serial(t *testing.T) {
+	old := runtime.GOMAXPROCS(1)
+	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+}
+
+func opsPerSeed(def int) int {
+	if *flagOps > 0 {
+		return *flagOps
+	}
+	return def
+}
+
+// TestSimSeeds runs many seeds with the default fault mix and requires no
+// violation. Without -race: 200 seeds × 500 operations (100,000 lease
+// operations); with -race: 20 × 500.
+func TestSimSeeds(t *testing.T) {
+	serial(t)
+	seeds := *flagSeeds
+	if seeds == 0 {
+		seeds = 200
+		if raceBuild || testing.Short() {
+			seeds = 20
+		}
+	}
+	start := time.Now()
+	var total Counts
+	var steps uint64
+	var injected, disk uint64
+	for i := 0; i < seeds; i++ {
+		cfg := DefaultConfig(*flagSeed + uint64(i))
+		cfg.MaxOps = opsPerSeed(500)
+		r := Run(cfg)
+		if r.Violation != nil {
+			t.Fatal(r.Report())
+		}
+		require.GreaterOrEqual(t, r.Counts.Ops(), uint64(cfg.MaxOps), r.Summary())
+		total.Acquires += r.Counts.Acquires
+		total.AcquireOK += r.Counts.AcquireOK
+		total.Releases += r.Counts.Releases
+		total.Crashes += r.Counts.Crashes
+		total.Pauses += r.Counts.Pauses
+		total.Partitions += r.Counts.Partitions
+		total.Resets += r.Counts.Resets
+		steps += r.Steps
+		injected += r.Disk.Injected() + r.Disk.Cut
+		disk += r.Disk.Reads + r.Disk.Writes
+	}
+	t.Logf("%d seeds from %d: %d lease ops (%d acquires, %d ok, %d releases), %d steps, %d disk calls, %d disk faults, host faults crash=%d pause=%d partition=%d, watchdog resets %d, 0 violations, %v",
+		seeds, *flagSeed, total.Ops(), total.Acquires, total.AcquireOK, total.Releases, steps, disk, injected,
+		total.Crashes, total.Pauses, total.Partitions, total.Resets, time.Since(start).Round(time.Millisecond))
+	require.NotZero(t, total.Crashes+total.Pauses+total.Partitions, "no host faults were injected")
+	require.NotZero(t, injected, "no disk faults were injected")
+}
+
+// TestDeterminism runs seeds twice and requires the same trace, line for
+// line.
+func TestDeterminism(t *testing.T) {
+	serial(t)
+	for _, seed := range []uint64{1, 7, 42} {
+		cfg := DefaultConfig(seed)
+		cfg.MaxOps = 300
+		cfg.KeepTrace = true
+		a, b := Run(cfg), Run(cfg)
+		require.Nil(t, a.Violation)
+		require.Equal(t, a.Hash, b.Hash, "seed %d", seed)
+		require.Equal(t, a.Trace, b.Trace, "seed %d", seed)
+		require.Equal(t, a.Counts, b.Counts)
+		require.Greater(t, len(a.Trace), 1000)
+		// a different seed gives a different run
+		cfg.Seed += 1000
+		require.NotEqual(t, a.Hash, Run(cfg).Hash)
+	}
+}
+
+// TestBrokenVariantsCaught proves the checker can fail: each deliberately
+// broken paxos variant, and a watchdog that fires later than the model
+// says, must be caught within maxSeeds seeds.
+func TestBrokenVariantsCaught(t *testing.T) {
+	serial(t)
+	const maxSeeds = 10
+	variants := []struct {
+		name string
+		set  func(*Config)
+	}{
+		{"skip-phase2-read", func(c *Config) { c.Bugs = paxos.BugSkipPhase2Read }},
+		{"leader-before-phase2", func(c *Config) { c.Bugs = paxos.BugLeaderBeforePhase2 }},
+		{"clock-liveness", func(c *Config) { c.Bugs = paxos.BugClockLiveness }},
+		{"late-watchdog-5s", func(c *Config) { c.LateWatchdog = 5 * time.Second }},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= maxSeeds; seed++ {
+				cfg := DefaultConfig(seed)
+				v.set(&cfg)
+				cfg.MaxOps = 3000
+				r := Run(cfg)
+				if r.Violation == nil {
+					continue
+				}
+				rep := r.Report()
+				require.Contains(t, rep, fmt.Sprintf("seed %d", seed))
+				require.Contains(t, rep, fmt.Sprintf("-sim.seed=%d", seed))
+				if cfg.Bugs != 0 {
+					require.Contains(t, rep, "-sim.bugs="+cfg.Bugs.String())
+				}
+				require.Len(t, r.Trace, cfg.TraceTail)
+				require.True(t, strings.Contains(r.Violation.Error(), "while") || strings.Contains(r.Violation.Error(), "lver"),
+					"unexpected violation: %v", r.Violation)
+				t.Logf("caught at seed %d after %d ops: %v", seed, r.Counts.Ops(), r.Violation)
+				// the replay finds the same violation after the same trace
+				again := Run(cfg)
+				require.NotNil(t, again.Violation)
+				require.Equal(t, r.Violation.Error(), again.Violation.Error())
+				require.Equal(t, r.Hash, again.Hash)
+				return
+			}
+			t.Fatalf("variant %s not caught in %d seeds", v.name, maxSeeds)
+		})
+	}
+}
+
+// TestReplay replays one seed given with -sim.seed (and -sim.bugs,
+// -sim.ops), printing the summary and, on a violation, the report. It
+// runs only when -sim.seed is given.
+func TestReplay(t *testing.T) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "sim.seed" })
+	if !given {
+		t.Skip("replay needs -sim.seed=N")
+	}
+	serial(t)
+	cfg := DefaultConfig(*flagSeed)
+	b, ok := paxos.ParseBugs(*flagBugs)
+	if !ok {
+		t.Fatalf("bad -sim.bugs %q", *flagBugs)
+	}
+	cfg.Bugs = b
+	cfg.LateWatchdog = *flagLate
+	cfg.MaxOps = opsPerSeed(2000)
+	start := time.Now()
+	r := Run(cfg)
+	t.Logf("%s (%v)", r.Summary(), time.Since(start))
+	if r.Violation != nil {
+		t.Fatal(r.Report())
+	}
+}
