@@ -273,7 +273,7 @@ type Sim struct {
 	disk  *testdisk.Disk
 	geo   diskfmt.Geometry
 	slots []*slot
-	hi    []int64 // per align-size area: end of its last non-zero sector
+	hi    []int64  // per align-size area: end of its last non-zero sector
 	names []string // resource names
 
 	yield   chan *task
