@@ -147,12 +147,19 @@ func (c *Cluster) InitLockspace(file, lockspace string, ioTimeout int) error {
 }
 
 // InitResource creates file (1 MiB) and writes a free paxos lease for
-// lockspace:resource at offset 0 (`sanlock direct init -r`).
-func (c *Cluster) InitResource(file, lockspace, resource string) error {
+// lockspace:resource at offset 0 (`sanlock direct init -r`). numHosts
+// (0: the default 2000) bounds the host ids that may use it; every ballot
+// reads (numHosts+2) sectors rounded up to a power of two, so a small value
+// (8: 8 KiB instead of 1 MiB) makes acquisitions much cheaper.
+func (c *Cluster) InitResource(file, lockspace, resource string, numHosts int) error {
 	if err := c.CreateFile(file, 1<<20); err != nil {
 		return err
 	}
-	return c.direct("init", "-r", fmt.Sprintf("%s:%s:%s:0", lockspace, resource, c.BackingPath(file)))
+	args := []string{"init", "-r", fmt.Sprintf("%s:%s:%s:0", lockspace, resource, c.BackingPath(file))}
+	if numHosts > 0 {
+		args = append(args, "-n", strconv.Itoa(numHosts))
+	}
+	return c.direct(args...)
 }
 
 func (c *Cluster) direct(args ...string) error {

@@ -51,7 +51,7 @@ func main() {
 		dur     = flag.Duration("duration", 0, "stop after this long (0: no limit)")
 		hold    = flag.Duration("hold", 0, "minimum hold time")
 		holdMax = flag.Duration("holdmax", time.Millisecond, "maximum hold time (uniform between -hold and this)")
-		backoff = flag.Duration("backoff", 2*time.Millisecond, "maximum random sleep after a failed acquire")
+		backoff = flag.Duration("backoff", 10*time.Millisecond, "maximum random sleep after a failed acquire")
 		flags   = flag.Uint("flags", 0, "acquire cmd_flags (e.g. 8 = OWNER_NOWAIT)")
 	)
 	flag.Parse()
