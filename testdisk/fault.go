@@ -2,7 +2,6 @@ package testdisk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -549,9 +548,5 @@ func (p *port) do(ctx context.Context, kind OpKind, b []byte, off int64) error {
 			return TimeoutError(ctx.Err())
 		}
 	}
-	err := p.d.Apply(op, o, b)
-	if err != nil && !errors.Is(err, ErrInjected) {
-		return err
-	}
-	return err
+	return p.d.Apply(op, o, b)
 }
