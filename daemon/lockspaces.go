@@ -28,6 +28,9 @@ type LockspacesConfig struct {
 	Open func(path string) (diskfmt.Device, error)
 	// Kill sends a signal to a lease holder (nil: kill(2)).
 	Kill func(pid int, sig syscall.Signal) error
+	// RunKillpath starts a holder's kill program (nil: the resource
+	// manager's, else fork/exec).
+	RunKillpath func(argv []string) error
 	// CheckInterval is the main-loop pass of each lockspace (0: 1 s); while
 	// holders are being killed passes come every CheckInterval/5.
 	CheckInterval time.Duration
@@ -227,8 +230,9 @@ type space struct {
 }
 
 type killState struct {
-	count int
-	last  time.Duration
+	count       int
+	last        time.Duration
+	ranKillpath bool
 }
 
 func (sp *space) logf(format string, args ...any) {
@@ -615,19 +619,25 @@ func (sp *space) allGone(holders []int, orphans int) bool {
 	return true
 }
 
-// killPids signals the holders of a dying lockspace (delta.md §9.4), at
-// most once a second each and killCountMax times in all. Kill programs
-// (KILLPATH) are not supported yet: the graceful signal is SIGTERM.
+// killPids signals the holders of a dying lockspace (delta.md §9.4,
+// wire.md §9.4), at most once a second each and killCountMax times in all.
+// Before the grace period ends, a holder that set a kill program (KILLPATH)
+// gets it run once (with its pid as last argument if it asked for that)
+// and nothing more until the grace ends; others get SIGTERM. After it, and
+// for rem_lockspace and forced shutdown, SIGKILL. Restrict flags swap the
+// two signals.
 func (sp *space) killPids(run *delta.Lockspace, holders []int) {
 	m := sp.m
 	cfg := m.conf()
 	now := m.cfg.Clock.Now()
 	st := run.Status()
 	graceEnd := delta.KillGraceEnd(st.RenewalLastSuccess, sp.ioTimeout, cfg.KillGraceSeconds)
+	graceful := !sp.removeReq && !m.forced && uint64(now/time.Second) < graceEnd
 	type sig struct {
 		pid int
 		sig syscall.Signal
 		n   int
+		k   *killState
 	}
 	var out []sig
 	m.mu.Lock()
@@ -644,21 +654,32 @@ func (sp *space) killPids(run *delta.Lockspace, holders []int) {
 		if k.count >= killCountMax || (k.count > 0 && now-k.last < time.Second) {
 			continue
 		}
+		if graceful && k.ranKillpath {
+			continue // the kill program had its chance until the grace ends
+		}
 		k.count++
 		k.last = now
 		s := syscall.SIGKILL
-		if !sp.removeReq && !m.forced && uint64(now/time.Second) < graceEnd {
+		if graceful {
 			s = syscall.SIGTERM
 		}
-		out = append(out, sig{pid, s, k.count})
+		out = append(out, sig{pid, s, k.count, k})
 	}
 	m.mu.Unlock()
 	for _, k := range out {
 		s := k.sig
+		var argv []string
 		if m.srv != nil {
 			if c := m.srv.FindClient(k.pid); c != nil {
 				r := c.Restricted()
+				path, args, flags := c.killpathInfo()
 				switch {
+				case s == syscall.SIGTERM && path != "" && cfg.KillGraceSeconds > 0:
+					pidArg := 0
+					if flags&client.KillpathPID != 0 {
+						pidArg = k.pid
+					}
+					argv = killpathArgv(path, args, pidArg)
 				case s == syscall.SIGKILL && r&client.RestrictSigkill != 0:
 					s = syscall.SIGTERM
 				case s == syscall.SIGTERM && r&client.RestrictSigterm != 0:
@@ -666,14 +687,41 @@ func (sp *space) killPids(run *delta.Lockspace, holders []int) {
 				}
 				c.mu.Lock()
 				c.killCount, c.killLast = k.n, uint64(now/time.Second)
+				if argv != nil {
+					c.flags |= 0x2 // runpath sent
+				}
 				c.mu.Unlock()
 			}
+		}
+		if argv != nil {
+			m.mu.Lock()
+			k.k.ranKillpath = true
+			m.mu.Unlock()
+			sp.logf("kill %d killpath %v count %d", k.pid, argv, k.n)
+			if err := m.runKillpath(argv); err != nil {
+				sp.logf("kill %d killpath error %v", k.pid, err)
+			}
+			continue
 		}
 		sp.logf("kill %d sig %d count %d", k.pid, int(s), k.n)
 		if err := m.cfg.Kill(k.pid, s); err != nil && !errors.Is(err, unix.ESRCH) {
 			sp.logf("kill %d sig %d error %v", k.pid, int(s), err)
 		}
 	}
+}
+
+// runKillpath starts a kill program (LockspacesConfig.RunKillpath, or the
+// resource manager's, or fork/exec).
+func (m *Lockspaces) runKillpath(argv []string) error {
+	if m.cfg.RunKillpath != nil {
+		return m.cfg.RunKillpath(argv)
+	}
+	if m.srv != nil {
+		if r, ok := m.srv.deps.Resources.(*Resources); ok {
+			return r.cfg.RunKillpath(argv)
+		}
+	}
+	return startKillpath(argv)
 }
 
 // processHosts runs the other-host processing on a new renewal read and

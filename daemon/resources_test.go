@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,7 +28,7 @@ type resCluster struct {
 	ls   []*client.Lockspace
 }
 
-func newResCluster(t *testing.T, hosts, nres int, lcfg LockspacesConfig) *resCluster {
+func newResCluster(t *testing.T, hosts, nres int, lcfg LockspacesConfig, mods ...func(*Config)) *resCluster {
 	t.Helper()
 	path := leaseFile(t, int64(nres+1)<<20)
 	dev, err := diskfmt.OpenFile(path)
@@ -44,7 +45,15 @@ func newResCluster(t *testing.T, hosts, nres int, lcfg LockspacesConfig) *resClu
 	rc := &resCluster{path: path}
 	var wg sync.WaitGroup
 	for i := 0; i < hosts; i++ {
-		td, _ := startLS(t, fmt.Sprintf("host%d", i+1), lcfg)
+		m := NewLockspaces(lcfg)
+		td := startDaemon(t, func(c *Config, d *Deps) {
+			c.OurHostName = fmt.Sprintf("host%d", i+1)
+			d.Lockspaces = m
+			for _, f := range mods {
+				f(c)
+			}
+		})
+		td.cl.Timeout = 30 * time.Second
 		ls := &client.Lockspace{Name: "LS", HostID: uint64(i + 1), Disk: client.Disk{Path: path}}
 		rc.tds, rc.ls = append(rc.tds, td), append(rc.ls, ls)
 		wg.Add(1)
@@ -242,4 +251,58 @@ func TestKillpathArgv(t *testing.T) {
 	assert.Len(t, killpathArgv("/p", long, 0), maxKillArgv)
 	_, err := exec.LookPath("true")
 	require.NoError(t, err)
+}
+
+// TestRevocationNotice: a Go client that watches for revocations hears of
+// a GRACEFUL request from another host and of the loss of its lockspace's
+// storage through the kill program, before SIGKILL.
+func TestRevocationNotice(t *testing.T) {
+	open, dead := crashable()
+	var mu sync.Mutex
+	var sigs []syscall.Signal
+	lcfg := LockspacesConfig{Open: open, Kill: func(pid int, sig syscall.Signal) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if pid == os.Getpid() {
+			sigs = append(sigs, sig)
+		}
+		return nil
+	}}
+	rc := newResCluster(t, 2, 1, lcfg, func(c *Config) { c.KillGraceSeconds = 3 })
+	a, b := rc.tds[0].cl, rc.tds[1].cl
+	reg, err := a.Register()
+	require.NoError(t, err)
+	defer reg.Close()
+	notices, stop, err := reg.WatchRevocations() // before acquiring: see its doc
+	require.NoError(t, err)
+	defer stop()
+	require.NoError(t, reg.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil))
+
+	r := rc.res(0, 0)
+	require.NoError(t, b.Request(&r, client.RequestNextLVer, client.ReqGraceful))
+	select {
+	case n := <-notices:
+		assert.Equal(t, syscall.SIGUSR1, n.Signal)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no notice for a GRACEFUL request")
+	}
+
+	start := time.Now()
+	dead.Store(true) // host 1 loses its storage
+	select {
+	case n := <-notices:
+		assert.Equal(t, syscall.SIGUSR1, n.Signal)
+		t.Logf("storage lost: notice after %v", time.Since(start).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notice after the storage was lost")
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(sigs, syscall.SIGKILL)
+	}, 30*time.Second, 100*time.Millisecond, "SIGKILL after the grace period")
+	t.Logf("storage lost: SIGKILL after %v", time.Since(start).Round(time.Millisecond))
+	mu.Lock()
+	assert.NotContains(t, sigs, syscall.SIGTERM, "the kill program replaces SIGTERM")
+	mu.Unlock()
 }
