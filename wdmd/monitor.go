@@ -83,6 +83,8 @@ type Config struct {
 	// io_timeout 1 lockspace's host fire after host_dead_seconds (see
 	// docs/wdmd.md).
 	GridOnly bool
+	// TraceRecords logs every received record as a debug line.
+	TraceRecords bool
 
 	// Shown by the dump only.
 	Pid          int
@@ -200,6 +202,10 @@ func (m *Monitor) Receive(c Conn, r *Record) error {
 		return fmt.Errorf("wdmd: record on unknown connection")
 	}
 	s := m.slots[ci]
+	if m.cfg.TraceRecords {
+		m.log.Debugf("recv ci %d magic %d cmd %d len %d flags %d test_interval %d fire_timeout %d last_keepalive %d renewal %d expire %d name %q",
+			ci, r.Magic, r.Cmd, r.Len, r.Flags, r.TestInterval, r.FireTimeout, r.LastKeepalive, r.RenewalTime, r.ExpireTime, r.NameString())
+	}
 	switch r.Cmd {
 	case CmdRegister:
 		pid, err := c.PeerPid()

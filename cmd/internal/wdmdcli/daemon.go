@@ -88,6 +88,7 @@ func daemon(o *options, stderr io.Writer) int {
 		ScriptDir:     o.scriptDir,
 		KillScriptSec: o.killScriptSec,
 		GridOnly:      o.gridOnly,
+		TraceRecords:  o.trace,
 		Pid:           os.Getpid(),
 		SocketGID:     gid,
 		HighPriority:  o.highPriority,

@@ -45,6 +45,7 @@ type options struct {
 	testDevice   string // --test-device: socket of a testdev.Bank instead of /dev/watchdog*
 	testInterval int    // --test-interval: seconds between tests (default 10)
 	gridOnly     bool   // --grid-only: tests only on the interval grid, like 3.8.5
+	trace        bool   // --trace-records: log every received record (with -D)
 }
 
 func defaultOptions() *options {
@@ -119,6 +120,9 @@ func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 				continue
 			case "grid-only":
 				o.gridOnly = true
+				continue
+			case "trace-records":
+				o.trace = true
 				continue
 			}
 			set, ok := hidden[name]

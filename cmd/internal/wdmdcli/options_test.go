@@ -1,0 +1,116 @@
+package wdmdcli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const cWdmd = "/usr/sbin/wdmd"
+
+func TestParse(t *testing.T) {
+	var errb bytes.Buffer
+	o, act := parse("wdmd", []string{"-DH1", "-G", "grp", "-S1", "-s", "/x", "-k", "7z", "-w", strings.Repeat("d", 70), "-p", "extra"}, &errb)
+	require.Equal(t, actDaemon, act)
+	require.Empty(t, errb.String())
+	require.True(t, o.foreground)
+	require.True(t, o.probe)
+	require.Equal(t, 1, o.highPriority)
+	require.Equal(t, "grp", o.group)
+	require.Equal(t, 1, o.allowScripts)
+	require.Equal(t, "/x", o.scriptDir)
+	require.Equal(t, 7, o.killScriptSec) // atoi
+	require.Len(t, o.device, 63)
+
+	o, act = parse("wdmd", []string{"--run-dir=/r", "--shm-marker", "/m", "--test-device", "/s", "--test-interval", "2", "--grid-only", "--trace-records"}, &errb)
+	require.Equal(t, actDaemon, act)
+	require.Equal(t, "/r", o.runDir)
+	require.Equal(t, "/m", o.marker)
+	require.Equal(t, "/s", o.testDevice)
+	require.Equal(t, 2, o.testInterval)
+	require.True(t, o.gridOnly)
+	require.True(t, o.trace)
+
+	o, act = parse("wdmd", nil, &errb)
+	require.Equal(t, actDaemon, act)
+	require.Equal(t, defaultOptions(), o)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func runTool(t *testing.T, bin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return result{o.String(), strings.ReplaceAll(e.String(), bin+":", "wdmd:"), cmd.ProcessState.ExitCode()}
+}
+
+// TestOutputsMatchCWdmd runs both binaries with the same arguments and
+// compares stdout, stderr and the exit code. Options that would start a
+// daemon are not used here (without -D the daemon forks and exit 0
+// tells nothing).
+func TestOutputsMatchCWdmd(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"-h"}, {"--help"}, {"-V"}, {"--version"}, {"-h", "-Z"}, {"-Z", "-V"}, {"-V", "-Z"},
+		{"--foo", "-V"}, {"-VZ"}, {"-wfoo", "-V"}, {"extra", "-V"}, {"-H1", "-G", "x", "--version"},
+	} {
+		want := runTool(t, cWdmd, args...)
+		got := runTool(t, wdmdBin, args...)
+		require.Equal(t, want, got, "args %q", args)
+	}
+}
+
+// TestFixedPathsMatchCWdmd compares the runs that use the fixed paths
+// (/run/wdmd, /dev/shm/wdmd): -d without a daemon, probe without a
+// device, and -D without a device. It holds the run-dir lock.
+func TestFixedPathsMatchCWdmd(t *testing.T) {
+	lockRunDir(t)
+	if m, _ := filepath.Glob("/dev/watchdog*"); len(m) > 0 {
+		// never arm a real watchdog from a test
+		t.Skipf("a real watchdog device exists (%v)", m)
+	}
+	_, err := os.Stat("/dev/shm/wdmd")
+	require.True(t, os.IsNotExist(err), "/dev/shm/wdmd exists: a wdmd runs or crashed here")
+	for _, args := range [][]string{{"-d"}, {"-p"}, {"--probe", "-w", "/nonexistent/wd"}} {
+		want := runTool(t, cWdmd, args...)
+		got := runTool(t, wdmdBin, args...)
+		require.Equal(t, want, got, "args %q", args)
+	}
+	// -D: both start, find no device and exit 255.
+	strip := func(r result) result {
+		var ls []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+			if i := strings.IndexByte(l, ' '); i > 0 {
+				l = l[i+1:]
+			}
+			ls = append(ls, l)
+		}
+		r.stderr = strings.Join(ls, "\n")
+		return r
+	}
+	start := time.Now()
+	want := strip(runTool(t, cWdmd, "-D"))
+	got := strip(runTool(t, wdmdBin, "-D"))
+	require.Equal(t, want, got)
+	require.Equal(t, 255, got.code)
+	require.Less(t, time.Since(start), 10*time.Second)
+	_, err = os.Stat("/dev/shm/wdmd")
+	require.True(t, os.IsNotExist(err))
+	_, err = os.Stat("/run/wdmd/wdmd.pid")
+	require.True(t, os.IsNotExist(err))
+}
