@@ -195,8 +195,18 @@ func (m *Resources) paxosHost(name string) (*paxos.Host, int32) {
 	return ls.PaxosHost(name)
 }
 
+// openCode is the result of a failed disk open: -errno (sanlock answers
+// -2 for a missing path), -ENODEV when there is no errno.
+func openCode(err error) int32 {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return -int32(en)
+	}
+	return client.RvENODEV
+}
+
 // openDisks opens every disk of a resource; on failure the ones opened are
-// closed again and -ENODEV is returned.
+// closed again and the open's result is returned.
 func (m *Resources) openDisks(disks []client.Disk) ([]diskfmt.Device, []paxos.Disk, int32) {
 	devs := make([]diskfmt.Device, 0, len(disks))
 	pd := make([]paxos.Disk, 0, len(disks))
@@ -205,7 +215,7 @@ func (m *Resources) openDisks(disks []client.Disk) ([]diskfmt.Device, []paxos.Di
 		if err != nil {
 			m.logf("open error %s: %v", d.Path, err)
 			closeDevs(devs)
-			return nil, nil, client.RvENODEV
+			return nil, nil, openCode(err)
 		}
 		devs = append(devs, dev)
 		pd = append(pd, paxos.Disk{Dev: dev, Offset: int64(d.Offset)})
@@ -580,7 +590,8 @@ func (m *Resources) StatusRecords() []client.StateRecord {
 	for _, r := range m.res {
 		all = append(all, r)
 	}
-	slices.SortFunc(all, func(a, b *resource) int { return int(a.id) - int(b.id) })
+	// newest first, as sanlock lists them
+	slices.SortFunc(all, func(a, b *resource) int { return int(b.id) - int(a.id) })
 	var recs []client.StateRecord
 	for _, l := range []resList{resHeld, resAdd, resRem, resOrphan} {
 		for _, r := range all {
@@ -590,8 +601,9 @@ func (m *Resources) StatusRecords() []client.StateRecord {
 			var ss, align int
 			var lver uint64
 			if r.held != nil {
+				// the lease's lver, for shared holds too
 				ss, align = r.held.Geometry.SectorSize, r.held.Geometry.AlignSize
-				lver = r.held.Lver()
+				lver = r.held.Leader.Lver
 			}
 			one := func(pid int, tokID uint32) {
 				res := client.Resource{LockspaceName: r.key.space, Name: r.key.name, LVer: lver,
