@@ -328,6 +328,10 @@ func rtPyScenario(py, killpath string) func(*rtSide) {
 		s.doUntil(B, "cacquire LS:R7:7M 0x8 0", "err -247")
 		s.do(B, "cacquire LS:R7:7M 0x8 0x4")
 		s.do(B, "inquire")
+		s.do(B, "exit")
+		s.waitAgent(B, "B after exit")
+		s.pollStatus("status at the end", rtCount(0))
+		s.disk("disk at the end")
 	}
 }
 
@@ -350,6 +354,7 @@ func TestRtPythonResources(t *testing.T) {
 	t.Logf("prepare: %v", time.Since(start).Round(time.Millisecond))
 	rtParallel(sides, rtPyScenario(py, killpath))
 	t.Logf("total: %v", time.Since(start).Round(time.Millisecond))
+	rtShutdown(sides)
 	rtCompare(t, sides)
 	rtGolden(t, "python.golden", sides[0].out)
 	if rtOursPending {
@@ -414,6 +419,7 @@ func rtDeathScenario(py string) func(*rtSide) {
 		for i := 1; i <= 5; i++ {
 			s.cli("client", "read", "-r", fmt.Sprintf("LS:R%d:PATH:%d", i, i<<20), "-h", "1")
 		}
+		s.disk("disk at the end")
 	}
 }
 
@@ -431,6 +437,7 @@ func TestRtClientDeath(t *testing.T) {
 	rtPrepare(t, false, sides...)
 	rtParallel(sides, rtDeathScenario(py))
 	t.Logf("total: %v", time.Since(start).Round(time.Millisecond))
+	rtShutdown(sides)
 	rtCompare(t, sides)
 	rtGolden(t, "death.golden", sides[0].out)
 	if rtOursPending {

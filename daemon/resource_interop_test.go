@@ -50,6 +50,7 @@ type rtSide struct {
 	dir  string // run dir
 	path string // lease file
 	tool string // sanlock binary for client steps
+	real bool   // the daemon is sanlock 3.8.5
 
 	mu    sync.Mutex
 	last  time.Time         // end of the previous recorded step
@@ -71,13 +72,12 @@ func rtRealSide(t *testing.T, name string) *rtSide {
 	dir := shortTempDir(t)
 	realDaemon(t, dir, "-e", "hostX")
 	// sanlock ignores SIGINT while it has a lockspace: a forced
-	// shutdown (before realDaemon's cleanup) saves its 5 s wait.
-	t.Cleanup(func() {
-		cmd := exec.Command(realSanlock, "client", "shutdown", "-f", "1", "-w", "1")
-		cmd.Env = sanlockEnv(dir)
-		_ = cmd.Run()
-	})
-	return rtNewSide(name, dir, leaseFile(t, 16<<20), realSanlock)
+	// shutdown (before realDaemon's cleanup) saves its 5 s wait. The
+	// tests call rtShutdown earlier, for all sides at once.
+	t.Cleanup(func() { rtShutdownReal(dir) })
+	s := rtNewSide(name, dir, leaseFile(t, 16<<20), realSanlock)
+	s.real = true
+	return s
 }
 
 // rtOurSide starts our daemon, or returns nil while rtOursPending.
@@ -88,6 +88,24 @@ func rtOurSide(t *testing.T) *rtSide {
 	}
 	td, _ := startLS(t, "hostX", LockspacesConfig{})
 	return rtNewSide("gosanlock", td.dir, leaseFile(t, 16<<20), realSanlock)
+}
+
+func rtShutdownReal(dir string) {
+	cmd := exec.Command(realSanlock, "client", "shutdown", "-f", "1", "-w", "1")
+	cmd.Env = sanlockEnv(dir)
+	_ = cmd.Run()
+}
+
+// rtShutdown stops the sanlock daemons of sides in parallel (a forced
+// shutdown takes about 1.7 s each); our daemons stop at cleanup.
+func rtShutdown(sides []*rtSide) {
+	var real []*rtSide
+	for _, s := range sides {
+		if s.real {
+			real = append(real, s)
+		}
+	}
+	rtParallel(real, func(s *rtSide) { rtShutdownReal(s.dir) })
 }
 
 // rtPrepare writes the leases of the layout above with the real tool's
@@ -207,7 +225,7 @@ func (s *rtSide) setPid(pid int, name string) {
 
 var (
 	rtNumber    = regexp.MustCompile(`\b\d+\b`)
-	rtTimestamp = regexp.MustCompile(`timestamp \d+`)
+	rtTimestamp = regexp.MustCompile(`timestamp [1-9]\d*`)
 )
 
 // norm replaces the side's paths, known pids and temp names by symbols.
@@ -292,6 +310,48 @@ func (s *rtSide) statusR() []string {
 	}
 	sort.Strings(rs)
 	return rs
+}
+
+var (
+	rtDumpTS   = regexp.MustCompile(`\b(0*[1-9]\d*)\b`)
+	rtInp3     = regexp.MustCompile(`inp3 [1-9]\d*`)
+	rtSum      = regexp.MustCompile(`sum [0-9a-f]+`)
+	rtLeaderTS = regexp.MustCompile(`(?m)^((write_)?timestamp) [1-9]\d*$`)
+	rtChecksum = regexp.MustCompile(`(?m)^checksum 0x[0-9a-f]+$`)
+)
+
+// disk records the on-disk state of R1..R7, one step per lease: the
+// `direct dump -f 2` lines (leader, request, mode, dblocks) and the
+// `direct read_leader` fields, with monotonic times and checksums masked.
+func (s *rtSide) disk(label string) {
+	out, _ := rtRun(s, realSanlock, "direct", "dump", s.path+":1M:7M", "-f", "2")
+	dump := map[int][]string{}
+	cur := 0
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if f := strings.Fields(l); len(f) == 7 && len(f[3]) == 10 {
+			off, _ := strconv.Atoi(f[0])
+			cur = off >> 20
+			l = strings.Join([]string{f[1], f[2], rtDumpTS.ReplaceAllString(f[3], "T"), f[4], f[5], f[6]}, " ")
+		} else if strings.HasPrefix(strings.TrimSpace(l), "offset") {
+			continue
+		}
+		l = rtInp3.ReplaceAllString(l, "inp3 T")
+		dump[cur] = append(dump[cur], rtSum.ReplaceAllString(l, "sum S"))
+	}
+	for i := 1; i <= 7; i++ {
+		out, _ := rtRun(s, realSanlock, "direct", "read_leader", "-r", fmt.Sprintf("LS:R%d:%s:%d", i, s.path, i<<20))
+		out = rtLeaderTS.ReplaceAllString(out, "$1 T")
+		out = rtChecksum.ReplaceAllString(out, "checksum C")
+		var keep []string
+		for _, l := range strings.Split(out, "\n") {
+			for _, k := range []string{"flags ", "owner_id", "owner_generation", "lver", "timestamp", "write_"} {
+				if strings.HasPrefix(l, k) {
+					keep = append(keep, l)
+				}
+			}
+		}
+		s.record(fmt.Sprintf("%s R%d: %s\n%s", label, i, strings.Join(keep, ", "), s.norm(strings.Join(dump[i], "\n"))))
+	}
 }
 
 var rtIDs = regexp.MustCompile(`(reused|res_id|token_id)=\d+`)
@@ -449,6 +509,7 @@ var rtKnownDiffs = []rtKnown{
 	{"status -D holding 5", "r LS:R5", "r LS:R1",
 		"status r records: sanlock lists the newest resource first, ours the oldest; SH records show lver=0 in ours, the lease lver in sanlock"},
 	{"status -D after convert", "r LS:R5", "r LS:R1", "as for status -D holding 5"},
+	{"disk at the end R2", "lver 2,", "lver 1,", "follows from the Q4 convert (no ballot in ours)"},
 }
 
 // rtCompare checks every side's errors, logs the reference outputs and
@@ -550,15 +611,6 @@ func rtGolden(t *testing.T, name string, out []string) {
 	assert.Equal(t, string(want), got, "sanlock 3.8.5 no longer matches %s (RT_UPDATE=1 rewrites it)", p)
 }
 
-// rtBuildOurTool builds cmd/sanlock into a temp dir.
-func rtBuildOurTool(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "sanlock")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
-
 // rtCClientScenario is the `sanlock client` sequence: a `client command`
 // holder (pid HOLDER) gets more leases by pid, converts, releases, is
 // asked to go by a request and killed by examine; a persistent holder
@@ -646,6 +698,7 @@ func rtCClientScenario(s *rtSide) {
 	s.cli("client", "command", "-r", res(6, ""), "-c", "/nonexistent")
 	s.pollStatus("status at the end", rtCount(0))
 	s.cli("client", "status")
+	s.disk("disk at the end")
 }
 
 // TestRtCClientResources runs rtCClientScenario three ways: the C tool
@@ -654,9 +707,17 @@ func rtCClientScenario(s *rtSide) {
 func TestRtCClientResources(t *testing.T) {
 	t.Parallel()
 	needRealSanlock(t)
+	// Build our tool while the lockspaces are joined.
 	start := time.Now()
-	ourTool := rtBuildOurTool(t)
-	t.Logf("go build cmd/sanlock: %v", time.Since(start).Round(time.Millisecond))
+	built := make(chan error, 1)
+	ourTool := filepath.Join(t.TempDir(), "sanlock")
+	go func() {
+		out, err := exec.Command("go", "build", "-o", ourTool, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("go build: %w: %s", err, out)
+		}
+		built <- err
+	}()
 	sides := []*rtSide{rtRealSide(t, "C tool + sanlock")}
 	ourTool2 := rtRealSide(t, "our tool + sanlock")
 	ourTool2.tool = ourTool
@@ -665,11 +726,13 @@ func TestRtCClientResources(t *testing.T) {
 		s.name = "C tool + gosanlock"
 		sides = append(sides, s)
 	}
-	start = time.Now()
 	rtPrepare(t, false, sides...)
 	t.Logf("prepare: %v", time.Since(start).Round(time.Millisecond))
+	require.NoError(t, <-built)
+	t.Logf("prepare and go build cmd/sanlock: %v", time.Since(start).Round(time.Millisecond))
 	rtParallel(sides, rtCClientScenario)
 	t.Logf("total: %v", time.Since(start).Round(time.Millisecond))
+	rtShutdown(sides)
 
 	// `client command` output is lost at exec in the C tool (buffered
 	// stdio); ours flushes it (cli.md §5.8): compare its exit status only.
