@@ -119,6 +119,25 @@ func Check(hs []Holding) []string {
 	return v
 }
 
+// SharedOverlaps counts the pairs of shared holdings that overlap in time
+// (proof that a shared-mode run really had concurrent holders).
+func SharedOverlaps(hs []Holding) int {
+	var sh []Holding
+	for _, h := range hs {
+		if h.Mode == "sh" {
+			sh = append(sh, h)
+		}
+	}
+	sort.Slice(sh, func(i, j int) bool { return sh[i].Start < sh[j].Start })
+	n := 0
+	for i := range sh {
+		for j := i + 1; j < len(sh) && sh[j].Start <= sh[i].End; j++ {
+			n++
+		}
+	}
+	return n
+}
+
 // Summary counts holdings by host and mode.
 func Summary(hs []Holding) string {
 	n := map[string]int{}

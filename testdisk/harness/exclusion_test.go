@@ -74,8 +74,8 @@ func (r exclusionRun) run(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kinds %v: %s in %v (%.0f/s)", kinds, harness.Summary(hs), elapsed.Round(time.Millisecond),
-		float64(len(hs))/elapsed.Seconds())
+	t.Logf("kinds %v: %s in %v (%.0f/s), %d overlapping shared pairs", kinds, harness.Summary(hs),
+		elapsed.Round(time.Millisecond), float64(len(hs))/elapsed.Seconds(), harness.SharedOverlaps(hs))
 	for i, v := range harness.Check(hs) {
 		if i == 20 {
 			t.Errorf("... more violations")

@@ -98,4 +98,34 @@ func TestViewsAndFaults(t *testing.T) {
 	if !advancing(4 * time.Second) {
 		t.Fatal("host 2 did not renew after resume")
 	}
+
+	// Hung storage: host 2's I/O is held; C sanlock's libaio submissions
+	// return and time out (the daemon keeps running), and the held I/O
+	// completes when the hang is released.
+	b.SetFault(fusefault.Fault{Mode: fusefault.Hang})
+	time.Sleep(300 * time.Millisecond)
+	if advancing(3 * time.Second) {
+		t.Fatal("host 2 renewed through a hung view")
+	}
+	if st := b.FS.Stats(); st.Hung == 0 {
+		t.Fatalf("no I/O was held on host 2's view: %+v", st)
+	}
+	cl := b.Client()
+	cl.Timeout = 2 * time.Second
+	if _, err := cl.Status(1); err != nil {
+		t.Fatalf("host 2's daemon does not answer while its storage hangs: %v", err)
+	}
+	b.SetFault(fusefault.Fault{})
+	if !advancing(4 * time.Second) {
+		t.Fatal("host 2 did not renew after the hang was released")
+	}
+
+	// Killing a host whose storage hangs still ends all its processes.
+	b.SetFault(fusefault.Fault{Mode: fusefault.Hang})
+	time.Sleep(1500 * time.Millisecond)
+	t0 := time.Now()
+	if _, err := b.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("host with hung storage killed in %v", time.Since(t0).Round(time.Millisecond))
 }
