@@ -38,14 +38,14 @@ func opsPerSeed(def int) int {
 
 // TestSimSeeds runs many seeds with the default fault mix and requires no
 // violation. Without -race: 200 seeds × 500 operations (100,000 lease
-// operations); with -race: 20 × 500.
+// operations); with -race or -short: 10 × 500.
 func TestSimSeeds(t *testing.T) {
 	serial(t)
 	seeds := *flagSeeds
 	if seeds == 0 {
 		seeds = 200
 		if raceBuild || testing.Short() {
-			seeds = 20
+			seeds = 10
 		}
 	}
 	start := time.Now()
@@ -82,7 +82,11 @@ func TestSimSeeds(t *testing.T) {
 // line.
 func TestDeterminism(t *testing.T) {
 	serial(t)
-	for _, seed := range []uint64{1, 7, 42} {
+	seeds := []uint64{1, 7, 42}
+	if raceBuild || testing.Short() {
+		seeds = seeds[:1]
+	}
+	for _, seed := range seeds {
 		cfg := DefaultConfig(seed)
 		cfg.MaxOps = 300
 		cfg.KeepTrace = true
@@ -100,21 +104,26 @@ func TestDeterminism(t *testing.T) {
 
 // TestBrokenVariantsCaught proves the checker can fail: each deliberately
 // broken paxos variant, and a watchdog that fires later than the model
-// says, must be caught within maxSeeds seeds.
+// says, must be caught within maxSeeds seeds of 3000 operations. With -race
+// or -short only the variants caught within a few hundred operations run.
 func TestBrokenVariantsCaught(t *testing.T) {
 	serial(t)
 	const maxSeeds = 10
 	variants := []struct {
 		name string
+		slow bool
 		set  func(*Config)
 	}{
-		{"skip-phase2-read", func(c *Config) { c.Bugs = paxos.BugSkipPhase2Read }},
-		{"leader-before-phase2", func(c *Config) { c.Bugs = paxos.BugLeaderBeforePhase2 }},
-		{"clock-liveness", func(c *Config) { c.Bugs = paxos.BugClockLiveness }},
-		{"late-watchdog-5s", func(c *Config) { c.LateWatchdog = 5 * time.Second }},
+		{"skip-phase2-read", true, func(c *Config) { c.Bugs = paxos.BugSkipPhase2Read }},
+		{"leader-before-phase2", true, func(c *Config) { c.Bugs = paxos.BugLeaderBeforePhase2 }},
+		{"clock-liveness", false, func(c *Config) { c.Bugs = paxos.BugClockLiveness }},
+		{"late-watchdog-5s", false, func(c *Config) { c.LateWatchdog = 5 * time.Second }},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
+			if v.slow && (raceBuild || testing.Short()) {
+				t.Skip("thousands of operations: runs without -race and -short")
+			}
 			for seed := uint64(1); seed <= maxSeeds; seed++ {
 				cfg := DefaultConfig(seed)
 				v.set(&cfg)
@@ -168,5 +177,25 @@ func TestReplay(t *testing.T) {
 	t.Logf("%s (%v)", r.Summary(), time.Since(start))
 	if r.Violation != nil {
 		t.Fatal(r.Report())
+	}
+}
+
+// TestKnownHazardSharedNewGeneration replays the first violation the soak
+// found with the correct algorithm (seed 100265, docs/testing.md "Findings"):
+// an exclusive acquirer whose host table has not yet seen a restarted
+// host's new generation judges that host's shared hold dead (host_live,
+// paxos.md §6.2) and clears it. It is skipped until paxos treats a mode
+// block of a newer generation than the table knows as live; then remove
+// the skip.
+func TestKnownHazardSharedNewGeneration(t *testing.T) {
+	if raceBuild || testing.Short() {
+		t.Skip("2000 operations: runs without -race and -short")
+	}
+	serial(t)
+	cfg := DefaultConfig(100265)
+	cfg.MaxOps = 2000
+	r := Run(cfg)
+	if r.Violation != nil {
+		t.Skipf("known hazard still present (replay: %s): %v", r.ReplayCommand(), r.Violation)
 	}
 }
