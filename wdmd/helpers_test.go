@@ -1,6 +1,7 @@
 package wdmd_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,3 +15,5 @@ func writeFile(t *testing.T, dir, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+func sprintf(f string, a ...any) string { return fmt.Sprintf(f, a...) }

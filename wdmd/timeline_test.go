@@ -133,9 +133,11 @@ func TestTimelineIO1(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := startWorld(t, wdmd.Config{}, testdev.Options{})
 		ls := &lockspace{name: "sanlock_LS:1", pid: 4242, io: 1, connect: 1003, join: 1006, lastOK: 1040}
-		go w.runLockspace(ls, 7)
+		lsDone := make(chan struct{})
+		go func() { w.runLockspace(ls, 7); close(lsDone) }()
 		fire, err := w.bank.WaitFired(t.Context())
 		require.NoError(t, err)
+		<-lsDone
 		require.NoError(t, w.stop())
 		evs := w.bank.Events()
 		require.Equal(t, []uint64{1000, 1000, 1003, 1006}, pingSeconds(evs))

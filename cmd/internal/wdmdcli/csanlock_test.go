@@ -75,6 +75,7 @@ func childPids(pid int) []int {
 // C daemon with a joined lockspace leaves a dead slot whose expiry makes
 // wdmd close the device at expire-10 and the device fire.
 func TestCSanlockWithOurWdmd(t *testing.T) {
+	t.Parallel()
 	lockRunDir(t)
 	const fireAfter = 3 * time.Second
 	d := startDaemon(t, "/run/wdmd", testdev.Options{FireAfter: fireAfter}, "--test-interval", "2", "--trace-records")
@@ -142,7 +143,7 @@ func TestCSanlockWithOurWdmd(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, len(renewals), 2, "renewals seen in the dump")
-	require.GreaterOrEqual(t, countKind(d.bank.Events(), testdev.Keepalive)-pingsBefore, 4, "pings every 2 s")
+	require.GreaterOrEqual(t, countKind(d.bank.Events(), testdev.Keepalive)-pingsBefore, 3, "pings every 2 s during 7 s")
 	require.Zero(t, countKind(d.bank.Events(), testdev.CloseUnclean))
 
 	// rem_lockspace B: its expiry is removed and the slot freed.

@@ -79,6 +79,7 @@ func TestOutputsMatchCWdmd(t *testing.T) {
 // (/run/wdmd, /dev/shm/wdmd): -d without a daemon, probe without a
 // device, and -D without a device. It holds the run-dir lock.
 func TestFixedPathsMatchCWdmd(t *testing.T) {
+	t.Parallel()
 	lockRunDir(t)
 	if m, _ := filepath.Glob("/dev/watchdog*"); len(m) > 0 {
 		// never arm a real watchdog from a test
