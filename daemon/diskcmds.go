@@ -433,7 +433,9 @@ func (d *diskCmds) withRindexLease(ctx context.Context, op *rindexOp, f func() i
 		return rv
 	}
 	rv := f()
-	if err := dkReleaseLeader(ctx, host, held, op.rx.Dev, leaseOff); err != nil {
+	// Release even when the daemon is stopping: a lease left held would
+	// keep the other hosts out of the index for as long as we live.
+	if err := dkReleaseLeader(context.WithoutCancel(ctx), host, held, op.rx.Dev, leaseOff); err != nil {
 		d.s.lg.Error("rindex_lease release error", zap.Error(err))
 	}
 	return rv
@@ -516,7 +518,11 @@ func (d *diskCmds) lookupRindex(ctx context.Context, q *client.Request, rxa clie
 	defer op.done()
 	found, err := op.rx.Lookup(ctx, e.Name, e.Offset)
 	if err != nil {
-		return client.REntry{}, resultOf(err)
+		rv := resultOf(err)
+		if rv == client.RvENOSPC {
+			rv = client.RvENOENT // no free entry: sanlock 3.8.5 says -ENOENT
+		}
+		return client.REntry{}, rv
 	}
 	return client.REntry{Name: diskfmt.NameString(found.Name[:]), Offset: found.ResOffset}, 0
 }
@@ -571,8 +577,9 @@ func (d *diskCmds) createResource(ctx context.Context, q *client.Request, rxa cl
 			}
 		}
 		if i < 0 {
+			// sanlock 3.8.5 answers a full index with -ENOENT.
 			d.s.lg.Error("rindex_create no free entry for " + e.Name)
-			return client.RvENOSPC
+			return client.RvENOENT
 		}
 		off = diskfmt.RindexResourceOffset(op.rx.Geo, op.rx.Header.RxOffset, i)
 		p := diskfmt.PaxosInit{SpaceName: rxa.LockspaceName, ResourceName: e.Name, NumHosts: uint64(q.Header.Data2)}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -288,6 +289,9 @@ var dkSteps = [][]string{
 	{"client", "create", "-x", "LS:PATH:1M", "-e", "B"},
 	{"client", "create", "-x", "LS:PATH:1M", "-e", "A"},
 	{"client", "create", "-x", "LS:PATH:1M", "-e", strings.Repeat("C", 48)},
+	{"client", "create", "-x", "LS:PATH:1M", "-e", strings.Repeat("D", 49)},
+	{"client", "lookup", "-x", "LS:PATH:1M", "-e", strings.Repeat("D", 49)},
+	{"client", "lookup", "-x", strings.Repeat("L", 49) + ":PATH:1M"},
 	{"client", "create", "-x", "LS:/nonexistent/leases:1M", "-e", "A"},
 	{"client", "create", "-x", "LX:PATH:1M", "-e", "A"},
 	{"disk", "after create"},
@@ -346,10 +350,72 @@ var dkSteps = [][]string{
 	{"client", "rebuild", "-x", "LS:PATH:16M"},
 	{"client", "lookup", "-x", "LS:PATH:16M"},
 	{"client", "read", "-r", "LS:C2:PATH:40M", "-D"},
+	{"api"},
 	{"client", "format", "-x", "LT:PATH:40M"},
 	{"client", "lookup", "-x", "LS:PATH:40M"},
 	{"client", "create", "-x", "LS:PATH:40M", "-e", "A"},
 	{"disk", "end"},
+}
+
+// dkAPISteps makes the calls the C tool cannot: a small max_resources,
+// header data/data2 of create, flags of update, SANLK_RX_NO_LOCKSPACE, and
+// the rentry of every reply. It uses the 512/1M area at 32M..40M (rindex
+// at 34M, its leases from 36M).
+func dkAPISteps(s *dkSide) string {
+	var b strings.Builder
+	cl, err := client.Dial(s.dir)
+	if err != nil {
+		return err.Error()
+	}
+	cl.Timeout = 30 * time.Second
+	rx := func(name string, off uint64, maxRes uint32) *client.RIndex {
+		return &client.RIndex{LockspaceName: name, MaxResources: maxRes, Disk: client.Disk{Path: s.path, Offset: off}}
+	}
+	show := func(label string, e *client.REntry, err error) {
+		if e == nil {
+			e = &client.REntry{}
+		}
+		fmt.Fprintf(&b, "%s: %d %q %d %d %d\n", label, client.ErrorCode(err), e.Name, e.Offset, e.Flags, e.Unused)
+	}
+	x := rx("LS", 34<<20, 2)
+	fmt.Fprintf(&b, "format max 2: %d\n", client.ErrorCode(cl.FormatRIndex(x, 0)))
+	for _, n := range []string{"A", "B", "C"} {
+		e, err := cl.CreateResource(x, 0, &client.REntry{Name: n, Offset: 1234}, 5, 3)
+		show("create "+n, e, err)
+	}
+	e, err := cl.LookupRIndex(x, 0, &client.REntry{})
+	show("lookup free", e, err)
+	e, err = cl.LookupRIndex(x, 0, &client.REntry{Name: "B"})
+	show("lookup B", e, err)
+	for _, f := range []uint32{0, client.RXUpAdd, client.RXUpRem, client.RXUpAdd | client.RXUpRem, client.RXUpAdd | client.RXNoLockspace} {
+		e, err = cl.UpdateRIndex(x, f, &client.REntry{Name: "U", Offset: 36 << 20})
+		show(fmt.Sprintf("update flags %#x", f), e, err)
+	}
+	e, err = cl.LookupRIndex(x, client.RXNoLockspace, &client.REntry{Offset: 36 << 20})
+	show("lookup no lockspace", e, err)
+	show("delete B", nil, cl.DeleteResource(x, 0, &client.REntry{Name: "B"}))
+	fmt.Fprintf(&b, "rebuild no lockspace: %d\n", client.ErrorCode(cl.RebuildRIndex(x, client.RXNoLockspace)))
+	e, err = cl.LookupRIndex(x, 0, &client.REntry{})
+	show("lookup free after rebuild", e, err)
+	e, err = cl.CreateResource(rx("LX", 34<<20, 0), client.RXNoLockspace, &client.REntry{Name: "A"}, 0, 0)
+	show("create no lockspace", e, err)
+	fmt.Fprintf(&b, "format LX at 38M: %d\n", client.ErrorCode(cl.FormatRIndex(rx("LX", 38<<20, 0), 0)))
+	e, err = cl.LookupRIndex(rx("LX", 38<<20, 0), client.RXNoLockspace, &client.REntry{})
+	show("lookup LX no lockspace", e, err)
+	e, err = cl.LookupRIndex(rx("LX", 38<<20, 0), 0, &client.REntry{})
+	show("lookup LX", e, err)
+	r, err := cl.ReadResource(&client.Resource{Disks: []client.Disk{{Path: s.path, Offset: 36 << 20}}})
+	if r == nil {
+		r = &client.Resource{}
+	}
+	fmt.Fprintf(&b, "read 36M: %d %+v\n", client.ErrorCode(err), *r)
+	r, hosts, err := cl.ReadResourceOwners(&client.Resource{LockspaceName: "LS", Name: "A", Flags: client.ResAlign1M,
+		Disks: []client.Disk{{Path: s.path, Offset: 36 << 20}}})
+	if r == nil {
+		r = &client.Resource{}
+	}
+	fmt.Fprintf(&b, "owners 36M: %d %+v %v\n", client.ErrorCode(err), *r, hosts)
+	return b.String()
 }
 
 // TestDiskCmds runs dkSteps on the three sides, then the python3-sanlock
@@ -387,6 +453,13 @@ func TestDiskCmds(t *testing.T) {
 				began := time.Now()
 				dkCompareDisks(t, step[1], sides)
 				t.Logf("disk compare took %v", time.Since(began))
+			case "api":
+				outs := make([]string, len(sides))
+				dkEach(sides, func(i int, s *dkSide) { outs[i] = dkAPISteps(s) })
+				t.Logf("api steps on sanlock:\n%s", outs[0])
+				for i, s := range sides[1:] {
+					assert.Equal(t, strings.Split(outs[0], "\n"), strings.Split(outs[i+1], "\n"), "%s: api steps", s.name)
+				}
 			case "craft":
 				for _, s := range sides {
 					dkCraftOwners(t, s.path, 13<<20, 3, 4, 7, 3)
