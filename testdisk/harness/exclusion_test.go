@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,20 +98,32 @@ func (r exclusionRun) run(t *testing.T) {
 	}
 }
 
-// TestMixedClusterExclusion: one C daemon and two of ours (or the kinds in
+// TestMixedCluster: one C daemon and two of ours (or the kinds in
 // $GOSANLOCK_HARNESS_KINDS) on one lockspace, two holder processes per host
-// looping acquire -> record -> release on one resource. No two exclusive
-// holdings may overlap and lver must grow with every acquisition.
-func TestMixedClusterExclusion(t *testing.T) {
+// looping acquire -> record -> release on one resource.
+//
+//   - exclusive: no two holdings may overlap and lver must grow with every
+//     acquisition (at least 2,000 acquisitions);
+//   - shared: 70% shared-mode acquisitions; shared holdings may overlap each
+//     other but never an exclusive one.
+//
+// The two run at the same time, in separate clusters (concurrent t.Run
+// calls, so that they take one slot of -parallel).
+func TestMixedCluster(t *testing.T) {
 	t.Parallel()
-	exclusionRun{prefix: "x", holdersPerHost: 2,
-		target: envInt("GOSANLOCK_HARNESS_ACQUISITIONS", 2000)}.run(t)
-}
-
-// TestMixedClusterShared: the same with 70% shared-mode acquisitions:
-// shared holdings may overlap each other but never an exclusive one.
-func TestMixedClusterShared(t *testing.T) {
-	t.Parallel()
-	exclusionRun{prefix: "s", shared: 0.7, holdersPerHost: 2,
-		target: envInt("GOSANLOCK_HARNESS_SHARED_ACQUISITIONS", 600)}.run(t)
+	runs := map[string]exclusionRun{
+		"exclusive": {prefix: "x", holdersPerHost: 2,
+			target: envInt("GOSANLOCK_HARNESS_ACQUISITIONS", 2000)},
+		"shared": {prefix: "s", shared: 0.7, holdersPerHost: 2,
+			target: envInt("GOSANLOCK_HARNESS_SHARED_ACQUISITIONS", 600)},
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for name, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(name, r.run)
+		}()
+	}
 }

@@ -1,0 +1,151 @@
+package fusefault_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/testdisk/fusefault"
+)
+
+func mount(t *testing.T, backing string) *fusefault.FS {
+	t.Helper()
+	fs, err := fusefault.Mount(backing, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fs.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return fs
+}
+
+// TestViews: two mounts of one backing directory share every byte through
+// O_DIRECT I/O (no cache in either mount), and faults of one mount do not
+// touch the other.
+func TestViews(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("FUSE mounts need root")
+	}
+	backing, err := os.MkdirTemp("/var/tmp", "fusefault-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(backing)
+	if err := os.WriteFile(backing+"/lease", make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m1, m2 := mount(t, backing), mount(t, backing)
+	open := func(fs *fusefault.FS) *diskfmt.File {
+		d, err := diskfmt.OpenFile(fs.Path("lease"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	d1, d2 := open(m1), open(m2)
+	ctx := context.Background()
+	w := bytes.Repeat([]byte("lease!!\n"), 512)
+	for i := 0; i < 3; i++ {
+		w[0] = byte(i)
+		if err := d1.WriteAt(ctx, w, 4096); err != nil {
+			t.Fatal(err)
+		}
+		r := make([]byte, 1<<20) // one 1 MiB request, like a renewal read
+		if err := d2.ReadAt(ctx, r, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(r[4096:8192], w) {
+			t.Fatalf("write %d through mount 1 not seen through mount 2", i)
+		}
+	}
+
+	one := make([]byte, 512)
+	m2.SetFault(fusefault.Fault{Mode: fusefault.Error, Ops: fusefault.Writes})
+	if err := d2.ReadAt(ctx, one, 0); err != nil {
+		t.Fatalf("read with a write-only fault: %v", err)
+	}
+	if err := d2.WriteAt(ctx, one, 0); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("write with an EIO fault: %v", err)
+	}
+	if err := d1.WriteAt(ctx, one, 0); err != nil {
+		t.Fatalf("write through the other mount: %v", err)
+	}
+
+	m2.SetFault(fusefault.Fault{Mode: fusefault.Hang})
+	done := make(chan error, 1)
+	go func() { done <- d2.ReadAt(ctx, make([]byte, 512), 0) }()
+	select {
+	case err := <-done:
+		t.Fatalf("read through a hung mount returned %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := d1.ReadAt(ctx, one, 0); err != nil {
+		t.Fatalf("read through the other mount while one hangs: %v", err)
+	}
+	m2.SetFault(fusefault.Fault{})
+	if err := <-done; err != nil {
+		t.Fatalf("held read after release: %v", err)
+	}
+
+	m2.SetFault(fusefault.Fault{Mode: fusefault.Delay, Delay: 200 * time.Millisecond})
+	t0 := time.Now()
+	if err := d2.ReadAt(ctx, one, 0); err != nil || time.Since(t0) < 200*time.Millisecond {
+		t.Fatalf("delayed read: %v after %v", err, time.Since(t0))
+	}
+	m2.SetFault(fusefault.Fault{})
+	st := m2.Stats()
+	if st.Errors != 1 || st.Hung != 1 || st.Delayed != 1 || st.Reads < 4 {
+		t.Fatalf("stats %+v", st)
+	}
+	if entries, err := os.ReadDir(m1.Dir); err != nil || len(entries) != 1 || entries[0].Name() != "lease" {
+		t.Fatalf("readdir: %v %v", entries, err)
+	}
+}
+
+// TestCloseWithHungRequest: Close fails a held request and unmounts even
+// while a file is open.
+func TestCloseWithHungRequest(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("FUSE mounts need root")
+	}
+	backing := t.TempDir()
+	if err := os.WriteFile(backing+"/f", make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := fusefault.Mount(backing, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(fs.Path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fs.SetFault(fusefault.Fault{Mode: fusefault.Hang})
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.ReadAt(make([]byte, 512), 0)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := fs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("held read succeeded after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("held read still blocked after Close")
+	}
+}
