@@ -48,6 +48,9 @@ const (
 	// EnvDaemonized marks the background child started by Daemonize; it is
 	// ours, not sanlock's, and is removed from the environment by Run.
 	EnvDaemonized = "GOSANLOCK_DAEMONIZED"
+	// EnvWdmdSocket names another wdmd socket than /run/wdmd/wdmd.sock (ours:
+	// several emulated hosts, each with its own wdmd, on one machine).
+	EnvWdmdSocket = "SANLOCK_WDMD_SOCKET"
 )
 
 // Config holds every setting of `sanlock daemon`: the command-line options of
@@ -98,6 +101,7 @@ type Config struct {
 
 	// Environment and paths.
 	RunDir     string // SANLOCK_RUN_DIR
+	WdmdSocket string // SANLOCK_WDMD_SOCKET ("": wdmd's fixed socket)
 	Privileged bool   // SANLOCK_PRIVILEGED unset or "1"
 	// LogFile is the log file path ("" = none). sanlock uses a fixed path;
 	// tests point it elsewhere.
@@ -151,6 +155,9 @@ func (c *Config) ApplyEnv(lookupEnv func(string) (string, bool)) {
 	}
 	if v, ok := lookupEnv(EnvPrivileged); ok {
 		c.Privileged = v == "1"
+	}
+	if p, _ := lookupEnv(EnvWdmdSocket); p != "" {
+		c.WdmdSocket = p
 	}
 }
 

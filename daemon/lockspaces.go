@@ -15,6 +15,7 @@ import (
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
 )
 
 // LockspacesConfig holds what the lockspace manager takes from outside.
@@ -31,6 +32,10 @@ type LockspacesConfig struct {
 	// RunKillpath starts a holder's kill program (nil: the resource
 	// manager's, else fork/exec).
 	RunKillpath func(argv []string) error
+	// OpenWatchdog connects one lockspace to the watchdog multiplexer when
+	// the daemon uses the watchdog (nil: wdmd over its socket, Config
+	// WdmdSocket or /run/wdmd/wdmd.sock).
+	OpenWatchdog func(space string, hostID uint64) (WatchdogSession, error)
 	// CheckInterval is the main-loop pass of each lockspace (0: 1 s); while
 	// holders are being killed passes come every CheckInterval/5.
 	CheckInterval time.Duration
@@ -41,6 +46,18 @@ type LockspacesConfig struct {
 	// lockspace: after another host set our bit (request notification),
 	// and for EXAMINE_LOCKSPACE. It must not block.
 	Examine func(space string)
+}
+
+// WatchdogSession is one lockspace's use of the watchdog (wdmd.md §10.2):
+// Activate after the host_id lease is acquired (expiry L + 8*io_timeout),
+// Renewed after each renewal, Deactivate once no process uses the
+// lockspace any more, Close at the end. wdmdclient.Session is the
+// production one.
+type WatchdogSession interface {
+	Activate(renewal, expire uint64) error
+	Renewed(ts, expire uint64) error
+	Deactivate() error
+	Close() error
 }
 
 // LockspaceUsage is implemented by a ResourceManager that holds leases in
@@ -219,6 +236,8 @@ type space struct {
 	list          list
 	run           *delta.Lockspace // nil until the device is open
 	paxos         *paxos.Host      // built by PaxosHost on first use
+	wd            WatchdogSession  // nil with -w 0
+	wdActive      bool             // activated and not yet deactivated
 	removeReq     bool
 	spaceDead     bool
 	killingPids   int
@@ -425,21 +444,56 @@ func (sp *space) join() int32 {
 		}
 		return int32(diskfmt.ErrAddLSInvalidHostID)
 	}
+	var wd WatchdogSession
+	if cfg.UseWatchdog {
+		var err error
+		if wd, err = m.openWatchdog(sp.ls.Name, sp.ls.HostID); err != nil {
+			sp.logf("wdmd_connect failed %v", err)
+			_ = dev.Close()
+			return int32(diskfmt.ErrWatchdog)
+		}
+	}
 	hist := cfg.RenewalHistorySize
 	if hist <= 0 {
 		hist = -1
 	}
-	run, err := delta.New(delta.Config{
+	failSecs := uint64(delta.IDRenewalFailSeconds(sp.ioTimeout))
+	var run *delta.Lockspace
+	dcfg := delta.Config{
 		Dev: dev, Offset: int64(sp.ls.Disk.Offset), Space: sp.ls.Name, HostID: sp.ls.HostID,
 		HostName: m.hostName(), IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
 		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Logf: sp.logf,
-	})
+	}
+	if wd != nil {
+		dcfg.OnAcquired = func(_ context.Context, last uint64) error {
+			if err := wd.Activate(last, last+failSecs); err != nil {
+				sp.logf("wdmd activate failed %v", err)
+				return fmt.Errorf("%w: %v", diskfmt.ErrWatchdog, err)
+			}
+			m.mu.Lock()
+			sp.wdActive = true
+			m.mu.Unlock()
+			return nil
+		}
+		dcfg.OnRenewed = func(ts uint64) {
+			if err := wd.Renewed(ts, ts+failSecs); err != nil {
+				// wdmd is gone and the host will be reset: stop renewing
+				// (without releasing) rather than look alive (wdmd.md §10.5).
+				m.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %v: renewals stopped", sp.id, ts, err))
+				run.Halt()
+			}
+		}
+	}
+	run, err = delta.New(dcfg)
 	if err != nil {
 		_ = dev.Close()
+		if wd != nil {
+			_ = wd.Close()
+		}
 		return int32(diskfmt.CodeOf(err))
 	}
 	m.mu.Lock()
-	sp.run = run
+	sp.run, sp.wd = run, wd
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
@@ -449,6 +503,11 @@ func (sp *space) join() int32 {
 			sp.logf("lockspace runner stopped released %v err %v", st.Released, err)
 		}
 		_ = dev.Close()
+		if wd != nil {
+			// Still active only if holders may remain (daemon stop): wdmd
+			// then keeps our expiry and the host is reset.
+			_ = wd.Close()
+		}
 	}()
 
 	<-run.Joined()
@@ -461,6 +520,7 @@ func (sp *space) join() int32 {
 	if sp.removeReq || m.forced || m.stopped {
 		m.mu.Unlock()
 		sp.logf("add_lockspace undo %s", client.LockspaceString(&sp.ls))
+		sp.deactivateWatchdog()
 		sp.cancel()
 		<-run.Done()
 		return client.RvEPERM
@@ -468,6 +528,36 @@ func (sp *space) join() int32 {
 	m.move(sp, listSpaces)
 	m.mu.Unlock()
 	return 0
+}
+
+// openWatchdog connects lockspace space to the watchdog.
+func (m *Lockspaces) openWatchdog(space string, hostID uint64) (WatchdogSession, error) {
+	if m.cfg.OpenWatchdog != nil {
+		return m.cfg.OpenWatchdog(space, hostID)
+	}
+	sock := m.conf().WdmdSocket
+	if sock == "" {
+		sock = wdmdclient.DefaultSocket
+	}
+	return wdmdclient.Open(sock, space, hostID)
+}
+
+// deactivateWatchdog removes our expiry from the watchdog once nothing
+// uses the lockspace any more (all pids clear, add undone), so the host
+// is not reset (wdmd.md §10.2 step 5).
+func (sp *space) deactivateWatchdog() {
+	m := sp.m
+	m.mu.Lock()
+	wd, active := sp.wd, sp.wdActive
+	sp.wdActive = false
+	m.mu.Unlock()
+	if wd == nil || !active {
+		return
+	}
+	sp.logf("wdmd_test_live 0 0 to disable")
+	if err := wd.Deactivate(); err != nil {
+		m.lg().Error(fmt.Sprintf("s%d wdmd deactivate failed %v", sp.id, err))
+	}
 }
 
 // free removes the entry and closes its listeners.
@@ -571,6 +661,7 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 		_, orphans = u.SpaceResources(sp.ls.Name)
 	}
 	if sp.allGone(holders, orphans) {
+		sp.deactivateWatchdog() // as early as possible: no reset needed
 		m.mu.Lock()
 		m.move(sp, listRem)
 		m.mu.Unlock()

@@ -306,3 +306,93 @@ func TestRevocationNotice(t *testing.T) {
 	assert.NotContains(t, sigs, syscall.SIGTERM, "the kill program replaces SIGTERM")
 	mu.Unlock()
 }
+
+// fakeWatchdog records a lockspace's watchdog calls.
+type fakeWatchdog struct {
+	mu     sync.Mutex
+	calls  []string
+	expire uint64
+}
+
+func (w *fakeWatchdog) add(s string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, s)
+}
+func (w *fakeWatchdog) Activate(l, e uint64) error {
+	w.mu.Lock()
+	w.expire = e
+	w.mu.Unlock()
+	w.add(fmt.Sprintf("activate +%d", e-l))
+	return nil
+}
+func (w *fakeWatchdog) Renewed(ts, e uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.expire = e
+	if n := len(w.calls); n == 0 || w.calls[n-1] != fmt.Sprintf("renewed +%d", e-ts) {
+		w.calls = append(w.calls, fmt.Sprintf("renewed +%d", e-ts))
+	}
+	return nil
+}
+func (w *fakeWatchdog) Deactivate() error { w.add("deactivate"); return nil }
+func (w *fakeWatchdog) Close() error      { w.add("close"); return nil }
+func (w *fakeWatchdog) list() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.calls)
+}
+
+// TestWatchdogLifecycle: with the watchdog on, a lockspace activates its
+// expiry (L + 8*io) after the join, moves it at every renewal and removes
+// it when the lockspace is left; when storage is lost, it is removed only
+// once every holder has exited, and never while one remains.
+func TestWatchdogLifecycle(t *testing.T) {
+	t.Parallel()
+	for _, obey := range []bool{true, false} {
+		t.Run(fmt.Sprintf("holder_exits=%v", obey), func(t *testing.T) {
+			t.Parallel()
+			open, dead := crashable()
+			wd := &fakeWatchdog{}
+			var reg *client.Reg
+			var regMu sync.Mutex
+			lcfg := LockspacesConfig{
+				Open:         open,
+				OpenWatchdog: func(string, uint64) (WatchdogSession, error) { return wd, nil },
+				Kill: func(pid int, sig syscall.Signal) error {
+					regMu.Lock()
+					defer regMu.Unlock()
+					if obey && reg != nil {
+						_ = reg.Close() // the holder exits on its first signal
+						reg = nil
+					}
+					return nil
+				},
+			}
+			rc := newResCluster(t, 1, 1, lcfg, func(c *Config) { c.UseWatchdog = true; c.KillGraceSeconds = 2 })
+			a := rc.tds[0].cl
+			r, err := a.Register()
+			require.NoError(t, err)
+			regMu.Lock()
+			reg = r
+			regMu.Unlock()
+			require.NoError(t, r.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil))
+			require.Eventually(t, func() bool { return len(wd.list()) >= 2 }, 10*time.Second, 50*time.Millisecond)
+			assert.Equal(t, []string{"activate +8", "renewed +8"}, wd.list()[:2])
+
+			dead.Store(true)
+			if obey {
+				require.Eventually(t, func() bool { return slices.Contains(wd.list(), "deactivate") }, 30*time.Second,
+					100*time.Millisecond, "expiry removed once the holder exited: %v", wd.list())
+				return
+			}
+			// The holder ignores every signal: the expiry stays, so the
+			// watchdog resets the host.
+			time.Sleep(14 * time.Second)
+			assert.NotContains(t, wd.list(), "deactivate")
+			regMu.Lock()
+			_ = reg.Close()
+			regMu.Unlock()
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -99,6 +100,8 @@ type Lockspace struct {
 	notifier  *Notifier  // nil until the geometry is known
 	lastRead  []byte     // latest whole-area read; never modified after publication
 	processed uint64     // value of status.Reads at the last ProcessHosts
+
+	halted atomic.Bool // Halt: no more renewals, no release
 }
 
 // New validates cfg and returns a lockspace that is not running yet.
@@ -204,7 +207,7 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 
 	var relErr error
 	released := false
-	if r.prevOK {
+	if r.prevOK && !ls.halted.Load() {
 		relErr = ls.lease.Release(ctx, r.last)
 		released = relErr == nil
 	}
@@ -268,9 +271,20 @@ func (r *renewer) loop(ctx context.Context) {
 		if clk.Sleep(ctx, 500*time.Millisecond) != nil {
 			return
 		}
+		if r.ls.halted.Load() {
+			_ = clk.Sleep(ctx, 1<<62) // wait for the stop, renewing nothing
+			return
+		}
 		r.renew(ctx)
 	}
 }
+
+// Halt stops the renewals for good without releasing the lease, as if this
+// host had died: the lease expires on disk, the own-lease check fails and
+// the other hosts see us dead after host_dead_seconds. The daemon halts a
+// lockspace whose watchdog connection broke (wdmd.md §10.5): it must not
+// look alive while the host is about to be reset.
+func (ls *Lockspace) Halt() { ls.halted.Store(true) }
 
 // renew runs one renewal and publishes its outcome (spec: delta.md §6.3).
 func (r *renewer) renew(ctx context.Context) {
