@@ -317,6 +317,12 @@ func HostLive(v HostView, ok bool, modeGen, now uint64, ownIO, w int) bool {
 		return false
 	case v.OwnerGeneration > modeGen:
 		return false
+	case v.OwnerGeneration < modeGen:
+		// The holder restarted and our renewals have not seen its new
+		// generation yet: what we know of it is about an older
+		// incarnation, so it may well be alive (found by the simulator,
+		// seed 100265; paxos.md §6.2 has no such case).
+		return true
 	case v.LastLive == 0 && since(v.FirstCheck) > dead:
 		return false
 	case v.LastLive != 0 && since(v.LastLive) > dead:

@@ -226,6 +226,10 @@ func TestHostLive(t *testing.T) {
 	for _, c := range cases {
 		assert.Equal(t, c.want, HostLive(c.hv, c.ok, 1, c.now, 10, 60), c.name)
 	}
+	// A mode block from a newer generation than the table has seen: the
+	// holder restarted and we only know its old incarnation (silent for
+	// long) — it may be alive.
+	assert.True(t, HostLive(v(10, 990, 850, 5, 1), true, 2, 991, 10, 60), "mode block newer than the table")
 }
 
 func TestDecideRelease(t *testing.T) {

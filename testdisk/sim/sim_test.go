@@ -181,12 +181,12 @@ func TestReplay(t *testing.T) {
 }
 
 // TestKnownHazardSharedNewGeneration replays the first violation the soak
-// found with the correct algorithm (seed 100265, docs/testing.md "Findings"):
-// an exclusive acquirer whose host table has not yet seen a restarted
-// host's new generation judges that host's shared hold dead (host_live,
-// paxos.md §6.2) and clears it. It is skipped until paxos treats a mode
-// block of a newer generation than the table knows as live; then remove
-// the skip.
+// found with the algorithm of the spec (seed 100265, docs/testing.md
+// "Findings"): an exclusive acquirer whose host table has not yet seen a
+// restarted host's new generation judged that host's shared hold dead
+// (host_live, paxos.md §6.2) and cleared it. paxos.HostLive now treats a
+// mode block of a newer generation than the table knows as live; this
+// replay keeps it fixed.
 func TestKnownHazardSharedNewGeneration(t *testing.T) {
 	if raceBuild || testing.Short() {
 		t.Skip("2000 operations: runs without -race and -short")
@@ -196,6 +196,6 @@ func TestKnownHazardSharedNewGeneration(t *testing.T) {
 	cfg.MaxOps = 2000
 	r := Run(cfg)
 	if r.Violation != nil {
-		t.Skipf("known hazard still present (replay: %s): %v", r.ReplayCommand(), r.Violation)
+		t.Fatalf("hazard is back (replay: %s): %v", r.ReplayCommand(), r.Violation)
 	}
 }
