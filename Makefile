@@ -4,18 +4,22 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz-short lint demo bench clean
+.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/sanlock ./cmd/sanlock
+	$(GO) build -o $(BIN)/wdmd ./cmd/wdmd
 
 # The README's test command: format and vet checks, the race-enabled unit
 # and interop suites (interop tests need root and /usr/sbin/sanlock, which
-# .ci/run installs), then a short run of every fuzz target.
+# .ci/run installs), the multi-host simulator at full size without the race
+# detector (100,000 simulated lease operations), then a short run of every
+# fuzz target.
 test: build lint-fast
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 10m ./testdisk/sim
 	./scripts/fuzz-short.sh $(FUZZTIME)
 
 lint-fast:
@@ -34,6 +38,20 @@ demo: build
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Soaks run until stopped, or for SOAKTIME: the simulator (many seeds,
+# random faults, mutual-exclusion checker) and the real mixed C/Go cluster
+# (FUSE fault layer, exclusion checker). Both print ops/s, faults and
+# violations (must be 0). `make soak` runs both side by side.
+SOAKTIME ?= 10m
+soak:
+	$(MAKE) -j2 soak-sim soak-cluster
+
+soak-sim:
+	$(GO) run ./cmd/simsoak -duration $(SOAKTIME) -procs 2
+
+soak-cluster:
+	./scripts/soak.sh -duration $(SOAKTIME)
 
 clean:
 	rm -rf $(BIN) var
