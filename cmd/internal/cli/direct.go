@@ -93,6 +93,10 @@ func (d *direct) run(action string) int {
 		rv := d.update()
 		fmt.Fprintf(d.out, "update done %d\n", rv)
 		return rv
+	case "write_leader":
+		return d.writeLeader()
+	case "acquire", "release", "acquire_id", "release_id", "renew_id":
+		return d.runLease(action)
 	}
 	fmt.Fprintf(d.out, "direct action %q is not implemented yet\n", action)
 	return 1

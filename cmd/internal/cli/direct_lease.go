@@ -1,0 +1,368 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
+)
+
+// The lease actions of "sanlock direct": acquire_id, renew_id and
+// release_id run the delta-lease operations on one host_id, acquire and
+// release one paxos ballot or leader release, all in this process without
+// a daemon (spec: delta.md §10.6, paxos.md §3.3, §5.3). Behaviour, results
+// and bytes follow the sanlock 3.8.5 binary; where it is unsafe we refuse
+// instead (see the comments marked "unlike sanlock").
+
+// runLease runs one lease action and prints its result line.
+func (d *direct) runLease(action string) int {
+	var rv int
+	label := action
+	switch action {
+	case "acquire":
+		rv = d.acquire()
+	case "release":
+		rv = d.release()
+	case "acquire_id":
+		rv = d.acquireID()
+	case "release_id":
+		rv = d.releaseID()
+	case "renew_id":
+		rv = d.renewID()
+		label = "rewew_id" // sic, as sanlock prints it
+	}
+	fmt.Fprintf(d.out, "%s done %d\n", label, rv)
+	return rv
+}
+
+// newClock is the monotonic clock of the lease actions; tests may replace
+// it.
+var newClock = func() delta.Clock { return delta.NewSystemClock() }
+
+// directLiveness is what direct mode knows about other hosts: nothing.
+// There is no lockspace, so the owner of a held lease cannot be judged
+// (sanlock answers SANLK_ACQUIRE_LOCKSPACE, -241), and a shared holder
+// counts as alive.
+type directLiveness struct{}
+
+func (directLiveness) Host(uint64) (paxos.HostView, bool) { return paxos.HostView{}, false }
+
+func (directLiveness) ReadDeltaLease(context.Context, uint64) (diskfmt.Leader, error) {
+	return diskfmt.Leader{}, diskfmt.ErrAcquireLockspace
+}
+
+// deltaLease opens the -s lockspace and returns the lease of its host_id,
+// with the sizes from -Z/-A or from the leader at the lockspace offset.
+// The caller closes l.Dev.
+func (d *direct) deltaLease() (*delta.Lease, int) {
+	o := d.o
+	ls := o.lockspace
+	switch {
+	case ls.Disk.Path == "":
+		return nil, int(diskfmt.ErrENODEV)
+	case ls.HostID == 0:
+		return nil, int(diskfmt.ErrEINVAL)
+	}
+	dev, err := d.open(ls.Disk.Path)
+	if err != nil {
+		return nil, int(diskfmt.ErrENODEV)
+	}
+	g, rv := d.leaseGeometry(dev, int64(ls.Disk.Offset))
+	if rv != 0 {
+		dev.Close()
+		return nil, rv
+	}
+	return &delta.Lease{
+		Dev:      dev,
+		Offset:   int64(ls.Disk.Offset),
+		Geometry: g,
+		Space:    ls.Name,
+		HostID:   ls.HostID,
+		Timing:   delta.NewTiming(o.cfg.IOTimeout, o.cfg.WatchdogFireTimeout),
+		Clock:    newClock(),
+	}, 0
+}
+
+// leaseGeometry is the sizes of the lease at off: -Z/-A when both are
+// given, else those recorded by the delta or paxos leader found there (no
+// such leader: -1; a failed read: its error).
+func (d *direct) leaseGeometry(dev diskfmt.Device, off int64) (diskfmt.Geometry, int) {
+	if g, ok := diskfmt.GeometryFromFlags(d.o.sizeFlags()); ok {
+		return g, 0
+	}
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	l, err := diskfmt.ProbeLeader(ctx, dev, off)
+	if err != nil {
+		return diskfmt.Geometry{}, rvOf(err)
+	}
+	if l.Magic != diskfmt.DeltaMagic && l.Magic != diskfmt.PaxosMagic {
+		return diskfmt.Geometry{}, int(diskfmt.ErrEPERM)
+	}
+	g, err := diskfmt.GeometryFromLeader(&l)
+	if err != nil {
+		return diskfmt.Geometry{}, rvOf(err)
+	}
+	return g, 0
+}
+
+// hostName is the name acquire_id writes into the lease: -e, else the
+// configured our_host_name, else a new "<uuid>.<nodename>".
+func (d *direct) hostName() (string, error) {
+	if d.o.eventStr != "" {
+		return truncName(d.o.eventStr), nil
+	}
+	if d.o.cfg.OurHostName != "" {
+		return d.o.cfg.OurHostName, nil
+	}
+	return daemon.GenerateHostName(daemon.Nodename())
+}
+
+// acquireID takes the host_id lease as add_lockspace does, and leaves it
+// to expire: nothing renews it afterwards.
+func (d *direct) acquireID() int {
+	l, rv := d.deltaLease()
+	if rv != 0 {
+		return rv
+	}
+	defer l.Dev.Close()
+	name, err := d.hostName()
+	if err != nil {
+		return int(diskfmt.ErrEPERM)
+	}
+	_, err = l.Acquire(context.Background(), name)
+	return rvOf(err)
+}
+
+// readOwnLease reads and verifies the lease of the -s host_id.
+func (d *direct) readOwnLease(l *delta.Lease) (diskfmt.Leader, int) {
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	rec, _, err := diskfmt.ReadDeltaLeader(ctx, l.Dev, l.Offset, l.Geometry, l.Space, l.HostID)
+	if err != nil {
+		return rec, rvOf(err)
+	}
+	if rec.OwnerID == 0 {
+		return rec, int(diskfmt.ErrEINVAL) // never acquired
+	}
+	return rec, 0
+}
+
+// renewID renews the lease once, for the owner the lease names, keeping
+// its host event (extras); the bitmap is written empty.
+func (d *direct) renewID() int {
+	l, rv := d.deltaLease()
+	if rv != 0 {
+		return rv
+	}
+	defer l.Dev.Close()
+	rec, rv := d.readOwnLease(l)
+	if rv != 0 {
+		return rv
+	}
+	// Like sanlock, the renewal runs for the host_id recorded in the
+	// lease, and only if that host's slot still names the same owner,
+	// generation and host name.
+	l.HostID = rec.OwnerID
+	_, err := l.Renew(context.Background(), delta.RenewInput{
+		Last:  rec,
+		Event: delta.HostEvent{Generation: rec.WriteID, Event: rec.WriteGeneration, Data: rec.WriteTimestamp},
+	})
+	return rvOf(err)
+}
+
+// releaseID frees the lease (timestamp 0) whoever holds it.
+func (d *direct) releaseID() int {
+	l, rv := d.deltaLease()
+	if rv != 0 {
+		return rv
+	}
+	defer l.Dev.Close()
+	rec, rv := d.readOwnLease(l)
+	if rv != 0 {
+		return rv
+	}
+	if rec.OwnerID != l.HostID {
+		// Unlike sanlock, which writes this record into the slot of
+		// the host_id it names, clobbering that host's lease.
+		return int(diskfmt.ErrEINVAL)
+	}
+	return rvOf(l.Release(context.Background(), rec))
+}
+
+// resourceDisks opens the disks of the first -r resource. The caller
+// closes them.
+func (d *direct) resourceDisks() ([]paxos.Disk, int) {
+	if len(d.o.resources) == 0 {
+		// sanlock crashes here
+		return nil, int(diskfmt.ErrEINVAL)
+	}
+	r := d.o.resources[0]
+	if len(r.Disks) == 0 {
+		return nil, int(diskfmt.ErrEPERM)
+	}
+	var disks []paxos.Disk
+	for _, dk := range r.Disks {
+		dev, err := d.open(dk.Path)
+		if err != nil {
+			closeDisks(disks)
+			return nil, rvOf(err)
+		}
+		disks = append(disks, paxos.Disk{Dev: dev, Offset: int64(dk.Offset)})
+	}
+	return disks, 0
+}
+
+func closeDisks(disks []paxos.Disk) {
+	for _, dk := range disks {
+		dk.Dev.Close()
+	}
+}
+
+// acquire runs paxos_lease_acquire for host_id -i, generation -g. As in
+// sanlock, the lver, SH and -n parts of the request are not used, and a
+// lease owned by another host fails with -241: there is no lockspace to
+// tell whether the owner is alive.
+func (d *direct) acquire() int {
+	o := d.o
+	disks, rv := d.resourceDisks()
+	if rv != 0 {
+		return rv
+	}
+	defer closeDisks(disks)
+	if o.hostID == 0 {
+		// Unlike sanlock, which runs the ballot as host_id 0: its
+		// dblock is sector 1, the request record.
+		return int(diskfmt.ErrEINVAL)
+	}
+	g, rv := d.leaseGeometry(disks[0].Dev, disks[0].Offset)
+	if rv != 0 {
+		return rv
+	}
+	r := o.resources[0]
+	host := &paxos.Host{
+		ID:                  o.hostID,
+		Generation:          o.generation,
+		Space:               r.LockspaceName,
+		Geometry:            g,
+		IOTimeout:           o.cfg.IOTimeout,
+		WatchdogFireTimeout: o.cfg.WatchdogFireTimeout,
+		ShRetries:           paxos.DefaultShRetries,
+		Clock:               newClock(),
+		Live:                directLiveness{},
+		Rand:                rand.New(rand.NewPCG(o.hostID, uint64(time.Now().UnixNano()))),
+	}
+	lease := paxos.Lease{Host: host, Name: r.Name, Disks: disks}
+	// Unlike sanlock, shared holders found by the ballot make the acquire
+	// fail (-11) after undoing it: direct mode cannot tell they are dead.
+	_, err := lease.Acquire(context.Background(), paxos.AcquireRequest{})
+	return rvOf(err)
+}
+
+// release frees the leader of the first -r resource as sanlock's direct
+// release does: as host_id 0 generation 0 (-i and -g are not used), so
+// it writes only a leader whose writer is host_id 0, and returns 0
+// without writing when another host wrote the leader.
+func (d *direct) release() int {
+	if len(d.o.resources) == 0 {
+		return int(diskfmt.ErrEINVAL) // sanlock crashes here
+	}
+	// The sizes come from the leader on disk 0, read like read_leader -r.
+	l, rv := d.readPaxosLeader()
+	if rv != 0 {
+		return rv
+	}
+	g, err := diskfmt.GeometryFromLeader(&l)
+	if err != nil {
+		return rvOf(err)
+	}
+	disks, rv := d.resourceDisks()
+	if rv != 0 {
+		return rv
+	}
+	defer closeDisks(disks)
+	r := d.o.resources[0]
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	cur, err := readLeaders(ctx, disks, g.SectorSize, r.LockspaceName, r.Name)
+	if err != nil {
+		return rvOf(err)
+	}
+	write, err := paxos.DecideRelease(&cur, nil, 0, 0)
+	if err != nil || !write {
+		return rvOf(err)
+	}
+	nl := paxos.ReleaseLeader(cur, 0, 0, delta.Monotime(newClock()), "")
+	return rvOf(writeLeaders(ctx, disks, &nl, g.SectorSize))
+}
+
+// readLeaders reads the leader from every disk: a majority must verify
+// and be identical over the compared bytes (paxos.md §4).
+func readLeaders(ctx context.Context, disks []paxos.Disk, ss int, space, name string) (diskfmt.Leader, error) {
+	type read struct {
+		ld  diskfmt.Leader
+		raw []byte
+	}
+	var good []read
+	var lastErr error
+	for _, dk := range disks {
+		ld, raw, err := diskfmt.ReadPaxosLeader(ctx, dk.Dev, dk.Offset, ss, space, name, 0)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		good = append(good, read{ld, raw[:diskfmt.LeaderCompareLen]})
+	}
+	if len(disks) == 1 {
+		if len(good) == 0 {
+			return diskfmt.Leader{}, lastErr
+		}
+		return good[0].ld, nil
+	}
+	if !paxos.Majority(len(disks), len(good)) {
+		return diskfmt.Leader{}, fmt.Errorf("%d of %d leaders read: %v: %w", len(good), len(disks), lastErr, diskfmt.ErrLeaderRead)
+	}
+	for _, a := range good {
+		same := 0
+		for _, b := range good {
+			if string(a.raw) == string(b.raw) {
+				same++
+			}
+		}
+		if paxos.Majority(len(disks), same) {
+			return a.ld, nil
+		}
+	}
+	return good[0].ld, diskfmt.ErrLeaderDiff
+}
+
+// writeLeaders writes the leader sector to every disk; a majority must
+// succeed.
+func writeLeaders(ctx context.Context, disks []paxos.Disk, ld *diskfmt.Leader, ss int) error {
+	ok := 0
+	var lastErr error
+	for _, dk := range disks {
+		b := make([]byte, ss) // a fresh buffer per disk
+		ld.Seal(b)
+		if err := dk.Dev.WriteAt(ctx, b, dk.Offset); err != nil {
+			lastErr = err
+			continue
+		}
+		ok++
+	}
+	if paxos.Majority(len(disks), ok) {
+		return nil
+	}
+	if len(disks) == 1 {
+		return lastErr
+	}
+	if diskfmt.CodeOf(lastErr) == diskfmt.ErrAIOTimeout {
+		return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrAIOTimeout)
+	}
+	return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrLeaderWrite)
+}
