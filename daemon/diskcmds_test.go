@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -135,62 +136,149 @@ func dkStep(t *testing.T, sides []*dkSide, args ...string) {
 	}
 }
 
-// dkMasked reads a lease file and blanks what differs between two correct
-// runs: the lockspace area (delta leases), and in every paxos lease (also
-// cleared ones) found at a MiB boundary the leader's timestamp, checksum
-// and write_timestamp, the request record's padding, and every dblock's
-// inp3 (a timestamp) and checksum.
-func dkMasked(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	clear(b[:diskfmt.MiB])
-	zero := func(off, n int) {
-		if off >= 0 && off+n <= len(b) {
-			clear(b[off : off+n])
-		}
-	}
-	for off := diskfmt.MiB; off+diskfmt.LeaderSize <= len(b); off += diskfmt.MiB {
-		l, _ := diskfmt.DecodeLeader(b[off:])
-		if l.Magic != diskfmt.PaxosMagic && l.Magic != diskfmt.PaxosClear {
-			continue
-		}
-		ss := int(l.SectorSize)
-		if ss != diskfmt.SectorSize512 && ss != diskfmt.SectorSize4K {
-			continue
-		}
-		zero(off+152, 8)
-		zero(off+168, 4)
-		zero(off+192, 8)
-		zero(off+ss+20, 4)
-		for h := 1; h <= int(min(l.NumHosts, diskfmt.DefaultMaxHosts)); h++ {
-			s := off + (1+h)*ss
-			zero(s+32, 8)
-			zero(s+48, 4)
-		}
-	}
-	return b
+// dkLease is a paxos lease (or a cleared one) found at a MiB boundary.
+type dkLease struct {
+	off   int64
+	ss, n int // sector size, num_hosts (at most 2000)
 }
 
-// dkCompareDisks compares the masked lease files of all sides with the
-// first and reports the first differing byte of each.
-func dkCompareDisks(t *testing.T, label string, sides []*dkSide) {
+// dkLeases lists the paxos leases at the MiB boundaries of f (after the
+// lockspace area).
+func dkLeases(t *testing.T, f *os.File, size int64) []dkLease {
 	t.Helper()
-	ref := dkMasked(t, sides[0].path)
-	for _, s := range sides[1:] {
-		got := dkMasked(t, s.path)
-		if bytes.Equal(ref, got) {
+	var ls []dkLease
+	b := make([]byte, diskfmt.LeaderSize)
+	for off := int64(diskfmt.MiB); off+diskfmt.LeaderSize <= size; off += diskfmt.MiB {
+		_, err := f.ReadAt(b, off)
+		require.NoError(t, err)
+		l, _ := diskfmt.DecodeLeader(b)
+		ss := int(l.SectorSize)
+		if (l.Magic == diskfmt.PaxosMagic || l.Magic == diskfmt.PaxosClear) &&
+			(ss == diskfmt.SectorSize512 || ss == diskfmt.SectorSize4K) {
+			ls = append(ls, dkLease{off: off, ss: ss, n: int(min(l.NumHosts, diskfmt.DefaultMaxHosts))})
+		}
+	}
+	return ls
+}
+
+// dkMask blanks, in the chunk buf read at o, what differs between two
+// correct runs: the lockspace area (delta leases), and in every lease the
+// leader's timestamp, checksum and write_timestamp, the request record's
+// padding, and every dblock's inp3 (a timestamp) and checksum.
+func dkMask(buf []byte, o int64, leases []dkLease) {
+	if o < diskfmt.MiB {
+		clear(buf[:min(len(buf), int(diskfmt.MiB-o))])
+	}
+	zero := func(rel int64, n int) {
+		if rel >= 0 && rel+int64(n) <= int64(len(buf)) {
+			clear(buf[rel : rel+int64(n)])
+		}
+	}
+	end := o + int64(len(buf))
+	for _, l := range leases {
+		ss := int64(l.ss)
+		if l.off >= end || o >= l.off+int64(2+l.n)*ss {
 			continue
 		}
-		n := min(len(ref), len(got))
-		i := 0
-		for i < n && ref[i] == got[i] {
-			i++
+		rel := l.off - o
+		zero(rel+152, 8)
+		zero(rel+168, 4)
+		zero(rel+192, 8)
+		zero(rel+ss+20, 4)
+		for h := max(1, (o-l.off)/ss-1); h <= min(int64(l.n), (end-l.off)/ss); h++ {
+			sec := rel + (1+h)*ss
+			zero(sec+32, 8)
+			zero(sec+48, 4)
 		}
-		lo, hi := i&^15, min(i&^15+32, n)
-		t.Errorf("%s: %s: lease file differs from %s at byte %d (sizes %d, %d):\nwant % x\ngot  % x",
-			label, s.name, sides[0].name, i, len(ref), len(got), ref[lo:hi], got[lo:hi])
 	}
+}
+
+// dkCompareDisks compares the lease files of all sides with the first,
+// masked by dkMask, one MiB at a time, and reports the first differing
+// byte of each.
+func dkCompareDisks(t *testing.T, label string, sides []*dkSide) {
+	t.Helper()
+	for _, d := range dkDiskDiffs(t, label, sides) {
+		t.Error(d)
+	}
+}
+
+// dkDiskDiffs does the work of dkCompareDisks and returns the differences.
+func dkDiskDiffs(t *testing.T, label string, sides []*dkSide) []string {
+	t.Helper()
+	var diffs []string
+	open := func(p string) (*os.File, int64) {
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		st, err := f.Stat()
+		require.NoError(t, err)
+		return f, st.Size()
+	}
+	ref, refSize := open(sides[0].path)
+	defer ref.Close()
+	refLeases := dkLeases(t, ref, refSize)
+	want, got := make([]byte, diskfmt.MiB), make([]byte, diskfmt.MiB)
+	for _, s := range sides[1:] {
+		f, size := open(s.path)
+		defer f.Close()
+		if size != refSize {
+			diffs = append(diffs, fmt.Sprintf("%s: %s: lease file size %d, %s has %d", label, s.name, size, sides[0].name, refSize))
+			continue
+		}
+		leases := append(dkLeases(t, f, size), refLeases...)
+		for o := int64(0); o < size; o += diskfmt.MiB {
+			n := int(min(diskfmt.MiB, size-o))
+			_, err := ref.ReadAt(want[:n], o)
+			require.NoError(t, err)
+			_, err = f.ReadAt(got[:n], o)
+			require.NoError(t, err)
+			dkMask(want[:n], o, leases)
+			dkMask(got[:n], o, leases)
+			if bytes.Equal(want[:n], got[:n]) {
+				continue
+			}
+			i := 0
+			for want[i] == got[i] {
+				i++
+			}
+			lo, hi := i&^15, min(i&^15+32, n)
+			diffs = append(diffs, fmt.Sprintf("%s: %s: lease file differs from %s at byte %d:\nwant % x\ngot  % x",
+				label, s.name, sides[0].name, o+int64(i), want[lo:hi], got[lo:hi]))
+			break
+		}
+	}
+	return diffs
+}
+
+// TestDkDiskDiffs checks the masked comparison: timestamps and checksums
+// of leases are ignored, anything else is reported.
+func TestDkDiskDiffs(t *testing.T) {
+	t.Parallel()
+	a, b := leaseFile(t, 12<<20), leaseFile(t, 12<<20)
+	write := func(path string, off int64, edit func([]byte)) {
+		g, _ := diskfmt.LookupGeometry(4096, 8<<20)
+		area, err := diskfmt.InitPaxosArea(diskfmt.PaxosInit{Geometry: g, SpaceName: "LS", ResourceName: "R"})
+		require.NoError(t, err)
+		edit(area)
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		require.NoError(t, err)
+		defer f.Close()
+		_, err = f.WriteAt(area, off)
+		require.NoError(t, err)
+	}
+	sides := []*dkSide{{name: "a", path: a}, {name: "b", path: b}}
+	write(a, 2<<20, func([]byte) {})
+	write(b, 2<<20, func(area []byte) {
+		binary.LittleEndian.PutUint64(area[152:], 99)              // leader timestamp
+		binary.LittleEndian.PutUint64(area[1999*4096+32:], 5)      // dblock inp3 of host 1998, in the 8th MiB
+		binary.LittleEndian.PutUint32(area[1999*4096+48:], 0xabcd) // its checksum
+		binary.LittleEndian.PutUint32(area[4096+20:], 0x55af)      // request padding
+	})
+	assert.Empty(t, dkDiskDiffs(t, "masked", sides))
+	write(b, 2<<20, func(area []byte) { area[1999*4096+52] = 1 }) // dblock flags
+	d := dkDiskDiffs(t, "flags", sides)
+	require.Len(t, d, 1)
+	assert.Contains(t, d[0], fmt.Sprintf("at byte %d:", 2<<20+1999*4096+52))
 }
 
 // dkCraftOwners edits the resource lease at off (512/1M, written by
@@ -448,7 +536,7 @@ func TestDiskCmds(t *testing.T) {
 			switch step[0] {
 			case "join":
 				began := time.Now()
-				dkStep(t, sides, "client", "add_lockspace", "-o", "1", "-s", "LS:1:PATH:0")
+				dkStep(t, sides, "client", "add_lockspace", "-o", "2", "-s", "LS:1:PATH:0")
 				t.Logf("join took %v", time.Since(began))
 			case "disk":
 				began := time.Now()
@@ -546,7 +634,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	_, err = cl.CreateResource(rx, client.RXNoLockspace, &client.REntry{Name: "A"}, 0, 0)
 	assert.Equal(t, client.RvENOENT, code(err), "create always needs the lockspace")
 
-	require.NoError(t, cl.AddLockspace(&client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}, 0, 1))
+	require.NoError(t, cl.AddLockspace(&client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}, 0, 2))
 	hdr := func() []byte {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
@@ -600,7 +688,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 }
 
 // dkGateDev blocks writes into [lo, hi) while gate is set, after telling
-// blocked, until release is closed.
+// blocked, until release is closed (whatever the caller's deadline).
 type dkGateDev struct {
 	diskfmt.Device
 	lo, hi  int64
@@ -615,11 +703,13 @@ func (d dkGateDev) WriteAt(ctx context.Context, p []byte, off int64) error {
 		case d.blocked <- struct{}{}:
 		default:
 		}
-		select {
-		case <-d.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		// Wait however long the test takes, then write with a deadline
+		// of our own: the held operation must not fail on its I/O
+		// timeout while the test probes the daemon.
+		<-d.release
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return d.Device.WriteAt(wctx, p, off)
 	}
 	return d.Device.WriteAt(ctx, p, off)
 }
