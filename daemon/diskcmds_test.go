@@ -90,12 +90,7 @@ func dkEach(sides []*dkSide, f func(i int, s *dkSide)) {
 // dkKnownToolDiffs are the steps where our sanlock client is known to
 // print differently from the C tool; the difference is logged, not failed.
 // Remove an entry once the CLI is fixed.
-var dkKnownToolDiffs = map[string]string{
-	// The C tool prints "timestamp N" for each owner with a non-zero
-	// timestamp (the exclusive owner) even when the resource also has
-	// shared holders; cmd/internal/cli drops it whenever SHARED is set.
-	"client read -r LS:RO:PATH:13M -h 1": "owner timestamp with shared holders",
-}
+var dkKnownToolDiffs = map[string]string{}
 
 // dkStep runs one command on every side and compares with the first.
 func dkStep(t *testing.T, sides []*dkSide, args ...string) {

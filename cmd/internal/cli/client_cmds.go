@@ -532,7 +532,9 @@ func (c *clientRun) readResource() int {
 		c.printf("align_size %d\n", diskfmt.AlignFromFlags(res.Flags))
 	}
 	for _, h := range hosts {
-		if res.Flags&client.ResShared != 0 {
+		// Shared holders carry no timestamp; the exclusive owner of a
+		// lease that also has shared holders does, and it is printed.
+		if res.Flags&client.ResShared != 0 && h.Timestamp == 0 {
 			c.printf("h %d gen %d\n", h.HostID, h.Generation)
 		} else {
 			c.printf("h %d gen %d timestamp %d\n", h.HostID, h.Generation, h.Timestamp)
