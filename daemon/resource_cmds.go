@@ -13,9 +13,9 @@ import (
 // #14, #17, #25–#27).
 func (m *Resources) registerHandlers(s *Server) {
 	s.Handle(client.CmdAcquire, ClassWork, m.cmdAcquire)
-	s.Handle(client.CmdRelease, ClassWork, m.cmdRelease)
+	s.Handle(client.CmdRelease, ClassWork, m.regCmd(m.release))
 	s.Handle(client.CmdInquire, ClassWork, m.cmdInquire)
-	s.Handle(client.CmdConvert, ClassWork, m.cmdConvert)
+	s.Handle(client.CmdConvert, ClassWork, m.regCmd(m.convert))
 	s.Handle(client.CmdKillpath, ClassWork, m.cmdKillpath)
 	s.Handle(client.CmdRequest, ClassWork, m.cmdRequest)
 	s.Handle(client.CmdExamineResource, ClassWork, m.cmdExamineResource)
@@ -156,17 +156,20 @@ func (m *Resources) acquire(ctx context.Context, t *Conn, q *client.Request) int
 	return 0
 }
 
-// cmdRelease is RELEASE (paxos.md §5.1).
-func (m *Resources) cmdRelease(ctx context.Context, c *Conn, q *client.Request) error {
-	t, code := m.target(c, q, false)
-	if code != 0 {
+// regCmd is a W-reg command whose reply is a result: resolve and mark the
+// target client, run fn, end the command, reply.
+func (m *Resources) regCmd(fn func(context.Context, *Conn, *client.Request) int32) Handler {
+	return func(ctx context.Context, c *Conn, q *client.Request) error {
+		t, code := m.target(c, q, false)
+		if code == 0 {
+			code = fn(ctx, t, q)
+			m.done(t)
+		}
 		return c.Reply(q, code)
 	}
-	code = m.release(ctx, t, q)
-	m.done(t)
-	return c.Reply(q, code)
 }
 
+// release is RELEASE (paxos.md §5.1).
 func (m *Resources) release(ctx context.Context, t *Conn, q *client.Request) int32 {
 	flags := q.Header.CmdFlags
 	if flags&client.RelOrphan != 0 {
@@ -273,19 +276,9 @@ func (m *Resources) cmdInquire(_ context.Context, c *Conn, q *client.Request) er
 	return c.write(append(b, 0))
 }
 
-// cmdConvert is CONVERT (paxos.md §6.3). Converting a shared resource
-// that other local pids also hold to exclusive is refused with -EBUSY
-// (3.8.5 converts it and leaves their tokens attached: quirk Q4).
-func (m *Resources) cmdConvert(ctx context.Context, c *Conn, q *client.Request) error {
-	t, code := m.target(c, q, false)
-	if code != 0 {
-		return c.Reply(q, code)
-	}
-	code = m.convert(ctx, t, q)
-	m.done(t)
-	return c.Reply(q, code)
-}
-
+// convert is CONVERT (paxos.md §6.3). Converting a shared resource that
+// other local pids also hold to exclusive is refused with -EBUSY (3.8.5
+// converts it and leaves their tokens attached: quirk Q4).
 func (m *Resources) convert(ctx context.Context, t *Conn, q *client.Request) int32 {
 	if len(q.Resources) == 0 {
 		return client.RvEINVAL

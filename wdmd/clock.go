@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/gosanlock/gosanlock/delta"
 )
 
 // Clock is the monotonic clock wdmd reads. Now's whole seconds are the
@@ -20,54 +20,24 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// SystemClock is the real Clock: one CLOCK_MONOTONIC reading at creation
-// plus the monotonic time package time measures since then. Inside a
-// testing/synctest bubble package time is fake, so the same clock runs on
-// fake time there. This file is the only place in the package that reads
-// package time's clock.
-type SystemClock struct {
-	base  time.Duration
-	start time.Time
-}
+// SystemClock is the real Clock: delta's (one CLOCK_MONOTONIC reading at
+// creation plus the monotonic time package time measures since then, so
+// it also runs on fake time inside a testing/synctest bubble) with After.
+// This file is the only place in the package that reads package time's
+// clock.
+type SystemClock struct{ *delta.SystemClock }
 
 var _ Clock = (*SystemClock)(nil)
 
 // NewSystemClock returns a clock that agrees with CLOCK_MONOTONIC.
-func NewSystemClock() *SystemClock {
-	var ts unix.Timespec
-	base := time.Duration(0)
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {
-		base = time.Duration(ts.Nano())
-	}
-	return NewClockAt(base)
-}
+func NewSystemClock() *SystemClock { return &SystemClock{delta.NewSystemClock()} }
 
 // NewClockAt returns a clock whose Now starts at base; tests use it for
 // reproducible times.
-func NewClockAt(base time.Duration) *SystemClock {
-	return &SystemClock{base: base, start: time.Now()}
-}
-
-// Now implements Clock.
-func (c *SystemClock) Now() time.Duration { return c.base + time.Since(c.start) }
+func NewClockAt(base time.Duration) *SystemClock { return &SystemClock{delta.NewClockAt(base)} }
 
 // After implements Clock.
 func (c *SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
-// Sleep implements Clock.
-func (c *SystemClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // seconds is Now truncated to whole seconds, as wdmd and sanlock use it.
 func seconds(c Clock) uint64 { return uint64(c.Now() / time.Second) }
