@@ -441,3 +441,33 @@ func TestResourceSlowDiskIsolated(t *testing.T) {
 		t.Fatal("hung acquire did not time out")
 	}
 }
+
+// TestRestrictSigkill: rem_lockspace kills holders with SIGKILL, except a
+// client that restricted SIGKILL, which gets SIGTERM (wdmd.md §11.2).
+func TestRestrictSigkill(t *testing.T) {
+	t.Parallel()
+	sigs := make(chan syscall.Signal, 8)
+	lcfg := LockspacesConfig{Kill: func(pid int, sig syscall.Signal) error {
+		select {
+		case sigs <- sig:
+		default:
+		}
+		return nil
+	}}
+	rc := newResCluster(t, 1, 1, lcfg)
+	a := rc.tds[0].cl
+	reg, err := a.Register()
+	require.NoError(t, err)
+	require.NoError(t, reg.Restrict(client.RestrictSigkill))
+	require.NoError(t, reg.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil))
+	require.NoError(t, a.RemLockspace(rc.ls[0], client.RemAsync))
+	select {
+	case s := <-sigs:
+		assert.Equal(t, syscall.SIGTERM, s)
+	case <-time.After(10 * time.Second):
+		t.Fatal("holder not signalled")
+	}
+	require.NoError(t, reg.Close())
+	require.Eventually(t, func() bool { return code(a.InqLockspace(rc.ls[0], 0)) == client.RvENOENT },
+		10*time.Second, 50*time.Millisecond, "lockspace gone once the holder exited")
+}
