@@ -181,6 +181,10 @@ func (c *Cluster) Hosts() []*Host {
 // directory, its run directory, and a running daemon that answers on its
 // socket.
 func (c *Cluster) AddHost(kind Kind, name string) (*Host, error) {
+	return c.addHost(kind, name, HostOptions{})
+}
+
+func (c *Cluster) addHost(kind Kind, name string, o HostOptions) (*Host, error) {
 	bin := c.opts.CBinary
 	if kind == Go {
 		bin = c.opts.GoBinary
@@ -193,12 +197,16 @@ func (c *Cluster) AddHost(kind Kind, name string) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{c: c, Kind: kind, Name: name, Dir: hdir, bin: bin,
-		RunDir: filepath.Join(hdir, "run")}
+		RunDir: filepath.Join(hdir, "run"), opts: o}
 	if err := os.Mkdir(h.RunDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := h.setupHost(); err != nil {
 		return nil, err
 	}
 	fs, err := fusefault.Mount(c.Backing, filepath.Join(hdir, "disk"))
 	if err != nil {
+		h.closeWatchdog()
 		return nil, err
 	}
 	h.FS = fs
@@ -206,6 +214,7 @@ func (c *Cluster) AddHost(kind Kind, name string) (*Host, error) {
 	if c.closed {
 		c.mu.Unlock()
 		fs.Close()
+		h.closeWatchdog()
 		return nil, errors.New("harness: cluster closed")
 	}
 	c.hosts = append(c.hosts, h)
@@ -252,6 +261,7 @@ func (c *Cluster) Close() error {
 	wg.Wait()
 	for _, h := range hosts {
 		keep(h.FS.Close())
+		keep(h.closeWatchdog())
 	}
 	if !keepDir {
 		keep(os.RemoveAll(c.Dir))
@@ -269,6 +279,8 @@ type Host struct {
 	RunDir string // SANLOCK_RUN_DIR of the daemon and its clients
 	FS     *fusefault.FS
 	bin    string
+	opts   HostOptions
+	wd     *hostWatchdog // nil without HostOptions.Watchdog
 
 	mu     sync.Mutex
 	daemon *Proc
@@ -354,7 +366,8 @@ func (h *Host) Daemon() *Proc {
 }
 
 // Start starts the daemon (again, after Kill) and waits until it answers
-// on its socket.
+// on its socket. A host with a watchdog first starts its wdmd if that is
+// not running.
 func (h *Host) Start() error {
 	h.mu.Lock()
 	if h.daemon != nil && !h.daemon.Exited() {
@@ -369,10 +382,12 @@ func (h *Host) Start() error {
 		return err
 	}
 	defer logf.Close()
-	args := append([]string{"daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-e", h.Name},
-		h.c.opts.DaemonArgs...)
+	if err := h.startWdmd(); err != nil {
+		return err
+	}
+	args, env := h.daemonCommand()
 	cmd := exec.Command(h.bin, args...)
-	cmd.Env = h.Env()
+	cmd.Env = append(h.Env(), env...)
 	cmd.Dir = h.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -452,11 +467,18 @@ func (h *Host) signalGroup(sig syscall.Signal) error {
 }
 
 // Pause stops every process of the host (SIGSTOP to its process group), as
-// if the machine froze. Its storage view keeps serving other hosts.
-func (h *Host) Pause() error { return h.signalGroup(syscall.SIGSTOP) }
+// if the machine froze, and its wdmd if it has one (the watchdog device
+// keeps counting). Its storage view keeps serving other hosts.
+func (h *Host) Pause() error {
+	h.signalWdmd(syscall.SIGSTOP)
+	return h.signalGroup(syscall.SIGSTOP)
+}
 
 // Resume continues a paused host (SIGCONT).
-func (h *Host) Resume() error { return h.signalGroup(syscall.SIGCONT) }
+func (h *Host) Resume() error {
+	h.signalWdmd(syscall.SIGCONT)
+	return h.signalGroup(syscall.SIGCONT)
+}
 
 // PauseDaemon stops only the daemon (its clients keep running).
 func (h *Host) PauseDaemon() error {
@@ -480,10 +502,12 @@ func (h *Host) ResumeDaemon() error {
 // host's fault holds (Hang) cannot exit until the I/O ends (the kernel waits
 // for in-flight async I/O at exit, as with a real hung disk); after 3 s Kill
 // switches such a view to EIO so that the dead host can go away. Kill
-// returns the time the daemon was reaped.
+// returns the time the daemon was reaped. A host's wdmd dies last; its
+// device stays armed.
 func (h *Host) Kill() (time.Time, error) {
 	d := h.Daemon()
 	if d == nil {
+		h.killWdmd()
 		return time.Time{}, nil
 	}
 	h.unhangAfter(d, 3*time.Second)
@@ -500,6 +524,7 @@ func (h *Host) Kill() (time.Time, error) {
 			err = e
 		}
 	}
+	h.killWdmd()
 	return dead, err
 }
 
