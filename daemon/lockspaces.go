@@ -502,12 +502,12 @@ func (sp *space) join() int32 {
 		if st := run.Status(); st.Joined {
 			sp.logf("lockspace runner stopped released %v err %v", st.Released, err)
 		}
-		_ = dev.Close()
 		if wd != nil {
 			// Still active only if holders may remain (daemon stop): wdmd
 			// then keeps our expiry and the host is reset.
 			_ = wd.Close()
 		}
+		_ = dev.Close()
 	}()
 
 	<-run.Joined()

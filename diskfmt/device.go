@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/ncw/directio"
@@ -68,6 +69,7 @@ type File struct {
 	f          *os.File
 	path       string
 	sectorSize int
+	inflight   atomic.Int32 // I/Os running, abandoned ones included
 }
 
 // OpenFile opens path for lease I/O. Files report 512-byte sectors; block
@@ -104,8 +106,17 @@ func (d *File) Path() string { return d.path }
 func (d *File) SectorSize() int { return d.sectorSize }
 
 // Close implements Device. I/O abandoned after a timeout keeps the
-// descriptor alive until it finishes (os.File reference counting).
-func (d *File) Close() error { return d.f.Close() }
+// descriptor alive until it finishes (os.File reference counting), and
+// closing would wait for it; with such I/O in flight the close happens in
+// the background and Close returns at once, so a hung disk never holds up
+// the caller.
+func (d *File) Close() error {
+	if d.inflight.Load() > 0 {
+		go func() { _ = d.f.Close() }()
+		return nil
+	}
+	return d.f.Close()
+}
 
 type ioResult struct {
 	n   int
@@ -176,14 +187,18 @@ func (d *File) sysIO(call func(int, []byte, int64) (int, error), buf []byte, off
 // context deadline. op owns its buffer; after a timeout nobody else touches
 // that buffer again.
 func (d *File) run(ctx context.Context, op func() (int, error)) (int, error) {
+	d.inflight.Add(1)
 	if ctx.Done() == nil {
+		defer d.inflight.Add(-1)
 		return op()
 	}
 	if err := ctx.Err(); err != nil {
+		d.inflight.Add(-1)
 		return 0, fmt.Errorf("%w: %v", ErrIOTimeout, err)
 	}
 	done := make(chan ioResult, 1)
 	go func() {
+		defer d.inflight.Add(-1)
 		n, err := op()
 		done <- ioResult{n, err}
 	}()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestRunTimeoutAbandonsBuffer checks the I/O timeout contract: a call that
@@ -107,4 +108,40 @@ func TestWithIOTimeout(t *testing.T) {
 		require.ErrorIs(t, op(), ErrIOTimeout)
 		require.Less(t, time.Since(start), 2*time.Second)
 	}
+}
+
+// TestCloseDoesNotWaitForAbandonedIO: closing a device while an I/O that
+// timed out is still stuck in the kernel returns at once (the descriptor
+// is closed once that I/O ends), so a hung disk cannot hold up its owner.
+func TestCloseDoesNotWaitForAbandonedIO(t *testing.T) {
+	// A pollable descriptor (as a FUSE file is): closing it waits for the
+	// references that running operations hold.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	require.NoError(t, err)
+	defer unix.Close(fds[1])
+	require.NoError(t, unix.SetNonblock(fds[0], true))
+	d := &File{f: os.NewFile(uintptr(fds[0]), "sock"), path: "sock"}
+	rc, err := d.f.SyscallConn()
+	require.NoError(t, err)
+
+	release := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = d.run(ctx, func() (int, error) {
+		// Holds a reference on the descriptor, as a pread stuck in the
+		// kernel does.
+		return 0, rc.Read(func(uintptr) bool { <-release; return true })
+	})
+	require.ErrorIs(t, err, ErrIOTimeout)
+
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(2 * time.Second):
+		close(release)
+		t.Fatal("Close waited for the abandoned I/O")
+	}
+	close(release)
 }
