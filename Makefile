@@ -4,7 +4,7 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean
+.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean realclients
 
 all: build
 
@@ -21,6 +21,14 @@ test: build lint-fast
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -timeout 10m ./testdisk/sim
 	./scripts/fuzz-short.sh $(FUZZTIME)
+	$(MAKE) realclients
+
+# Real programs that link libsanlock and that we did not write (libvirt's
+# sanlock lock plugin with QEMU guests, sanlk-reset), each run against our
+# daemon and against sanlock 3.8.5. Needs root and the Debian packages that
+# .ci/run installs.
+realclients: build
+	$(GO) test -count=1 -timeout 20m -v ./realclients/...
 
 lint-fast:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
