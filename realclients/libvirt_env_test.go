@@ -118,9 +118,16 @@ type lvEnv struct {
 	holder  *exec.Cmd
 	daemon  *exec.Cmd
 	daemonW chan error
-	libvd   *exec.Cmd
-	libvdW  chan error
-	nLibvd  int
+	// A second daemon, host_id 2 in the plugin's lockspace, and a
+	// `client command` holding a lease through it.
+	runDir2  string
+	daemon2  *exec.Cmd
+	daemon2W chan error
+	cmd2     *exec.Cmd
+	cmd2W    chan error
+	libvd    *exec.Cmd
+	libvdW   chan error
+	nLibvd   int
 }
 
 // lvNewEnv creates the directories and the namespace, and starts the sanlock
@@ -132,12 +139,13 @@ func lvNewEnv(t *testing.T, bin string) *lvEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &lvEnv{t: t, bin: bin, base: base, runDir: filepath.Join(base, "slrun"), leases: filepath.Join(base, "leases")}
+	e := &lvEnv{t: t, bin: bin, base: base, runDir: filepath.Join(base, "slrun"), runDir2: filepath.Join(base, "slrun2"), leases: filepath.Join(base, "leases")}
 	t.Cleanup(func() {
 		e.teardown()
 		if t.Failed() {
 			e.dumpLogs()
 		}
+		e.keepLogs()
 		if err := os.RemoveAll(base); err != nil {
 			t.Errorf("remove %s: %v", base, err)
 		}
@@ -148,7 +156,7 @@ func lvNewEnv(t *testing.T, bin string) *lvEnv {
 			}
 		}
 	})
-	for _, d := range []string{"etc", "run", "varlib", "varlog", "varcache", "slrun", "leases", "disks"} {
+	for _, d := range []string{"etc", "run", "varlib", "varlog", "varcache", "slrun", "slrun2", "leases", "disks"} {
 		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -278,11 +286,14 @@ func (e *lvEnv) startHolder() {
 
 // nsCmd returns a command that runs argv inside the private namespace.
 // nsenter execs argv, so the command's pid is argv's pid.
-func (e *lvEnv) nsCmd(argv ...string) *exec.Cmd {
+func (e *lvEnv) nsCmd(argv ...string) *exec.Cmd { return e.nsCmdIn(e.runDir, argv...) }
+
+// nsCmdIn is nsCmd talking to the daemon whose run directory is runDir.
+func (e *lvEnv) nsCmdIn(runDir string, argv ...string) *exec.Cmd {
 	args := append([]string{"-t", strconv.Itoa(e.holder.Process.Pid), "-m", "--"}, argv...)
 	cmd := exec.Command("/usr/bin/nsenter", args...)
 	cmd.Env = append(os.Environ(),
-		"SANLOCK_RUN_DIR="+e.runDir,
+		"SANLOCK_RUN_DIR="+runDir,
 		"SANLOCK_PRIVILEGED=0",
 		"PATH="+filepath.Dir(e.bin)+":/usr/sbin:/usr/bin:/sbin:/bin",
 		"LC_ALL=C")
@@ -292,7 +303,12 @@ func (e *lvEnv) nsCmd(argv ...string) *exec.Cmd {
 // startBg starts argv in the namespace with output to base/logName.
 func (e *lvEnv) startBg(logName string, argv ...string) (*exec.Cmd, chan error) {
 	e.t.Helper()
-	cmd := e.nsCmd(argv...)
+	return e.startBgIn(e.runDir, logName, argv...)
+}
+
+func (e *lvEnv) startBgIn(runDir, logName string, argv ...string) (*exec.Cmd, chan error) {
+	e.t.Helper()
+	cmd := e.nsCmdIn(runDir, argv...)
 	f, err := os.OpenFile(e.path(logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		e.t.Fatal(err)
@@ -363,9 +379,51 @@ func (e *lvEnv) stopLibvirtd() {
 	e.libvd = nil
 }
 
+// startDaemon2 starts a second daemon (another "host" sharing the lease
+// files) in the namespace.
+func (e *lvEnv) startDaemon2() {
+	e.t.Helper()
+	e.daemon2, e.daemon2W = e.startBgIn(e.runDir2, "sanlock2.log", e.bin, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")
+	e.waitFor("second sanlock daemon answers", func() (bool, string) {
+		select {
+		case err := <-e.daemon2W:
+			e.daemon2W <- err
+			e.t.Fatalf("second sanlock daemon exited: %v\n%s", err, e.tail("sanlock2.log", 30))
+		default:
+		}
+		out, err := e.sanlock2("client", "status")
+		return err == nil, out
+	})
+}
+
+func (e *lvEnv) sanlock2(args ...string) (string, error) {
+	b, err := e.nsCmdIn(e.runDir2, append([]string{e.bin}, args...)...).CombinedOutput()
+	return string(b), err
+}
+
+// stopDaemon2 ends the `client command` holder and the second daemon.
+func (e *lvEnv) stopDaemon2() {
+	if e.cmd2 != nil {
+		_ = e.cmd2.Process.Kill()
+		<-e.cmd2W
+		e.cmd2 = nil
+	}
+	if e.daemon2 != nil {
+		_, _ = e.sanlock2("client", "shutdown", "-f", "1")
+		select {
+		case <-e.daemon2W:
+		case <-time.After(10 * time.Second):
+			_ = e.daemon2.Process.Kill()
+			<-e.daemon2W
+		}
+		e.daemon2 = nil
+	}
+}
+
 // teardown stops, by pid, every process the test started: QEMU guests,
-// libvirtd, the sanlock daemon, the namespace holder.
+// libvirtd, the sanlock daemons, the namespace holder.
 func (e *lvEnv) teardown() {
+	e.stopDaemon2()
 	for _, pid := range e.qemuPids() {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -429,6 +487,25 @@ func (e *lvEnv) tail(name string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// keepLogs copies the daemon and libvirtd logs to $LV_KEEP_LOGS/<test
+// name>/ when that variable is set (for comparing the two daemons).
+func (e *lvEnv) keepLogs() {
+	dir := os.Getenv("LV_KEEP_LOGS")
+	if dir == "" {
+		return
+	}
+	dst := filepath.Join(dir, strings.ReplaceAll(e.t.Name(), "/", "_"))
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		e.t.Logf("keep logs: %v", err)
+		return
+	}
+	for _, f := range []string{"sanlock.log", "sanlock2.log", "libvirtd.out", "varlog/libvirt/libvirtd.log", "status-D.txt"} {
+		if b, err := os.ReadFile(e.path(f)); err == nil {
+			_ = os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644)
+		}
+	}
 }
 
 func (e *lvEnv) dumpLogs() {
@@ -590,6 +667,18 @@ func (e *lvEnv) statusD(pid int) map[string]string {
 		}
 	}
 	return m
+}
+
+// snapshotD appends `client status -D` to base/status-D.txt (kept with
+// the logs, for comparing the daemons).
+func (e *lvEnv) snapshotD(label string) {
+	out, _ := e.sanlock("client", "status", "-D")
+	f, err := os.OpenFile(e.path("status-D.txt"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "=== %s\n%s\n", label, out)
 }
 
 // leader reads the lease leader of res with `direct read_leader`.

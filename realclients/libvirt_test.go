@@ -42,10 +42,11 @@ func lvScenario(t *testing.T, bin string) {
 	e := lvNewEnv(t, bin)
 	e.startLibvirtd()
 
-	for _, d := range []string{"a.img", "c.img", "d.img", "e.img", "hp.img", "sh.img", "k.img"} {
+	for _, d := range []string{"a.img", "c.img", "d.img", "e.img", "h.img", "hp.img", "sh.img", "k.img"} {
 		e.makeDisk(d)
 	}
 	e.makeLease("lvres")
+	e.makeLease("lvres2")
 
 	steps := []struct {
 		name string
@@ -54,6 +55,7 @@ func lvScenario(t *testing.T, bin string) {
 		{"StartTakesDiskLease", lvStepStart},
 		{"SecondGuestSameDiskRefused", lvStepSameDisk},
 		{"ExplicitLeaseConflictRefused", lvStepLeaseConflict},
+		{"LeaseHeldByOtherHostRefused", lvStepOtherHost},
 		{"SuspendReleasesResumeReacquires", lvStepSuspendResume},
 		{"PausedGuestLosesLease", lvStepPausedLoses},
 		{"DestroyFreesLease", lvStepDestroy},
@@ -146,6 +148,7 @@ func lvStepStart(t *testing.T, e *lvEnv) {
 		t.Fatalf("want lver 1 in status, got %s", lver)
 	}
 	e.leaderHeld(e.diskRes("a.img"), "1")
+	e.snapshotD("lva started")
 	if d := e.statusD(pid); d["restricted"] != "1" {
 		t.Fatalf("want the QEMU client restricted=1 (libvirt restricts it), got %q (%v)", d["restricted"], d)
 	}
@@ -163,9 +166,12 @@ func lvStepSameDisk(t *testing.T, e *lvEnv) {
 		t.Fatalf("want QEMU's image lock refusal, got:\n%s", out)
 	}
 	e.heldBy(e.diskRes("a.img"), pid)
-	if n := len(e.status().clients); n != 1 {
-		t.Fatalf("want only lva registered, status:\n%s", e.status().raw)
-	}
+	// lvb's QEMU registered before it failed; the daemon drops it.
+	e.waitFor("only lva registered", func() (bool, string) {
+		st := e.status()
+		_, ok := st.clients[pid]
+		return len(st.clients) == 1 && ok, st.raw
+	})
 }
 
 // A guest whose explicit <lease> is held by another guest on this host is
@@ -188,12 +194,62 @@ func lvStepLeaseConflict(t *testing.T, e *lvEnv) {
 	}
 }
 
+// A lease held through another host (a second daemon joined to the
+// plugin's lockspace as host_id 2, holding the lease with `sanlock client
+// command`) refuses the guest; once that holder is gone the guest starts.
+func lvStepOtherHost(t *testing.T, e *lvEnv) {
+	e.startDaemon2()
+	ls := lvLockspace + ":2:" + e.leases + "/" + lvLockspace + ":0"
+	if out, err := e.sanlock2("client", "add_lockspace", "-o", "1", "-s", ls); err != nil {
+		t.Fatalf("host 2 add_lockspace: %v\n%s", err, out)
+	}
+	res := e.leaseRes("lvres2")
+	e.cmd2, e.cmd2W = e.startBgIn(e.runDir2, "command2.out", e.bin, "client", "command", "-r", res, "-c", "/bin/sleep", "600")
+	e.waitFor("host 2 holds lvres2", func() (bool, string) {
+		out, _ := e.sanlock2("client", "status")
+		st := lvParseStatus(out)
+		return len(st.holders(res)) == 1, out
+	})
+	h := lvGuest{name: "lvh", disks: []string{"h.img"}, lease: "lvres2"}
+	out, err := e.create(h)
+	if err == nil {
+		t.Fatalf("lvh started while host 2 holds lvres2:\n%s", out)
+	}
+	if !strings.Contains(out, "Failed to acquire lock: Lease is held by another host") {
+		t.Fatalf("want 'Failed to acquire lock: Lease is held by another host', got:\n%s", out)
+	}
+	e.notHeld(res)
+	_ = e.cmd2.Process.Kill()
+	<-e.cmd2W
+	e.cmd2 = nil
+	e.waitFor("host 2 released lvres2", func() (bool, string) {
+		out, _ := e.sanlock2("client", "status")
+		st := lvParseStatus(out)
+		return len(st.holders(res)) == 0 && len(st.clients) == 0, out
+	})
+	if l := e.leader(res); l["timestamp"] != "0" || l["owner_id"] != "2" || l["lver"] != "1" {
+		t.Fatalf("want lvres2 released by host 2 at lver 1, got %v", l)
+	}
+	hpid := e.createOK(h)
+	if lver := e.heldBy(res, hpid); lver != "2" {
+		t.Fatalf("want lvh to hold lvres2 at lver 2, got %s", lver)
+	}
+	e.leaderHeld(res, "2")
+	e.virshOK("destroy", h.name)
+	e.waitGone(hpid)
+	if out, err := e.sanlock2("client", "rem_lockspace", "-s", ls); err != nil {
+		t.Fatalf("host 2 rem_lockspace: %v\n%s", err, out)
+	}
+	e.stopDaemon2()
+}
+
 // Suspend releases the leases (the QEMU pid stays registered); resume
 // acquires them again at the next lease version.
 func lvStepSuspendResume(t *testing.T, e *lvEnv) {
 	pid := e.pid(lvA.name)
 	res := e.diskRes("a.img")
 	e.virshOK("suspend", lvA.name)
+	e.snapshotD("lva paused")
 	st := e.status()
 	if _, ok := st.clients[pid]; !ok {
 		t.Fatalf("paused QEMU pid %d no longer registered:\n%s", pid, st.raw)
@@ -458,6 +514,7 @@ func lvStepKillpath(t *testing.T, e *lvEnv) {
 		t.Fatalf("want restricted=1 for the killpath guest, got %v", d)
 	}
 	apid, epid := e.pid(lvA.name), e.pid(lvE.name)
+	e.snapshotD("lvk started")
 
 	// Zero host 1's delta lease sector: the next renewal finds it corrupt.
 	f, err := os.OpenFile(e.leases+"/"+lvLockspace, os.O_WRONLY|syscall.O_DIRECT, 0)
