@@ -15,6 +15,15 @@ package realclients
 //     acquires the lease before QEMU opens the image).
 //   - Hot-unplug of a virtio disk needs the guest's cooperation (there is
 //     no OS), so hotplug uses a USB disk, which QEMU removes at once.
+//   - On resume libvirt 9.0 passes no saved lease state (its log shows
+//     virDomainLockProcessResume state=<null> after every suspend), so the
+//     daemon is never asked to check the lease version on resume: a paused
+//     guest whose lease another guest took in between resumes once that
+//     lease is free again, at a newer lease version.
+//   - libvirt restricts every QEMU client (restricted=1) whether or not it
+//     registers a killpath; <on_lockfailure> makes it register
+//     libvirt_sanlock_helper as the killpath, which the killpath step
+//     exercises by corrupting the lockspace.
 
 import (
 	"os"
@@ -459,7 +468,7 @@ func lvStepCleanup(t *testing.T, e *lvEnv) {
 	if err != nil {
 		t.Fatalf("virt-sanlock-cleanup: %v\n%s", err, out)
 	}
-	t.Logf("virt-sanlock-cleanup:\n%s", out)
+	t.Logf("virt-sanlock-cleanup output:\n| %s", strings.ReplaceAll(strings.TrimRight(out, "\n"), "\n", "\n| "))
 	// Each lease gets "Cleanup: RES " then PASS or FAIL; `sanlock client
 	// command` may print its register/acquire lines in between (ours
 	// flushes them before exec, 3.8.5 loses them when the exec succeeds).
