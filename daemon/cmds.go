@@ -86,13 +86,13 @@ func (s *Server) daemonRecord() client.StateRecord {
 	text := fmt.Sprintf("our_host_name=%s use_watchdog=%d high_priority=%d mlock_level=%d quiet_fail=%d "+
 		"debug_renew=%d debug_clients=%d debug_cmds=0x%x renewal_history_size=%d gid=%d uid=%d "+
 		"sh_retries=%d max_sectors_kb_ignore=%d max_sectors_kb_align=%d max_sectors_kb_num=%d "+
-		"max_worker_threads=%d write_init_io_timeout=%d use_aio=%d io_timeout=%d watchdog_fire_timeout=%d "+
+		"max_worker_threads=%d write_init_io_timeout=%d use_aio=%d "+
 		"kill_grace_seconds=%d helper_pid=%d helper_kill_fd=%d helper_full_count=%d helper_last_status=%d "+
 		"monotime=%d version_str=%s version_num=%d.%d.%d version_hex=%08x smproto_hex=%08x",
 		s.hostName, b2i(cfg.UseWatchdog), b2i(cfg.HighPriority), cfg.MlockLevel, b2i(cfg.QuietFail),
 		b2i(cfg.DebugRenew), b2i(cfg.DebugClients), cfg.DebugCmds, cfg.RenewalHistorySize, cfg.GID, cfg.UID,
 		cfg.ShRetries, b2i(cfg.MaxSectorsKBIgnore), b2i(cfg.MaxSectorsKBAlign), cfg.MaxSectorsKBNum,
-		cfg.MaxWorkerThreads, cfg.WriteInitIOTimeout, b2i(cfg.UseAIO), cfg.IOTimeout, cfg.WatchdogFireTimeout,
+		cfg.MaxWorkerThreads, cfg.WriteInitIOTimeout, b2i(cfg.UseAIO),
 		cfg.KillGraceSeconds, os.Getpid(), -1, 0, s.startMon,
 		monoSeconds(), Version, v>>24, v>>16&0xff, v>>8&0xff, v, client.ProtoVersion)
 	return client.StateRecord{State: client.State{Type: client.StateDaemon, Name: s.hostName}, Text: text}

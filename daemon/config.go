@@ -77,7 +77,7 @@ type Config struct {
 
 	MaxWorkerThreads    int  // -t, max_worker_threads (min 2)
 	KillGraceSeconds    int  // -g, kill_grace_seconds (0..60)
-	IOTimeout           int  // -o, io_timeout (> 0)
+	IOTimeout           int  // -o, io_timeout (> 0): client and direct only; the daemon, as 3.8.5, ignores it
 	WatchdogFireTimeout int  // watchdog_fire_timeout (> 0)
 	UseWatchdog         bool // -w, use_watchdog
 	HighPriority        bool // -h, high_priority (SCHED_RR)

@@ -260,7 +260,9 @@ func (c *Conn) dispatch(q *client.Request) error {
 			}
 		}
 	}
-	if ok {
+	if ok && r.class == ClassWork {
+		// Only worker commands are "active" (3.8.5 shows cmd_active 0
+		// for the commands its main loop answers itself, status included).
 		c.cmdActive = cmd
 	}
 	c.mu.Unlock()

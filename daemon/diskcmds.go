@@ -69,7 +69,7 @@ func (d *diskCmds) openRaw(path string) (diskfmt.Device, int32) {
 // daemon's io_timeout when 0).
 func (d *diskCmds) bound(dev diskfmt.Device, ioTimeout int) diskfmt.Device {
 	if ioTimeout <= 0 {
-		ioTimeout = d.s.cfg.IOTimeout
+		ioTimeout = DefaultIOTimeout
 	}
 	if ioTimeout <= 0 {
 		ioTimeout = DefaultIOTimeout

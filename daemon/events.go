@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 
@@ -28,6 +29,11 @@ func cmdRegEvent(m *Lockspaces) Handler {
 			}
 			return err
 		}
+		// A listener belongs to the lockspace, not to the client table:
+		// 3.8.5 hands the descriptor over and frees the client slot, so
+		// status does not list it.
+		c.srv.freeSlot(c)
+		m.lg().Info(fmt.Sprintf("cmd_reg_event fd %d rv %d", c.fd, rv))
 		return ErrHold
 	}
 }
@@ -171,25 +177,35 @@ func (sp *space) deliver(ev delta.ReceivedEvent) {
 	ls := append([]*Conn(nil), sp.listeners...)
 	m.mu.Unlock()
 	for _, c := range ls {
-		if sendNoWait(c, b) {
+		err := sendNoWait(c, b)
+		if err == nil {
 			continue
 		}
 		m.mu.Lock()
 		removed := sp.removeListener(c)
 		m.mu.Unlock()
 		if removed {
+			// Logged as 3.8.5 does: the send result, its errno, and the
+			// descriptor closed with the listener.
+			en := errnoOf(err)
+			if en < 0 {
+				en = int(unix.EIO)
+			}
+			sp.logf("send_event_callbacks error -1 %d close fd %d", en, c.fd)
 			_ = c.Close()
 		}
 	}
 }
 
-// sendNoWait writes b in one non-blocking send; false if it did not all go.
-func sendNoWait(c *Conn, b []byte) bool {
+// sendNoWait writes b in one non-blocking send; an error if it did not
+// all go (EAGAIN when the listener's buffer is full, EPIPE when it has
+// gone).
+func sendNoWait(c *Conn, b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	rc, err := c.uc.SyscallConn()
 	if err != nil {
-		return false
+		return err
 	}
 	var n int
 	var serr error
@@ -197,7 +213,13 @@ func sendNoWait(c *Conn, b []byte) bool {
 		n, serr = unix.SendmsgN(int(fd), b, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 		return true
 	}); err != nil {
-		return false
+		return err
 	}
-	return serr == nil && n == len(b)
+	if serr != nil {
+		return serr
+	}
+	if n != len(b) {
+		return unix.EAGAIN
+	}
+	return nil
 }

@@ -120,7 +120,7 @@ func (m *Lockspaces) writeLockspace(ctx context.Context, ls client.Lockspace, io
 		return client.RvENODEV
 	}
 	if io == 0 {
-		io = uint32(m.conf().IOTimeout)
+		io = DefaultIOTimeout // 3.8.5: the daemon's -o is not a default here
 	}
 	dev, err := m.cfg.Open(ls.Disk.Path)
 	if err != nil {
@@ -162,7 +162,7 @@ func (m *Lockspaces) readLockspace(ctx context.Context, ls client.Lockspace) (cl
 		return ls, 0, client.RvENODEV
 	}
 	defer dev.Close()
-	ioctx, cancel := ioTimeoutCtx(ctx, m.conf().IOTimeout)
+	ioctx, cancel := ioTimeoutCtx(ctx, DefaultIOTimeout)
 	defer cancel()
 	off := int64(ls.Disk.Offset)
 	g, ok := diskfmt.GeometryFromFlags(ls.Flags)

@@ -354,7 +354,10 @@ func (m *Lockspaces) Add(ctx context.Context, ls client.Lockspace, flags, ioTime
 	ident := client.Lockspace{Name: ls.Name, HostID: ls.HostID, Disk: client.Disk{Path: ls.Disk.Path, Offset: ls.Disk.Offset}}
 	io := int(ioTimeout)
 	if io <= 0 {
-		io = m.conf().IOTimeout
+		// 3.8.5's daemon ignores -o and the io_timeout key: 0 means 10.
+		// Taking our own -o here would make a mixed cluster disagree on
+		// the event timing (a set_event bit lives for 6 x io_timeout).
+		io = DefaultIOTimeout
 	}
 
 	m.mu.Lock()
@@ -500,7 +503,11 @@ func (sp *space) join() int32 {
 		defer m.wg.Done()
 		err := run.Run(sp.ctx)
 		if st := run.Status(); st.Joined {
-			sp.logf("lockspace runner stopped released %v err %v", st.Released, err)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				sp.logf("lockspace runner stopped released %v: %v", st.Released, err)
+			} else {
+				sp.logf("lockspace runner stopped released %v", st.Released)
+			}
 		}
 		if wd != nil {
 			// Still active only if holders may remain (daemon stop): wdmd

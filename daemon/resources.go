@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -377,6 +378,16 @@ func (m *Resources) releaseResource(ctx context.Context, r *resource, rename str
 		m.finish(r)
 		return 0
 	}
+	if code := m.disksGone(r); code != 0 {
+		// 3.8.5 opens the disks again to release; when a lease file was
+		// removed while held (virt-sanlock-cleanup does it) that open
+		// fails, the token is dropped and the release answers -errno,
+		// with nothing written. Do the same, and say so in the log.
+		m.logf("r%d release_token open error %d", r.id, code)
+		m.logf("r%d release_token error %d r_flags 0", r.id, code)
+		m.finish(r)
+		return code
+	}
 	r.opMu.Lock()
 	err := r.held.Release(ctx, paxos.ReleaseOptions{Rename: rename})
 	r.opMu.Unlock()
@@ -394,6 +405,23 @@ func (m *Resources) releaseResource(ctx context.Context, r *resource, rename str
 	}
 	m.finish(r)
 	return code
+}
+
+// disksGone checks that every disk path of r still names a file, as the
+// open of 3.8.5's release would; it returns the open's result (-ENOENT for
+// a removed file) or 0.
+func (m *Resources) disksGone(r *resource) int32 {
+	for _, d := range r.disks {
+		if _, err := os.Stat(d.Path); err != nil {
+			cause := err
+			if pe, ok := err.(*os.PathError); ok {
+				cause = pe.Err
+			}
+			m.logf("open error -1 %s: %v", d.Path, cause)
+			return openCode(err)
+		}
+	}
+	return 0
 }
 
 // finish frees a released resource and closes its disks.

@@ -207,8 +207,8 @@ func (s *Server) Start() (err error) {
 	}
 
 	msg := fmt.Sprintf("sanlock daemon started %s host %s (%s)", Version, s.hostName, s.nodename)
-	if cfg.IOTimeout != DefaultIOTimeout || cfg.WatchdogFireTimeout != DefaultWatchdogFireTimeout {
-		msg += fmt.Sprintf(" io_timeout %d watchdog_fire_timeout %d", cfg.IOTimeout, cfg.WatchdogFireTimeout)
+	if cfg.WatchdogFireTimeout != DefaultWatchdogFireTimeout {
+		msg += fmt.Sprintf(" watchdog_fire_timeout %d", cfg.WatchdogFireTimeout)
 	}
 	s.lg.Warn(msg)
 
