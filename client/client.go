@@ -1,13 +1,13 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -36,6 +36,10 @@ type Client struct {
 	// Timeout, when non-zero, bounds each call's I/O (libsanlock has no
 	// timeout; a non-async ADD_LOCKSPACE takes about 2 x io_timeout).
 	Timeout time.Duration
+
+	// ctx, when set by WithContext, bounds every call made through this
+	// copy: dialing, sending and waiting for the reply.
+	ctx context.Context
 }
 
 // Dial returns a client for the daemon whose run directory is runDir ("" =
@@ -64,10 +68,16 @@ func connErr(err error) error {
 }
 
 func (c *Client) connect() (*net.UnixConn, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.SockPath, Net: "unix"})
+	ctx := c.context()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", c.SockPath)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, connErr(err)
 	}
+	conn := nc.(*net.UnixConn)
 	if c.Timeout > 0 {
 		_ = conn.SetDeadline(time.Now().Add(c.Timeout))
 	}
@@ -102,7 +112,13 @@ func (c *Client) Do(q *Request) (*Reply, error) {
 		return nil, err
 	}
 	defer conn.Close()
-	return exchange(conn, q)
+	stop := interruptOnDone(c.context(), conn)
+	p, err := exchange(conn, q)
+	if stop() && err != nil {
+		// The context ended the exchange: report that, not the I/O error.
+		return p, c.context().Err()
+	}
+	return p, err
 }
 
 // result runs q and converts a negative result into *Error.
@@ -493,38 +509,53 @@ func (c *Client) Convert(pid int, res *Resource, flags uint32) error {
 // Reg is a registered connection (sanlock_register): the lease-holding
 // handle of this process. Leases acquired through it are released by the
 // daemon when it is closed. Calls are serialised.
+//
+// A Reg made by WithContext shares the connection and bounds each call by its
+// context (see WithContext).
 type Reg struct {
-	mu   sync.Mutex
+	st  *regState
+	ctx context.Context
+}
+
+// regState is the connection shared by a Reg and its WithContext copies.
+// sem (capacity 1) serialises exchanges; unlike a mutex, waiting for it can
+// be abandoned when a context ends.
+type regState struct {
+	sem  chan struct{}
 	conn *net.UnixConn
 }
 
-// Register connects and sends REGISTER (no reply is read, wire.md §6 #1).
+// Register connects and sends REGISTER (no reply is read, docs/protocol.md
+// "Registration"). The daemon records this process (SO_PEERCRED) as the
+// owner of the connection.
 func (c *Client) Register() (*Reg, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.SockPath, Net: "unix"})
+	ctx := c.context()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", c.SockPath)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, connErr(err)
 	}
+	conn := nc.(*net.UnixConn)
 	q := NewRequest(CmdRegister, 0, 0, 0)
 	if _, err := exchange(conn, q); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	return &Reg{conn: conn}, nil
+	return &Reg{st: &regState{conn: conn, sem: make(chan struct{}, 1)}}, nil
 }
 
 // Conn returns the underlying connection (e.g. to pass the fd to a child
 // with File()).
-func (g *Reg) Conn() *net.UnixConn { return g.conn }
+func (g *Reg) Conn() *net.UnixConn { return g.st.conn }
 
 // Close closes the registered connection; the daemon then releases the
 // leases (persistent ones become orphans).
-func (g *Reg) Close() error { return g.conn.Close() }
+func (g *Reg) Close() error { return g.st.conn.Close() }
 
-func (g *Reg) do(q *Request) (*Reply, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return exchange(g.conn, q)
-}
+func (g *Reg) do(q *Request) (*Reply, error) { return g.doLate(q, nil) }
 
 func (g *Reg) result(q *Request) (*Reply, error) {
 	p, err := g.do(q)
@@ -538,8 +569,11 @@ const self = 0xFFFFFFFF // data2 = -1: the client registered on this connection
 
 // Acquire acquires leases for this registered process.
 func (g *Reg) Acquire(res []Resource, flags uint32, opt *Options) error {
-	_, err := g.result(acquireReq(self, res, flags, opt))
-	return err
+	p, err := g.doLate(acquireReq(self, res, flags, opt), g.releaseLate(res))
+	if err != nil {
+		return err
+	}
+	return p.Err()
 }
 
 // Release releases leases of this process (see Client.Release).
