@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// DefaultRunDir is used when SANLOCK_RUN_DIR is unset (wire.md §1).
+// DefaultRunDir is used when SANLOCK_RUN_DIR is unset (docs/protocol.md "Transport").
 const DefaultRunDir = "/run/sanlock"
 
 // SockName is the socket file name inside the run directory.
@@ -153,7 +153,7 @@ func (c *Client) Version() (version, proto uint32, err error) {
 }
 
 // Status returns the STATUS records; level 0 = everything, or one of the
-// State* constants as detail level (wire.md §6 #5).
+// State* constants as detail level (docs/protocol.md "Commands").
 func (c *Client) Status(level uint32) ([]StateRecord, error) {
 	return c.records(NewRequest(CmdStatus, 0, level, 0))
 }
@@ -306,7 +306,7 @@ func (c *Client) SetEvent(ls string, he HostEvent, flags uint32) error {
 	return err
 }
 
-// Request asks the holder of a resource to release it (wire.md §6 #11):
+// Request asks the holder of a resource to release it (docs/protocol.md "Commands"):
 // forceMode is ReqForce, ReqGraceful or 0; flags may be RequestNextLVer,
 // else res.LVer with ResLVer in res.Flags names the version.
 func (c *Client) Request(res *Resource, flags, forceMode uint32) error {
@@ -334,7 +334,7 @@ func (c *Client) ExamineResource(res *Resource) error {
 
 // WriteResource initialises a resource lease. Like libsanlock it sends
 // maxHosts in data and numHosts in data2; the 3.8.5 daemon uses data as
-// num_hosts (wire.md §6 #19). flags may be WriteClear.
+// num_hosts (docs/protocol.md "Commands"). flags may be WriteClear.
 func (c *Client) WriteResource(res *Resource, maxHosts, numHosts, flags uint32) error {
 	q := NewRequest(CmdWriteResource, flags, maxHosts, numHosts)
 	q.Resources = []Resource{*res}
@@ -466,7 +466,7 @@ func convertReq(data2 uint32, res *Resource, flags uint32) *Request {
 }
 
 // inquireResult converts an INQUIRE reply to (state, count, err). For the
-// formatting errors the count is still reported (wire.md §6 #9).
+// formatting errors the count is still reported (docs/protocol.md "Commands").
 func inquireResult(p *Reply, err error) (string, int, error) {
 	if p == nil {
 		return "", 0, err
@@ -613,7 +613,7 @@ func (g *Reg) Restrict(flags uint32) error {
 	return err
 }
 
-// EventConn is an event listener connection (REG_EVENT, wire.md §10).
+// EventConn is an event listener connection (REG_EVENT, docs/protocol.md "Events").
 type EventConn struct {
 	conn *net.UnixConn
 	ls   string
