@@ -621,14 +621,24 @@ type EventConn struct {
 
 // RegEvent registers an event listener for lockspace ls.
 func (c *Client) RegEvent(ls string) (*EventConn, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.SockPath, Net: "unix"})
+	ctx := c.context()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", c.SockPath)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, connErr(err)
 	}
+	conn := nc.(*net.UnixConn)
 	q := NewRequest(CmdRegEvent, 0, 0, 0)
 	q.Lockspace = lsName(ls)
 	q.HostEvent = &HostEvent{}
+	stop := interruptOnDone(ctx, conn)
 	p, err := exchange(conn, q)
+	if stop() && err != nil {
+		err = ctx.Err()
+	}
 	if err == nil {
 		err = p.Err()
 	}

@@ -235,9 +235,6 @@ const (
 	// ReasonDaemonGone: the daemon closed the registered connection (it
 	// exited or crashed); it no longer renews anything for this process.
 	ReasonDaemonGone
-	// ReasonReleasedByDaemon: the daemon no longer lists the lease as held
-	// by this process, for a reason it did not tell.
-	ReasonReleasedByDaemon
 	// ReasonSessionClosed: Session.Close was called while it was held.
 	ReasonSessionClosed
 )
@@ -252,8 +249,6 @@ func (r Reason) String() string {
 		return "requested by another host"
 	case ReasonDaemonGone:
 		return "daemon gone"
-	case ReasonReleasedByDaemon:
-		return "released by the daemon"
 	case ReasonSessionClosed:
 		return "session closed"
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -425,5 +424,3 @@ func (s *Session) hostName(ctx context.Context, ls string, hostID uint64) string
 	}
 	return ""
 }
-
-func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
