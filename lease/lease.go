@@ -295,34 +295,37 @@ func (l *Lease) markLost(r Reason, release bool) {
 }
 
 // requested reports whether the lease's request record asks for a version
-// newer than the one held (another host wants it; docs/ondisk.md).
-func (l *Lease) requested() bool {
+// newer than the one held (another host wants it; docs/ondisk.md "Request
+// record"). err is set when the record could not be read.
+func (l *Lease) requested() (bool, error) {
 	l.mu.Lock()
 	tok := l.token
 	l.mu.Unlock()
 	d := l.res.Disks[0]
 	f, err := diskfmt.OpenFile(d.Path)
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	buf := make([]byte, 4096)
+	buf := make([]byte, 2*diskfmt.SectorSize4K) // leader and request record, either sector size
 	if err := f.ReadAt(ctx, buf, int64(d.Offset)); err != nil {
-		return false
+		return false, err
 	}
 	ld, err := diskfmt.DecodeLeader(buf)
-	if err != nil || ld.SectorSize == 0 || ld.SectorSize > 4096 {
-		return false
+	if err != nil {
+		return false, err
 	}
 	ss := int(ld.SectorSize)
-	rb := make([]byte, ss)
-	if err := f.ReadAt(ctx, rb, int64(d.Offset)+int64(ss)); err != nil {
-		return false
+	if ss != diskfmt.SectorSize512 && ss != diskfmt.SectorSize4K {
+		return false, fmt.Errorf("lease: %s: sector size %d in leader", l.name, ss)
 	}
-	rq, err := diskfmt.DecodeRequest(rb)
-	return err == nil && rq.Lver > tok
+	rq, err := diskfmt.DecodeRequest(buf[ss : ss+diskfmt.RequestSize])
+	if err != nil {
+		return false, err
+	}
+	return rq.Lver > tok, nil
 }
 
 // Mutex is an exclusive lease with sync.Locker-like names.

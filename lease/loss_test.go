@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/lease"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 	"github.com/gosanlock/gosanlock/testdisk/harness"
@@ -52,6 +53,9 @@ func testLoss(t *testing.T, kindA, kindB harness.Kind) {
 	if err := c.InitResource("res", "LS", "R", 8); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.InitResource("res2", "LS", "R2", 8); err != nil {
+		t.Fatal(err)
+	}
 	a, err := c.AddHost(kindA, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +89,7 @@ func testLoss(t *testing.T, kindA, kindB harness.Kind) {
 	defer sb.Close()
 
 	var st store
+	var lost *lease.LostError
 	la := sa.Lease(lease.Resource{Name: "R", Path: a.Path("res")})
 	if err := la.Acquire(ctx); err != nil {
 		t.Fatalf("A acquire: %v", err)
@@ -98,6 +103,39 @@ func testLoss(t *testing.T, kindA, kindB harness.Kind) {
 		t.Fatalf("B try-acquire while A holds = %v, want ErrLocked", err)
 	}
 
+	// First a request from the other host: B asks for R2 (graceful), A's
+	// daemon learns of it through B's lockspace lease and runs A's kill
+	// program; A's holder sees Lost(requested), the session gives R2 back,
+	// and B's blocking acquire gets it with a larger token.
+	la2 := sa.Lease(lease.Resource{Name: "R2", Path: a.Path("res2")})
+	if err := la2.Acquire(ctx); err != nil {
+		t.Fatalf("A acquire R2: %v", err)
+	}
+	req := &client.Resource{LockspaceName: "LS", Name: "R2", Disks: []client.Disk{{Path: b.Path("res2")}}}
+	if err := sb.Client().RequestCtx(ctx, req, client.RequestNextLVer, client.ForceGraceful); err != nil {
+		t.Fatalf("B request R2: %v", err)
+	}
+	requested := time.Now()
+	select {
+	case <-la2.Lost():
+	case <-ctx.Done():
+		t.Fatal("A's holder got no notice of B's request")
+	}
+	if !errors.As(la2.Err(), &lost) || lost.Reason != lease.ReasonRequested {
+		t.Fatalf("A's R2 Err = %v, want ReasonRequested", la2.Err())
+	}
+	t.Logf("A: %v, %.1fs after B's request", la2.Err(), time.Since(requested).Seconds())
+	lb2 := sb.Lease(lease.Resource{Name: "R2", Path: b.Path("res2")})
+	if err := lb2.Acquire(ctx); err != nil {
+		t.Fatalf("B acquire R2 after the request: %v", err)
+	}
+	if lb2.Token() <= lost.Token {
+		t.Errorf("B's R2 token %d not larger than A's %d", lb2.Token(), lost.Token)
+	}
+	if la.Err() != nil {
+		t.Fatalf("the request for R2 also took R: %v", la.Err())
+	}
+
 	// A's lockspace storage fails; its resource storage keeps working.
 	a.SetFault(fusefault.Fault{Mode: fusefault.Error, File: "ls"})
 	faulted := time.Now()
@@ -106,7 +144,6 @@ func testLoss(t *testing.T, kindA, kindB harness.Kind) {
 	case <-ctx.Done():
 		t.Fatal("A's holder got no loss notice")
 	}
-	var lost *lease.LostError
 	if !errors.As(la.Err(), &lost) || lost.Reason != lease.ReasonLockspaceFailed {
 		t.Fatalf("A's lease Err = %v, want ReasonLockspaceFailed", la.Err())
 	}

@@ -377,19 +377,15 @@ func (s *Session) check(notice bool) {
 		return
 	}
 	// A request: find the lease(s) whose request record asks for a newer
-	// version than ours (docs/ondisk.md "Request record").
-	var requested []*Lease
+	// version than ours (docs/ondisk.md "Request record"). A lease whose
+	// record cannot be read counts as requested (we cannot rule it out);
+	// a notice that matches no lease is a repeat for a lease already given
+	// back (the daemon may run the kill program again while the request
+	// is still pending) and is ignored.
 	for _, l := range s.held() {
-		if l.requested() {
-			requested = append(requested, l)
+		if ok, err := l.requested(); ok || err != nil {
+			l.markLost(ReasonRequested, true)
 		}
-	}
-	if len(requested) == 0 {
-		// Cannot tell which: every lease is suspect.
-		requested = s.held()
-	}
-	for _, l := range requested {
-		l.markLost(ReasonRequested, true)
 	}
 }
 
