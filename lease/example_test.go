@@ -11,7 +11,10 @@ import (
 	"github.com/gosanlock/gosanlock/lease"
 )
 
-// Lock a resource with a timeout, work, unlock.
+// Lock a resource with a timeout, work, unlock. In the examples, leases is
+// a file (or device) on shared storage holding lockspace LS at offset 0 and
+// resource leases R1, R2, R3 at 1, 2 and 3 MiB, written with
+// `sanlock direct init -o 1 -s LS:0:FILE:0` and `sanlock direct init -r LS:R1:FILE:1M`...
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
