@@ -3,8 +3,8 @@
 //
 // The package has three layers:
 //
-//   - the frame codec: the 32-byte [Header], every fixed structure of docs/protocol.md "Structures"
-//     ([Disk], [Resource], [Lockspace], [Options], [Host], [HostEvent], [RIndex],
+//   - the frame codec: the 32-byte [Header], every fixed structure of
+//     docs/protocol.md "Structures" ([Disk], [Resource], [Lockspace], [Options], [Host], [HostEvent], [RIndex],
 //     [REntry], [State], [EventCB], [Killpath]) with explicit little-endian
 //     encoders and length-checked decoders that never panic;
 //   - per-command messages: [Request] / [Reply] with [ReadRequest] (daemon side,
@@ -21,7 +21,19 @@
 //	+-------+---------+-----+-----------+--------+-----+------+-------+
 //	0       4         8     12          16       20    24     28     32
 //
-// Result codes travel in data as i32; negative values are reported as *Error.
+// Result codes travel in data as i32; negative values are reported as *Error,
+// which matches the per-code sentinels ([ErrAcquireIDLive], [ErrNotFound],
+// ...) and syscall.Errno values with errors.Is.
+//
+// Contexts: [Client.WithContext] and [Reg.WithContext] return views whose
+// calls are bounded by a context (dial, send, wait for the reply); the *Ctx
+// methods ([Reg.AcquireCtx], [Client.AddLockspaceCtx], ...) take the context
+// and typed flags ([AcquireFlags], [ReleaseFlags], [AddFlags], [RemFlags],
+// [ForceMode]) directly. The older uint32-flag methods are unchanged.
+//
+// Programs that hold leases should normally use the lease package, which
+// builds sessions, blocking acquire, fencing tokens and loss notices on top
+// of this one.
 package client
 
 import (
