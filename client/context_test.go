@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -115,5 +117,25 @@ func TestRegAbandonedAcquire(t *testing.T) {
 	p, err := reg.do(NewRequest(CmdRestrict, 0, 0, self))
 	if err != nil || p.Result() != 7 {
 		t.Fatalf("next call on the registered connection: %+v %v", p, err)
+	}
+}
+
+// TestSentinels: a reply's *Error matches the sentinel of its code (and
+// only that one), and errno codes still match syscall.Errno.
+func TestSentinels(t *testing.T) {
+	err := error(&Error{Code: SanlkAcquireIDLive})
+	if !errors.Is(err, ErrAcquireIDLive) || errors.Is(err, ErrAcquireOwnedRetry) {
+		t.Errorf("IDLIVE sentinel matching wrong")
+	}
+	wrapped := fmt.Errorf("acquire: %w", &Error{Code: RvENOSPC})
+	if !errors.Is(wrapped, ErrNoLockspace) || !errors.Is(wrapped, syscall.ENOSPC) {
+		t.Errorf("wrapped ENOSPC does not match its sentinel and errno")
+	}
+	var e *Error
+	if !errors.As(wrapped, &e) || e.Code != RvENOSPC {
+		t.Errorf("errors.As: %v", e)
+	}
+	if AcquireNoWait != AcquireFlags(AcquireOwnerNowait) || ForceGraceful != ForceMode(ReqGraceful) {
+		t.Error("typed flags differ from the wire values")
 	}
 }
