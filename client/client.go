@@ -1,18 +1,18 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 )
 
-// DefaultRunDir is used when SANLOCK_RUN_DIR is unset (wire.md §1).
+// DefaultRunDir is used when SANLOCK_RUN_DIR is unset (docs/protocol.md "Transport").
 const DefaultRunDir = "/run/sanlock"
 
 // SockName is the socket file name inside the run directory.
@@ -36,6 +36,10 @@ type Client struct {
 	// Timeout, when non-zero, bounds each call's I/O (libsanlock has no
 	// timeout; a non-async ADD_LOCKSPACE takes about 2 x io_timeout).
 	Timeout time.Duration
+
+	// ctx, when set by WithContext, bounds every call made through this
+	// copy: dialing, sending and waiting for the reply.
+	ctx context.Context
 }
 
 // Dial returns a client for the daemon whose run directory is runDir ("" =
@@ -64,10 +68,16 @@ func connErr(err error) error {
 }
 
 func (c *Client) connect() (*net.UnixConn, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.SockPath, Net: "unix"})
+	ctx := c.context()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", c.SockPath)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, connErr(err)
 	}
+	conn := nc.(*net.UnixConn)
 	if c.Timeout > 0 {
 		_ = conn.SetDeadline(time.Now().Add(c.Timeout))
 	}
@@ -102,7 +112,13 @@ func (c *Client) Do(q *Request) (*Reply, error) {
 		return nil, err
 	}
 	defer conn.Close()
-	return exchange(conn, q)
+	stop := interruptOnDone(c.context(), conn)
+	p, err := exchange(conn, q)
+	if stop() && err != nil {
+		// The context ended the exchange: report that, not the I/O error.
+		return p, c.context().Err()
+	}
+	return p, err
 }
 
 // result runs q and converts a negative result into *Error.
@@ -137,7 +153,7 @@ func (c *Client) Version() (version, proto uint32, err error) {
 }
 
 // Status returns the STATUS records; level 0 = everything, or one of the
-// State* constants as detail level (wire.md §6 #5).
+// State* constants as detail level (docs/protocol.md "Commands").
 func (c *Client) Status(level uint32) ([]StateRecord, error) {
 	return c.records(NewRequest(CmdStatus, 0, level, 0))
 }
@@ -290,7 +306,7 @@ func (c *Client) SetEvent(ls string, he HostEvent, flags uint32) error {
 	return err
 }
 
-// Request asks the holder of a resource to release it (wire.md §6 #11):
+// Request asks the holder of a resource to release it (docs/protocol.md "Commands"):
 // forceMode is ReqForce, ReqGraceful or 0; flags may be RequestNextLVer,
 // else res.LVer with ResLVer in res.Flags names the version.
 func (c *Client) Request(res *Resource, flags, forceMode uint32) error {
@@ -318,7 +334,7 @@ func (c *Client) ExamineResource(res *Resource) error {
 
 // WriteResource initialises a resource lease. Like libsanlock it sends
 // maxHosts in data and numHosts in data2; the 3.8.5 daemon uses data as
-// num_hosts (wire.md §6 #19). flags may be WriteClear.
+// num_hosts (docs/protocol.md "Commands"). flags may be WriteClear.
 func (c *Client) WriteResource(res *Resource, maxHosts, numHosts, flags uint32) error {
 	q := NewRequest(CmdWriteResource, flags, maxHosts, numHosts)
 	q.Resources = []Resource{*res}
@@ -450,7 +466,7 @@ func convertReq(data2 uint32, res *Resource, flags uint32) *Request {
 }
 
 // inquireResult converts an INQUIRE reply to (state, count, err). For the
-// formatting errors the count is still reported (wire.md §6 #9).
+// formatting errors the count is still reported (docs/protocol.md "Commands").
 func inquireResult(p *Reply, err error) (string, int, error) {
 	if p == nil {
 		return "", 0, err
@@ -493,38 +509,53 @@ func (c *Client) Convert(pid int, res *Resource, flags uint32) error {
 // Reg is a registered connection (sanlock_register): the lease-holding
 // handle of this process. Leases acquired through it are released by the
 // daemon when it is closed. Calls are serialised.
+//
+// A Reg made by WithContext shares the connection and bounds each call by its
+// context (see WithContext).
 type Reg struct {
-	mu   sync.Mutex
+	st  *regState
+	ctx context.Context
+}
+
+// regState is the connection shared by a Reg and its WithContext copies.
+// sem (capacity 1) serialises exchanges; unlike a mutex, waiting for it can
+// be abandoned when a context ends.
+type regState struct {
+	sem  chan struct{}
 	conn *net.UnixConn
 }
 
-// Register connects and sends REGISTER (no reply is read, wire.md §6 #1).
+// Register connects and sends REGISTER (no reply is read, docs/protocol.md
+// "Registration"). The daemon records this process (SO_PEERCRED) as the
+// owner of the connection.
 func (c *Client) Register() (*Reg, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.SockPath, Net: "unix"})
+	ctx := c.context()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", c.SockPath)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, connErr(err)
 	}
+	conn := nc.(*net.UnixConn)
 	q := NewRequest(CmdRegister, 0, 0, 0)
 	if _, err := exchange(conn, q); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	return &Reg{conn: conn}, nil
+	return &Reg{st: &regState{conn: conn, sem: make(chan struct{}, 1)}}, nil
 }
 
 // Conn returns the underlying connection (e.g. to pass the fd to a child
 // with File()).
-func (g *Reg) Conn() *net.UnixConn { return g.conn }
+func (g *Reg) Conn() *net.UnixConn { return g.st.conn }
 
 // Close closes the registered connection; the daemon then releases the
 // leases (persistent ones become orphans).
-func (g *Reg) Close() error { return g.conn.Close() }
+func (g *Reg) Close() error { return g.st.conn.Close() }
 
-func (g *Reg) do(q *Request) (*Reply, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return exchange(g.conn, q)
-}
+func (g *Reg) do(q *Request) (*Reply, error) { return g.doLate(q, nil) }
 
 func (g *Reg) result(q *Request) (*Reply, error) {
 	p, err := g.do(q)
@@ -538,8 +569,11 @@ const self = 0xFFFFFFFF // data2 = -1: the client registered on this connection
 
 // Acquire acquires leases for this registered process.
 func (g *Reg) Acquire(res []Resource, flags uint32, opt *Options) error {
-	_, err := g.result(acquireReq(self, res, flags, opt))
-	return err
+	p, err := g.doLate(acquireReq(self, res, flags, opt), g.releaseLate(res))
+	if err != nil {
+		return err
+	}
+	return p.Err()
 }
 
 // Release releases leases of this process (see Client.Release).
@@ -579,7 +613,7 @@ func (g *Reg) Restrict(flags uint32) error {
 	return err
 }
 
-// EventConn is an event listener connection (REG_EVENT, wire.md §10).
+// EventConn is an event listener connection (REG_EVENT, docs/protocol.md "Events").
 type EventConn struct {
 	conn *net.UnixConn
 	ls   string
@@ -587,14 +621,24 @@ type EventConn struct {
 
 // RegEvent registers an event listener for lockspace ls.
 func (c *Client) RegEvent(ls string) (*EventConn, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.SockPath, Net: "unix"})
+	ctx := c.context()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", c.SockPath)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, connErr(err)
 	}
+	conn := nc.(*net.UnixConn)
 	q := NewRequest(CmdRegEvent, 0, 0, 0)
 	q.Lockspace = lsName(ls)
 	q.HostEvent = &HostEvent{}
+	stop := interruptOnDone(ctx, conn)
 	p, err := exchange(conn, q)
+	if stop() && err != nil {
+		err = ctx.Err()
+	}
 	if err == nil {
 		err = p.Err()
 	}

@@ -1,10 +1,10 @@
 // Package client implements the sanlock 3.8.5 client/daemon socket protocol
-// (spec: wire.md) and a Go client for it.
+// (described in docs/protocol.md) and a Go client for it.
 //
 // The package has three layers:
 //
-//   - the frame codec: the 32-byte [Header], every fixed structure of wire.md §3
-//     ([Disk], [Resource], [Lockspace], [Options], [Host], [HostEvent], [RIndex],
+//   - the frame codec: the 32-byte [Header], every fixed structure of
+//     docs/protocol.md "Structures" ([Disk], [Resource], [Lockspace], [Options], [Host], [HostEvent], [RIndex],
 //     [REntry], [State], [EventCB], [Killpath]) with explicit little-endian
 //     encoders and length-checked decoders that never panic;
 //   - per-command messages: [Request] / [Reply] with [ReadRequest] (daemon side,
@@ -14,14 +14,26 @@
 //   - [Client], a libsanlock-like API: one new connection per call, except the
 //     registered connection ([Reg]) and event listeners ([EventConn]).
 //
-// Header layout (wire.md §2), all fields little-endian u32:
+// Header layout (docs/protocol.md "Header"), all fields little-endian u32:
 //
 //	+-------+---------+-----+-----------+--------+-----+------+-------+
 //	| magic | version | cmd | cmd_flags | length | seq | data | data2 |
 //	+-------+---------+-----+-----------+--------+-----+------+-------+
 //	0       4         8     12          16       20    24     28     32
 //
-// Result codes travel in data as i32; negative values are reported as *Error.
+// Result codes travel in data as i32; negative values are reported as *Error,
+// which matches the per-code sentinels ([ErrAcquireIDLive], [ErrNotFound],
+// ...) and syscall.Errno values with errors.Is.
+//
+// Contexts: [Client.WithContext] and [Reg.WithContext] return views whose
+// calls are bounded by a context (dial, send, wait for the reply); the *Ctx
+// methods ([Reg.AcquireCtx], [Client.AddLockspaceCtx], ...) take the context
+// and typed flags ([AcquireFlags], [ReleaseFlags], [AddFlags], [RemFlags],
+// [ForceMode]) directly. The older uint32-flag methods are unchanged.
+//
+// Programs that hold leases should normally use the lease package, which
+// builds sessions, blocking acquire, fencing tokens and loss notices on top
+// of this one.
 package client
 
 import (
@@ -32,7 +44,7 @@ import (
 	"syscall"
 )
 
-// Protocol constants (wire.md §2, §3.9). They are part of the wire format and
+// Protocol constants (docs/protocol.md "Header"). They are part of the wire format and
 // must not be changed.
 const (
 	Magic        uint32 = 0x04282010 // sm_header.magic
@@ -47,7 +59,7 @@ const (
 	HeaderSize = 32
 )
 
-// Cmd is an SM_CMD_* command number (wire.md §5).
+// Cmd is an SM_CMD_* command number (docs/protocol.md "Commands").
 type Cmd uint32
 
 // Command numbers.
@@ -152,7 +164,7 @@ func (c Cmd) String() string {
 }
 
 // DebugName returns the spelling used by the debug_cmd config key and in logs
-// (wire.md §5), or "cmd<n>" for unknown numbers.
+// (docs/protocol.md "Commands"), or "cmd<n>" for unknown numbers.
 func (c Cmd) DebugName() string {
 	if c.Valid() {
 		return cmdNames[c].debug
@@ -170,7 +182,7 @@ func CmdByDebugName(name string) (Cmd, bool) {
 	return 0, false
 }
 
-// Per-command flags (wire.md §4).
+// Per-command flags (docs/protocol.md "Flags").
 const (
 	AddAsync = 0x1 // SANLK_ADD_ASYNC
 
@@ -218,7 +230,7 @@ const (
 	RXUpRem       = 0x20000 // SANLK_RXUP_REM
 )
 
-// Resource / rindex / lockspace flags (wire.md §3.2, §3.3).
+// Resource / rindex / lockspace flags (docs/protocol.md "Structures").
 const (
 	ResLVer       = 0x001 // SANLK_RES_LVER
 	ResNumHosts   = 0x002 // SANLK_RES_NUM_HOSTS
@@ -235,7 +247,7 @@ const (
 	LSFRem = 0x2 // SANLK_LSF_REM: lockspace being removed
 )
 
-// Host states in the low 4 bits of sanlk_host.flags (wire.md §3.5).
+// Host states in the low 4 bits of sanlk_host.flags (docs/protocol.md "Host states").
 const (
 	HostUnknown = 1
 	HostFree    = 2
@@ -245,7 +257,7 @@ const (
 	HostMask    = 0xF
 )
 
-// sanlk_state types (wire.md §3.8); also the STATUS detail levels.
+// sanlk_state types (docs/protocol.md "Structures"); also the STATUS detail levels.
 const (
 	StateDaemon    = 1
 	StateClient    = 2
@@ -255,7 +267,7 @@ const (
 	StateRenewal   = 6
 )
 
-// Limits (wire.md §3, §6).
+// Limits (docs/protocol.md "Structures").
 const (
 	NameLen       = 48   // SANLK_NAME_LEN
 	PathLen       = 1024 // SANLK_PATH_LEN (max 1023 chars + NUL)
@@ -267,7 +279,7 @@ const (
 	MaxHosts      = 2000
 )
 
-// Errno results used on the wire (wire.md §11.1), as they appear in data.
+// Errno results used on the wire (docs/protocol.md "Result codes"), as they appear in data.
 const (
 	RvEPERM        = -1
 	RvENOENT       = -2
@@ -294,7 +306,7 @@ const (
 	RvEUCLEAN      = -117
 )
 
-// sanlock result codes (wire.md §11.2).
+// sanlock result codes (docs/protocol.md "Result codes").
 const (
 	SanlkOK                 = int(diskfmt.OK)
 	SanlkError              = int(diskfmt.ErrGeneric)
@@ -350,7 +362,7 @@ const (
 func CodeName(code int) string { return diskfmt.Code(code).Name() }
 
 // Strerror returns the text for a result code: the sanlock_strerror text for
-// sanlock codes (wire.md §11.2) and the Linux strerror text for -errno values.
+// sanlock codes (docs/protocol.md "Result codes") and the Linux strerror text for -errno values.
 func Strerror(code int) string { return diskfmt.Code(code).Text() }
 
 // Error is a negative result code returned by the daemon (or a connection
@@ -402,7 +414,7 @@ func ErrorCode(err error) int {
 }
 
 // Sentinel errors of the codec. ReadRequest returns the first three for
-// headers a daemon must never answer (wire.md §2.1); it should close the
+// headers a daemon must never answer (docs/protocol.md "Header"); it should close the
 // connection.
 var (
 	ErrBadMagic        = errors.New("sanlock proto: bad magic")
@@ -418,7 +430,7 @@ var (
 	ErrTooMany         = errors.New("sanlock proto: count over limit")
 )
 
-// Header is sm_header (wire.md §2).
+// Header is sm_header (docs/protocol.md "Header").
 type Header struct {
 	Magic    uint32
 	Version  uint32
@@ -430,7 +442,7 @@ type Header struct {
 	Data2    uint32
 }
 
-// Header field offsets (wire.md §2).
+// Header field offsets (docs/protocol.md "Header").
 const (
 	hdrMagic    = 0
 	hdrVersion  = 4
@@ -507,7 +519,7 @@ func (h *Header) UnmarshalBinary(src []byte) error {
 // MarshalBinary returns the 32-byte encoding.
 func (h *Header) MarshalBinary() ([]byte, error) { return h.Bytes(), nil }
 
-// Validate applies the daemon's acceptance rules of wire.md §2.1 in order:
+// Validate applies the daemon's acceptance rules of docs/protocol.md "Header" in order:
 // magic, then protocol major version (ignored for VERSION), then command.
 func (h *Header) Validate() error {
 	if h.Magic != Magic {
@@ -528,7 +540,7 @@ func (h *Header) Result() int32 { return int32(h.Data) }
 // Data2Int returns data2 as a signed value (pid, -1 for self).
 func (h *Header) Data2Int() int32 { return int32(h.Data2) }
 
-// ResultReply builds the "result reply" of wire.md §2.3 for request header
+// ResultReply builds the "result reply" of docs/protocol.md "Header" for request header
 // req: magic/cmd/cmd_flags/seq echoed, version 1, length 32, data=result,
 // data2=0.
 func ResultReply(req Header, result int32) Header {
@@ -536,14 +548,14 @@ func ResultReply(req Header, result int32) Header {
 		Length: HeaderSize, Seq: req.Seq, Data: uint32(result)}
 }
 
-// VersionReply builds the VERSION reply header (wire.md §6 #28).
+// VersionReply builds the VERSION reply header (docs/protocol.md "Commands").
 func VersionReply(daemonVersion uint32) Header {
 	return Header{Magic: Magic, Version: ProtoVersion, Cmd: CmdVersion, Length: HeaderSize,
 		Data2: daemonVersion}
 }
 
 // ShutdownWaitFinalReply is the header sent when the daemon exits after
-// SHUTDOWN_WAIT: everything 0 except magic, version and length (wire.md §6 #29).
+// SHUTDOWN_WAIT: everything 0 except magic, version and length (docs/protocol.md "Commands").
 func ShutdownWaitFinalReply() Header {
 	return Header{Magic: Magic, Version: ProtoVersion, Length: HeaderSize}
 }

@@ -16,7 +16,7 @@ const (
 )
 
 // Reply is one daemon-to-client message. Which fields are used depends on the
-// command (wire.md §6):
+// command (docs/protocol.md "Commands"):
 //
 //	Lockspace   READ_LOCKSPACE
 //	Resource    READ_RESOURCE, READ_RESOURCE_OWNERS
@@ -190,7 +190,7 @@ func readStateRecord(r io.Reader) (*StateRecord, error) {
 }
 
 // ReadStateRecords reads records until EOF (the daemon closes the connection
-// after the last one, wire.md §6 #5).
+// after the last one, docs/protocol.md "Commands").
 func ReadStateRecords(r io.Reader) ([]StateRecord, error) {
 	var recs []StateRecord
 	for {
@@ -209,7 +209,7 @@ func ReadStateRecords(r io.Reader) ([]StateRecord, error) {
 }
 
 // ReadReply reads the reply to a request of command cmd, the way libsanlock
-// does (wire.md §13): the header, then the payload of that command. cmd is
+// does (docs/protocol.md "Header"): the header, then the payload of that command. cmd is
 // the command that was sent (the final SHUTDOWN_WAIT reply carries cmd 0).
 // A negative result is not an error here: check Reply.Result or Reply.Err.
 // Streamed replies are read until EOF.

@@ -13,7 +13,7 @@ import (
 const DefaultMaxPayload = 1 << 16
 
 // Request is one client-to-daemon message: the header plus the decoded
-// payload. Which fields are used depends on Header.Cmd (wire.md §5, §6):
+// payload. Which fields are used depends on Header.Cmd (docs/protocol.md "Commands"):
 //
 //	Lockspace            ADD/REM/INQ/WRITE/READ_LOCKSPACE, EXAMINE_LOCKSPACE, HOST_STATUS,
 //	                     GET_HOSTS, REG_EVENT, END_EVENT, SET_EVENT, SET_CONFIG, RENEWAL
@@ -141,7 +141,7 @@ func (q *Request) res(i int) (*Resource, error) {
 
 // MarshalBinary encodes the request as libsanlock does: header, then the
 // payload of the command, with Header.Length set to libsanlock's value
-// (including the HOST_STATUS/RENEWAL and LOOKUP_RINDEX quirks, wire.md §2.2).
+// (including the HOST_STATUS/RENEWAL and LOOKUP_RINDEX quirks, docs/protocol.md "Header").
 // For ACQUIRE and RELEASE, Header.Data is set to len(Resources) unless a
 // special RELEASE flag decides the count. Magic/Version are taken as set
 // (NewRequest fills them).
@@ -244,7 +244,7 @@ func (q *Request) MarshalBinary() ([]byte, error) {
 	case plLockspaceShort:
 		h.Length = HeaderSize
 	case plRIndexEntryLong:
-		// libsanlock announces 1104+128 but sends a 64-byte rentry (wire.md §2.2).
+		// libsanlock announces 1104+128 but sends a 64-byte rentry (docs/protocol.md "Header").
 		h.Length = HeaderSize + RIndexSize + 2*REntrySize
 	default:
 		h.Length = uint32(len(b))
@@ -322,8 +322,8 @@ func (rd *reader) resourceDisks() (Resource, error) {
 	return r, nil
 }
 
-// ReadRequest reads one request from r, the way a daemon must (wire.md §2.1,
-// §2.2): 32 header bytes, validation, then exactly the fixed payload defined
+// ReadRequest reads one request from r, the way a daemon must (docs/protocol.md
+// "Header"): 32 header bytes, validation, then exactly the fixed payload defined
 // for the command, never framed by Header.Length.
 //
 // Errors:
@@ -423,7 +423,7 @@ func (q *Request) readPayload(rd *reader) error {
 			return err
 		}
 		q.Resources = []Resource{res}
-		// The LVB size is the only length-derived payload (wire.md §2.2).
+		// The LVB size is the only length-derived payload (docs/protocol.md "Header").
 		if h.Length < HeaderSize+ResourceSize {
 			q.LVB = []byte{}
 			return nil
@@ -474,8 +474,8 @@ func (q *Request) DrainLen() int64 {
 	return n
 }
 
-// Drain discards the unread rest of a request that failed early (wire.md
-// §2.2), at most max bytes (max <= 0: DefaultMaxPayload). The C daemon only
+// Drain discards the unread rest of a request that failed early (docs/protocol.md
+// "Header"), at most max bytes (max <= 0: DefaultMaxPayload). The C daemon only
 // tries for ~20 ms; callers on a socket should set a read deadline first.
 func Drain(r io.Reader, q *Request, max int64) (int64, error) {
 	if max <= 0 {

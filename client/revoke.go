@@ -30,7 +30,12 @@ const revocationSignal = syscall.SIGUSR1
 var killBinaries = []string{"/bin/kill", "/usr/bin/kill"}
 
 // WatchRevocations delivers revocation notices for this registered
-// process on the returned channel. It installs a kill program (KILLPATH)
+// process on the returned channel. It takes over SIGTERM and SIGUSR1 for
+// the whole process; the lease package (lease.Lease.Lost) gives per-lease
+// notices with a reason and touches no signal handling, and is what new
+// code should use.
+//
+// It installs a kill program (KILLPATH)
 // that sends SIGUSR1 to this process, so the daemon runs it instead of
 // sending SIGTERM, and it catches SIGTERM and SIGUSR1 (their default
 // actions would end the process before it could react). It works with

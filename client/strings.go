@@ -7,17 +7,17 @@ import (
 	"github.com/gosanlock/gosanlock/internal/cnum"
 )
 
-// Argument and state strings of the sanlock tools (cli.md §3). Paths are
+// Argument and state strings of the sanlock tools (docs/protocol.md "Text forms"). Paths are
 // "exported" by prefixing ':' and ' ' with a backslash, and "imported" by
 // removing backslashes.
 
-// Result codes of the C resource-string parser (cli.md §3.2).
+// Result codes of the C resource-string parser (docs/protocol.md "Text forms").
 const (
 	rvENXIO = -6 // string shorter than 3 characters
 )
 
 // maxResString is the longest resource string the daemon formats for
-// INQUIRE before failing with -ELIBBAD (wire.md §6 #9).
+// INQUIRE before failing with -ELIBBAD (docs/protocol.md "Commands").
 const maxResString = 4399
 
 const mib = 1048576
@@ -38,7 +38,7 @@ func EscapePath(p string) string {
 }
 
 // ImportPath removes the escaping backslashes of a path: "\x" is x, and a
-// trailing lone backslash is dropped (cli.md §3.1).
+// trailing lone backslash is dropped (docs/protocol.md "Text forms").
 func ImportPath(p string) string {
 	if !strings.Contains(p, "\\") {
 		return p
@@ -56,7 +56,7 @@ func ImportPath(p string) string {
 	return b.String()
 }
 
-// ResourceString formats a resource like res_to_str (cli.md §3.6):
+// ResourceString formats a resource like res_to_str (docs/protocol.md "Text forms"):
 // <ls>:<name>{:<exported path>:<offset>}, then :SH when shared, else :<lver>.
 func ResourceString(r *Resource) string {
 	var b strings.Builder
@@ -99,7 +99,7 @@ func FormatState(res []Resource) (string, error) {
 
 // ParseState splits a state string into resources. Entries are separated by
 // unescaped spaces; a space before the third colon of an entry belongs to
-// the entry (cli.md §3.6).
+// the entry (docs/protocol.md "Text forms").
 func ParseState(s string) ([]Resource, error) {
 	var out []Resource
 	start, colons := 0, 0
@@ -157,7 +157,7 @@ func SplitUnescaped(s string, n int) []string {
 	return append(fields, s[start:])
 }
 
-// rewriteM applies the "M offset" shorthand of cli.md §3.1/§3.2: when the
+// rewriteM applies the "M offset" shorthand of docs/protocol.md "Text forms": when the
 // string has three colons (plain search, not escape-aware) and an 'M'
 // somewhere after the third, the text between the third colon and the 'M'
 // (at most 15 bytes, read with atoll) is taken as MiB and replaced by the
@@ -198,7 +198,7 @@ func ParseOffsetM(s string) uint64 {
 	return uint64(cnum.Atoll(s))
 }
 
-// ParseLockspace parses "<name>:<host_id>:<path>:<offset>" (cli.md §3.1).
+// ParseLockspace parses "<name>:<host_id>:<path>:<offset>" (docs/protocol.md "Text forms").
 // It never fails: missing fields stay zero, the name keeps its backslashes
 // and is cut to 48 bytes, the path is imported and cut to 1023 bytes, and an
 // "M" offset suffix means MiB.
@@ -225,7 +225,7 @@ func LockspaceString(ls *Lockspace) string {
 }
 
 // ParseResource parses "<ls>:<res>:<path>:<offset>[:<path>:<offset>...][:<lver>|:SH]"
-// (cli.md §3.2). Errors are *Error with the C parser's codes: -6 for a
+// (docs/protocol.md "Text forms"). Errors are *Error with the C parser's codes: -6 for a
 // string shorter than 3 characters, -1 for 0 or 2 colons or a malformed
 // field, -2 for more than 4 disks. An lver sets ResLVer, "SH" ResShared.
 func ParseResource(s string) (*Resource, error) {
@@ -301,7 +301,7 @@ func ParseResource(s string) (*Resource, error) {
 	return r, nil
 }
 
-// ParseRIndex parses "<ls>:<path>:<offset>" (cli.md §3.3); the name is cut
+// ParseRIndex parses "<ls>:<path>:<offset>" (docs/protocol.md "Text forms"); the name is cut
 // to 48 bytes, the path imported, and the offset may use an M suffix.
 func ParseRIndex(s string) *RIndex {
 	f := SplitUnescaped(s, 2)

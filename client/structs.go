@@ -4,7 +4,7 @@ import (
 	"bytes"
 )
 
-// Structure sizes on x86_64 (wire.md §3).
+// Structure sizes on x86_64 (docs/protocol.md "Structures").
 const (
 	DiskSize      = 1040
 	ResourceSize  = 128
@@ -20,7 +20,7 @@ const (
 )
 
 // putName writes s NUL-padded into dst (a fixed field). Names may use all
-// bytes of the field without a terminator (wire.md notation).
+// bytes of the field without a terminator (docs/protocol.md notation).
 func putName(dst []byte, s string) error {
 	if len(s) > len(dst) {
 		return ErrNameTooLong
@@ -63,7 +63,7 @@ func need(src []byte, n int) error {
 	return nil
 }
 
-// Disk is sanlk_disk (wire.md §3.1).
+// Disk is sanlk_disk (docs/protocol.md "Structures").
 type Disk struct {
 	Path   string // raw path, at most 1023 bytes
 	Offset uint64
@@ -98,7 +98,7 @@ func (d *Disk) UnmarshalBinary(src []byte) error {
 	return nil
 }
 
-// Resource is sanlk_resource (wire.md §3.2) plus the disks that follow it on
+// Resource is sanlk_resource (docs/protocol.md "Structures") plus the disks that follow it on
 // the wire when a command sends them.
 //
 // The num_disks field is written as len(Disks) when Disks is non-empty and as
@@ -205,7 +205,7 @@ func DecodeResourceWithDisks(src []byte) (Resource, int, error) {
 	return r, n, nil
 }
 
-// Lockspace is sanlk_lockspace (wire.md §3.3).
+// Lockspace is sanlk_lockspace (docs/protocol.md "Structures").
 type Lockspace struct {
 	Name   string
 	HostID uint64
@@ -241,7 +241,7 @@ func (l *Lockspace) UnmarshalBinary(src []byte) error {
 	return l.Disk.UnmarshalBinary(src[64:])
 }
 
-// Options is sanlk_options (wire.md §3.4). No data ever follows it.
+// Options is sanlk_options (docs/protocol.md "Structures"). No data ever follows it.
 type Options struct {
 	OwnerName string
 	Flags     uint32
@@ -273,7 +273,7 @@ func (o *Options) UnmarshalBinary(src []byte) error {
 	return nil
 }
 
-// Host is sanlk_host (wire.md §3.5).
+// Host is sanlk_host (docs/protocol.md "Host states").
 type Host struct {
 	HostID     uint64
 	Generation uint64
@@ -329,7 +329,7 @@ func (h *Host) UnmarshalBinary(src []byte) error {
 	return nil
 }
 
-// HostEvent is sanlk_host_event (wire.md §3.6).
+// HostEvent is sanlk_host_event (docs/protocol.md "Structures").
 type HostEvent struct {
 	HostID     uint64
 	Generation uint64
@@ -362,7 +362,7 @@ func (e *HostEvent) UnmarshalBinary(src []byte) error {
 	return nil
 }
 
-// RIndex is sanlk_rindex (wire.md §3.7).
+// RIndex is sanlk_rindex (docs/protocol.md "Structures").
 type RIndex struct {
 	Flags         uint32 // SANLK_RIF_* = align/sector flags
 	MaxResources  uint32
@@ -401,7 +401,7 @@ func (x *RIndex) UnmarshalBinary(src []byte) error {
 	return x.Disk.UnmarshalBinary(src[64:])
 }
 
-// REntry is sanlk_rentry (wire.md §3.7).
+// REntry is sanlk_rentry (docs/protocol.md "Structures").
 type REntry struct {
 	Name   string
 	Offset uint64
@@ -436,7 +436,7 @@ func (e *REntry) UnmarshalBinary(src []byte) error {
 	return nil
 }
 
-// State is the fixed 80-byte part of sanlk_state (wire.md §3.8). StrLen is
+// State is the fixed 80-byte part of sanlk_state (docs/protocol.md "Structures"). StrLen is
 // the length of the text that follows, including its NUL.
 type State struct {
 	Type   uint32
@@ -538,7 +538,7 @@ func (r *StateRecord) UnmarshalBinary(src []byte) error {
 	return nil
 }
 
-// EventCB is event_cb (wire.md §3.9), sent by the daemon to event listeners.
+// EventCB is event_cb (docs/protocol.md "Structures"), sent by the daemon to event listeners.
 type EventCB struct {
 	Header         Header
 	HostEvent      HostEvent
@@ -581,7 +581,7 @@ func (e *EventCB) UnmarshalBinary(src []byte) error {
 	return nil
 }
 
-// Killpath is the 256-byte KILLPATH payload (wire.md §3.10). libsanlock copies
+// Killpath is the 256-byte KILLPATH payload (docs/protocol.md "Structures"). libsanlock copies
 // at most 126 characters of each; longer strings are rejected on encode. On
 // decode byte 127 of each field is treated as NUL, as the daemon forces it.
 type Killpath struct {

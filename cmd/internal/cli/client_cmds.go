@@ -1,17 +1,21 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/lease"
 )
 
 // clientRun runs one "sanlock client" action (cli.md §5). Every action
@@ -569,9 +573,50 @@ func (c *clientRun) acquireArgs() ([]client.Resource, uint32) {
 func (c *clientRun) acquire() int {
 	c.printf("acquire pid %d\n", c.o.pid)
 	res, flags := c.acquireArgs()
-	r := c.call(func() error { return c.cl.Acquire(c.o.pid, res, flags, nil) })
+	var r int
+	if c.o.acquireWait > 0 {
+		r = c.acquireWait(res, flags)
+	} else {
+		r = c.call(func() error { return c.cl.Acquire(c.o.pid, res, flags, nil) })
+	}
 	c.printf("acquire done %d\n", r)
 	return r
+}
+
+// acquireWait is client acquire --wait D (our extension): retry while the
+// lease is held elsewhere or a ballot was lost (the codes lease.Classify
+// calls ErrLocked), with jittered backoff, until D has passed; any other
+// result ends it at once. Each attempt asks the daemon not to wait for a
+// dead owner (OWNER_NOWAIT), so the deadline holds; a dead owner's lease is
+// taken over by the first attempt after its host lease timed out. The
+// output is 3.8.5's: "acquire done" gives the last attempt's result.
+func (c *clientRun) acquireWait(res []client.Resource, flags uint32) int {
+	ctx, cancel := context.WithTimeout(context.Background(), c.o.acquireWait)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		r := c.call(func() error {
+			return c.cl.WithContext(ctx).Acquire(c.o.pid, res, flags|client.AcquireOwnerNowait, nil)
+		})
+		if r >= 0 || lease.Classify("acquire", r) != lease.ErrLocked {
+			return r
+		}
+		d := backoff/2 + rand.N(backoff/2+1)
+		if dl, _ := ctx.Deadline(); time.Until(dl) < d {
+			return r
+		}
+		if c.o.debug {
+			fmt.Fprintf(c.stderr, "acquire %d, retry in %v\n", r, d.Round(time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return r
+		case <-time.After(d):
+		}
+		if backoff < 2*time.Second {
+			backoff *= 2
+		}
+	}
 }
 
 func (c *clientRun) convert() int {

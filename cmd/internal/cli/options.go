@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"github.com/gosanlock/gosanlock/daemon"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -59,6 +61,10 @@ type options struct {
 
 	pathArg    string // direct dump / next_free
 	pathArgSet bool
+
+	// acquireWait is our extension --wait DURATION of client acquire
+	// (0 = not given: one attempt, as sanlock 3.8.5).
+	acquireWait time.Duration
 }
 
 func defaultOptions() *options {
@@ -90,6 +96,20 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 	}
 	for ; i < len(args); i++ {
 		a := args[i]
+		if a == "--wait" && mode == "client" && action == "acquire" {
+			// Our extension; sanlock's scanner has no long options, so
+			// this cannot change the meaning of a 3.8.5 command line.
+			if i+1 >= len(args) {
+				return usageErr("option '--wait' requires arg")
+			}
+			i++
+			d, err := parseWait(args[i])
+			if err != nil {
+				return usageErr(err.Error())
+			}
+			o.acquireWait = d
+			continue
+		}
 		if len(a) != 2 || a[0] != '-' {
 			return usageErr("unknown option "+a, "space required before option value")
 		}
@@ -211,6 +231,19 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 		}
 	}
 	return nil
+}
+
+// parseWait parses the --wait value: a Go duration ("30s", "2m") or a
+// number of seconds.
+func parseWait(v string) (time.Duration, error) {
+	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("invalid --wait duration %q (use e.g. 30s, 2m or a number of seconds)", v)
+	}
+	return d, nil
 }
 
 // leaseIOTimeout is the io_timeout that direct init -s records in the
