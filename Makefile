@@ -4,7 +4,7 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean realclients
+.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean realclients cross
 
 all: build
 
@@ -17,7 +17,7 @@ build:
 # .ci/run installs), the multi-host simulator at full size without the race
 # detector (100,000 simulated lease operations), then a short run of every
 # fuzz target.
-test: build lint-fast
+test: build lint-fast cross
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -timeout 10m ./testdisk/sim
 	./scripts/fuzz-short.sh $(FUZZTIME)
@@ -29,6 +29,17 @@ test: build lint-fast
 # .ci/run installs.
 realclients: build
 	$(GO) test -count=1 -timeout 20m -v ./realclients/...
+
+# Cross builds: every package (and, through vet, every test file) must
+# compile for the other architectures sanlock runs on. The watchdog ioctl
+# numbers, for one, differ on ppc64le.
+CROSS_ARCHES ?= arm64 ppc64le
+cross:
+	@for a in $(CROSS_ARCHES); do \
+	  echo "GOARCH=$$a go build + vet"; \
+	  GOOS=linux GOARCH=$$a $(GO) build ./... || exit 1; \
+	  GOOS=linux GOARCH=$$a $(GO) vet ./... || exit 1; \
+	done
 
 lint-fast:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
