@@ -58,14 +58,15 @@ const (
 // Start from DefaultConfig, then apply the config file (ApplyConfigKey), then
 // the command line (ApplyOption), then the environment (ApplyEnv).
 type Config struct {
-	Debug              bool // -D: stay in the foreground and log everything to stderr
-	QuietFail          bool // -Q, quiet_fail
-	DebugRenew         bool // -R, debug_renew
-	RenewalHistorySize int  // -H, renewal_history_size (0 disables)
-	LogfilePriority    int  // -L, logfile_priority (-1: no log file)
-	SyslogPriority     int  // -S, syslog_priority (-1: no syslog)
-	NamesLogPriority   int  // names_log_priority (accepted, unused)
-	LogfileUseUTC      bool // logfile_use_utc: UTC timestamps in every sink
+	Debug              bool   // -D: stay in the foreground and log everything to stderr
+	QuietFail          bool   // -Q, quiet_fail
+	DebugRenew         bool   // -R, debug_renew
+	RenewalHistorySize int    // -H, renewal_history_size (0 disables)
+	LogfilePriority    int    // -L, logfile_priority (-1: no log file)
+	SyslogPriority     int    // -S, syslog_priority (-1: no syslog)
+	NamesLogPriority   int    // names_log_priority (accepted, unused)
+	LogfileUseUTC      bool   // logfile_use_utc: UTC timestamps in every sink
+	LogFormat          string // log_format: "text" (default) or "json" (ours), log file and -D stderr
 
 	// User and group: -U/-G or uname/gname. Empty names fall back to the
 	// sanlock user and group when both exist, else uid = gid = 0 (§4.1).
@@ -222,6 +223,10 @@ func (c *Config) ApplyConfigKey(key, value string) bool {
 		c.LogfilePriority = v
 	case "logfile_use_utc":
 		c.LogfileUseUTC = v != 0
+	case "log_format": // gosanlock: "text" or "json"; other values are ignored
+		if value == LogFormatText || value == LogFormatJSON {
+			c.LogFormat = value
+		}
 	case "syslog_priority":
 		c.SyslogPriority = v
 	case "names_log_priority":
