@@ -51,6 +51,9 @@ const (
 	// EnvWdmdSocket names another wdmd socket than /run/wdmd/wdmd.sock (ours:
 	// several emulated hosts, each with its own wdmd, on one machine).
 	EnvWdmdSocket = "SANLOCK_WDMD_SOCKET"
+	// EnvLogFile names another log file than /var/log/sanlock.log (ours:
+	// tests and several daemons on one machine keep their logs apart).
+	EnvLogFile = "SANLOCK_LOG_FILE"
 )
 
 // Config holds every setting of `sanlock daemon`: the command-line options of
@@ -144,7 +147,8 @@ func DefaultConfig() *Config {
 }
 
 // ApplyEnv reads SANLOCK_RUN_DIR and SANLOCK_PRIVILEGED through lookupEnv
-// (os.LookupEnv when nil). Only these two variables are read (cli.md §4.2):
+// (os.LookupEnv when nil), and our additions SANLOCK_WDMD_SOCKET and
+// SANLOCK_LOG_FILE. sanlock reads only the first two (cli.md §4.2):
 // an empty run dir keeps the default; SANLOCK_PRIVILEGED unset means
 // privileged, exactly "1" privileged, anything else unprivileged.
 func (c *Config) ApplyEnv(lookupEnv func(string) (string, bool)) {
@@ -159,6 +163,9 @@ func (c *Config) ApplyEnv(lookupEnv func(string) (string, bool)) {
 	}
 	if p, _ := lookupEnv(EnvWdmdSocket); p != "" {
 		c.WdmdSocket = p
+	}
+	if p, _ := lookupEnv(EnvLogFile); p != "" {
+		c.LogFile = p
 	}
 }
 
