@@ -4,7 +4,7 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean realclients
+.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean realclients cross install uninstall install-check
 
 all: build
 
@@ -17,7 +17,7 @@ build:
 # .ci/run installs), the multi-host simulator at full size without the race
 # detector (100,000 simulated lease operations), then a short run of every
 # fuzz target.
-test: build lint-fast
+test: build lint-fast cross install-check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -timeout 10m ./testdisk/sim
 	./scripts/fuzz-short.sh $(FUZZTIME)
@@ -29,6 +29,17 @@ test: build lint-fast
 # .ci/run installs.
 realclients: build
 	$(GO) test -count=1 -timeout 20m -v ./realclients/...
+
+# Cross builds: every package (and, through vet, every test file) must
+# compile for the other architectures sanlock runs on. The watchdog ioctl
+# numbers, for one, differ on ppc64le.
+CROSS_ARCHES ?= arm64 ppc64le
+cross:
+	@for a in $(CROSS_ARCHES); do \
+	  echo "GOARCH=$$a go build + vet"; \
+	  GOOS=linux GOARCH=$$a $(GO) build ./... || exit 1; \
+	  GOOS=linux GOARCH=$$a $(GO) vet ./... || exit 1; \
+	done
 
 lint-fast:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -60,6 +71,56 @@ soak-sim:
 
 soak-cluster:
 	./scripts/soak.sh -duration $(SOAKTIME)
+
+# Install: binaries, systemd units, man pages, shell completion and the
+# default configuration (never overwriting a configuration file that is
+# already there). PREFIX=/usr gives Debian's layout; DESTDIR stages the
+# tree for a package. See docs/systemd.md.
+PREFIX         ?= /usr/local
+DESTDIR        ?=
+SYSCONFDIR     ?= /etc
+SBINDIR        ?= $(PREFIX)/sbin
+LIBEXECDIR     ?= $(PREFIX)/libexec
+MANDIR         ?= $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR    ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR     ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR    ?= $(PREFIX)/share/fish/vendor_completions.d
+SUBST = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+
+install: build
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBEXECDIR)/gosanlock $(DESTDIR)$(MANDIR)/man8 \
+	  $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) \
+	  $(DESTDIR)$(SYSCONFDIR)/sanlock $(DESTDIR)$(SYSCONFDIR)/default
+	install -m 0755 $(BIN)/sanlock $(BIN)/wdmd $(DESTDIR)$(SBINDIR)/
+	install -m 0755 contrib/systemd/wdmd-watchdog-check $(DESTDIR)$(LIBEXECDIR)/gosanlock/
+	install -m 0644 docs/man/sanlock.8 docs/man/wdmd.8 $(DESTDIR)$(MANDIR)/man8/
+	for u in sanlock wdmd; do \
+	  $(SUBST) contrib/systemd/$$u.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.service || exit 1; \
+	  chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.service; \
+	done
+	$(BIN)/sanlock completion bash > $(DESTDIR)$(BASHCOMPDIR)/sanlock
+	$(BIN)/sanlock completion zsh > $(DESTDIR)$(ZSHCOMPDIR)/_sanlock
+	$(BIN)/sanlock completion fish > $(DESTDIR)$(FISHCOMPDIR)/sanlock.fish
+	@for f in sanlock/sanlock.conf:contrib/sanlock.conf default/sanlock:contrib/default/sanlock \
+	  default/wdmd:contrib/default/wdmd; do \
+	  dst=$(DESTDIR)$(SYSCONFDIR)/$${f%%:*}; \
+	  if [ -e $$dst ]; then echo "keeping $$dst"; else install -m 0644 $${f#*:} $$dst || exit 1; fi; \
+	done
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/sanlock $(DESTDIR)$(SBINDIR)/wdmd \
+	  $(DESTDIR)$(LIBEXECDIR)/gosanlock/wdmd-watchdog-check \
+	  $(DESTDIR)$(MANDIR)/man8/sanlock.8 $(DESTDIR)$(MANDIR)/man8/wdmd.8 \
+	  $(DESTDIR)$(SYSTEMDUNITDIR)/sanlock.service $(DESTDIR)$(SYSTEMDUNITDIR)/wdmd.service \
+	  $(DESTDIR)$(BASHCOMPDIR)/sanlock $(DESTDIR)$(ZSHCOMPDIR)/_sanlock $(DESTDIR)$(FISHCOMPDIR)/sanlock.fish
+	-rmdir $(DESTDIR)$(LIBEXECDIR)/gosanlock
+
+# make install into a temporary tree, then check what it installed:
+# systemd-analyze verify on the units, man -l on the pages, the bash
+# completion loads, the configuration files are not overwritten.
+install-check: build
+	./scripts/check-install.sh
 
 clean:
 	rm -rf $(BIN) var

@@ -31,7 +31,7 @@ func startRealDaemon(t *testing.T) (*Client, <-chan struct{}) {
 	}
 	t.Cleanup(func() { os.RemoveAll(runDir) })
 
-	cmd := exec.Command(realSanlock, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")
+	cmd := exec.Command(realSanlock, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-L", "-1")
 	cmd.Env = append(os.Environ(), "SANLOCK_PRIVILEGED=0", "SANLOCK_RUN_DIR="+runDir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

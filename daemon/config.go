@@ -51,6 +51,9 @@ const (
 	// EnvWdmdSocket names another wdmd socket than /run/wdmd/wdmd.sock (ours:
 	// several emulated hosts, each with its own wdmd, on one machine).
 	EnvWdmdSocket = "SANLOCK_WDMD_SOCKET"
+	// EnvLogFile names another log file than /var/log/sanlock.log (ours:
+	// tests and several daemons on one machine keep their logs apart).
+	EnvLogFile = "SANLOCK_LOG_FILE"
 )
 
 // Config holds every setting of `sanlock daemon`: the command-line options of
@@ -58,14 +61,15 @@ const (
 // Start from DefaultConfig, then apply the config file (ApplyConfigKey), then
 // the command line (ApplyOption), then the environment (ApplyEnv).
 type Config struct {
-	Debug              bool // -D: stay in the foreground and log everything to stderr
-	QuietFail          bool // -Q, quiet_fail
-	DebugRenew         bool // -R, debug_renew
-	RenewalHistorySize int  // -H, renewal_history_size (0 disables)
-	LogfilePriority    int  // -L, logfile_priority (-1: no log file)
-	SyslogPriority     int  // -S, syslog_priority (-1: no syslog)
-	NamesLogPriority   int  // names_log_priority (accepted, unused)
-	LogfileUseUTC      bool // logfile_use_utc: UTC timestamps in every sink
+	Debug              bool   // -D: stay in the foreground and log everything to stderr
+	QuietFail          bool   // -Q, quiet_fail
+	DebugRenew         bool   // -R, debug_renew
+	RenewalHistorySize int    // -H, renewal_history_size (0 disables)
+	LogfilePriority    int    // -L, logfile_priority (-1: no log file)
+	SyslogPriority     int    // -S, syslog_priority (-1: no syslog)
+	NamesLogPriority   int    // names_log_priority (accepted, unused)
+	LogfileUseUTC      bool   // logfile_use_utc: UTC timestamps in every sink
+	LogFormat          string // log_format: "text" (default) or "json" (ours), log file and -D stderr
 
 	// User and group: -U/-G or uname/gname. Empty names fall back to the
 	// sanlock user and group when both exist, else uid = gid = 0 (§4.1).
@@ -143,7 +147,8 @@ func DefaultConfig() *Config {
 }
 
 // ApplyEnv reads SANLOCK_RUN_DIR and SANLOCK_PRIVILEGED through lookupEnv
-// (os.LookupEnv when nil). Only these two variables are read (cli.md §4.2):
+// (os.LookupEnv when nil), and our additions SANLOCK_WDMD_SOCKET and
+// SANLOCK_LOG_FILE. sanlock reads only the first two (cli.md §4.2):
 // an empty run dir keeps the default; SANLOCK_PRIVILEGED unset means
 // privileged, exactly "1" privileged, anything else unprivileged.
 func (c *Config) ApplyEnv(lookupEnv func(string) (string, bool)) {
@@ -158,6 +163,9 @@ func (c *Config) ApplyEnv(lookupEnv func(string) (string, bool)) {
 	}
 	if p, _ := lookupEnv(EnvWdmdSocket); p != "" {
 		c.WdmdSocket = p
+	}
+	if p, _ := lookupEnv(EnvLogFile); p != "" {
+		c.LogFile = p
 	}
 }
 
@@ -222,6 +230,10 @@ func (c *Config) ApplyConfigKey(key, value string) bool {
 		c.LogfilePriority = v
 	case "logfile_use_utc":
 		c.LogfileUseUTC = v != 0
+	case "log_format": // gosanlock: "text" or "json"; other values are ignored
+		if value == LogFormatText || value == LogFormatJSON {
+			c.LogFormat = value
+		}
 	case "syslog_priority":
 		c.SyslogPriority = v
 	case "names_log_priority":

@@ -41,7 +41,7 @@ func sanlockEnv(runDir string) []string {
 // it (by its pid) at cleanup.
 func realDaemon(t *testing.T, runDir string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(realSanlock, append([]string{"daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root"}, args...)...)
+	cmd := exec.Command(realSanlock, append([]string{"daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-L", "-1"}, args...)...)
 	cmd.Env = sanlockEnv(runDir)
 	cmd.Stderr = io.Discard
 	require.NoError(t, cmd.Start())
@@ -201,7 +201,7 @@ func TestLockfileInterop(t *testing.T) {
 
 	// Ours holds the lock: the C daemon exits 1.
 	td := startDaemon(t, nil)
-	cmd := exec.Command(realSanlock, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")
+	cmd := exec.Command(realSanlock, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-L", "-1")
 	cmd.Env = sanlockEnv(td.dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

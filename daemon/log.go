@@ -303,6 +303,7 @@ func (l *logSinks) close() {
 // newLogSinks builds the daemon logger (spec: cli.md §4.6): the log file at
 // -L priority (skipped if it cannot be opened), syslog at -S priority,
 // stderr with -D (everything), the ring (everything), plus extra (tests).
+// log_format = json changes the log file and stderr only (logjson.go).
 func newLogSinks(cfg *Config, stderr io.Writer, extra zapcore.Core) *logSinks {
 	f := &lineFormat{utc: cfg.LogfileUseUTC, pid: os.Getpid(), now: time.Now, mon: monoSeconds}
 	ls := &logSinks{ring: NewRing(cfg.LogRingSize)}
@@ -310,12 +311,12 @@ func newLogSinks(cfg *Config, stderr io.Writer, extra zapcore.Core) *logSinks {
 		&lineCore{LevelEnabler: zapcore.DebugLevel, out: &writerSink{fmt: f, w: ls.ring}},
 	}
 	if cfg.Debug && stderr != nil {
-		cores = append(cores, &lineCore{LevelEnabler: zapcore.DebugLevel, out: &writerSink{fmt: f, w: stderr}})
+		cores = append(cores, textOrJSON(cfg, stderr, zapcore.DebugLevel, f))
 	}
 	if cfg.LogFile != "" && cfg.LogfilePriority >= 0 {
 		if fh, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
 			ls.closers = append(ls.closers, fh)
-			cores = append(cores, &lineCore{LevelEnabler: priorityEnabler(cfg.LogfilePriority), out: &writerSink{fmt: f, w: fh}})
+			cores = append(cores, textOrJSON(cfg, fh, priorityEnabler(cfg.LogfilePriority), f))
 		}
 	}
 	if cfg.SyslogPriority >= 0 {

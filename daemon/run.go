@@ -140,6 +140,7 @@ func Run(ctx context.Context, cfg *Config, deps Deps) error {
 	if err := s.Start(); err != nil {
 		return err
 	}
+	defer s.notifySystemd()()
 	for {
 		select {
 		case sig := <-sigs:

@@ -13,13 +13,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// quietLog keeps a daemon a test starts away from the host's
+// /var/log/sanlock.log: the C daemon's log file path is fixed, so it gets
+// -L -1 (no log file); ours is pointed at the test's run dir through
+// SANLOCK_LOG_FILE by the callers.
+func quietLog(bin string, args ...string) []string {
+	if bin == realSanlock {
+		args = append(args, "-L", "-1")
+	}
+	return args
+}
+
 // startDaemonBin starts `bin daemon -D` on runDir and stops it by pid at
 // cleanup. It returns the process and its stderr.
 func startDaemonBin(t testing.TB, bin, runDir string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(bin, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")
+	cmd := exec.Command(bin, quietLog(bin, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")...)
 	cmd.Args[0] = "sanlock"
-	cmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+runDir, "SANLOCK_PRIVILEGED=0")
+	cmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+runDir, "SANLOCK_PRIVILEGED=0",
+		"SANLOCK_LOG_FILE="+filepath.Join(runDir, "sanlock.log"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
@@ -56,8 +68,9 @@ func TestSingleInstance(t *testing.T) {
 			t.Cleanup(func() { os.RemoveAll(dir) })
 			first, _ := startDaemonBin(t, bin, dir)
 
-			second := run(t, bin, "", []string{"SANLOCK_RUN_DIR=" + dir, "SANLOCK_PRIVILEGED=0"},
-				"daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")
+			second := run(t, bin, "", []string{"SANLOCK_RUN_DIR=" + dir, "SANLOCK_PRIVILEGED=0",
+				"SANLOCK_LOG_FILE=" + filepath.Join(dir, "sanlock.log")},
+				quietLog(bin, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")...)
 			require.Equal(t, 1, second.exit, "%s", second)
 			require.Contains(t, second.stderr,
 				"lockfile setlk error "+filepath.Join(dir, "sanlock.pid")+": Resource temporarily unavailable")

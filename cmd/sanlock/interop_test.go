@@ -908,7 +908,7 @@ func startDaemon(t *testing.T, dir string) *daemon {
 	d := &daemon{runDir: runDir, env: []string{"SANLOCK_PRIVILEGED=0", "SANLOCK_RUN_DIR=" + runDir}, log: filepath.Join(dir, "daemon.log")}
 	logf, err := os.Create(d.log)
 	require.NoError(t, err)
-	d.cmd = exec.Command(realSanlock, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-e", "gosanlock-interop")
+	d.cmd = exec.Command(realSanlock, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-L", "-1", "-e", "gosanlock-interop")
 	d.cmd.Env = append(os.Environ(), d.env...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	require.NoError(t, d.cmd.Start())

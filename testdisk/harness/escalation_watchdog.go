@@ -142,6 +142,12 @@ func (h *Host) daemonCommand() (args, env []string) {
 	args = append([]string{"daemon", "-D", "-w", w, "-l", "0", "-U", "root", "-G", "root", "-e", h.Name},
 		h.c.opts.DaemonArgs...)
 	args = append(args, h.opts.DaemonArgs...)
+	// Logs stay in the host's directory: ours through SANLOCK_LOG_FILE;
+	// the C daemon's log file path is fixed, so it writes none.
+	env = append(env, "SANLOCK_LOG_FILE="+filepath.Join(h.Dir, "sanlock.log"))
+	if h.Kind == C {
+		args = append(args, "-L", "-1")
+	}
 	if h.opts.SanlockConf != "" {
 		env = append(env, "SANLOCK_CONFIG_FILE="+filepath.Join(h.Dir, "sanlock.conf"))
 	}

@@ -12,13 +12,10 @@ import (
 	"github.com/gosanlock/gosanlock/wdmd"
 )
 
-// The ioctl numbers of <linux/watchdog.h> (x86-64, arm64 and every
-// architecture with the generic _IOC layout).
-const (
-	ioctlKeepalive  = 0x80045705 // _IOR('W', 5, int)
-	ioctlSetTimeout = 0xC0045706 // _IOWR('W', 6, int)
-	ioctlGetTimeout = 0x80045707 // _IOR('W', 7, int)
-)
+// The ioctl request numbers come from x/sys (unix.WDIOC_*), which has
+// the right value for every architecture: the _IOC direction bits differ
+// between, for example, amd64/arm64 and ppc64le, so hard-coded numbers
+// would be wrong on some of them.
 
 // Driver opens /dev/watchdog* devices.
 type Driver struct{}
@@ -44,33 +41,26 @@ func (Driver) Open(path string) (wdmd.Watchdog, error) {
 // Device is one open watchdog device.
 type Device struct{ fd int }
 
-func (d *Device) ioctl(req uintptr, v *int32) error {
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(d.fd), req, uintptr(unsafe.Pointer(v)))
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
 // GetTimeout implements wdmd.Watchdog.
 func (d *Device) GetTimeout() (int, error) {
-	var v int32
-	err := d.ioctl(ioctlGetTimeout, &v)
-	return int(v), err
+	v, err := unix.IoctlGetInt(d.fd, unix.WDIOC_GETTIMEOUT)
+	return int32Result(v), err
 }
 
 // SetTimeout implements wdmd.Watchdog; it returns the timeout the driver
-// actually set.
+// actually set. WDIOC_SETTIMEOUT takes a pointer to a C int and the driver
+// writes the rounded value back through it; x/sys does not return that
+// write-back, so the value is read again with WDIOC_GETTIMEOUT.
 func (d *Device) SetTimeout(t int) (int, error) {
-	v := int32(t)
-	err := d.ioctl(ioctlSetTimeout, &v)
-	return int(v), err
+	if err := unix.IoctlSetPointerInt(d.fd, unix.WDIOC_SETTIMEOUT, t); err != nil {
+		return t, err
+	}
+	return d.GetTimeout()
 }
 
 // Keepalive implements wdmd.Watchdog.
 func (d *Device) Keepalive() error {
-	var v int32
-	return d.ioctl(ioctlKeepalive, &v)
+	return unix.IoctlWatchdogKeepalive(d.fd)
 }
 
 // Write implements wdmd.Watchdog.
@@ -85,3 +75,18 @@ func (d *Device) Close() error {
 	d.fd = -1
 	return err
 }
+
+// int32Result converts the value unix.IoctlGetInt returns for an ioctl
+// whose argument is a C int: the kernel writes 4 bytes into a Go int of 8,
+// which on a big-endian 64-bit machine land in the upper half.
+func int32Result(v int) int {
+	if bigEndian && v != 0 && int64(v)&0xffffffff == 0 {
+		return int(int32(int64(v) >> 32))
+	}
+	return int(int32(v))
+}
+
+var bigEndian = func() bool {
+	var x uint16 = 1
+	return (*[2]byte)(unsafe.Pointer(&x))[0] == 0
+}()

@@ -9,10 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestIoctlNumbers(t *testing.T) {
-	require.EqualValues(t, unix.WDIOC_KEEPALIVE, ioctlKeepalive)
-	require.EqualValues(t, unix.WDIOC_SETTIMEOUT, ioctlSetTimeout)
-	require.EqualValues(t, unix.WDIOC_GETTIMEOUT, ioctlGetTimeout)
+func TestInt32Result(t *testing.T) {
+	require.Equal(t, 60, int32Result(60))
+	require.Equal(t, 0, int32Result(0))
+	if bigEndian {
+		require.Equal(t, 60, int32Result(60<<32))
+	}
 }
 
 // No watchdog driver exists here; a regular file exercises the error

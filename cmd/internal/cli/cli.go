@@ -117,24 +117,31 @@ func (m *mainRun) command() *cobra.Command {
 		}
 	}
 	root := mk("sanlock", m.runRoot)
+	// Cobra's own completion command is replaced by ours (completion.go).
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.ValidArgsFunction = completeRoot
 	// Our own help command replaces cobra's generated one.
 	root.SetHelpCommand(mk("help", func([]string) int { return m.usage(0) }))
+	daemonCmd := mk("daemon", m.runDaemonMode)
+	daemonCmd.ValidArgsFunction = completeDaemon
+	clientCmd := mk("client", func(args []string) int {
+		if len(args) == 0 {
+			return m.usage(1)
+		}
+		return m.runClientMode(args[0], args[1:])
+	})
+	clientCmd.ValidArgsFunction = completeMode("client", clientActions)
+	directCmd := mk("direct", func(args []string) int {
+		if len(args) == 0 {
+			return m.usage(1)
+		}
+		return m.runDirectMode(args[0], args[1:])
+	})
+	directCmd.ValidArgsFunction = completeMode("direct", directActions)
 	root.AddCommand(
 		mk("version", func([]string) int { fmt.Fprintln(m.out, Version); return 0 }),
-		mk("daemon", m.runDaemonMode),
-		mk("client", func(args []string) int {
-			if len(args) == 0 {
-				return m.usage(1)
-			}
-			return m.runClientMode(args[0], args[1:])
-		}),
-		mk("direct", func(args []string) int {
-			if len(args) == 0 {
-				return m.usage(1)
-			}
-			return m.runDirectMode(args[0], args[1:])
-		}),
+		daemonCmd, clientCmd, directCmd,
+		m.completionCommand(root),
 	)
 	return root
 }

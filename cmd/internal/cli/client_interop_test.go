@@ -70,7 +70,7 @@ func startDaemon(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(runDir) })
-	cmd := exec.Command(cSanlock, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root")
+	cmd := exec.Command(cSanlock, "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-L", "-1")
 	cmd.Env = append(os.Environ(), "SANLOCK_PRIVILEGED=0", "SANLOCK_RUN_DIR="+runDir)
 	var log bytes.Buffer
 	cmd.Stderr = &log

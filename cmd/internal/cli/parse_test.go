@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -149,6 +150,7 @@ func TestConfigFile(t *testing.T) {
 
 func TestDispatch(t *testing.T) {
 	t.Setenv("SANLOCK_RUN_DIR", "/nonexistent/run")
+	t.Setenv("SANLOCK_LOG_FILE", filepath.Join(t.TempDir(), "sanlock.log"))
 	for _, c := range []struct {
 		args []string
 		out  string

@@ -99,7 +99,7 @@ func TestCSanlockWithOurWdmd(t *testing.T) {
 		// io_timeout 1 on disk makes the first acquire short (delta.md §3.5)
 		sanlock("direct", "init", "-s", ls+":0:"+f+":0", "-o", "1")
 	}
-	sd := start(t, env, cSanlock, "daemon", "-D", "-w", "1", "-l", "0", "-U", "root", "-G", "root")
+	sd := start(t, env, cSanlock, "daemon", "-D", "-w", "1", "-l", "0", "-U", "root", "-G", "root", "-L", "-1")
 	var helpers []int
 	t.Cleanup(func() {
 		for _, pid := range helpers {

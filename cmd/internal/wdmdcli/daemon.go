@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/internal/sdnotify"
 	"github.com/gosanlock/gosanlock/wdmd"
 )
 
@@ -28,7 +29,8 @@ const daemonEnv = "GOSANLOCK_WDMD_DAEMON"
 // returns the exit status.
 func daemon(o *options, stderr io.Writer) int {
 	gid, groupErr := lookupGroup(o.group)
-	if !o.foreground && os.Getenv(daemonEnv) == "" {
+	// Under a systemd Type=notify unit stay the process systemd started.
+	if !o.foreground && os.Getenv(daemonEnv) == "" && !sdnotify.Active() {
 		return fork(stderr)
 	}
 	log := newLogger("wdmd", o.foreground, stderr)
@@ -107,6 +109,7 @@ func daemon(o *options, stderr io.Writer) int {
 	if err := m.Arm(); err != nil {
 		return 255
 	}
+	defer sdnotify.Start(nil)()
 	if err := m.Run(context.Background(), events); err != nil {
 		log.Errorf("%v", err)
 		return 255
