@@ -580,6 +580,25 @@ func srPairing(t *testing.T, kind1, bin1, kind2, bin2 string) {
 		t.FailNow()
 	}
 
+	// sanlk-resetd marks a lockspace in which it answered a reset request
+	// as used (set_config SANLK_CONFIG_USED), so that it cannot be
+	// removed while the host is resetting.
+	t.Run("used", func(t *testing.T) {
+		out, rc := c.h2.client(t, "status", "-D")
+		if rc != 0 {
+			t.Fatalf("h2 status -D: exit %d\n%s", rc, out)
+		}
+		for _, ls := range srLockspaces {
+			want := "1"
+			if ls == srLSReboot {
+				want = "0"
+			}
+			if got := srLockspaceKey(out, ls, "external_used"); got != want {
+				t.Errorf("%s: external_used=%q, want %s\n%s", ls, got, want, out)
+			}
+		}
+	})
+
 	t.Run("clear-all", func(t *testing.T) {
 		before := map[string]int{}
 		for _, ls := range srLockspaces {
@@ -599,6 +618,22 @@ func srPairing(t *testing.T, kind1, bin1, kind2, bin2 string) {
 			t.Fatalf("%s status after the run: exit %d\n%s", h.name, rc, out)
 		}
 	}
+}
+
+// srLockspaceKey returns the value of key in the block of lockspace ls in
+// `client status -D` output ("" if absent).
+func srLockspaceKey(status, ls, key string) string {
+	in := false
+	for _, l := range strings.Split(status, "\n") {
+		if !strings.HasPrefix(l, " ") {
+			in = strings.HasPrefix(l, "s "+ls+":")
+			continue
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), key+"="); ok && in {
+			return v
+		}
+	}
+	return ""
 }
 
 func srRegLine(ls string) *regexp.Regexp {
