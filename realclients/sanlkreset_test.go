@@ -295,9 +295,10 @@ func (h *srHost) update(t *testing.T, action string, names ...string) {
 }
 
 // request runs `sanlk-reset -D ARGS` on h and returns it once it has set
-// its event. While the target's daemon still shows another event of ours
-// (set_bitmap_seconds, 6 s at io_timeout 1), set_event fails with -16 and
-// sanlk-reset exits; then it is run again.
+// its event. While h's daemon still sends another event in that lockspace
+// (for set_bitmap_seconds, 6 s at io_timeout 1), set_event fails with -16
+// and sanlk-reset exits; then it is run again. (Each scenario has its own
+// lockspace, so this should not happen.)
 func (h *srHost) request(t *testing.T, args ...string) *srProc {
 	t.Helper()
 	asked := regexp.MustCompile(`^\d+ asked host to `)
