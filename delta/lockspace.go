@@ -35,6 +35,10 @@ type Config struct {
 	Clock       Clock
 	// Logf receives log lines; nil discards them.
 	Logf func(format string, args ...any)
+	// DebugRenew logs every successful renewal ("renewed T delta_length D
+	// interval I"); without it only a renewal that took too long is
+	// logged, as 3.8.5 does without debug_renew.
+	DebugRenew bool
 	// OnAcquired runs after a successful acquire, before the first renewal
 	// (the daemon registers with wdmd here). An error fails the acquire with
 	// diskfmt.CodeOf(err) and the lease is released.
@@ -325,7 +329,7 @@ func (r *renewer) renew(ctx context.Context) {
 	r.last, r.prevOK, r.lastSuccess = out.Leader, true, out.Timestamp
 	if d := ls.now() - begin; d > uint64(ls.timing.IDRenewalSeconds()) {
 		ls.logf("renewed %d delta_length %d too long", out.Timestamp, d)
-	} else {
+	} else if ls.cfg.DebugRenew {
 		ls.logf("renewed %d delta_length %d interval %d", out.Timestamp, d, interval)
 	}
 	if ls.cfg.OnRenewed != nil && ctx.Err() == nil {
