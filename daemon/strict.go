@@ -122,34 +122,28 @@ func (id peerIdentity) privileged(gid int) bool {
 // strictHandler wraps h with the strict-mode check of cmd when strict mode
 // is on; otherwise h is returned as it is, so the default mode runs
 // exactly the 3.8.5 code paths.
-func (s *Server) strictHandler(cmd client.Cmd, h Handler) Handler {
+func (s *Server) strictHandler(h Handler) Handler {
 	if !s.cfg.StrictPeer {
 		return h
 	}
-	switch cmd {
-	case client.CmdAcquire, client.CmdRelease, client.CmdInquire, client.CmdConvert, client.CmdKillpath,
-		client.CmdSetLVB, client.CmdGetLVB, client.CmdRemLockspace, client.CmdShutdown, client.CmdShutdownWait:
-	default:
-		return h
-	}
 	return func(ctx context.Context, c *Conn, q *client.Request) error {
-		if target, ok := c.srv.strictAllowed(c, q); !ok {
-			return c.strictRefuse(q, target)
+		if strictPolicyOf(q) != strictOpen {
+			id := peerIdentityOf(c)
+			if target, ok := c.srv.strictAllowed(id, q); !ok {
+				return c.strictRefuse(q, id, target)
+			}
 		}
 		return h(ctx, c, q)
 	}
 }
 
-// strictAllowed decides q for strict mode. When it refuses, target is the
-// pid the command named (-1 when it named none).
-func (s *Server) strictAllowed(c *Conn, q *client.Request) (target int, ok bool) {
+// strictAllowed decides q from peer id for strict mode. When it refuses,
+// target is the pid the command named or whose lease it touches (-1 when
+// none).
+func (s *Server) strictAllowed(id peerIdentity, q *client.Request) (target int, ok bool) {
 	target = -1
 	pol := strictPolicyOf(q)
-	if pol == strictOpen {
-		return target, true
-	}
-	id := peerIdentityOf(c)
-	if id.privileged(s.cfg.GID) {
+	if pol == strictOpen || id.privileged(s.cfg.GID) {
 		return target, true
 	}
 	switch pol {
@@ -157,8 +151,10 @@ func (s *Server) strictAllowed(c *Conn, q *client.Request) (target int, ok bool)
 		if q.Header.Data2 == selfPid {
 			return target, true // the peer's own registration
 		}
-		target = int(int32(q.Header.Data2))
-		return target, id.known && id.pid > 0 && target == id.pid
+		if t := int(int32(q.Header.Data2)); !id.known || id.pid <= 0 || t != id.pid {
+			return t, false
+		}
+		return target, true
 	case strictOwnLease:
 		m, isRes := s.deps.Resources.(*Resources)
 		if !isRes || len(q.Resources) == 0 || !id.known {
@@ -176,8 +172,7 @@ func (s *Server) strictAllowed(c *Conn, q *client.Request) (target int, ok bool)
 
 // strictRefuse logs and answers a refused command with -EPERM in the reply
 // shape of its command.
-func (c *Conn) strictRefuse(q *client.Request, target int) error {
-	id := peerIdentityOf(c)
+func (c *Conn) strictRefuse(q *client.Request, id peerIdentity, target int) error {
 	c.srv.lg.Warn(fmt.Sprintf("cmd_%s ci %d fd %d refused by strict_peer: peer pid %d uid %d gid %d target pid %d",
 		q.Header.Cmd.DebugName(), c.slot, c.fd, id.pid, id.uid, id.gid, target))
 	eperm := int32(client.RvEPERM)

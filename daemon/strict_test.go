@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,8 @@ import (
 // -EPERM while own-pid operations and privileged peers still work).
 
 const strictUID = 65534 // nobody
+
+var strictCiFd = regexp.MustCompile(`ci \d+ fd \d+`)
 
 func TestStrictPeerConfig(t *testing.T) {
 	c := DefaultConfig()
@@ -68,6 +71,59 @@ func TestStrictPolicy(t *testing.T) {
 	id.uid = 0
 	assert.True(t, id.privileged(7), "root")
 	assert.False(t, peerIdentity{uid: 0}.privileged(0), "unknown peer")
+}
+
+func TestStrictAllowed(t *testing.T) {
+	cfg := testConfig(shortTempDir(t))
+	cfg.SetIDs(0, 4242)
+	cfg.StrictPeer = true
+	m := NewResources(ResourcesConfig{})
+	s := New(cfg, Deps{Resources: m})
+	m.res[resKey{"LS", "R1"}] = &resource{key: resKey{"LS", "R1"}, list: resHeld, pid: 42, tokens: []*token{{pid: 42}}}
+
+	req := func(cmd client.Cmd, flags, data2 uint32, res ...string) *client.Request {
+		q := &client.Request{Header: client.Header{Cmd: cmd, CmdFlags: flags, Data2: data2}}
+		for _, r := range res {
+			q.Resources = append(q.Resources, client.Resource{LockspaceName: "LS", Name: r})
+		}
+		return q
+	}
+	user := peerIdentity{pid: 7, uid: 1000, gid: 1000, known: true}
+	group := peerIdentity{pid: 8, uid: 1000, gid: 1000, groups: []int{4242}, known: true}
+	holder := peerIdentity{pid: 42, uid: 1000, gid: 1000, known: true}
+	for _, c := range []struct {
+		name   string
+		id     peerIdentity
+		q      *client.Request
+		ok     bool
+		target int
+	}{
+		{"own registration", user, req(client.CmdAcquire, 0, selfPid), true, -1},
+		{"own pid", user, req(client.CmdInquire, 0, 7), true, -1},
+		{"other pid inquire", user, req(client.CmdInquire, 0, 42), false, 42},
+		{"other pid acquire", user, req(client.CmdAcquire, 0, 42), false, 42},
+		{"other pid release", user, req(client.CmdRelease, 0, 42), false, 42},
+		{"other pid convert", user, req(client.CmdConvert, 0, 42), false, 42},
+		{"other pid killpath", user, req(client.CmdKillpath, 0, 42), false, 42},
+		{"own killpath", user, req(client.CmdKillpath, 0, selfPid), true, -1},
+		{"unknown peer", peerIdentity{pid: 7}, req(client.CmdInquire, 0, 7), false, 7},
+		{"group acts for others", group, req(client.CmdRelease, 0, 42), true, -1},
+		{"root acts for others", peerIdentity{pid: 9, known: true}, req(client.CmdConvert, 0, 42), true, -1},
+		{"release orphans", user, req(client.CmdRelease, client.RelOrphan, selfPid, "R1"), false, -1},
+		{"adopt orphan", user, req(client.CmdAcquire, client.AcquireOrphan, selfPid, "R1"), false, -1},
+		{"set_lvb of another's lease", user, req(client.CmdSetLVB, 0, 0, "R1"), false, 42},
+		{"get_lvb of another's lease", user, req(client.CmdGetLVB, 0, 0, "R1"), false, 42},
+		{"set_lvb of own lease", holder, req(client.CmdSetLVB, 0, 0, "R1"), true, -1},
+		{"set_lvb of a lease nobody holds", user, req(client.CmdSetLVB, 0, 0, "R2"), true, -1},
+		{"rem_lockspace", user, req(client.CmdRemLockspace, 0, 0), false, -1},
+		{"rem_lockspace by the group", group, req(client.CmdRemLockspace, 0, 0), true, -1},
+		{"add_lockspace", user, req(client.CmdAddLockspace, 0, 0), true, -1},
+		{"request", user, req(client.CmdRequest, 0, 0, "R1"), true, -1},
+	} {
+		target, ok := s.strictAllowed(c.id, c.q)
+		assert.Equal(t, c.ok, ok, c.name)
+		assert.Equal(t, c.target, target, c.name)
+	}
 }
 
 // strictUnregScript releases a lease for another pid from a connection
@@ -152,6 +208,8 @@ func (e *strictEnv) unreg(s *rtSide, res, pidName string) {
 	out, err := cmd.Output()
 	if err != nil {
 		s.fail(fmt.Errorf("unreg: %w", err))
+	} else {
+		s.setPid(cmd.Process.Pid, "U")
 	}
 	s.record(fmt.Sprintf("U release %s pid=<%s>: %s", res, pidName, s.norm(strings.TrimSpace(string(out)))))
 }
@@ -194,7 +252,21 @@ func strictScenario(e *strictEnv) func(*rtSide) {
 		s.do(c, "inquire pid=<A>")
 		s.do(c, "release LS:R1:1M pid=<A>")
 		s.do(a, "inquire")
-		for _, x := range []*rtAgent{a, b, g, c} {
+
+		s.do(a, "acquire LS:R6:6M lvb")
+		s.do(a, "set_lvb LS:R6:6M mine")
+		s.do(b, "get_lvb LS:R6:6M 4")
+		s.do(b, "set_lvb LS:R6:6M evil")
+		s.do(a, "get_lvb LS:R6:6M 4")
+		s.do(c, "get_lvb LS:R6:6M 4")
+
+		// A leaves a persistent lease behind as an orphan (flags 0x8).
+		s.do(a, "cacquire LS:R5:5M 0 0x8")
+		_, _ = a.in.Write([]byte("exit\n"))
+		s.waitAgent(a, "A exit")
+		s.do(b, "crelease LS:R5:0 0x4")
+		s.do(c, "crelease LS:R5:0 0x4")
+		for _, x := range []*rtAgent{b, g, c} {
 			_, _ = x.in.Write([]byte("exit\n"))
 			s.waitAgent(x, x.name+" exit")
 		}
@@ -257,7 +329,7 @@ func TestStrictPeerPython(t *testing.T) {
 		"B release LS:R3:3M: ok None",
 		"B inquire: ok []",
 	}
-	exits := []string{"A exit: exit 0", "B exit: exit 0", "G exit: exit 0", "C exit: exit 0"}
+	exits := []string{"B exit: exit 0", "G exit: exit 0", "C exit: exit 0"}
 	// 3.8.5 (and our default mode) let every impersonation through.
 	want := []string{
 		"A acquire LS:R1:1M: ok None",
@@ -273,7 +345,17 @@ func TestStrictPeerPython(t *testing.T) {
 		"G inquire pid=<A>: ok []",
 		"C inquire pid=<A>: ok []",
 		"C release LS:R1:1M pid=<A>: err 1",
-		"A inquire: ok []")
+		"A inquire: ok []",
+		"A acquire LS:R6:6M lvb: ok None",
+		"A set_lvb LS:R6:6M mine: ok None",
+		"B get_lvb LS:R6:6M 4: ok mine",
+		"B set_lvb LS:R6:6M evil: ok None",
+		"A get_lvb LS:R6:6M 4: ok evil",
+		"C get_lvb LS:R6:6M 4: ok evil",
+		"A cacquire LS:R5:5M 0 0x8: ok 0",
+		"A exit: exit 0",
+		"B crelease LS:R5:0 0x4: ok 1",
+		"C crelease LS:R5:0 0x4: ok 0")
 	assert.Equal(t, append(want, exits...), real.out)
 
 	// strict_peer: the uid 65534 peers get -EPERM for A's pid, their own
@@ -293,13 +375,31 @@ func TestStrictPeerPython(t *testing.T) {
 		"G inquire pid=<A>: ok ["+r1+"]",
 		"C inquire pid=<A>: ok ["+r1+"]",
 		"C release LS:R1:1M pid=<A>: ok None",
-		"A inquire: ok []")
+		"A inquire: ok []",
+		"A acquire LS:R6:6M lvb: ok None",
+		"A set_lvb LS:R6:6M mine: ok None",
+		"B get_lvb LS:R6:6M 4: err 1",
+		"B set_lvb LS:R6:6M evil: err 1",
+		"A get_lvb LS:R6:6M 4: ok mine",
+		"C get_lvb LS:R6:6M 4: ok mine",
+		"A cacquire LS:R5:5M 0 0x8: ok 0",
+		"A exit: exit 0",
+		"B crelease LS:R5:0 0x4: err -1",
+		"C crelease LS:R5:0 0x4: ok 1")
 	assert.Equal(t, append(want, exits...), strict.out)
 
-	refused := std.logs.FilterMessageSnippet("refused by strict_peer").All()
-	require.Len(t, refused, 4)
-	msg := refused[0].Message
-	assert.Contains(t, msg, "cmd_inquire")
-	assert.Contains(t, msg, fmt.Sprintf("peer pid %s uid %d gid %d target pid %s",
-		strict.name2pid("B"), strictUID, strictUID, strict.name2pid("A")))
+	// One log line per refusal, naming the peer and the target pid.
+	var logged []string
+	for _, e := range std.logs.FilterMessageSnippet("refused by strict_peer").All() {
+		logged = append(logged, strict.norm(strictCiFd.ReplaceAllString(e.Message, "ci N fd N")))
+	}
+	assert.Equal(t, []string{
+		"cmd_inquire ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
+		"cmd_acquire ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
+		"cmd_release ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
+		"cmd_release ci N fd N refused by strict_peer: peer pid U uid 65534 gid 65534 target pid A",
+		"cmd_get_lvb ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
+		"cmd_set_lvb ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
+		"cmd_release ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid -1",
+	}, logged)
 }
