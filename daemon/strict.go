@@ -17,10 +17,12 @@ import (
 // registered pid: inquire, acquire for, release, convert or set the
 // killpath of another process, and release or adopt orphans. With
 // Config.StrictPeer a peer that is not privileged (SO_PEERCRED uid 0, or
-// the daemon's group as primary or supplementary group) may only do this
-// for its own pid, and only on leases it holds itself; everything else is
-// refused with -EPERM and logged. Commands that do not name a pid or a
-// held lease are not affected.
+// the daemon's group as primary or supplementary group) may acquire,
+// release, inquire and convert only for its own pid and use the LVB only of
+// leases it holds; it may not set a kill program, release or adopt
+// orphans, remove a lockspace or force a shutdown. Refusals answer -EPERM
+// and are logged. Other commands are not affected (docs/security.md lists
+// them).
 
 // strictPolicy says what a non-privileged peer may do with a command.
 type strictPolicy int
@@ -46,8 +48,12 @@ func strictPolicyOf(q *client.Request) strictPolicy {
 			return strictPrivOnly
 		}
 		return strictOwnPid
-	case client.CmdInquire, client.CmdConvert, client.CmdKillpath:
+	case client.CmdInquire, client.CmdConvert:
 		return strictOwnPid
+	case client.CmdKillpath:
+		// The kill program runs with the daemon's rights: setting one
+		// would let the peer run a program of its choice as them.
+		return strictPrivOnly
 	case client.CmdSetLVB, client.CmdGetLVB:
 		return strictOwnLease
 	case client.CmdRemLockspace:
@@ -166,6 +172,12 @@ func (s *Server) strictAllowed(id peerIdentity, q *client.Request) (target int, 
 			return target, true // nobody's lease (the command fails), or ours
 		}
 		return holders[0], false
+	}
+	if q.Header.Data2 != selfPid {
+		switch q.Header.Cmd {
+		case client.CmdAcquire, client.CmdRelease, client.CmdKillpath:
+			target = int(int32(q.Header.Data2)) // for the log
+		}
 	}
 	return target, false
 }

@@ -52,7 +52,7 @@ func TestStrictPolicy(t *testing.T) {
 		{req(client.CmdRelease, client.RelOrphan, 0), strictPrivOnly},
 		{req(client.CmdInquire, 0, 0), strictOwnPid},
 		{req(client.CmdConvert, 0, 0), strictOwnPid},
-		{req(client.CmdKillpath, 0, 0), strictOwnPid},
+		{req(client.CmdKillpath, 0, 0), strictPrivOnly},
 		{req(client.CmdSetLVB, 0, 0), strictOwnLease},
 		{req(client.CmdGetLVB, 0, 0), strictOwnLease},
 		{req(client.CmdRemLockspace, 0, 0), strictPrivOnly},
@@ -105,7 +105,9 @@ func TestStrictAllowed(t *testing.T) {
 		{"other pid release", user, req(client.CmdRelease, 0, 42), false, 42},
 		{"other pid convert", user, req(client.CmdConvert, 0, 42), false, 42},
 		{"other pid killpath", user, req(client.CmdKillpath, 0, 42), false, 42},
-		{"own killpath", user, req(client.CmdKillpath, 0, selfPid), true, -1},
+		{"other pid release orphans", user, req(client.CmdRelease, client.RelOrphan, 42, "R1"), false, 42},
+		{"own killpath", user, req(client.CmdKillpath, 0, selfPid), false, -1},
+		{"own killpath by the group", group, req(client.CmdKillpath, 0, selfPid), true, -1},
 		{"unknown peer", peerIdentity{pid: 7}, req(client.CmdInquire, 0, 7), false, 7},
 		{"group acts for others", group, req(client.CmdRelease, 0, 42), true, -1},
 		{"root acts for others", peerIdentity{pid: 9, known: true}, req(client.CmdConvert, 0, 42), true, -1},
@@ -247,6 +249,7 @@ func strictScenario(e *strictEnv) func(*rtSide) {
 		s.do(b, "release LS:R4:4M pid=<B>")
 		s.do(b, "release LS:R3:3M")
 		s.do(b, "inquire")
+		s.do(b, "killpath /bin/true")
 
 		s.do(g, "inquire pid=<A>")
 		s.do(c, "inquire pid=<A>")
@@ -342,6 +345,7 @@ func TestStrictPeerPython(t *testing.T) {
 	}
 	want = append(want, own...)
 	want = append(want,
+		"B killpath /bin/true: ok None",
 		"G inquire pid=<A>: ok []",
 		"C inquire pid=<A>: ok []",
 		"C release LS:R1:1M pid=<A>: err 1",
@@ -372,6 +376,7 @@ func TestStrictPeerPython(t *testing.T) {
 	}
 	want = append(want, own...)
 	want = append(want,
+		"B killpath /bin/true: err 1",
 		"G inquire pid=<A>: ok ["+r1+"]",
 		"C inquire pid=<A>: ok ["+r1+"]",
 		"C release LS:R1:1M pid=<A>: ok None",
@@ -398,6 +403,7 @@ func TestStrictPeerPython(t *testing.T) {
 		"cmd_acquire ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
 		"cmd_release ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
 		"cmd_release ci N fd N refused by strict_peer: peer pid U uid 65534 gid 65534 target pid A",
+		"cmd_killpath ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid -1",
 		"cmd_get_lvb ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
 		"cmd_set_lvb ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
 		"cmd_release ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid -1",
