@@ -267,6 +267,7 @@ func strictScenario(e *strictEnv) func(*rtSide) {
 		s.do(a, "cacquire LS:R5:5M 0 0x8")
 		_, _ = a.in.Write([]byte("exit\n"))
 		s.waitAgent(a, "A exit")
+		s.pollStatus("orphan", rtCount(1))
 		s.do(b, "crelease LS:R5:0 0x4")
 		s.do(c, "crelease LS:R5:0 0x4")
 		for _, x := range []*rtAgent{b, g, c} {
@@ -358,6 +359,7 @@ func TestStrictPeerPython(t *testing.T) {
 		"C get_lvb LS:R6:6M 4: ok evil",
 		"A cacquire LS:R5:5M 0 0x8: ok 0",
 		"A exit: exit 0",
+		"orphan: r LS:R5:PATH:5242880:1 p A ORPHAN",
 		"B crelease LS:R5:0 0x4: ok 1",
 		"C crelease LS:R5:0 0x4: ok 0")
 	assert.Equal(t, append(want, exits...), real.out)
@@ -389,6 +391,7 @@ func TestStrictPeerPython(t *testing.T) {
 		"C get_lvb LS:R6:6M 4: ok mine",
 		"A cacquire LS:R5:5M 0 0x8: ok 0",
 		"A exit: exit 0",
+		"orphan: r LS:R5:PATH:5242880:1 p A ORPHAN",
 		"B crelease LS:R5:0 0x4: err -1",
 		"C crelease LS:R5:0 0x4: ok 1")
 	assert.Equal(t, append(want, exits...), strict.out)

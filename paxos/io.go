@@ -135,7 +135,7 @@ func DecodeSlots(buf []byte, ss int, numHosts uint64) []Slot {
 // checkAligned refuses a lease offset that is not a multiple of the
 // device's sector size with -EINVAL: the direct I/O read there fails with
 // EINVAL, and sanlock 3.8.5 passes that errno through as the acquire result
-// (where other read errors give -210).
+// (ours answers -210 for the other read errors).
 func checkAligned(d Disk) error {
 	if ss := int64(d.Dev.SectorSize()); ss > 0 && d.Offset%ss != 0 {
 		return fmt.Errorf("offset %d is not a multiple of the %d-byte sector: %w", d.Offset, ss, diskfmt.ErrEINVAL)
