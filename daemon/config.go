@@ -103,6 +103,11 @@ type Config struct {
 	MaxSectorsKBAlign    bool   // max_sectors_kb = align
 	MaxSectorsKBNum      int    // max_sectors_kb = <even number <= 8192>
 
+	// StrictPeer (ours: -X, strict_peer; off by default) lets a peer that
+	// is not root or in the daemon's group act only for its own pid
+	// (strict.go, docs/security.md).
+	StrictPeer bool
+
 	// Environment and paths.
 	RunDir     string // SANLOCK_RUN_DIR
 	WdmdSocket string // SANLOCK_WDMD_SOCKET ("": wdmd's fixed socket)
@@ -211,6 +216,7 @@ var optionKeys = map[byte]string{
 	'l': "mlock_level",
 	'e': "our_host_name",
 	'a': "use_aio",
+	'X': "strict_peer", // ours; sanlock 3.8.5 has no -X
 }
 
 // ApplyConfigKey applies one key/value pair of sanlock.conf (cli.md §4.8).
@@ -296,6 +302,8 @@ func (c *Config) ApplyConfigKey(key, value string) bool {
 		}
 	case "max_worker_threads":
 		c.MaxWorkerThreads = max(v, MinWorkerThreads)
+	case "strict_peer":
+		c.StrictPeer = v != 0
 	default:
 		return false
 	}

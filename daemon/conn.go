@@ -58,7 +58,7 @@ var ErrHold = errors.New("daemon: connection held by handler")
 func (s *Server) Handle(cmd client.Cmd, class Class, h Handler) {
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
-	s.handlers[cmd] = route{h: h, class: class}
+	s.handlers[cmd] = route{h: s.strictHandler(h), class: class}
 }
 
 func (s *Server) route(cmd client.Cmd) (route, bool) {

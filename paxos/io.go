@@ -132,6 +132,17 @@ func DecodeSlots(buf []byte, ss int, numHosts uint64) []Slot {
 	return slots
 }
 
+// checkAligned refuses a lease offset that is not a multiple of the
+// device's sector size with -EINVAL: the direct I/O read there fails with
+// EINVAL, and sanlock 3.8.5 passes that errno through as the acquire result
+// (ours answers -210 for the other read errors).
+func checkAligned(d Disk) error {
+	if ss := int64(d.Dev.SectorSize()); ss > 0 && d.Offset%ss != 0 {
+		return fmt.Errorf("offset %d is not a multiple of the %d-byte sector: %w", d.Offset, ss, diskfmt.ErrEINVAL)
+	}
+	return nil
+}
+
 // fullRead is the first read of an acquire (paxos.md §3.3 step 1): align
 // bytes from every disk, leader verified, every dblock checksummed at the
 // hinted stride. One good disk is enough for the dblocks (max_mbal over the
@@ -142,6 +153,10 @@ func (l *Lease) fullRead(ctx context.Context, ss, align int) (diskfmt.Leader, ui
 	var maxMbal uint64
 	var lastErr error
 	for i := range l.Disks {
+		if err := checkAligned(l.Disks[i]); err != nil {
+			lastErr = err
+			continue
+		}
 		buf, err := l.read(ctx, i, align, 0)
 		if err != nil {
 			lastErr = ioErr(err, diskfmt.ErrDblockRead)

@@ -155,3 +155,22 @@ func (d *nthWriteFails) WriteAt(ctx context.Context, p []byte, off int64) error 
 	}
 	return d.Device.WriteAt(ctx, p, off)
 }
+
+// TestMisalignedOffset: an acquire at an offset that is not a multiple of
+// the sector size answers -EINVAL, as sanlock 3.8.5 does (its direct I/O
+// read fails with EINVAL). One such disk of three counts as a failed disk
+// (ours; not compared with 3.8.5).
+func TestMisalignedOffset(t *testing.T) {
+	c := newCluster(t, geo512, 1, 8)
+	h := c.host(1, 1, nil)
+	h.Disks[0].Offset += 100
+	_, err := h.Acquire(bg, AcquireRequest{})
+	assert.Equal(t, diskfmt.ErrEINVAL, code(err))
+
+	c = newCluster(t, geo512, 3, 8)
+	h = c.host(1, 1, nil)
+	h.Disks[2].Offset += 1
+	r, err := h.Acquire(bg, AcquireRequest{})
+	require.NoError(t, err, "2 of 3 disks readable")
+	require.NoError(t, r.Release(bg, ReleaseOptions{}))
+}

@@ -98,6 +98,9 @@ func TestScanOptions(t *testing.T) {
 			return o.cfg.KillGraceSeconds == 40 && o.cfg.MaxWorkerThreads == 2 && o.cfg.OurHostName == "host"
 		}},
 		{"client", "gets", []string{"-h", "1"}, "", false, func(o *options) bool { return o.getHosts == 1 && !o.cfg.HighPriority }},
+		{"daemon", "", []string{"-X", "1"}, "", false, func(o *options) bool { return o.cfg.StrictPeer }},
+		{"daemon", "", []string{"-X", "0"}, "", false, func(o *options) bool { return !o.cfg.StrictPeer }},
+		{"client", "status", []string{"-X", "1"}, "unknown option: X\n", true, nil},
 		{"direct", "dump", []string{"/p", "-f", "2"}, "", false, func(o *options) bool { return o.pathArg == "/p" && o.force == 2 }},
 		{"direct", "dump", []string{"-f", "1"}, "unknown option 1\nspace required before option value\n", true, nil},
 		{"direct", "dump", nil, "", true, nil},
