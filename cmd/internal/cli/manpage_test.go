@@ -79,19 +79,25 @@ func TestManPageActions(t *testing.T) {
 	require.Equal(t, want, got, "commands in sanlock.8")
 }
 
-// acceptedOptions are the letters the option scanner knows.
+// acceptedOptions are the letters the option scanner knows in client or
+// daemon mode (some, like -X, are daemon options only).
 func acceptedOptions() []string {
 	var out []string
 	for c := byte('A'); c <= 'z'; c++ {
 		if c > 'Z' && c < 'a' {
 			continue
 		}
-		err := scanOptions(defaultOptions(), "client", "status", []string{"-" + string(c), "1"}, io.Discard)
-		var ue *usageError
-		if errors.As(err, &ue) && len(ue.lines) == 1 && strings.HasPrefix(ue.lines[0], "unknown option: ") {
-			continue
+		known := false
+		for _, m := range [][2]string{{"client", "status"}, {"daemon", ""}} {
+			err := scanOptions(defaultOptions(), m[0], m[1], []string{"-" + string(c), "1"}, io.Discard)
+			var ue *usageError
+			if !(errors.As(err, &ue) && len(ue.lines) == 1 && strings.HasPrefix(ue.lines[0], "unknown option: ")) {
+				known = true
+			}
 		}
-		out = append(out, string(c))
+		if known {
+			out = append(out, string(c))
+		}
 	}
 	slices.Sort(out)
 	return out
