@@ -45,6 +45,7 @@ var clientActions = map[string]bool{
 	"request": true, "examine": true, "align": true, "version": true,
 	"format": true, "create": true, "delete": true, "lookup": true,
 	"update": true, "rebuild": true,
+	"locks": true, // gosanlock addition (docs/json.md)
 }
 
 // directActions are the actions of "sanlock direct".

@@ -18,6 +18,7 @@ const maxResourceArgs = 8
 // the scanner stores the raw value where the meaning differs.
 type options struct {
 	debug bool // -D
+	json  bool // --json (client status-like actions only; a gosanlock addition)
 
 	// cfg holds the daemon settings and the io_timeout; the config file
 	// and the daemon options are applied to it by the daemon package, the
@@ -90,6 +91,10 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 	}
 	for ; i < len(args); i++ {
 		a := args[i]
+		if a == "--json" && mode == "client" && jsonActions[action] {
+			o.json = true
+			continue
+		}
 		if len(a) != 2 || a[0] != '-' {
 			return usageErr("unknown option "+a, "space required before option value")
 		}
