@@ -162,7 +162,7 @@ func (c *clientRun) collectLocks() (*LocksJSON, int) {
 		out.Lockspaces = append(out.Lockspaces, e)
 	}
 	if only != "" && len(out.Lockspaces) == 0 && len(c.o.resources) == 0 {
-		out.Result = -int(2) // -ENOENT: not a lockspace of this daemon
+		out.Result = client.RvENOENT // not a lockspace of this daemon
 		return out, 1
 	}
 	ourID := map[string]uint64{}
