@@ -6,6 +6,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,7 @@ var clientActions = map[string]bool{
 	"request": true, "examine": true, "align": true, "version": true,
 	"format": true, "create": true, "delete": true, "lookup": true,
 	"update": true, "rebuild": true,
+	"locks": true, // gosanlock addition (docs/json.md)
 }
 
 // directActions are the actions of "sanlock direct".
@@ -188,11 +190,20 @@ func (m *mainRun) setup(mode, action string, args []string) (*options, bool) {
 		path = p
 	}
 	readConfig(path, o)
-	if err := scanOptions(o, mode, action, args, m.out); err != nil {
+	// What scanning prints goes to stdout, except with --json, where
+	// stdout carries nothing but the JSON object.
+	var msgs bytes.Buffer
+	err := scanOptions(o, mode, action, args, &msgs)
+	var dest io.Writer = m.out
+	if o.json {
+		dest = m.stderr
+	}
+	dest.Write(msgs.Bytes())
+	if err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
 			for _, l := range ue.lines {
-				fmt.Fprintln(m.out, l)
+				fmt.Fprintln(dest, l)
 			}
 		}
 		return nil, false

@@ -49,7 +49,12 @@ func rv(err error) int { return client.ErrorCode(err) }
 func (c *clientRun) printf(format string, a ...any) { fmt.Fprintf(c.out, format, a...) }
 
 func (c *clientRun) run(action string) int {
+	if c.o.json {
+		return c.runJSON(action)
+	}
 	switch action {
+	case "locks":
+		return c.locks()
 	case "status":
 		return c.status()
 	case "host_status":

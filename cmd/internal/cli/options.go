@@ -20,6 +20,7 @@ const maxResourceArgs = 8
 // the scanner stores the raw value where the meaning differs.
 type options struct {
 	debug bool // -D
+	json  bool // --json (client status-like actions only; a gosanlock addition)
 
 	// cfg holds the daemon settings and the io_timeout; the config file
 	// and the daemon options are applied to it by the daemon package, the
@@ -96,6 +97,10 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 	}
 	for ; i < len(args); i++ {
 		a := args[i]
+		if a == "--json" && mode == "client" && jsonActions[action] {
+			o.json = true
+			continue
+		}
 		if a == "--wait" && mode == "client" && action == "acquire" {
 			// Our extension; sanlock's scanner has no long options, so
 			// this cannot change the meaning of a 3.8.5 command line.
