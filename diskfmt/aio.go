@@ -275,18 +275,15 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 	}
 	r.state = reqAbandoned
 	d.stick()
-	e.mu.Unlock()
-
+	// Worth a try, though block devices and files do not support it (the
+	// kernel answers EINVAL). Current kernels deliver a cancelled request's
+	// completion through the ring too (io_cancel answers EINPROGRESS), so
+	// the slot is only ever freed by the reaper. The call is made under
+	// e.mu: the slot cannot be completed and handed out again meanwhile, so
+	// it can only name this request.
 	var ev ioEvent
-	if _, _, errno := unix.Syscall(unix.SYS_IO_CANCEL, e.id, uintptr(unsafe.Pointer(&r.cb)), uintptr(unsafe.Pointer(&ev))); errno == 0 {
-		// Older kernels hand the cancelled request's event back here
-		// instead of through the ring.
-		e.mu.Lock()
-		if r.state == reqAbandoned {
-			e.finishAbandonedLocked(r)
-		}
-		e.mu.Unlock()
-	}
+	unix.Syscall(unix.SYS_IO_CANCEL, e.id, uintptr(unsafe.Pointer(&r.cb)), uintptr(unsafe.Pointer(&ev)))
+	e.mu.Unlock()
 	return 0, timeoutErr(ctx)
 }
 
