@@ -32,11 +32,22 @@ func BenchmarkAcquireReleaseFile(b *testing.B) {
 	if err := os.WriteFile(path, append(make([]byte, 0, 2*len(area)), append(area, make([]byte, g.AlignSize)...)...), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	dev, err := diskfmt.OpenFile(path)
-	if err != nil {
-		b.Skipf("O_DIRECT: %v", err)
+	for _, mode := range []struct {
+		name string
+		open func(string) (*diskfmt.File, error)
+	}{{"aio", diskfmt.OpenFile}, {"sync", diskfmt.OpenFileSync}} {
+		b.Run(mode.name, func(b *testing.B) {
+			dev, err := mode.open(path)
+			if err != nil {
+				b.Skipf("O_DIRECT: %v", err)
+			}
+			defer dev.Close()
+			benchAcquireRelease(b, dev, g)
+		})
 	}
-	defer dev.Close()
+}
+
+func benchAcquireRelease(b *testing.B, dev diskfmt.Device, g diskfmt.Geometry) {
 	w := newWorld()
 	w.join(1, 1)
 	clock := delta.NewClockAt(1000 * time.Second)
@@ -56,6 +67,52 @@ func BenchmarkAcquireReleaseFile(b *testing.B) {
 		}
 		if err := held.Release(bg, ReleaseOptions{}); err != nil {
 			b.Fatal(fmt.Errorf("release %d: %w", i, err))
+		}
+	}
+}
+
+// TestEvalBallotBufNoAlloc: evaluating a ballot read of 2000 dblocks
+// decodes them in place, without allocating.
+func TestEvalBallotBufNoAlloc(t *testing.T) {
+	const n = 2000
+	ss := 512
+	buf := make([]byte, (2+n)*ss)
+	for id := uint64(1); id <= n; id++ {
+		d := diskfmt.Dblock{Mbal: id, Bal: id, Inp: id, Inp2: 1, Inp3: 2, Lver: 7}
+		d.Seal(buf[(1+id)*uint64(ss):])
+	}
+	var r PhaseResult
+	allocs := testing.AllocsPerRun(20, func() {
+		var err error
+		r, err = EvalBallotBuf(buf, ss, n, 7, 1<<40, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per evaluation", allocs)
+	}
+	if !r.HaveBest || r.Best.Bal != n {
+		t.Fatalf("best %+v", r)
+	}
+	want, err := EvalBallotRead(DecodeSlots(buf, ss, n), 7, 1<<40, true)
+	if err != nil || want.Best != r.Best {
+		t.Fatalf("EvalBallotRead %+v %v, EvalBallotBuf %+v", want, err, r)
+	}
+}
+
+func BenchmarkEvalBallotBuf2000(b *testing.B) {
+	const n = 2000
+	ss := 512
+	buf := make([]byte, (2+n)*ss)
+	for id := uint64(1); id <= n; id++ {
+		d := diskfmt.Dblock{Mbal: id, Bal: id, Inp: id, Lver: 7}
+		d.Seal(buf[(1+id)*uint64(ss):])
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := EvalBallotBuf(buf, ss, n, 7, 1<<40, true); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
