@@ -59,6 +59,7 @@ func (c *diskCache) get(path string) (diskfmt.Device, error) {
 
 	d.dev, d.err = c.open(path)
 	if d.err != nil {
+		d.dev = nil // may be a typed nil (a nil *diskfmt.File)
 		c.mu.Lock()
 		if c.disks[path] == d {
 			delete(c.disks, path) // later users try again
