@@ -107,8 +107,9 @@ type leaseClient struct {
 // across disk I/O; acquires of different resources run in parallel, and a
 // slow disk only delays the commands on the resources it backs.
 type Resources struct {
-	cfg ResourcesConfig
-	srv *Server
+	cfg   ResourcesConfig
+	srv   *Server
+	disks *diskCache // one open per resource disk path, shared by its leases
 
 	mu        sync.Mutex
 	res       map[resKey]*resource
@@ -135,7 +136,10 @@ func NewResources(cfg ResourcesConfig) *Resources {
 	if cfg.RunKillpath == nil {
 		cfg.RunKillpath = startKillpath
 	}
-	return &Resources{cfg: cfg, res: make(map[resKey]*resource)}
+	m := &Resources{cfg: cfg, res: make(map[resKey]*resource)}
+	// cfg.Open is looked up at each open: tests replace it afterwards.
+	m.disks = newDiskCache(func(p string) (diskfmt.Device, error) { return m.cfg.Open(p) })
+	return m
 }
 
 // attach binds the manager to its server and registers the resource
@@ -206,13 +210,14 @@ func openCode(err error) int32 {
 	return client.RvENODEV
 }
 
-// openDisks opens every disk of a resource; on failure the ones opened are
-// closed again and the open's result is returned.
+// openDisks opens every disk of a resource through the shared cache (one
+// descriptor per path, however many leases use it); on failure the ones
+// opened are closed again and the open's result is returned.
 func (m *Resources) openDisks(disks []client.Disk) ([]diskfmt.Device, []paxos.Disk, int32) {
 	devs := make([]diskfmt.Device, 0, len(disks))
 	pd := make([]paxos.Disk, 0, len(disks))
 	for _, d := range disks {
-		dev, err := m.cfg.Open(d.Path)
+		dev, err := m.disks.get(d.Path)
 		if err != nil {
 			m.logf("open error %s: %v", d.Path, err)
 			closeDevs(devs)

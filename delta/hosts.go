@@ -136,8 +136,8 @@ func (t *HostTable) Process(now uint64, area []byte, g diskfmt.Geometry, space s
 				i, rec.OwnerGeneration, rec.Timestamp, diskfmt.NameString(rec.ResourceName[:]), space))
 			h.LeaseBad = 0
 		}
-		name := diskfmt.NameString(rec.ResourceName[:])
-		if good && (name != h.OwnerName || rec.OwnerGeneration != h.OwnerGeneration) {
+		if good && (!diskfmt.NameEqual(rec.ResourceName[:], h.OwnerName) || rec.OwnerGeneration != h.OwnerGeneration) {
+			name := diskfmt.NameString(rec.ResourceName[:])
 			res.Log = append(res.Log, fmt.Sprintf("host %d %d %d %s", i, rec.OwnerGeneration, rec.Timestamp, name))
 			h.OwnerName = name
 		}
@@ -145,7 +145,7 @@ func (t *HostTable) Process(now uint64, area []byte, g diskfmt.Geometry, space s
 			continue
 		}
 		if good {
-			h.OwnerID, h.OwnerGeneration, h.OwnerName, h.IOTimeout = rec.OwnerID, rec.OwnerGeneration, name, rec.IOTimeout
+			h.OwnerID, h.OwnerGeneration, h.IOTimeout = rec.OwnerID, rec.OwnerGeneration, rec.IOTimeout // OwnerName: set above
 		}
 		h.Timestamp = rec.Timestamp
 		h.LastLive = now

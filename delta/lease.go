@@ -14,8 +14,9 @@ import (
 // Its methods are thin drivers (read, decide, write, sleep); the decisions
 // are the pure functions in acquire.go, renew.go and release.go.
 //
-// Every I/O gets a fresh buffer and its own context whose deadline is the
-// spec's per-I/O timeout (delta.md §3.4). I/O contexts are detached from
+// Every read lands in a pooled aligned buffer (diskfmt.ReadBuf; a buffer
+// whose read timed out is never pooled again) and every I/O gets its own
+// context whose deadline is the spec's per-I/O timeout (delta.md §3.4). I/O contexts are detached from
 // the caller's cancellation: an I/O that has started runs until it
 // completes or times out, as in sanlock, and cancellation is only looked at
 // between steps (the acquire sleeps, the renewal loop).
@@ -49,19 +50,19 @@ func ioContext(ctx context.Context, timeout time.Duration) (context.Context, con
 	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
 }
 
-// read reads n bytes at off into a new buffer. After a failure the buffer
-// is dropped: a device that timed out may still be filling it.
-func (l *Lease) read(ctx context.Context, n int, off int64, timeout time.Duration) ([]byte, time.Duration, error) {
+// read reads n bytes at off into a pooled buffer that the caller
+// releases. After a failure there is no buffer: a device that timed out may
+// still be filling it.
+func (l *Lease) read(ctx context.Context, n int, off int64, timeout time.Duration) (*diskfmt.Buf, time.Duration, error) {
 	ioctx, cancel := ioContext(ctx, timeout)
 	defer cancel()
-	buf := make([]byte, n)
 	start := l.Clock.Now()
-	err := l.Dev.ReadAt(ioctx, buf, off)
+	b, err := diskfmt.ReadBuf(ioctx, l.Dev, n, off)
 	took := l.Clock.Now() - start
 	if err != nil {
 		return nil, took, err
 	}
-	return buf, took, nil
+	return b, took, nil
 }
 
 // write writes one freshly built sector; the caller never touches it again.
@@ -75,10 +76,12 @@ func (l *Lease) write(ctx context.Context, sector []byte, off int64, timeout tim
 
 // readOwn reads and verifies our lease sector (acquire's reads).
 func (l *Lease) readOwn(ctx context.Context) (diskfmt.Leader, []byte, error) {
-	b, _, err := l.read(ctx, l.Geometry.SectorSize, l.sectorOffset(), l.Timing.IOTimeoutDuration())
+	pb, _, err := l.read(ctx, l.Geometry.SectorSize, l.sectorOffset(), l.Timing.IOTimeoutDuration())
 	if err != nil {
 		return diskfmt.Leader{}, nil, fmt.Errorf("delta lease %s:%d read: %w", l.Space, l.HostID, err)
 	}
+	b := append([]byte(nil), pb.Bytes()...) // one sector, kept by acquire
+	pb.Release()
 	rec, err := diskfmt.VerifyDelta(b, l.Space)
 	if err != nil {
 		return rec, b, err

@@ -100,10 +100,11 @@ type Lockspace struct {
 	mu        sync.Mutex
 	status    Status
 	history   *History
-	hosts     *HostTable // nil until the geometry is known
-	notifier  *Notifier  // nil until the geometry is known
-	lastRead  []byte     // latest whole-area read; never modified after publication
-	processed uint64     // value of status.Reads at the last ProcessHosts
+	hosts     *HostTable   // nil until the geometry is known
+	notifier  *Notifier    // nil until the geometry is known
+	lastRead  []byte       // latest whole-area read; never modified after publication
+	lastBuf   *diskfmt.Buf // lastRead's pooled buffer, released when replaced
+	processed uint64       // value of status.Reads at the last ProcessHosts
 
 	halted atomic.Bool // Halt: no more renewals, no release
 }
@@ -315,7 +316,11 @@ func (r *renewer) renew(ctx context.Context) {
 		ls.history.Failure(code)
 	}
 	if out.Area != nil {
-		ls.lastRead = out.Area
+		// Only ProcessHosts reads lastRead, under ls.mu, and keeps none of
+		// it: the area it replaces goes back to the pool, so a lockspace
+		// renews with the same two buffers over and over.
+		ls.lastBuf.Release()
+		ls.lastRead, ls.lastBuf = out.Area, out.AreaBuf
 		ls.status.Reads++
 	}
 	ls.mu.Unlock()

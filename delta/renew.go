@@ -37,8 +37,10 @@ type RenewInput struct {
 // attempt got.
 type RenewOutput struct {
 	// Area is the whole lockspace as read (align_size bytes), nil if the
-	// read failed. It belongs to the caller; nothing else references it.
-	Area []byte
+	// read failed. It is AreaBuf's bytes and belongs to the caller, who
+	// may give AreaBuf back to the pool once nothing uses Area any more.
+	Area    []byte
+	AreaBuf *diskfmt.Buf
 	// Leader is the record written (valid on success).
 	Leader diskfmt.Leader
 	// Timestamp is the new timestamp (valid on success).
@@ -102,11 +104,12 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	if off+int64(l.Geometry.SectorSize) > int64(l.Geometry.AlignSize) {
 		return out, diskfmt.ErrEINVAL
 	}
-	area, took, err := l.read(ctx, l.Geometry.AlignSize, l.Offset, l.Timing.IOTimeoutDuration())
+	ab, took, err := l.read(ctx, l.Geometry.AlignSize, l.Offset, l.Timing.IOTimeoutDuration())
 	if err != nil {
 		return out, fmt.Errorf("delta_renew read %s:%d: %w", l.Space, l.HostID, err)
 	}
-	out.Area, out.ReadMs = area, ms(took)
+	area := ab.Bytes()
+	out.Area, out.AreaBuf, out.ReadMs = area, ab, ms(took)
 	raw := area[off : off+int64(l.Geometry.SectorSize)]
 	cur, err := CheckRenewRecord(raw, l.Space, &in.Last, in.PrevOK)
 	if err != nil {

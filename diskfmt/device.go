@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,12 @@ func (t timeoutDevice) ReadAt(ctx context.Context, p []byte, off int64) error {
 	return t.Device.ReadAt(ctx, p, off)
 }
 
+func (t timeoutDevice) ReadBuf(ctx context.Context, n int, off int64) (*Buf, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return ReadBuf(ctx, t.Device, n, off)
+}
+
 func (t timeoutDevice) WriteAt(ctx context.Context, p []byte, off int64) error {
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
@@ -64,18 +71,56 @@ func (t timeoutDevice) WriteAt(ctx context.Context, p []byte, off int64) error {
 var ErrIOTimeout = errors.New("disk I/O timed out")
 
 // File is a Device over a regular file or block device opened with
-// O_DIRECT|O_SYNC, as sanlock opens its disks.
+// O_DIRECT|O_SYNC, as sanlock opens its disks. It is safe for concurrent
+// use; one File may serve every lease on its disk.
+//
+// I/O goes through Linux native AIO when the kernel provides it (see
+// aio.go), else through a synchronous fallback. Both bound what a hung disk
+// can cost: at most maxInflight requests per device are in flight, stuck
+// ones included, and while maxStuck timed-out requests are still pending
+// no new request is started on the device; it waits for them up to its own
+// deadline and then fails with ErrIOTimeout. With AIO a stuck request holds
+// no thread; with the fallback each holds one, so at most maxStuck threads
+// per device are ever stuck in the kernel.
 type File struct {
 	f          *os.File
+	fd         int
 	path       string
 	sectorSize int
-	inflight   atomic.Int32 // I/Os running, abandoned ones included
+	aio        *aioEngine // nil: synchronous fallback
+
+	sem     chan struct{} // in-flight tokens; a stuck request keeps its token
+	stuckMu sync.Mutex
+	stuck   int           // timed-out requests the kernel has not completed
+	unstuck chan struct{} // closed (and reset) when stuck drops
+
+	closeMu  sync.RWMutex
+	closed   bool
+	inflight atomic.Int32 // synchronous I/Os running, abandoned ones included
 }
+
+const (
+	maxInflight = 16 // requests per device in flight at once, stuck ones included
+	maxStuck    = 2  // timed-out requests per device before new ones wait
+)
 
 // OpenFile opens path for lease I/O. Files report 512-byte sectors; block
 // devices report their logical block size (BLKSSZGET). Errors are the
 // open/stat errno (e.g. ENOENT), so callers can map them to result codes.
 func OpenFile(path string) (*File, error) {
+	d, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d.aio = sharedAIO()
+	return d, nil
+}
+
+// OpenFileSync is OpenFile with the synchronous fallback (no native AIO),
+// for tests and comparisons.
+func OpenFileSync(path string) (*File, error) { return openFile(path) }
+
+func openFile(path string) (*File, error) {
 	f, err := directio.OpenFile(path, os.O_RDWR|unix.O_SYNC, 0)
 	if err != nil {
 		return nil, err
@@ -96,7 +141,15 @@ func OpenFile(path string) (*File, error) {
 			ss = n
 		}
 	}
-	return &File{f: f, path: path, sectorSize: ss}, nil
+	d := newFile(f, path, ss)
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { d.fd = int(fd) })
+	}
+	return d, nil
+}
+
+func newFile(f *os.File, path string, ss int) *File {
+	return &File{f: f, fd: -1, path: path, sectorSize: ss, sem: make(chan struct{}, maxInflight)}
 }
 
 // Path returns the path the device was opened with.
@@ -105,12 +158,28 @@ func (d *File) Path() string { return d.path }
 // SectorSize implements Device.
 func (d *File) SectorSize() int { return d.sectorSize }
 
-// Close implements Device. I/O abandoned after a timeout keeps the
-// descriptor alive until it finishes (os.File reference counting), and
-// closing would wait for it; with such I/O in flight the close happens in
-// the background and Close returns at once, so a hung disk never holds up
-// the caller.
+// AIO reports whether the device uses native AIO.
+func (d *File) AIO() bool { return d.aio != nil }
+
+// Stuck returns how many timed-out I/Os on the device are still pending.
+func (d *File) Stuck() int {
+	d.stuckMu.Lock()
+	defer d.stuckMu.Unlock()
+	return d.stuck
+}
+
+// Close implements Device. Requests still in the kernel keep their own
+// reference to the open file, so Close never waits for them: with
+// synchronous I/O still stuck, the close itself happens in the background
+// and Close returns at once, so a hung disk never holds up the caller.
 func (d *File) Close() error {
+	d.closeMu.Lock()
+	if d.closed {
+		d.closeMu.Unlock()
+		return os.ErrClosed
+	}
+	d.closed = true
+	d.closeMu.Unlock()
 	if d.inflight.Load() > 0 {
 		go func() { _ = d.f.Close() }()
 		return nil
@@ -118,19 +187,18 @@ func (d *File) Close() error {
 	return d.f.Close()
 }
 
-type ioResult struct {
-	n   int
-	err error
-}
-
 // ReadAt implements Device.
 func (d *File) ReadAt(ctx context.Context, p []byte, off int64) error {
-	buf := directio.AlignedBlock(roundUp(len(p), directio.AlignSize))[:len(p)]
-	n, err := d.run(ctx, func() (int, error) { return d.sysIO(unix.Pread, buf, off) })
+	b := GetBuf(len(p))
+	n, err := d.io(ctx, false, b, off)
 	if err != nil {
+		if !errors.Is(err, ErrIOTimeout) {
+			b.Release()
+		}
 		return fmt.Errorf("read %s at %d: %w", d.path, off, err)
 	}
-	copy(p, buf[:n])
+	copy(p, b.Bytes()[:n])
+	b.Release()
 	if n < len(p) {
 		clear(p[n:])
 		return fmt.Errorf("read %s at %d: %d of %d bytes: %w", d.path, off, n, len(p), io.ErrUnexpectedEOF)
@@ -138,13 +206,37 @@ func (d *File) ReadAt(ctx context.Context, p []byte, off int64) error {
 	return nil
 }
 
+// ReadBuf implements BufReader: the read lands directly in a pooled aligned
+// buffer that the caller releases. Any error, a short read included,
+// returns no buffer.
+func (d *File) ReadBuf(ctx context.Context, n int, off int64) (*Buf, error) {
+	b := GetBuf(n)
+	got, err := d.io(ctx, false, b, off)
+	if err != nil {
+		if !errors.Is(err, ErrIOTimeout) {
+			b.Release()
+		}
+		return nil, fmt.Errorf("read %s at %d: %w", d.path, off, err)
+	}
+	if got < n {
+		b.Release()
+		return nil, fmt.Errorf("read %s at %d: %d of %d bytes: %w", d.path, off, got, n, io.ErrUnexpectedEOF)
+	}
+	return b, nil
+}
+
 // WriteAt implements Device.
 func (d *File) WriteAt(ctx context.Context, p []byte, off int64) error {
-	buf := directio.AlignedBlock(roundUp(len(p), directio.AlignSize))[:len(p)]
-	copy(buf, p)
-	n, err := d.run(ctx, func() (int, error) { return d.sysIO(unix.Pwrite, buf, off) })
-	if err == nil && n < len(p) {
-		err = io.ErrShortWrite
+	b := GetBuf(len(p))
+	copy(b.Bytes(), p)
+	n, err := d.io(ctx, true, b, off)
+	if err == nil {
+		b.Release()
+		if n < len(p) {
+			err = io.ErrShortWrite
+		}
+	} else if !errors.Is(err, ErrIOTimeout) {
+		b.Release()
 	}
 	if err != nil {
 		return fmt.Errorf("write %s at %d: %w", d.path, off, err)
@@ -152,14 +244,89 @@ func (d *File) WriteAt(ctx context.Context, p []byte, off int64) error {
 	return nil
 }
 
+// io performs one read or write of b at off. On a timeout the request owns
+// b from then on: the caller must neither reuse nor release it.
+func (d *File) io(ctx context.Context, write bool, b *Buf, off int64) (int, error) {
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	if err := d.admit(ctx); err != nil {
+		return 0, err
+	}
+	if d.aio != nil {
+		return d.aio.do(ctx, d, write, b, off)
+	}
+	call := unix.Pread
+	if write {
+		call = unix.Pwrite
+	}
+	return d.syncRun(ctx, func() (int, error) { return d.sysIO(call, b.Bytes(), off) })
+}
+
+// admit takes an in-flight token for one request, waiting (until ctx is
+// done) while the device has maxStuck timed-out requests still pending or
+// maxInflight requests in flight.
+func (d *File) admit(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return timeoutErr(ctx)
+	}
+	for {
+		d.stuckMu.Lock()
+		if d.stuck < maxStuck {
+			d.stuckMu.Unlock()
+			break
+		}
+		if d.unstuck == nil {
+			d.unstuck = make(chan struct{})
+		}
+		ch, n := d.unstuck, d.stuck
+		d.stuckMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %d earlier I/Os on %s still pending: %v", ErrIOTimeout, n, d.path, context.Cause(ctx))
+		}
+	}
+	select {
+	case d.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case d.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return timeoutErr(ctx)
+	}
+}
+
+// release gives back an in-flight token.
+func (d *File) release() { <-d.sem }
+
+// stick counts a request that timed out and is still in the kernel.
+func (d *File) stick() {
+	d.stuckMu.Lock()
+	d.stuck++
+	d.stuckMu.Unlock()
+}
+
+// unstick ends a stuck request: the kernel completed it at last.
+func (d *File) unstick() {
+	d.stuckMu.Lock()
+	d.stuck--
+	if d.unstuck != nil {
+		close(d.unstuck)
+		d.unstuck = nil
+	}
+	d.stuckMu.Unlock()
+	d.release()
+}
+
 // sysIO makes one pread or pwrite call (retrying EINTR) while holding a
 // reference on the descriptor, so a concurrent Close cannot recycle it.
 // A single call, not a loop: O_DIRECT needs the aligned whole buffer, and a
 // short count means end of device.
 func (d *File) sysIO(call func(int, []byte, int64) (int, error), buf []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, unix.EINVAL
-	}
 	rc, err := d.f.SyscallConn()
 	if err != nil {
 		return 0, err
@@ -183,31 +350,93 @@ func (d *File) sysIO(call func(int, []byte, int64) (int, error), buf []byte, off
 	return n, ioErr
 }
 
-// run performs op on its own goroutine so the caller can give up at the
-// context deadline. op owns its buffer; after a timeout nobody else touches
-// that buffer again.
-func (d *File) run(ctx context.Context, op func() (int, error)) (int, error) {
-	d.inflight.Add(1)
+// syncReq is one request of the synchronous fallback.
+type syncReq struct {
+	n         int
+	err       error
+	finished  bool // guarded by File.stuckMu
+	abandoned bool // guarded by File.stuckMu
+	done      chan struct{}
+}
+
+// syncRun is the synchronous fallback: op runs on its own goroutine so the
+// caller can give up at the context deadline. The caller holds an
+// in-flight token, which syncRun gives back when op returns (for an
+// abandoned op, whenever that is). op owns its buffer; after a timeout
+// nobody else touches that buffer again.
+func (d *File) syncRun(ctx context.Context, op func() (int, error)) (int, error) {
 	if ctx.Done() == nil {
-		defer d.inflight.Add(-1)
-		return op()
-	}
-	if err := ctx.Err(); err != nil {
-		d.inflight.Add(-1)
-		return 0, fmt.Errorf("%w: %v", ErrIOTimeout, err)
-	}
-	done := make(chan ioResult, 1)
-	go func() {
-		defer d.inflight.Add(-1)
+		d.inflight.Add(1)
 		n, err := op()
-		done <- ioResult{n, err}
+		d.inflight.Add(-1)
+		d.release()
+		return n, err
+	}
+	r := &syncReq{done: make(chan struct{})}
+	d.inflight.Add(1)
+	go func() {
+		n, err := op()
+		d.inflight.Add(-1)
+		d.stuckMu.Lock()
+		r.n, r.err, r.finished = n, err, true
+		abandoned := r.abandoned
+		d.stuckMu.Unlock()
+		if abandoned {
+			d.unstick()
+			return
+		}
+		close(r.done)
 	}()
 	select {
-	case r := <-done:
+	case <-r.done:
+		d.release()
 		return r.n, r.err
 	case <-ctx.Done():
-		return 0, fmt.Errorf("%w: %v", ErrIOTimeout, ctx.Err())
 	}
+	d.stuckMu.Lock()
+	if r.finished {
+		d.stuckMu.Unlock()
+		<-r.done
+		d.release()
+		return r.n, r.err
+	}
+	r.abandoned = true
+	d.stuck++
+	d.stuckMu.Unlock()
+	return 0, timeoutErr(ctx)
+}
+
+// run is syncRun with admission, for tests of the fallback.
+func (d *File) run(ctx context.Context, op func() (int, error)) (int, error) {
+	if err := d.admit(ctx); err != nil {
+		return 0, err
+	}
+	return d.syncRun(ctx, op)
+}
+
+// BufReader is a Device that can read straight into a pooled buffer.
+type BufReader interface {
+	// ReadBuf reads n bytes at off into a pooled aligned buffer that the
+	// caller must Release. Any error returns no buffer.
+	ReadBuf(ctx context.Context, n int, off int64) (*Buf, error)
+}
+
+// ReadBuf reads n bytes at off from dev into a pooled buffer, without a
+// copy when dev is a BufReader. The caller releases the buffer when done
+// with its bytes. A failed read returns no buffer; after a timeout the
+// buffer is abandoned, never pooled again.
+func ReadBuf(ctx context.Context, dev Device, n int, off int64) (*Buf, error) {
+	if br, ok := dev.(BufReader); ok {
+		return br.ReadBuf(ctx, n, off)
+	}
+	b := GetBuf(n)
+	if err := dev.ReadAt(ctx, b.Bytes(), off); err != nil {
+		if !errors.Is(err, ErrIOTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+			b.Release()
+		}
+		return nil, err
+	}
+	return b, nil
 }
 
 func roundUp(n, to int) int {

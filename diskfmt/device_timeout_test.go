@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -16,7 +18,7 @@ import (
 // outlives its deadline returns ErrIOTimeout at once, and the operation that
 // completes later writes only into its own buffer, never the caller's.
 func TestRunTimeoutAbandonsBuffer(t *testing.T) {
-	d := &File{path: "test"}
+	d := newFile(nil, "test", 512)
 	release := make(chan struct{})
 	finished := make(chan struct{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -120,7 +122,7 @@ func TestCloseDoesNotWaitForAbandonedIO(t *testing.T) {
 	require.NoError(t, err)
 	defer unix.Close(fds[1])
 	require.NoError(t, unix.SetNonblock(fds[0], true))
-	d := &File{f: os.NewFile(uintptr(fds[0]), "sock"), path: "sock"}
+	d := newFile(os.NewFile(uintptr(fds[0]), "sock"), "sock", 512)
 	rc, err := d.f.SyscallConn()
 	require.NoError(t, err)
 
@@ -144,4 +146,79 @@ func TestCloseDoesNotWaitForAbandonedIO(t *testing.T) {
 		t.Fatal("Close waited for the abandoned I/O")
 	}
 	close(release)
+}
+
+// TestFileSyncFallback: the synchronous fallback reads and writes like the
+// AIO path.
+func TestFileSyncFallback(t *testing.T) {
+	dir, err := os.MkdirTemp("/var/tmp", "gs-diskfmt-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "leases")
+	require.NoError(t, os.WriteFile(path, make([]byte, 8192), 0o644))
+	for _, open := range []func(string) (*File, error){OpenFile, OpenFileSync} {
+		d, err := open(path)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		w := make([]byte, 1024)
+		for i := range w {
+			w[i] = byte(i * 7)
+		}
+		require.NoError(t, d.WriteAt(ctx, w, 512))
+		b, err := ReadBuf(ctx, d, 1024, 512)
+		require.NoError(t, err)
+		require.Equal(t, w, b.Bytes())
+		b.Release()
+		_, err = ReadBuf(ctx, d, 1024, 7680)
+		require.True(t, IsShortRead(err), "err = %v", err)
+		// A misaligned buffer length fails with EINVAL on both paths.
+		err = d.WriteAt(ctx, make([]byte, 100), 0)
+		require.Equal(t, ErrEINVAL, CodeOf(err))
+		cancel()
+		require.NoError(t, d.Close())
+	}
+}
+
+// TestStuckLimit: while maxStuck timed-out I/Os of a device are still
+// pending, a new I/O is not started at all; it fails with ErrIOTimeout at
+// its own deadline. Once one of them completes, I/O starts again.
+func TestStuckLimit(t *testing.T) {
+	d := newFile(nil, "test", 512)
+	release := make(chan struct{})
+	var started atomic.Int32
+	hang := func() (int, error) {
+		started.Add(1)
+		<-release
+		return 0, nil
+	}
+	for range maxStuck + 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		_, err := d.run(ctx, hang)
+		cancel()
+		require.ErrorIs(t, err, ErrIOTimeout)
+	}
+	require.EqualValues(t, maxStuck, started.Load(), "I/Os started on a device with stuck ones")
+	require.Equal(t, maxStuck, d.Stuck())
+	close(release)
+	require.Eventually(t, func() bool { return d.Stuck() == 0 }, 10*time.Second, time.Millisecond)
+	n, err := d.run(context.Background(), func() (int, error) { return 7, nil })
+	require.NoError(t, err)
+	require.Equal(t, 7, n)
+	require.Len(t, d.sem, 0)
+}
+
+// TestPoolClasses: buffers are aligned, sized by power-of-two classes and
+// reused after Release.
+func TestPoolClasses(t *testing.T) {
+	for _, n := range []int{1, 512, 4096, 4097, 1 << 20, 1025024, 8 << 20, 40 << 20} {
+		b := GetBuf(n)
+		require.Len(t, b.Bytes(), n)
+		require.Zero(t, uintptr(unsafe.Pointer(unsafe.SliceData(b.Bytes())))%alignBytes)
+		b.Release()
+	}
+	a := GetBuf(1 << 20)
+	a.Release()
+	require.Same(t, a, GetBuf(1<<20-512))
+	allocs := testing.AllocsPerRun(100, func() { GetBuf(1 << 20).Release() })
+	require.Zero(t, allocs)
 }

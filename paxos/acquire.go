@@ -183,11 +183,12 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 // ownerReleased reads the owner's dblock from disk 0 and reports whether it
 // carries the RELEASED flag (a read or checksum failure counts as no).
 func (l *Lease) ownerReleased(ctx context.Context, owner uint64, ss int) bool {
-	buf, err := l.read(ctx, 0, ss, hostOffset(owner, ss))
+	b, err := l.read(ctx, 0, ss, hostOffset(owner, ss))
 	if err != nil {
 		return false
 	}
-	d, err := diskfmt.DecodeDblock(buf)
+	d, err := diskfmt.DecodeDblock(b.Bytes())
+	b.Release()
 	return err == nil && d.Flags&diskfmt.DblockReleased != 0
 }
 
@@ -209,14 +210,15 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 	var best PhaseResult
 	reads := 0
 	for i := range l.Disks {
-		buf, err := l.read(ctx, i, size, 0)
+		b, err := l.read(ctx, i, size, 0)
 		if err != nil {
 			usable[i] = !isTimeout(err)
 			continue
 		}
 		usable[i] = true
 		reads++
-		r, err := EvalBallotRead(DecodeSlots(buf, ss, ld.NumHosts), nextLver, mbal, true)
+		r, err := EvalBallotBuf(b.Bytes(), ss, ld.NumHosts, nextLver, mbal, true)
+		b.Release()
 		for _, id := range r.Shared {
 			st.shared[id] = true
 			st.sharedCount++
@@ -250,12 +252,14 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 		if !usable[i] {
 			continue
 		}
-		buf, err := l.read(ctx, i, size, 0)
+		b, err := l.read(ctx, i, size, 0)
 		if err != nil {
 			continue
 		}
 		reads++
-		if _, err := EvalBallotRead(DecodeSlots(buf, ss, ld.NumHosts), nextLver, mbal, false); err != nil {
+		_, err = EvalBallotBuf(b.Bytes(), ss, ld.NumHosts, nextLver, mbal, false)
+		b.Release()
+		if err != nil {
 			return d, err
 		}
 	}

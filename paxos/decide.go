@@ -127,30 +127,51 @@ type PhaseResult struct {
 func EvalBallotRead(slots []Slot, nextLver, mbal uint64, phase1 bool) (PhaseResult, error) {
 	var r PhaseResult
 	for i := range slots {
-		s := &slots[i]
-		if s.Bad {
-			continue
-		}
-		if phase1 && s.Mode.Flags&diskfmt.ModeShared != 0 {
-			r.Shared = append(r.Shared, s.HostID)
-		}
-		d := &s.Dblock
-		switch {
-		case d.Lver < nextLver:
-			continue
-		case d.Lver > nextLver:
-			return r, diskfmt.ErrDblockLver
-		case d.Mbal > mbal:
-			return r, diskfmt.ErrDblockMbal
-		}
-		if !phase1 || d.Inp == 0 || d.Bal == 0 {
-			continue
-		}
-		if !r.HaveBest || d.Bal > r.Best.Bal {
-			r.Best, r.HaveBest = *d, true
+		if err := r.add(&slots[i], nextLver, mbal, phase1); err != nil {
+			return r, err
 		}
 	}
 	return r, nil
+}
+
+// EvalBallotBuf is EvalBallotRead over the dblocks of hosts 1..numHosts in
+// a ballot read buffer, decoded one at a time in place: every dblock is
+// looked at, in slot order, without allocating per slot.
+func EvalBallotBuf(buf []byte, ss int, numHosts, nextLver, mbal uint64, phase1 bool) (PhaseResult, error) {
+	var r PhaseResult
+	for id := uint64(1); id <= numHosts; id++ {
+		s := SlotAt(buf, ss, id)
+		if err := r.add(&s, nextLver, mbal, phase1); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// add is EvalBallotRead's step for one slot.
+func (r *PhaseResult) add(s *Slot, nextLver, mbal uint64, phase1 bool) error {
+	if s.Bad {
+		return nil
+	}
+	if phase1 && s.Mode.Flags&diskfmt.ModeShared != 0 {
+		r.Shared = append(r.Shared, s.HostID)
+	}
+	d := &s.Dblock
+	switch {
+	case d.Lver < nextLver:
+		return nil
+	case d.Lver > nextLver:
+		return diskfmt.ErrDblockLver
+	case d.Mbal > mbal:
+		return diskfmt.ErrDblockMbal
+	}
+	if !phase1 || d.Inp == 0 || d.Bal == 0 {
+		return nil
+	}
+	if !r.HaveBest || d.Bal > r.Best.Bal {
+		r.Best, r.HaveBest = *d, true
+	}
+	return nil
 }
 
 // BetterValue merges two disks' phase-1 results: the one with the higher bal

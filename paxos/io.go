@@ -1,7 +1,6 @@
 package paxos
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +9,11 @@ import (
 )
 
 // This file is the multi-disk I/O of a lease (paxos.md §4). Every I/O is
-// issued alone, in disk order, with a fresh buffer and a context whose
-// deadline is our io_timeout. A buffer is never reused after a failed I/O,
-// so a late completion cannot corrupt later data.
+// issued alone, in disk order, with a context whose deadline is our
+// io_timeout. Reads land in pooled aligned buffers (diskfmt.ReadBuf) that
+// are released once decoded; a buffer whose read failed is never seen
+// again, and one whose read timed out is never pooled again, so a late
+// completion cannot corrupt later data.
 
 func isTimeout(err error) bool {
 	return errors.Is(err, diskfmt.ErrIOTimeout) || errors.Is(err, context.DeadlineExceeded)
@@ -27,15 +28,13 @@ func ioErr(err error, code diskfmt.Code) error {
 	return fmt.Errorf("%v: %w", err, code)
 }
 
-func (l *Lease) read(ctx context.Context, disk int, n int, rel int64) ([]byte, error) {
+// read reads n bytes at rel on one disk into a pooled buffer, which the
+// caller releases once it has decoded what it needs.
+func (l *Lease) read(ctx context.Context, disk int, n int, rel int64) (*diskfmt.Buf, error) {
 	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.Host.ioTimeout())
 	defer cancel()
 	d := l.Disks[disk]
-	buf := make([]byte, n)
-	if err := d.Dev.ReadAt(ioctx, buf, d.Offset+rel); err != nil {
-		return nil, err
-	}
-	return buf, nil
+	return diskfmt.ReadBuf(ioctx, d.Dev, n, d.Offset+rel)
 }
 
 func (l *Lease) write(ctx context.Context, disk int, buf []byte, rel int64) error {
@@ -71,7 +70,13 @@ func hostOffset(hostID uint64, ss int) int64 { return diskfmt.DblockSector(hostI
 // validLeader is one disk's verified leader with its compared bytes.
 type validLeader struct {
 	ld  diskfmt.Leader
-	cmp []byte // bytes [0,152)
+	cmp [diskfmt.LeaderCompareLen]byte // bytes [0,152)
+}
+
+func newValidLeader(ld diskfmt.Leader, buf []byte) validLeader {
+	v := validLeader{ld: ld}
+	copy(v.cmp[:], buf)
+	return v
 }
 
 // majorityLeader finds a leader whose first 152 bytes are identical on a
@@ -80,7 +85,7 @@ func majorityLeader(v []validLeader, n int) (diskfmt.Leader, bool) {
 	for i := range v {
 		same := 0
 		for j := range v {
-			if bytes.Equal(v[i].cmp, v[j].cmp) {
+			if v[i].cmp == v[j].cmp {
 				same++
 			}
 		}
@@ -116,18 +121,7 @@ func MaxMbalFull(buf []byte, ss int, numHosts uint64) (uint64, error) {
 func DecodeSlots(buf []byte, ss int, numHosts uint64) []Slot {
 	slots := make([]Slot, 0, numHosts)
 	for q := uint64(0); q < numHosts; q++ {
-		s := Slot{HostID: q + 1}
-		off := (2 + q) * uint64(ss)
-		if off+uint64(ss) > uint64(len(buf)) {
-			s.Bad = true
-			slots = append(slots, s)
-			continue
-		}
-		var err error
-		s.Dblock, err = diskfmt.DecodeDblock(buf[off:])
-		s.Bad = err != nil
-		s.Mode, _ = diskfmt.DecodeModeBlock(buf[off+diskfmt.ModeBlockOffset:])
-		slots = append(slots, s)
+		slots = append(slots, SlotAt(buf, ss, q+1))
 	}
 	return slots
 }
@@ -141,6 +135,23 @@ func checkAligned(d Disk) error {
 		return fmt.Errorf("offset %d is not a multiple of the %d-byte sector: %w", d.Offset, ss, diskfmt.ErrEINVAL)
 	}
 	return nil
+}
+
+// SlotAt decodes host hostID's dblock and mode block from a ballot read
+// buffer in place (no allocation). A slot that lies outside the buffer is
+// Bad.
+func SlotAt(buf []byte, ss int, hostID uint64) Slot {
+	s := Slot{HostID: hostID}
+	off := (1 + hostID) * uint64(ss)
+	if off+uint64(ss) > uint64(len(buf)) {
+		s.Bad = true
+		return s
+	}
+	var err error
+	s.Dblock, err = diskfmt.DecodeDblock(buf[off:])
+	s.Bad = err != nil
+	s.Mode, _ = diskfmt.DecodeModeBlock(buf[off+diskfmt.ModeBlockOffset:])
+	return s
 }
 
 // fullRead is the first read of an acquire (paxos.md §3.3 step 1): align
@@ -157,23 +168,27 @@ func (l *Lease) fullRead(ctx context.Context, ss, align int) (diskfmt.Leader, ui
 			lastErr = err
 			continue
 		}
-		buf, err := l.read(ctx, i, align, 0)
+		b, err := l.read(ctx, i, align, 0)
 		if err != nil {
 			lastErr = ioErr(err, diskfmt.ErrDblockRead)
 			continue
 		}
+		buf := b.Bytes()
 		ld, err := diskfmt.VerifyPaxos(buf, h.Space, l.Name, h.ID)
 		if err != nil {
+			b.Release()
 			lastErr = err
 			continue
 		}
 		m, err := MaxMbalFull(buf, ss, ld.NumHosts)
 		if err != nil {
+			b.Release()
 			lastErr = err
 			continue
 		}
 		maxMbal = max(maxMbal, m)
-		good = append(good, validLeader{ld, buf[:diskfmt.LeaderCompareLen]})
+		good = append(good, newValidLeader(ld, buf))
+		b.Release()
 	}
 	if len(good) == 0 {
 		if len(l.Disks) == 1 {
@@ -195,17 +210,20 @@ func (l *Lease) leaderRead(ctx context.Context, ss int) (diskfmt.Leader, error) 
 	var good []validLeader
 	var lastErr error
 	for i := range l.Disks {
-		buf, err := l.read(ctx, i, ss, 0)
+		b, err := l.read(ctx, i, ss, 0)
 		if err != nil {
 			lastErr = ioErr(err, diskfmt.ErrLeaderRead)
 			continue
 		}
-		ld, err := diskfmt.VerifyPaxos(buf, h.Space, l.Name, h.ID)
+		ld, err := diskfmt.VerifyPaxos(b.Bytes(), h.Space, l.Name, h.ID)
+		if err == nil {
+			good = append(good, newValidLeader(ld, b.Bytes()))
+		}
+		b.Release()
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		good = append(good, validLeader{ld, buf[:diskfmt.LeaderCompareLen]})
 	}
 	if !Majority(len(l.Disks), len(good)) {
 		if len(l.Disks) == 1 {

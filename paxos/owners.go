@@ -35,7 +35,8 @@ func ResourceOwners(buf []byte, ld *diskfmt.Leader, ss int) Owners {
 	if held {
 		res.Owners = append(res.Owners, Owner{HostID: ld.OwnerID, Generation: ld.OwnerGeneration, Timestamp: ld.Timestamp})
 	}
-	for _, s := range DecodeSlots(buf, ss, ld.NumHosts) {
+	for id := uint64(1); id <= ld.NumHosts; id++ {
+		s := SlotAt(buf, ss, id)
 		if s.Mode.Flags&diskfmt.ModeShared == 0 {
 			continue
 		}
@@ -64,30 +65,41 @@ func ReadResourceOwners(ctx context.Context, dev diskfmt.Device, off int64, spac
 		align = diskfmt.LegacyAlign(ss)
 	}
 	for pass := 0; ; pass++ {
-		buf := make([]byte, align)
-		if err := dev.ReadAt(ctx, buf, off); err != nil {
+		b, err := diskfmt.ReadBuf(ctx, dev, align, off)
+		if err != nil {
 			return Owners{}, wrap("read_resource_owners", ioErr(err, diskfmt.ErrEIO), nil)
 		}
-		ld, err := diskfmt.VerifyPaxos(buf, space, name, 0)
-		if err != nil {
-			return Owners{}, wrap("read_resource_owners", err, nil)
-		}
-		g, err := diskfmt.GeometryFromLeader(&ld)
-		if err != nil {
-			return Owners{}, wrap("read_resource_owners", err, &ld)
-		}
-		if g.SectorSize != ss || g.AlignSize != align {
-			if given || pass > 0 {
-				return Owners{}, wrap("read_resource_owners",
-					fmt.Errorf("lease sizes %v, asked %d/%d: %w", g, ss, align, diskfmt.ErrEINVAL), &ld)
-			}
-			ss, align = g.SectorSize, g.AlignSize
+		res, again, err := resourceOwners(b.Bytes(), space, name, ss, align, given || pass > 0)
+		b.Release()
+		if again {
+			ss, align = res.Geometry.SectorSize, res.Geometry.AlignSize
 			continue
 		}
-		res := ResourceOwners(buf, &ld, ss)
-		res.Geometry = g
-		return res, nil
+		return res, err
 	}
+}
+
+// resourceOwners decodes one read of ReadResourceOwners; again asks for a
+// second read with the sizes in res.Geometry.
+func resourceOwners(buf []byte, space, name string, ss, align int, fixed bool) (Owners, bool, error) {
+	ld, err := diskfmt.VerifyPaxos(buf, space, name, 0)
+	if err != nil {
+		return Owners{}, false, wrap("read_resource_owners", err, nil)
+	}
+	g, err := diskfmt.GeometryFromLeader(&ld)
+	if err != nil {
+		return Owners{}, false, wrap("read_resource_owners", err, &ld)
+	}
+	if g.SectorSize != ss || g.AlignSize != align {
+		if fixed {
+			return Owners{}, false, wrap("read_resource_owners",
+				fmt.Errorf("lease sizes %v, asked %d/%d: %w", g, ss, align, diskfmt.ErrEINVAL), &ld)
+		}
+		return Owners{Geometry: g}, true, nil
+	}
+	res := ResourceOwners(buf, &ld, ss)
+	res.Geometry = g
+	return res, false, nil
 }
 
 // ReadResource reads a lease's leader from one device (paxos.md §10.1): 4096

@@ -81,11 +81,12 @@ func (l *Lease) Request(ctx context.Context, lver uint64, forceMode uint32, next
 }
 
 func (l *Lease) readRequestRecord(ctx context.Context, ss int) (diskfmt.Request, error) {
-	buf, err := l.read(ctx, 0, ss, int64(ss))
+	b, err := l.read(ctx, 0, ss, int64(ss))
 	if err != nil {
 		return diskfmt.Request{}, ioErr(err, diskfmt.ErrEIO)
 	}
-	return diskfmt.DecodeRequest(buf)
+	defer b.Release()
+	return diskfmt.DecodeRequest(b.Bytes())
 }
 
 // ReadRequest reads the request record of a held lease (the owner's side

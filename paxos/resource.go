@@ -145,10 +145,11 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 	}
 	if req.LVB {
 		r.lvb = make([]byte, st.ss)
-		if buf, err := l.read(ctx, 0, st.ss, int64(diskfmt.LVBSector)*int64(st.ss)); err != nil {
+		if b, err := l.read(ctx, 0, st.ss, int64(diskfmt.LVBSector)*int64(st.ss)); err != nil {
 			lg.Warn("lvb read failed", zap.Error(err))
 		} else {
-			copy(r.lvb, buf)
+			copy(r.lvb, b.Bytes())
+			b.Release()
 		}
 	}
 	return r, nil
@@ -183,11 +184,12 @@ func (l *Lease) clearDeadShared(ctx context.Context, st *acquireState) (int, err
 	slices.Sort(ids)
 	live := 0
 	for _, id := range ids {
-		buf, err := l.read(ctx, 0, st.ss, hostOffset(id, st.ss))
+		b, err := l.read(ctx, 0, st.ss, hostOffset(id, st.ss))
 		if err != nil {
 			return live, ioErr(err, diskfmt.ErrDblockRead)
 		}
-		mb, _ := diskfmt.DecodeModeBlock(buf[diskfmt.ModeBlockOffset:])
+		mb, _ := diskfmt.DecodeModeBlock(b.Bytes()[diskfmt.ModeBlockOffset:])
+		b.Release()
 		if mb.Flags&diskfmt.ModeShared == 0 || mb.Generation == 0 {
 			continue
 		}

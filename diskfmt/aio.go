@@ -1,0 +1,328 @@
+package diskfmt
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Linux native AIO, as sanlock uses it through libaio: requests are
+// submitted with io_submit and their completions collected by one
+// long-lived reaper per AIO context. The caller waits on its request's
+// completion with the io_timeout as deadline. A request that times out is
+// abandoned: io_cancel is tried, its buffer is never given back to the pool
+// and its slot stays taken until the kernel completes it. A hung disk so
+// costs no thread at all: the reaper sleeps in the runtime's poller on an
+// eventfd the kernel signals per completion (IOCB_FLAG_RESFD), and callers
+// sleep on a channel.
+
+// iocb is struct iocb of <linux/aio_abi.h>: 64 bytes, the same layout on
+// every 64-bit Linux architecture. aio_key and aio_rw_flags swap places on
+// big-endian machines; both are always zero here, so the order does not
+// matter.
+type iocb struct {
+	data      uint64 // aio_data: our slot number + 1
+	key       uint32 // aio_key (aio_rw_flags on big-endian)
+	rwFlags   uint32 // aio_rw_flags (aio_key on big-endian)
+	opcode    uint16
+	reqprio   int16
+	fildes    uint32
+	buf       uint64
+	nbytes    uint64
+	offset    int64
+	reserved2 uint64
+	flags     uint32
+	resfd     uint32
+}
+
+// ioEvent is struct io_event.
+type ioEvent struct {
+	data uint64
+	obj  uint64
+	res  int64
+	res2 int64
+}
+
+// Layout checks: both sizes are fixed by the kernel ABI.
+var (
+	_ [64 - unsafe.Sizeof(iocb{})]byte
+	_ [unsafe.Sizeof(iocb{}) - 64]byte
+	_ [32 - unsafe.Sizeof(ioEvent{})]byte
+	_ [unsafe.Sizeof(ioEvent{}) - 32]byte
+)
+
+const (
+	iocbCmdPread  = 0
+	iocbCmdPwrite = 1
+	iocbFlagResfd = 1 << 0
+
+	// aioSlots is the size of the process-wide AIO context: the most
+	// requests in flight at once, stuck ones included (each device adds at
+	// most maxInflight).
+	aioSlots = 512
+)
+
+type reqState uint8
+
+const (
+	reqFree reqState = iota
+	reqPending
+	reqDone
+	reqAbandoned
+)
+
+// aioReq is one slot of the context. Its iocb lives at a fixed address
+// for as long as the kernel may refer to it (io_cancel looks it up by
+// address), and buf stays referenced until the completion arrives, so the
+// garbage collector never frees memory the kernel is still writing.
+type aioReq struct {
+	cb    iocb
+	slot  int32
+	state reqState // guarded by aioEngine.mu
+	dev   *File
+	buf   *Buf
+	res   int64
+	done  chan struct{} // completion signal, capacity 1
+}
+
+type aioEngine struct {
+	id    uintptr // aio_context_t
+	efd   *os.File
+	efdNo int        // efd's number (os.File.Fd would make it blocking)
+	slots chan int32 // free slot numbers
+	mu    sync.Mutex
+	reqs  []aioReq
+}
+
+var (
+	aioOnce sync.Once
+	aioEng  *aioEngine
+	aioErr  error
+)
+
+// aioDisabled turns native AIO off for the process (GOSANLOCK_SYNC_IO=1):
+// every device then uses the synchronous fallback.
+var aioDisabled = os.Getenv("GOSANLOCK_SYNC_IO") == "1"
+
+// sharedAIO returns the process-wide AIO engine, set up on first use, or
+// nil when native AIO is unavailable (io_setup failing with EAGAIN because
+// fs.aio-max-nr is used up, ENOSYS, or disabled).
+func sharedAIO() *aioEngine {
+	if aioDisabled {
+		return nil
+	}
+	aioOnce.Do(func() { aioEng, aioErr = newAIOEngine(aioSlots) })
+	return aioEng
+}
+
+// AIOStatus reports whether devices use native AIO and, if not, why.
+func AIOStatus() (bool, error) {
+	if aioDisabled {
+		return false, fmt.Errorf("disabled by GOSANLOCK_SYNC_IO=1")
+	}
+	e := sharedAIO()
+	return e != nil, aioErr
+}
+
+func newAIOEngine(n int) (*aioEngine, error) {
+	var id uintptr
+	if _, _, errno := unix.Syscall(unix.SYS_IO_SETUP, uintptr(n), uintptr(unsafe.Pointer(&id)), 0); errno != 0 {
+		return nil, fmt.Errorf("io_setup: %w", errno)
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Syscall(unix.SYS_IO_DESTROY, id, 0, 0)
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	e := &aioEngine{
+		id:    id,
+		efd:   os.NewFile(uintptr(efd), "aio-eventfd"), // non-blocking: served by the runtime poller
+		efdNo: efd,
+		slots: make(chan int32, n),
+		reqs:  make([]aioReq, n),
+	}
+	for i := range e.reqs {
+		e.reqs[i].slot = int32(i)
+		e.reqs[i].done = make(chan struct{}, 1)
+		e.slots <- int32(i)
+	}
+	go e.reap()
+	return e, nil
+}
+
+// reap collects completions for the life of the process. It waits on the
+// eventfd (no thread is blocked while it waits), then drains the ring.
+func (e *aioEngine) reap() {
+	var cnt [8]byte
+	var evs [64]ioEvent
+	var zero unix.Timespec
+	for {
+		if _, err := e.efd.Read(cnt[:]); err != nil {
+			return
+		}
+		for {
+			n, _, errno := unix.Syscall6(unix.SYS_IO_GETEVENTS, e.id, 0, uintptr(len(evs)),
+				uintptr(unsafe.Pointer(&evs[0])), uintptr(unsafe.Pointer(&zero)), 0)
+			if errno == unix.EINTR {
+				continue
+			}
+			if errno != 0 || n == 0 {
+				break
+			}
+			for i := range evs[:n] {
+				e.complete(&evs[i])
+			}
+			if int(n) < len(evs) {
+				break
+			}
+		}
+	}
+}
+
+// complete handles one completion: it wakes the waiting caller, or, for an
+// abandoned request, drops the buffer and frees the slot and the device's
+// in-flight token.
+func (e *aioEngine) complete(ev *ioEvent) {
+	s := int(ev.data) - 1
+	if s < 0 || s >= len(e.reqs) {
+		return
+	}
+	r := &e.reqs[s]
+	e.mu.Lock()
+	switch r.state {
+	case reqPending:
+		r.res = ev.res
+		r.state = reqDone
+		e.mu.Unlock()
+		r.done <- struct{}{}
+	case reqAbandoned:
+		e.finishAbandonedLocked(r)
+		e.mu.Unlock()
+	default:
+		e.mu.Unlock()
+	}
+}
+
+// finishAbandonedLocked ends a timed-out request the kernel has now
+// completed: the buffer is dropped (never pooled), the slot and the
+// device's token return.
+func (e *aioEngine) finishAbandonedLocked(r *aioReq) {
+	d := r.dev
+	r.buf, r.dev, r.state = nil, nil, reqFree
+	e.slots <- r.slot
+	d.unstick()
+}
+
+// do runs one read or write of b at off on d and waits for it until ctx is
+// done. The caller holds one of d's in-flight tokens; do gives it back when
+// the kernel is done with the request. On timeout b is owned by the
+// request and must not be touched again by the caller.
+func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int64) (int, error) {
+	var s int32
+	select {
+	case s = <-e.slots:
+	default:
+		select {
+		case s = <-e.slots:
+		case <-ctx.Done():
+			d.release()
+			return 0, timeoutErr(ctx)
+		}
+	}
+	r := &e.reqs[s]
+	p := b.Bytes()
+	r.cb = iocb{
+		data:   uint64(s) + 1,
+		opcode: iocbCmdPread,
+		fildes: uint32(d.fd),
+		buf:    uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))),
+		nbytes: uint64(len(p)),
+		offset: off,
+		flags:  iocbFlagResfd,
+		resfd:  uint32(e.efdNo),
+	}
+	if write {
+		r.cb.opcode = iocbCmdPwrite
+	}
+	r.dev, r.buf = d, b
+	e.mu.Lock()
+	r.state = reqPending
+	e.mu.Unlock()
+
+	if err := d.submit(e, r); err != nil {
+		e.mu.Lock()
+		r.buf, r.dev, r.state = nil, nil, reqFree
+		e.mu.Unlock()
+		e.slots <- s
+		d.release()
+		return 0, err
+	}
+
+	select {
+	case <-r.done:
+		return e.finish(r, d)
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	if r.state == reqDone { // completed while we gave up: take it
+		e.mu.Unlock()
+		<-r.done
+		return e.finish(r, d)
+	}
+	r.state = reqAbandoned
+	d.stick()
+	// Worth a try, though block devices and files do not support it (the
+	// kernel answers EINVAL). Current kernels deliver a cancelled request's
+	// completion through the ring too (io_cancel answers EINPROGRESS), so
+	// the slot is only ever freed by the reaper. The call is made under
+	// e.mu: the slot cannot be completed and handed out again meanwhile, so
+	// it can only name this request.
+	var ev ioEvent
+	unix.Syscall(unix.SYS_IO_CANCEL, e.id, uintptr(unsafe.Pointer(&r.cb)), uintptr(unsafe.Pointer(&ev)))
+	e.mu.Unlock()
+	return 0, timeoutErr(ctx)
+}
+
+// finish ends a request that completed in time and returns its result.
+func (e *aioEngine) finish(r *aioReq, d *File) (int, error) {
+	res := r.res
+	e.mu.Lock()
+	r.buf, r.dev, r.state = nil, nil, reqFree
+	e.mu.Unlock()
+	e.slots <- r.slot
+	d.release()
+	if res < 0 {
+		return 0, unix.Errno(-res)
+	}
+	return int(res), nil
+}
+
+// submit hands r to the kernel.
+func (d *File) submit(e *aioEngine, r *aioReq) error {
+	d.closeMu.RLock()
+	defer d.closeMu.RUnlock()
+	if d.closed {
+		return os.ErrClosed
+	}
+	ptrs := [1]*iocb{&r.cb}
+	for {
+		n, _, errno := unix.Syscall(unix.SYS_IO_SUBMIT, e.id, 1, uintptr(unsafe.Pointer(&ptrs[0])))
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno != 0:
+			return fmt.Errorf("io_submit: %w", errno)
+		case n != 1:
+			return fmt.Errorf("io_submit: %d of 1 submitted: %w", n, unix.EIO)
+		}
+		return nil
+	}
+}
+
+func timeoutErr(ctx context.Context) error {
+	return fmt.Errorf("%w: %v", ErrIOTimeout, context.Cause(ctx))
+}

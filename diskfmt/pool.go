@@ -1,0 +1,107 @@
+package diskfmt
+
+import (
+	"math/bits"
+	"sync"
+	"unsafe"
+)
+
+// Buf is an aligned I/O buffer from the package's pool: its start is
+// aligned to alignBytes (4096, enough for O_DIRECT on every sector size) and
+// its capacity is a power of two from 4 KiB to 16 MiB. Get one with GetBuf,
+// use Bytes, give it back with Release once nothing refers to its bytes any
+// more.
+//
+// A buffer whose I/O timed out is never released: the device that owns the
+// I/O drops it, and the garbage collector frees it once (if ever) the kernel
+// has finished with it. Nothing else can ever see its late contents.
+type Buf struct {
+	b     []byte // the whole aligned block (len = class size)
+	n     int
+	class int8 // -1: not pooled (larger than the largest class)
+}
+
+const (
+	alignBytes   = 4096
+	minClassLog  = 12 // 4 KiB
+	maxClassLog  = 24 // 16 MiB
+	numClasses   = maxClassLog - minClassLog + 1
+	poolKeepSize = 8 << 20 // bytes kept idle per class (at least 2 buffers)
+)
+
+type bufClass struct {
+	mu   sync.Mutex
+	free []*Buf
+	keep int
+}
+
+var bufPool [numClasses]bufClass
+
+func init() {
+	for i := range bufPool {
+		size := 1 << (minClassLog + i)
+		bufPool[i].keep = min(max(poolKeepSize/size, 2), 64)
+	}
+}
+
+// classOf returns the size class index for n bytes, or -1 above the
+// largest class.
+func classOf(n int) int {
+	if n <= 1<<minClassLog {
+		return 0
+	}
+	c := bits.Len(uint(n-1)) - minClassLog
+	if c >= numClasses {
+		return -1
+	}
+	return c
+}
+
+// alignedBlock allocates size bytes starting on an alignBytes boundary.
+func alignedBlock(size int) []byte {
+	raw := make([]byte, size+alignBytes)
+	a := int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) & (alignBytes - 1))
+	skip := 0
+	if a != 0 {
+		skip = alignBytes - a
+	}
+	return raw[skip : skip+size : skip+size]
+}
+
+// GetBuf returns an aligned buffer of n bytes (n > 0). Its contents are
+// undefined: callers fill it completely (a read) or clear what they need.
+func GetBuf(n int) *Buf {
+	c := classOf(n)
+	if c < 0 {
+		return &Buf{b: alignedBlock(roundUp(n, alignBytes)), n: n, class: -1}
+	}
+	p := &bufPool[c]
+	p.mu.Lock()
+	if k := len(p.free); k > 0 {
+		b := p.free[k-1]
+		p.free[k-1] = nil
+		p.free = p.free[:k-1]
+		p.mu.Unlock()
+		b.n = n
+		return b
+	}
+	p.mu.Unlock()
+	return &Buf{b: alignedBlock(1 << (minClassLog + c)), n: n, class: int8(c)}
+}
+
+// Bytes returns the n bytes asked for.
+func (b *Buf) Bytes() []byte { return b.b[:b.n] }
+
+// Release returns b to the pool. b must not be used afterwards. A nil b is
+// ignored.
+func (b *Buf) Release() {
+	if b == nil || b.class < 0 {
+		return
+	}
+	p := &bufPool[b.class]
+	p.mu.Lock()
+	if len(p.free) < p.keep {
+		p.free = append(p.free, b)
+	}
+	p.mu.Unlock()
+}
