@@ -686,6 +686,10 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 	}
 	if sp.allGone(holders, orphans) {
 		sp.deactivateWatchdog() // as early as possible: no reset needed
+		// Nothing uses the lockspace any more: if the renewals were
+		// failing, the runner may release the lease once the storage
+		// answers again (bounded, delta.LateReleaseDeadline).
+		run.ReleaseWhenBack(m.baseContext())
 		m.mu.Lock()
 		m.move(sp, listRem)
 		m.mu.Unlock()
