@@ -67,7 +67,15 @@ func idleConns(t *testing.T, kind harness.Kind) {
 		}
 	}()
 	for i := 0; i < nIdle; i++ {
-		x, err := net.Dial("unix", sock)
+		// sanlock 3.8.5 listens with a short backlog: a fast dialer gets
+		// EAGAIN until it has accepted; retry for a while.
+		var x net.Conn
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			if x, err = net.Dial("unix", sock); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
 		if err != nil {
 			t.Fatalf("idle connection %d: %v", i, err)
 		}
@@ -91,27 +99,43 @@ func idleConns(t *testing.T, kind harness.Kind) {
 	n := pick(100, 500)
 	var lat latencies
 	misses := 0
+	tried := 0
 	for i := 0; i < n; i++ {
+		tried++
 		d, err := probe(h, 2*time.Second)
 		if err != nil {
 			misses++
+			if misses >= 5 {
+				break // stalled (sanlock 3.8.5 with a half header): enough
+			}
 			continue
 		}
 		lat = append(lat, d)
 	}
+	n = tried
 	start := time.Now()
-	_, _, ierr := reg.Inquire()
+	ierr := make(chan error, 1)
+	go func() {
+		_, _, err := reg.Inquire()
+		ierr <- err
+	}()
+	var inqErr error
+	select {
+	case inqErr = <-ierr:
+	case <-time.After(5 * time.Second):
+		inqErr = fmt.Errorf("no answer within 5 s")
+	}
 	inq := time.Since(start)
 	t.Logf("%s: %d idle connections + half a header: STATUS %v, unanswered within 2 s: %d of %d; registered INQUIRE %v (err %v)",
-		kind, nIdle, lat, misses, n, inq.Round(time.Microsecond), ierr)
+		kind, nIdle, lat, misses, n, inq.Round(time.Microsecond), inqErr)
 	if kind != harness.Go {
 		return
 	}
 	if misses > 0 {
 		t.Errorf("%d of %d STATUS probes unanswered within 2 s", misses, n)
 	}
-	if ierr != nil {
-		t.Errorf("registered INQUIRE: %v", ierr)
+	if inqErr != nil {
+		t.Errorf("registered INQUIRE: %v", inqErr)
 	}
 }
 
