@@ -686,10 +686,17 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 	}
 	if sp.allGone(holders, orphans) {
 		sp.deactivateWatchdog() // as early as possible: no reset needed
-		// Nothing uses the lockspace any more: if the renewals were
-		// failing, the runner may release the lease once the storage
-		// answers again (bounded, delta.LateReleaseDeadline).
-		run.ReleaseWhenBack(m.baseContext())
+		// Nothing uses the lockspace any more: if it is dying because the
+		// renewals failed, the runner may release the lease once the
+		// storage answers again (bounded, delta.LateReleaseDeadline).
+		// Not for rem_lockspace or a forced shutdown: those return as
+		// before instead of waiting for the storage.
+		m.mu.Lock()
+		late := !sp.removeReq && !m.forced
+		m.mu.Unlock()
+		if late {
+			run.ReleaseWhenBack(m.baseContext())
+		}
 		m.mu.Lock()
 		m.move(sp, listRem)
 		m.mu.Unlock()

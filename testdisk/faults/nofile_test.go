@@ -3,6 +3,7 @@ package faults_test
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,5 +211,79 @@ func TestManyLeasesOneFile(t *testing.T) {
 	}
 	if stErr != nil {
 		t.Errorf("STATUS: %v", stErr)
+	}
+}
+
+// TestAcceptOutOfDescriptors: a daemon limited to 64 descriptors gets 100
+// connections. Promised (ours): connections beyond the limit are accepted
+// and closed at once (the client sees EOF, not a hang), the listener keeps
+// going, and once descriptors are free again STATUS is answered at once.
+// sanlock 3.8.5 (full battery) is run the same way and printed.
+func TestAcceptOutOfDescriptors(t *testing.T) {
+	needReal(t)
+	for _, k := range kinds(false) {
+		t.Run(string(k), func(t *testing.T) { acceptEMFILE(t, k) })
+	}
+}
+
+func acceptEMFILE(t *testing.T, kind harness.Kind) {
+	c := newCluster(t)
+	h, err := c.AddHost(kind, "e"+string(kind))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setNofile(t, h.Daemon().PID(), 64)
+	sock := h.Client().SockPath
+	var conns []net.Conn
+	closed, hung, refused := 0, 0, 0
+	for i := 0; i < 100; i++ {
+		x, err := net.DialTimeout("unix", sock, time.Second)
+		if err != nil {
+			refused++
+			continue
+		}
+		conns = append(conns, x)
+	}
+	// Which of them did the daemon close? A closed one reads EOF at once.
+	for _, x := range conns {
+		_ = x.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		var b [1]byte
+		if _, err := x.Read(b[:]); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				hung++
+			} else {
+				closed++
+			}
+		}
+	}
+	// A request on a full daemon: answered or closed, never left hanging.
+	_, fullErr := probe(h, 3*time.Second)
+	for _, x := range conns {
+		x.Close()
+	}
+	var d time.Duration
+	var afterErr error
+	var tries int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		tries++
+		if d, afterErr = probe(h, 3*time.Second); afterErr == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	st, _ := readStats(h.Daemon().PID())
+	t.Logf("after closing: %d tries, daemon {%v}", tries, st)
+	t.Logf("%s: NOFILE 64, 100 connections: %d open (idle), %d closed by the daemon, %d refused at connect; "+
+		"STATUS while full: %v; after closing them: %v (err %v)", kind, hung, closed, refused, fullErr, d.Round(time.Microsecond), afterErr)
+	if kind != harness.Go {
+		return
+	}
+	if fullErr != nil && strings.Contains(fullErr.Error(), "timeout") {
+		t.Errorf("STATUS on a daemon out of descriptors hung: %v", fullErr)
+	}
+	if closed == 0 {
+		t.Errorf("no connection was closed at accept")
+	}
+	if afterErr != nil {
+		t.Errorf("STATUS after the connections closed: %v", afterErr)
 	}
 }
