@@ -116,7 +116,7 @@ var ErrLateReleaseGivenUp = errors.New("delta: release given up: storage did not
 // ReleaseWhenBack tells Run that nothing uses the lockspace any more (the
 // daemon has seen every holder gone), so that, if it stops while its
 // renewals are failing, it may release the lease once the storage answers
-// again: it retries (1 s, then doubling up to 16 s between attempts) until
+// again: it retries (1 s, then doubling up to 4 s between attempts) until
 // LateReleaseDeadline, and only writes if a read shows the lease is still
 // ours. abort ends the attempts early (daemon exit). Call it before
 // cancelling Run's context.
@@ -327,7 +327,7 @@ func (r *renewer) releaseLate(abort context.Context) error {
 		if sleepFor(abort, ls.cfg.Clock, min(wait, left)) != nil {
 			return err
 		}
-		wait = min(2*wait, 16*time.Second)
+		wait = min(2*wait, 4*time.Second)
 	}
 }
 
