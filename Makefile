@@ -4,7 +4,7 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean realclients cross install uninstall install-check
+.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean realclients cross install uninstall install-check faults
 
 all: build
 
@@ -40,6 +40,15 @@ cross:
 	  GOOS=linux GOARCH=$$a $(GO) build ./... || exit 1; \
 	  GOOS=linux GOARCH=$$a $(GO) vet ./... || exit 1; \
 	done
+
+# The fault battery (docs/reliability.md): storage hang/EIO/slow on one of
+# two hosts, descriptors, idle and stalled connections, kill -9 during
+# ballots, wire fuzz on a live daemon; ours beside sanlock 3.8.5 where it
+# can run the same case. `make test` runs the short version (the default of
+# the package); this runs the full one (about 10 min on 2 cores). Needs
+# root (FUSE) and /usr/sbin/sanlock.
+faults: build
+	GOSANLOCK_FAULTS=full $(GO) test -count=1 -timeout 20m -v ./testdisk/faults
 
 lint-fast:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -81,15 +81,49 @@ func TestBadHeadersCloseConnection(t *testing.T) {
 func TestPayloadResultErrors(t *testing.T) {
 	td := startDaemon(t, nil)
 	m := client.Magic
-	c := td.dial()
-	// ACQUIRE with 2^32-1 resources: answered with -E2BIG like sanlock,
-	// nothing allocated, connection kept.
-	_, err := c.Write(header(m, 1, client.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
+	// As sanlock 3.8.5 (measured): ACQUIRE resolves its target first, so
+	// an unregistered self gets -EBUSY and an unknown pid -ESRCH, whatever
+	// the payload.
+	u := td.dial()
+	_, err := u.Write(header(m, 1, client.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
 	require.NoError(t, err)
-	p, err := client.ReadReply(c, client.CmdAcquire)
+	p, err := client.ReadReply(u, client.CmdAcquire)
+	require.NoError(t, err)
+	assert.Equal(t, int32(client.RvEBUSY), p.Result())
+	_, err = u.Write(header(m, 1, client.CmdAcquire, 0, 32+56, 5, 9, 999999))
+	require.NoError(t, err)
+	p, err = client.ReadReply(u, client.CmdAcquire)
+	require.NoError(t, err)
+	assert.Equal(t, int32(client.RvESRCH), p.Result())
+
+	c := td.dial()
+	_, err = c.Write(header(m, 1, client.CmdRegister, 0, 32, 0, 0, 0))
+	require.NoError(t, err)
+	// ACQUIRE with 2^32-1 resources from a registered client: answered
+	// with -E2BIG like sanlock, nothing allocated, connection kept.
+	_, err = c.Write(header(m, 1, client.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
+	require.NoError(t, err)
+	p, err = client.ReadReply(c, client.CmdAcquire)
 	require.NoError(t, err)
 	assert.Equal(t, int32(client.RvE2BIG), p.Result())
 	assert.Equal(t, uint32(5), p.Header.Seq)
+
+	// READ_RESOURCE with num_disks 0: -ERANGE with the resource echoed
+	// (160 bytes, as sanlock), so a client reading a resource reply does
+	// not wait for bytes that never come.
+	r0 := client.Resource{LockspaceName: "LS", Name: "R1", LVer: 5}
+	r0b, err := r0.AppendBinary(nil)
+	require.NoError(t, err)
+	_, err = c.Write(append(header(m, 1, client.CmdReadResource, 0, uint32(32+len(r0b)), 0, 0, 0), r0b...))
+	require.NoError(t, err)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	p, err = client.ReadReply(c, client.CmdReadResource)
+	require.NoError(t, err)
+	_ = c.SetReadDeadline(time.Time{})
+	assert.Equal(t, int32(client.RvERANGE), p.Result())
+	assert.Equal(t, uint32(32+client.ResourceSize), p.Header.Length)
+	require.NotNil(t, p.Resource)
+	assert.Equal(t, "R1", p.Resource.Name)
 
 	// Resource with num_disks out of range: -ERANGE, the rest drained.
 	res := client.Resource{LockspaceName: "LS", Name: "R", NumDisks: 9}

@@ -78,6 +78,9 @@ type Config struct {
 	UID       int
 	GID       int
 	idsSet    bool
+	// idWarnings are the "user/group not found" lines ResolveIDs produced;
+	// Start logs them first, as sanlock does.
+	idWarnings []string
 
 	MaxWorkerThreads    int  // -t, max_worker_threads (min 2)
 	KillGraceSeconds    int  // -g, kill_grace_seconds (0..60)
@@ -360,11 +363,16 @@ func (c *Config) ResolveIDs() {
 	if c.UserName != "" {
 		if u, err := user.Lookup(c.UserName); err == nil {
 			c.UID, _ = strconv.Atoi(u.Uid)
+		} else {
+			c.idWarnings = append(c.idWarnings, fmt.Sprintf("user '%s' not found, using uid: %d", c.UserName, c.UID))
 		}
 	}
 	if c.GroupName != "" {
 		if g, err := user.LookupGroup(c.GroupName); err == nil {
 			c.GID, _ = strconv.Atoi(g.Gid)
+		} else {
+			// sanlock 3.8.5 words it "using uid" here too (the gid is meant).
+			c.idWarnings = append(c.idWarnings, fmt.Sprintf("group '%s' not found, using uid: %d", c.GroupName, c.GID))
 		}
 	}
 }

@@ -241,3 +241,23 @@ func TestRingModel(t *testing.T) {
 		}
 	}
 }
+
+// An unknown -U/-G name gives sanlock 3.8.5's warning lines (measured:
+// "user 'X' not found, using uid: 0", and "using uid" for the group too),
+// logged first at start.
+func TestResolveIDsUnknownNames(t *testing.T) {
+	c := DefaultConfig()
+	c.UserName, c.GroupName = "gosanlock-no-such-user", "gosanlock-no-such-group"
+	c.ResolveIDs()
+	assert.Equal(t, 0, c.UID)
+	assert.Equal(t, 0, c.GID)
+	assert.Equal(t, []string{
+		"user 'gosanlock-no-such-user' not found, using uid: 0",
+		"group 'gosanlock-no-such-group' not found, using uid: 0",
+	}, c.idWarnings)
+
+	c = DefaultConfig()
+	c.UserName, c.GroupName = "root", "root"
+	c.ResolveIDs()
+	assert.Empty(t, c.idWarnings)
+}

@@ -210,7 +210,7 @@ func (c *Conn) serve() {
 				if c.Restricted()&client.RestrictAll != 0 {
 					continue
 				}
-				if err := c.Reply(q, int32(rv.Code)); err != nil {
+				if err := c.replyBadPayload(q, int32(rv.Code)); err != nil {
 					return
 				}
 				continue
@@ -235,6 +235,41 @@ func (c *Conn) serve() {
 			return
 		}
 	}
+}
+
+// replyBadPayload answers a request whose payload the C daemon rejects
+// with a result (num_disks out of range, too many resources): in the order
+// sanlock 3.8.5 checks things and in the reply shape it uses (measured
+// black-box, docs/compat.md). ACQUIRE first resolves its target pid, so an
+// unknown pid gives -ESRCH and an unregistered self -EBUSY before -ERANGE.
+// READ_RESOURCE and READ_RESOURCE_OWNERS reply with the resource echoed, as
+// on every other error of theirs.
+func (c *Conn) replyBadPayload(q *client.Request, result int32) error {
+	switch q.Header.Cmd {
+	case client.CmdAcquire:
+		if q.Header.Data2 == selfPid {
+			if !c.Registered() {
+				result = client.RvEBUSY
+			}
+		} else if c.srv.FindClient(int(int32(q.Header.Data2))) == nil {
+			result = client.RvESRCH
+		}
+	case client.CmdReadResource, client.CmdReadResourceOwners:
+		var res client.Resource
+		if len(q.Resources) > 0 {
+			res = q.Resources[0]
+		}
+		res.Disks, res.NumDisks = nil, 0
+		h := q.Header
+		h.Version, h.Data, h.Data2 = client.ProtoVersion, uint32(result), 0
+		h.Length = client.HeaderSize + client.ResourceSize
+		b, err := res.AppendBinary(h.Bytes())
+		if err != nil {
+			return err
+		}
+		return c.write(b)
+	}
+	return c.Reply(q, result)
 }
 
 // errCloseConn ends the connection after an I-close command.

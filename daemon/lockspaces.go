@@ -151,6 +151,7 @@ func NewLockspaces(cfg LockspacesConfig) *Lockspaces {
 // settings, logger, clients) and registers the lockspace commands.
 func (m *Lockspaces) attach(s *Server) {
 	m.srv = s
+	m.cfg.Open = s.guardOpen(m.cfg.Open) // descriptor reserve, EMFILE line (nofile.go)
 	m.registerHandlers(s)
 }
 
@@ -614,6 +615,8 @@ func (sp *space) monitor() {
 			return
 		case passKilling:
 			interval /= 5
+		default:
+			interval = sp.untilDeadline(run, interval)
 		}
 		if m.cfg.Clock.Sleep(sp.ctx, interval) != nil {
 			// Daemon stop: leave without waiting for holders.
@@ -625,6 +628,27 @@ func (sp *space) monitor() {
 			return
 		}
 	}
+}
+
+// untilDeadline shortens the sleep before the next pass so that it comes
+// right at the failure deadline L + id_renewal_fail_seconds (L = the last
+// successful renewal, delta.md §9.2) instead of up to a CheckInterval
+// later: recovery (kill program, SIGTERM) then starts within a few
+// milliseconds of the deadline and the holders get their whole grace
+// period before the watchdog fires (docs/wdmd.md, TestEscalation). A
+// renewal during the sleep just makes that pass find the lease good.
+func (sp *space) untilDeadline(run *delta.Lockspace, interval time.Duration) time.Duration {
+	st := run.Status()
+	if st.RenewalLastSuccess == 0 {
+		return interval
+	}
+	// Monotime is whole seconds of the same clock, so the check fails
+	// exactly from (L+fail) seconds on.
+	deadline := time.Duration(st.RenewalLastSuccess+uint64(delta.IDRenewalFailSeconds(sp.ioTimeout))) * time.Second
+	if d := deadline - sp.m.cfg.Clock.Now(); d > 0 && d < interval {
+		return d
+	}
+	return interval
 }
 
 type passResult int
@@ -670,6 +694,17 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 	}
 	if sp.allGone(holders, orphans) {
 		sp.deactivateWatchdog() // as early as possible: no reset needed
+		// Nothing uses the lockspace any more: if it is dying because the
+		// renewals failed, the runner may release the lease once the
+		// storage answers again (bounded, delta.LateReleaseDeadline).
+		// Not for rem_lockspace or a forced shutdown: those return as
+		// before instead of waiting for the storage.
+		m.mu.Lock()
+		late := !sp.removeReq && !m.forced
+		m.mu.Unlock()
+		if late {
+			run.ReleaseWhenBack(m.baseContext())
+		}
 		m.mu.Lock()
 		m.move(sp, listRem)
 		m.mu.Unlock()

@@ -146,6 +146,7 @@ func NewResources(cfg ResourcesConfig) *Resources {
 // commands (called by New).
 func (m *Resources) attach(s *Server) {
 	m.srv = s
+	m.cfg.Open = s.guardOpen(m.cfg.Open) // descriptor reserve, EMFILE line (nofile.go)
 	if m.cfg.Clock == nil {
 		if ls, ok := s.deps.Lockspaces.(*Lockspaces); ok {
 			m.cfg.Clock = ls.cfg.Clock

@@ -70,6 +70,8 @@ type Server struct {
 
 	ln     *net.UnixListener
 	lnFD   int
+	fds    *fdGuard // descriptor rules (nofile.go); nil before Start
+	nofile uint64   // soft RLIMIT_NOFILE after the raise at start
 	lockf  *os.File
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -173,6 +175,11 @@ func (s *Server) Start() (err error) {
 		}
 	}()
 
+	for _, w := range cfg.idWarnings {
+		s.lg.Warn(w)
+	}
+	s.nofile = raiseNofile()
+	s.lg.Debug(fmt.Sprintf("descriptor limit %d", s.nofile))
 	if cfg.Privileged {
 		if err := setLimits(); err != nil {
 			return err
@@ -217,6 +224,7 @@ func (s *Server) Start() (err error) {
 	if err := s.listen(); err != nil {
 		return err
 	}
+	s.fds = newFDGuard()
 	s.conns.Add(1)
 	go s.acceptLoop()
 	return nil
@@ -230,6 +238,9 @@ func (s *Server) releaseStartup() {
 	if s.lockf != nil {
 		_ = s.lockf.Close()
 		s.lockf = nil
+	}
+	if s.fds != nil {
+		s.fds.close()
 	}
 	s.cancel()
 	if s.logs != nil {
@@ -265,8 +276,9 @@ func (s *Server) listen() error {
 	return nil
 }
 
-// acceptLoop accepts until the listener is closed, backing off (capped at
-// 1 s) on temporary errors.
+// acceptLoop accepts until the listener is closed. Out of descriptors, it
+// takes the waiting connection off the queue and closes it (nofile.go), so
+// the listener never stalls; on other errors it backs off (capped at 1 s).
 func (s *Server) acceptLoop() {
 	defer s.conns.Done()
 	var delay time.Duration
@@ -280,6 +292,10 @@ func (s *Server) acceptLoop() {
 			}
 			if errors.Is(err, net.ErrClosed) {
 				return
+			}
+			if isFDExhausted(err) && s.fds != nil && s.acceptExhausted() {
+				delay = 0
+				continue
 			}
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 			s.lg.Error("accept error", zap.Error(err))

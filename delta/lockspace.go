@@ -107,7 +107,25 @@ type Lockspace struct {
 	processed uint64       // value of status.Reads at the last ProcessHosts
 
 	halted atomic.Bool // Halt: no more renewals, no release
+
+	// lateAbort, when set (ReleaseWhenBack), makes a Run that stops after
+	// a failed renewal keep trying its release until LateReleaseDeadline
+	// or until the context ends.
+	lateAbort atomic.Pointer[context.Context]
 }
+
+// ErrLateReleaseGivenUp is Run's error when the storage did not answer
+// again before LateReleaseDeadline: the lease was left as it was.
+var ErrLateReleaseGivenUp = errors.New("delta: release given up: storage did not return in time")
+
+// ReleaseWhenBack tells Run that nothing uses the lockspace any more (the
+// daemon has seen every holder gone), so that, if it stops while its
+// renewals are failing, it may release the lease once the storage answers
+// again: it retries (1 s, then doubling up to 4 s between attempts) until
+// LateReleaseDeadline, and only writes if a read shows the lease is still
+// ours. abort ends the attempts early (daemon exit). Call it before
+// cancelling Run's context.
+func (ls *Lockspace) ReleaseWhenBack(abort context.Context) { ls.lateAbort.Store(&abort) }
 
 // New validates cfg and returns a lockspace that is not running yet.
 func New(cfg Config) (*Lockspace, error) {
@@ -212,8 +230,13 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 
 	var relErr error
 	released := false
-	if r.prevOK && !ls.halted.Load() {
+	switch abort := ls.lateAbort.Load(); {
+	case ls.halted.Load():
+	case r.prevOK:
 		relErr = ls.lease.Release(ctx, r.last)
+		released = relErr == nil
+	case abort != nil:
+		relErr = r.releaseLate(*abort)
 		released = relErr == nil
 	}
 	ls.mu.Lock()
@@ -281,6 +304,35 @@ func (r *renewer) loop(ctx context.Context) {
 			return
 		}
 		r.renew(ctx)
+	}
+}
+
+// releaseLate is the release after failed renewals (ReleaseWhenBack).
+func (r *renewer) releaseLate(abort context.Context) error {
+	ls := r.ls
+	giveUp := LateReleaseDeadline(r.lastSuccess, ls.timing)
+	ls.logf("delta_release when storage returns last_success %d until %d", r.lastSuccess, giveUp)
+	wait := time.Second
+	for {
+		if ls.now() >= giveUp {
+			ls.logf("delta_release given up at %d: storage did not return", ls.now())
+			return ErrLateReleaseGivenUp
+		}
+		err := ls.lease.ReleaseIfOwned(abort, r.last)
+		if err == nil {
+			ls.logf("delta_release after storage returned, %d s after last_success", ls.now()-r.lastSuccess)
+			return nil
+		}
+		code := diskfmt.CodeOf(err)
+		if code == diskfmt.ErrRenewOwner || IsCorrupt(code) {
+			ls.logf("delta_release not done: %v", err)
+			return err
+		}
+		left := time.Duration(giveUp-min(giveUp, ls.now())) * time.Second
+		if sleepFor(abort, ls.cfg.Clock, min(wait, left)) != nil {
+			return err
+		}
+		wait = min(2*wait, 4*time.Second)
 	}
 }
 

@@ -166,3 +166,24 @@ func (l *Lease) Release(ctx context.Context, last diskfmt.Leader) error {
 	l.logf("delta_release done %d %d %d", rec.OwnerID, rec.OwnerGeneration, rec.Timestamp)
 	return nil
 }
+
+// ReleaseIfOwned is the late release (LateReleaseDeadline): it reads our
+// sector and writes the release only if the record there is still ours
+// (owner, generation and host name of last; the timestamp may be newer if
+// a failed renewal's write landed). A record that is damaged or no longer
+// ours is never written: the error tells which.
+func (l *Lease) ReleaseIfOwned(ctx context.Context, last diskfmt.Leader) error {
+	if err := l.validate(); err != nil {
+		return err
+	}
+	raw, _, err := l.read(ctx, l.Geometry.SectorSize, l.sectorOffset(), l.Timing.IOTimeoutDuration())
+	if err != nil {
+		return fmt.Errorf("delta_release read %s:%d: %w", l.Space, l.HostID, err)
+	}
+	_, err = CheckRenewRecord(raw.Bytes(), l.Space, &last, false)
+	raw.Release()
+	if err != nil {
+		return fmt.Errorf("delta_release %s:%d: lease not ours: %w", l.Space, l.HostID, err)
+	}
+	return l.Release(ctx, last)
+}

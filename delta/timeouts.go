@@ -49,6 +49,18 @@ func SetBitmapSecondsFor(n int) int { return 6 * n }
 
 // KillGraceEnd is the monotime at which recovery switches from the graceful
 // signal to SIGKILL: last_success + 8N + grace (own N).
+// LateReleaseDeadline is when a lockspace that stopped after failed
+// renewals stops trying to write its release (timestamp 0) once the
+// storage answers again: last_success + host_dead_seconds - 2*io_timeout
+// (our monotime seconds). No other host can have judged our lease dead,
+// and so taken our host_id, before last_success + host_dead_seconds; the
+// release (a read that checks the lease is still ours, then one write,
+// each bounded by io_timeout) is only started before this deadline, so it
+// ends before that.
+func LateReleaseDeadline(lastSuccess uint64, t Timing) uint64 {
+	return lastSuccess + uint64(t.HostDeadSeconds()) - uint64(2*t.IOTimeout)
+}
+
 func KillGraceEnd(lastSuccess uint64, n, grace int) uint64 {
 	return lastSuccess + uint64(IDRenewalFailSeconds(n)+grace)
 }

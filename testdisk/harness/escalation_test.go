@@ -39,6 +39,12 @@ const (
 	// be seen: the daemon checks its lease once a second, plus scheduling
 	// on a loaded machine.
 	escLate = 2.0
+	// escTimerLate bounds how late after the failure deadline L+8*io the
+	// check fails and the first kill program or SIGTERM is seen: the
+	// daemon sets a timer at the deadline (its goal is 100 ms; the bound
+	// is generous because the machine is shared, and the figure is
+	// logged as "recovery start").
+	escTimerLate = 0.6
 )
 
 // escScenario is one run: how the victim's holder reacts to the
@@ -375,8 +381,10 @@ func escalation(t *testing.T, sc escScenario, wdmdBin, escHolder string) *escRun
 	if acq.At > escHostDead+escSlack {
 		t.Errorf("the other host acquired at L%+.2f, more than %d s after host_dead_seconds", acq.At, escSlack)
 	}
-	if e, ok := r.first("sanlock", "check_our_lease failed"); !ok || e.At < escFailSecs || e.At > escFailSecs+escLate {
-		t.Errorf("check_our_lease failed at L%+.2f (seen %v), want L+%d..L+%.1f", e.At, ok, escFailSecs, escFailSecs+escLate)
+	if e, ok := r.first("sanlock", "check_our_lease failed"); !ok || e.At < escFailSecs || e.At > escFailSecs+escTimerLate {
+		t.Errorf("check_our_lease failed at L%+.2f (seen %v), want L+%d..L+%.1f", e.At, ok, escFailSecs, escFailSecs+escTimerLate)
+	} else {
+		t.Logf("recovery start: check_our_lease failed %.0f ms after the deadline L+%d", (e.At-escFailSecs)*1000, escFailSecs)
 	}
 	fire, fired := r.first("device", "FIRE")
 	if fired != sc.wantReset {
@@ -399,16 +407,16 @@ func escalation(t *testing.T, sc escScenario, wdmdBin, escHolder string) *escRun
 	switch sc.mode {
 	case "notice":
 		n, ok := r.first("holder", "notice sig=10")
-		if !ok || n.At < escFailSecs || n.At > escFailSecs+escLate {
-			t.Errorf("kill-program notice at L%+.2f (seen %v), want L+%d..L+%.1f", n.At, ok, escFailSecs, escFailSecs+escLate)
+		if !ok || n.At < escFailSecs || n.At > escFailSecs+escTimerLate {
+			t.Errorf("kill-program notice at L%+.2f (seen %v), want L+%d..L+%.1f", n.At, ok, escFailSecs, escFailSecs+escTimerLate)
 		}
 		if s := r.all("sanlock", "SIG"); len(s) > 0 {
 			t.Errorf("signals sent besides the kill program: %v", s)
 		}
 	case "term":
 		s := r.all("sanlock", "SIGTERM")
-		if len(s) != 1 || s[0].At < escFailSecs || s[0].At > escFailSecs+escLate {
-			t.Errorf("SIGTERMs %v, want one at L+%d..L+%.1f", s, escFailSecs, escFailSecs+escLate)
+		if len(s) != 1 || s[0].At < escFailSecs || s[0].At > escFailSecs+escTimerLate {
+			t.Errorf("SIGTERMs %v, want one at L+%d..L+%.1f", s, escFailSecs, escFailSecs+escTimerLate)
 		}
 		if _, ok := r.first("holder", "sigterm"); !ok {
 			t.Errorf("the holder did not see SIGTERM")
@@ -418,7 +426,7 @@ func escalation(t *testing.T, sc escScenario, wdmdBin, escHolder string) *escRun
 		}
 	case "ignore-term":
 		s := r.all("sanlock", "SIGTERM")
-		if len(s) < escGrace-1 || s[0].At < escFailSecs || s[0].At > escFailSecs+escLate {
+		if len(s) < escGrace-1 || s[0].At < escFailSecs || s[0].At > escFailSecs+escTimerLate {
 			t.Errorf("SIGTERMs %v, want one a second from L+%d during the %d-s grace", s, escFailSecs, escGrace)
 		}
 		k := r.all("sanlock", "SIGKILL")
@@ -513,11 +521,14 @@ func tailLog(t *testing.T, path string) *logTail {
 				stopping = true
 			case <-time.After(10 * time.Millisecond):
 			}
-			now := monoNow(t)
 			if f, err := os.Open(path); err == nil {
 				buf := make([]byte, 1<<20)
 				n, _ := f.ReadAt(buf, off)
 				f.Close()
+				// Stamped after the read: a line is never stamped before it
+				// was written (a stamp taken before the read made a SIGKILL
+				// at L+11.00 look like L+10.98 on a loaded machine).
+				now := monoNow(t)
 				off += int64(n)
 				part += string(buf[:n])
 				lt.mu.Lock()

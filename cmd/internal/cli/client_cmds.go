@@ -744,16 +744,18 @@ func (c *clientRun) setEvent() int {
 	return r
 }
 
-// configValue maps -O / -u to a SET_CONFIG value; -O wins.
+// configValue maps -O / -u to a SET_CONFIG value; -O wins. As sanlock
+// 3.8.5 does, any nonzero value (after atoi) counts as 1: `-u 7` sets
+// USED, `-u abc` (atoi 0) clears it.
 func (o *options) configValue() uint32 {
 	switch {
-	case o.orphanSet && o.orphan == 1:
+	case o.orphanSet && o.orphan != 0:
 		return client.ConfigUsedByOrphans
-	case o.orphanSet && o.orphan == 0:
+	case o.orphanSet:
 		return client.ConfigUnusedByOrphans
-	case o.usedSet && o.used == 1:
+	case o.usedSet && o.used != 0:
 		return client.ConfigUsed
-	case o.usedSet && o.used == 0:
+	case o.usedSet:
 		return client.ConfigUnused
 	}
 	return 0

@@ -277,6 +277,8 @@ func TestClientVsC(t *testing.T) {
 			{"examine", "-s", "LS"}, {"examine", "-s", lsArg}, {"examine", "-r", "LS:R1"}, {"examine", "-r", "LS"},
 			{"set_config", "-s", "LS"}, {"set_config", "-s", "LS", "-u", "1"}, {"set_config", "-s", "LS", "-u", "0"},
 			{"set_config", "-s", "LS", "-O", "0"}, {"set_config", "-s", "NOPE", "-O", "1"}, {"set_config"},
+			{"set_config", "-s", "LS", "-u", "7"}, {"set_config", "-s", "LS", "-u", "-1"}, {"set_config", "-s", "LS", "-u", "abc"},
+			{"set_config", "-s", "LS", "-O", "7"}, {"acquire", "-r", "LS:R1", "-p", "1"}, {"acquire", "-r", "LS:R1"},
 			{"request", "-r", res("R1", 1, "0"), "-f", "0"}, {"request", "-r", "LS:R1"},
 			{"inquire"}, {"acquire"}, {"release"}, {"convert"}, {"inquire", "-p", "1"},
 			{"shutdown"}, {"shutdown", "-w", "1"}, {"unknown_action"},

@@ -1,0 +1,216 @@
+// Package faults_test is the fault battery (`make faults`, docs/reliability.md):
+// real daemons (ours and, side by side where it can run the same case,
+// sanlock 3.8.5) on the FUSE fault layer of testdisk/harness, each test
+// asserting what the daemon promises and printing its figures.
+//
+// By default (`go test ./...`, `make test`) every test runs a short
+// version. GOSANLOCK_FAULTS=full (`make faults`) runs the full battery.
+// Everything needs root (FUSE mounts); CI runs as root.
+package faults_test
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gosanlock/gosanlock/testdisk/harness"
+)
+
+// Binaries built once by TestMain.
+var (
+	goSanlock string // our cmd/sanlock
+	escHolder string // testdisk/harness/escalationholder
+	loopHold  string // testdisk/harness/holder
+	buildErr  error
+)
+
+func holderBin() string { return loopHold }
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		dir, err := os.MkdirTemp("", "faults-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if goSanlock, loopHold, buildErr = harness.Build(dir); buildErr == nil {
+			_, escHolder, buildErr = harness.BuildEscalation(dir)
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// full reports whether the full battery runs (GOSANLOCK_FAULTS=full).
+func full() bool { return os.Getenv("GOSANLOCK_FAULTS") == "full" }
+
+// pick returns short or long.
+func pick[T any](short, long T) T {
+	if full() {
+		return long
+	}
+	return short
+}
+
+// needReal skips when the machine cannot run real daemons on FUSE (not
+// root, no reference binary); CI is root with sanlock installed.
+func needReal(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the fault battery needs root (FUSE mounts, sanlock daemons)")
+	}
+	if _, err := os.Stat(harness.DefaultCBinary); err != nil {
+		t.Skip("no reference sanlock binary")
+	}
+	if buildErr != nil {
+		t.Fatalf("build: %v", buildErr)
+	}
+}
+
+// newCluster makes a cluster closed at cleanup (work directory kept when
+// the test failed).
+func newCluster(t *testing.T, daemonArgs ...string) *harness.Cluster {
+	t.Helper()
+	needReal(t)
+	var mu sync.Mutex
+	done := false
+	c, err := harness.NewCluster(harness.Options{
+		GoBinary:   goSanlock,
+		DaemonArgs: daemonArgs,
+		Logf: func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				t.Logf(format, args...)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.Keep()
+			t.Logf("work directory kept: %s", c.Dir)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("close cluster: %v", err)
+		}
+		mu.Lock()
+		done = true
+		mu.Unlock()
+	})
+	return c
+}
+
+// kinds returns the daemon kinds a side-by-side test runs: ours always,
+// sanlock 3.8.5 too in the full battery (or when withC).
+func kinds(withC bool) []harness.Kind {
+	if full() || withC {
+		return []harness.Kind{harness.Go, harness.C}
+	}
+	return []harness.Kind{harness.Go}
+}
+
+// procStats is what the battery watches of a daemon process.
+type procStats struct {
+	Threads int
+	FDs     int
+	RSSKiB  int
+}
+
+func (s procStats) String() string {
+	return fmt.Sprintf("threads %d fds %d rss %.1f MB", s.Threads, s.FDs, float64(s.RSSKiB)/1024)
+}
+
+// readStats reads /proc/PID: Threads and VmRSS from status, and the
+// number of open descriptors.
+func readStats(pid int) (procStats, error) {
+	var s procStats
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "Threads:":
+			s.Threads, _ = strconv.Atoi(f[1])
+		case "VmRSS:":
+			s.RSSKiB, _ = strconv.Atoi(f[1])
+		}
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return s, err
+	}
+	s.FDs = len(ents)
+	return s, nil
+}
+
+// sampler records the peak of a process's stats until stopped.
+type sampler struct {
+	mu    sync.Mutex
+	peak  procStats
+	last  procStats
+	n     int
+	stop  chan struct{}
+	done  chan struct{}
+	every time.Duration
+}
+
+func startSampler(pid int, every time.Duration) *sampler {
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), every: every}
+	go func() {
+		defer close(s.done)
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			if st, err := readStats(pid); err == nil {
+				s.mu.Lock()
+				s.last = st
+				s.n++
+				s.peak.Threads = max(s.peak.Threads, st.Threads)
+				s.peak.FDs = max(s.peak.FDs, st.FDs)
+				s.peak.RSSKiB = max(s.peak.RSSKiB, st.RSSKiB)
+				s.mu.Unlock()
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends the sampling and returns the peak.
+func (s *sampler) Stop() procStats {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// Peak returns the peak so far.
+func (s *sampler) Peak() procStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// monoNow is CLOCK_MONOTONIC in seconds, the clock of the daemons'
+// timestamps.
+func monoNow() float64 {
+	return float64(monoNanos()) / 1e9
+}
