@@ -20,6 +20,7 @@ func daemonMain(inv *Invocation) int {
 	if parent {
 		return 0
 	}
+	startPprof(inv.Stderr)
 	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: inv.Stderr}); err != nil {
 		return 1
 	}
