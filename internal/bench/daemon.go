@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
@@ -128,10 +129,41 @@ func (d *daemon) alive() bool {
 
 // join adds lockspace name at disk (path, offset 0) with hostID and the
 // given io_timeout (always explicit: 3.8.5 ignores `daemon -o`).
+//
+// It connects as libsanlock does, with a blocking connect: a Go dial is
+// non-blocking and fails with EAGAIN when the daemon's listen backlog is
+// full (sanlock's is small), which many add_lockspace sent at once hit;
+// libsanlock's connect waits in the kernel instead. So a dial that gets
+// EAGAIN is retried, and the request goes on the connection that succeeds.
 func (d *daemon) join(name, path string, hostID uint64, ioTimeout uint32) error {
 	ls := &client.Lockspace{Name: name, HostID: hostID, Disk: client.Disk{Path: path}}
-	if err := d.cl.AddLockspace(ls, 0, ioTimeout); err != nil {
+	fail := func(err error) error {
 		return fmt.Errorf("%s: add_lockspace %s host_id %d: %w (%s)", d.impl.Name, name, hostID, err, d.logTail())
+	}
+	var conn *net.UnixConn
+	for {
+		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: d.cl.SockPath, Net: "unix"})
+		if err == nil {
+			conn = c
+			break
+		}
+		if !errors.Is(err, syscall.EAGAIN) || !d.alive() {
+			return fail(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	defer conn.Close()
+	q := client.NewRequest(client.CmdAddLockspace, 0, ioTimeout, 0)
+	q.Lockspace = ls
+	if _, err := q.WriteTo(conn); err != nil {
+		return fail(err)
+	}
+	p, err := client.ReadReply(conn, client.CmdAddLockspace)
+	if err != nil {
+		return fail(err)
+	}
+	if err := p.Err(); err != nil {
+		return fail(err)
 	}
 	return nil
 }
