@@ -147,7 +147,7 @@ func (d *daemon) join(name, path string, hostID uint64, ioTimeout uint32) error 
 			conn = c
 			break
 		}
-		if !errors.Is(err, syscall.EAGAIN) || !d.alive() {
+		if !busy(err) || !d.alive() {
 			return fail(err)
 		}
 		time.Sleep(time.Millisecond)
@@ -166,6 +166,37 @@ func (d *daemon) join(name, path string, hostID uint64, ioTimeout uint32) error 
 		return fail(err)
 	}
 	return nil
+}
+
+// busy reports a connect that found the daemon's listen backlog full
+// (EAGAIN from a non-blocking dial; see join).
+func busy(err error) bool { return errors.Is(err, syscall.EAGAIN) }
+
+// retryBusy runs fn until it does not fail with EAGAIN, as libsanlock's
+// blocking connect would wait. Only for calls where EAGAIN can only come
+// from the connect or that are idempotent.
+func (d *daemon) retryBusy(fn func() error) error {
+	for {
+		err := fn()
+		if !busy(err) || !d.alive() {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// register is client.Register, retried while the listen backlog is full:
+// REGISTER has no reply, so its EAGAIN can only come from the connect.
+func (d *daemon) register() (*client.Reg, error) {
+	var reg *client.Reg
+	err := d.retryBusy(func() (err error) {
+		reg, err = d.cl.Register()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: register: %w", d.impl.Name, err)
+	}
+	return reg, nil
 }
 
 // procStat is a sample of a process's CPU time and resident memory.

@@ -202,7 +202,7 @@ func (r *runner) heldRun(ctx context.Context, run int, im Impl, t *Table) error 
 	if err != nil {
 		return err
 	}
-	reg, err := d.cl.Register()
+	reg, err := d.register()
 	if err != nil {
 		return err
 	}

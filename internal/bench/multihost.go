@@ -113,9 +113,9 @@ func (r *runner) multiHostRun(ctx context.Context, run int, im Impl, h int, t *T
 	// Contention.
 	regs := make([]*client.Reg, h)
 	for i, d := range ds {
-		reg, err := d.cl.Register()
+		reg, err := d.register()
 		if err != nil {
-			return fmt.Errorf("%s host %d: register: %w", im.Name, i+1, err)
+			return fmt.Errorf("host %d: %w", i+1, err)
 		}
 		defer reg.Close()
 		regs[i] = reg
