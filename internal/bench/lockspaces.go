@@ -143,6 +143,7 @@ func (r *runner) heldCase(ctx context.Context) ([]*Table, error) {
 	c := &r.cfg
 	t := newTable(CaseHeld, fmt.Sprintf("one registered client holds %d EX leases (one file, 1 MiB apart), lockspace io_timeout %d; CPU over %s while holding", c.Held, c.IOTimeout, c.HeldWindow), r.cols)
 	t.note("RSS before: after joining, before the first acquire; growth = (RSS holding - RSS before) / leases")
+	t.note("the lease file is sparse apart from what formatting wrote (a written file would cost %d MiB of writes per daemon)", c.Held)
 	for run := 0; run < c.Runs; run++ {
 		for _, im := range r.impls {
 			c.progress("run %d/%d held: %s, %d leases", run+1, c.Runs, im.Name, c.Held)
