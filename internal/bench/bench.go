@@ -218,6 +218,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) ([]*Table, error) {
 	return tables, nil
 }
 
+// order returns the implementations in the order run measures them:
+// alternated from run to run, so that a slow phase of a noisy machine does
+// not always fall on the same one.
+func (r *runner) order(run int) []Impl {
+	out := slices.Clone(r.impls)
+	if run%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
+}
+
 // tempDir makes a fresh directory for one run's lease files.
 func (r *runner) tempDir() (string, error) {
 	return os.MkdirTemp(r.cfg.Dir, "slbench-")

@@ -99,7 +99,7 @@ func (r *runner) leaseRun(ctx context.Context, run int, serial, par, cont *Table
 		}
 		par.set(run, "pairs/s", ColFloor, ps)
 	}
-	for _, im := range r.impls {
+	for _, im := range r.order(run) {
 		if err := r.leaseImpl(ctx, run, im, dir, serial, par, cont); err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ func (r *runner) lockspaceGroup(ctx context.Context) ([]*Table, error) {
 	idle.note("CPU over the window in %% of one core, from /proc/PID/task/*/schedstat (utime+stime of /proc/PID/stat if a thread exited); RSS: VmRSS of /proc/PID/status at the end; window starts %s after the last join", c.IdleSettle)
 	join := newTable(CaseJoin, "time until every add_lockspace of a set sent at once (one connection each) has returned", r.cols)
 	for run := 0; run < c.Runs; run++ {
-		for _, im := range r.impls {
+		for _, im := range r.order(run) {
 			if c.has(CaseIdle) {
 				c.progress("run %d/%d idle: %s, %d lockspaces at io_timeout %d", run+1, c.Runs, im.Name, c.IdleSmall, c.IdleSmallTimeout)
 				if err := r.lockspaceSet(ctx, run, im, c.IdleSmall, c.IdleSmallTimeout, c.IdleWindow, idle, join); err != nil {
@@ -145,7 +145,7 @@ func (r *runner) heldCase(ctx context.Context) ([]*Table, error) {
 	t.note("RSS before: after joining, before the first acquire; growth = (RSS holding - RSS before) / leases")
 	t.note("the lease file is sparse apart from what formatting wrote (a written file would cost %d MiB of writes per daemon)", c.Held)
 	for run := 0; run < c.Runs; run++ {
-		for _, im := range r.impls {
+		for _, im := range r.order(run) {
 			c.progress("run %d/%d held: %s, %d leases", run+1, c.Runs, im.Name, c.Held)
 			if err := r.heldRun(ctx, run, im, t); err != nil {
 				return []*Table{t}, err

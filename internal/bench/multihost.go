@@ -24,7 +24,7 @@ func (r *runner) multiHostCase(ctx context.Context) ([]*Table, error) {
 	t.note("max/min: acquisitions of the luckiest host / the unluckiest (inf when some host never got it)")
 	for run := 0; run < c.Runs; run++ {
 		for _, h := range c.Hosts {
-			for _, im := range r.impls {
+			for _, im := range r.order(run) {
 				c.progress("run %d/%d multihost: %s, H=%d", run+1, c.Runs, im.Name, h)
 				if err := r.multiHostRun(ctx, run, im, h, t); err != nil {
 					return []*Table{t}, err
