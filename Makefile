@@ -4,7 +4,7 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz-short lint demo bench soak soak-sim soak-cluster clean realclients cross install uninstall install-check faults
+.PHONY: all build test unit race fuzz-short lint demo bench gobench soak soak-sim soak-cluster clean realclients cross install uninstall install-check faults
 
 all: build
 
@@ -64,7 +64,18 @@ fuzz-short:
 demo: build
 	./scripts/demo.sh
 
-bench:
+# The side-by-side benchmark (cmd/slbench): the bare I/O floor, sanlock
+# 3.8.5 (when /usr/sbin/sanlock is installed) and gosanlock on the storage
+# under /var/tmp, median of 3 runs per figure; needs root. Pass flags with
+# BENCHFLAGS, e.g. make bench BENCHFLAGS='-cases serial,parallel -dir /mnt/x'
+# or BENCHFLAGS=-quick; ./bin/slbench -h lists them.
+BENCHFLAGS ?=
+bench: build
+	$(GO) build -o $(BIN)/slbench ./cmd/slbench
+	./$(BIN)/slbench -ours $(BIN)/sanlock $(BENCHFLAGS)
+
+# The go test micro-benchmarks of every package.
+gobench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 # Soaks run until stopped, or for SOAKTIME: the simulator (many seeds,

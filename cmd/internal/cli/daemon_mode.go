@@ -25,6 +25,7 @@ func daemonMain(inv *Invocation) int {
 			return 0
 		}
 	}
+	startPprof(inv.Stderr)
 	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: inv.Stderr}); err != nil {
 		return 1
 	}
