@@ -111,6 +111,10 @@ type Config struct {
 	// (strict.go, docs/security.md).
 	StrictPeer bool
 
+	// MetricsAddress (ours: -M, metrics_address; "" = off) is where the
+	// Prometheus endpoint listens (ResolveMetricsAddress, docs/metrics.md).
+	MetricsAddress string
+
 	// Environment and paths.
 	RunDir     string // SANLOCK_RUN_DIR
 	WdmdSocket string // SANLOCK_WDMD_SOCKET ("": wdmd's fixed socket)
@@ -219,7 +223,8 @@ var optionKeys = map[byte]string{
 	'l': "mlock_level",
 	'e': "our_host_name",
 	'a': "use_aio",
-	'X': "strict_peer", // ours; sanlock 3.8.5 has no -X
+	'X': "strict_peer",     // ours; sanlock 3.8.5 has no -X
+	'M': "metrics_address", // ours; sanlock 3.8.5 has no -M
 }
 
 // ApplyConfigKey applies one key/value pair of sanlock.conf (cli.md §4.8).
@@ -307,6 +312,8 @@ func (c *Config) ApplyConfigKey(key, value string) bool {
 		c.MaxWorkerThreads = max(v, MinWorkerThreads)
 	case "strict_peer":
 		c.StrictPeer = v != 0
+	case "metrics_address": // checked when the daemon starts
+		c.MetricsAddress = value
 	default:
 		return false
 	}

@@ -167,6 +167,7 @@ func (c *Conn) write(b []byte) error {
 // Reply sends the result reply of wire.md §2.3 for q.
 func (c *Conn) Reply(q *client.Request, result int32) error {
 	h := client.ResultReply(q.Header, result)
+	c.srv.metricsOf().replied(q, result)
 	return c.write(h.Bytes())
 }
 

@@ -467,7 +467,7 @@ func (sp *space) join() int32 {
 		Dev: dev, Offset: int64(sp.ls.Disk.Offset), Space: sp.ls.Name, HostID: sp.ls.HostID,
 		HostName: m.hostName(), IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
 		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Logf: sp.logf,
-		DebugRenew: cfg.DebugRenew,
+		DebugRenew: cfg.DebugRenew, OnRenewal: m.renewalHook(sp.ls.Name),
 	}
 	if wd != nil {
 		dcfg.OnAcquired = func(_ context.Context, last uint64) error {

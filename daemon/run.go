@@ -140,6 +140,12 @@ func Run(ctx context.Context, cfg *Config, deps Deps) error {
 	if err := s.Start(); err != nil {
 		return err
 	}
+	stopMetrics, err := s.startMetrics()
+	if err != nil {
+		s.Stop()
+		return err
+	}
+	defer stopMetrics()
 	defer s.notifySystemd()()
 	for {
 		select {

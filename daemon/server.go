@@ -81,6 +81,8 @@ type Server struct {
 	done     chan struct{} // closed when the server has fully stopped
 	conns    sync.WaitGroup
 	started  bool
+
+	metrics metricsRef // the -M endpoint (metrics.go)
 }
 
 // New returns a server for cfg (copied). Nothing touches the system until

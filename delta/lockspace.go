@@ -47,6 +47,10 @@ type Config struct {
 	// the new timestamp (the daemon calls wdmd test_live here). It runs on
 	// the renewal goroutine without any lock held.
 	OnRenewed func(ts uint64)
+	// OnRenewal, when set, runs after each renewal attempt with its error
+	// (nil: success) and I/O durations in ms (-1: not measured), on the
+	// renewal goroutine without any lock held (the daemon's metrics).
+	OnRenewal func(err error, readMs, writeMs int64)
 }
 
 // Status is the published state of a lockspace (spec: delta.md §4.2).
@@ -376,6 +380,9 @@ func (r *renewer) renew(ctx context.Context) {
 		ls.status.Reads++
 	}
 	ls.mu.Unlock()
+	if ls.cfg.OnRenewal != nil {
+		ls.cfg.OnRenewal(err, out.ReadMs, out.WriteMs)
+	}
 
 	if err != nil {
 		r.prevOK = false

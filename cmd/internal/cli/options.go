@@ -220,11 +220,11 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			o.usedSet = true
 		case 'F':
 			o.file = v
-		case 'X':
+		case 'X', 'M':
 			if mode != "daemon" {
 				return usageErr(fmt.Sprintf("unknown option: %c", c))
 			}
-			_ = o.cfg.ApplyOption(c, v) // strict_peer (ours)
+			_ = o.cfg.ApplyOption(c, v) // strict_peer, metrics_address (ours)
 		case 'c':
 			o.command = v
 			o.commandArgs = append([]string(nil), args[i+1:]...)

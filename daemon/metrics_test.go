@@ -1,0 +1,99 @@
+package daemon
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestResolveMetricsAddress(t *testing.T) {
+	good := map[string]string{
+		"9310":            "127.0.0.1:9310",
+		":9310":           "127.0.0.1:9310",
+		"localhost:9400":  "127.0.0.1:9400",
+		"127.0.0.1":       "127.0.0.1:9310",
+		"127.0.0.1:9311":  "127.0.0.1:9311",
+		"[::1]:9310":      "[::1]:9310",
+		"::1":             "[::1]:9310",
+		" 10.1.2.3:80 ":   "10.1.2.3:80",
+		"0.0.0.0:9310":    "0.0.0.0:9310",
+		"[::]:9310":       "[::]:9310",
+		"127.0.0.1:":      "127.0.0.1:9310",
+		"localhost":       "127.0.0.1:9310",
+		"192.168.0.1":     "192.168.0.1:9310",
+		"[fe80::1]:65535": "[fe80::1]:65535",
+	}
+	for in, want := range good {
+		got, err := ResolveMetricsAddress(in)
+		if assert.NoError(t, err, in) {
+			assert.Equal(t, want, got, in)
+		}
+	}
+	for _, in := range []string{"", "  ", "myhost:9310", "myhost", "127.0.0.1:0", "127.0.0.1:70000",
+		"127.0.0.1:http", ":-1", "1.2.3.4.5:99", "[::1", "http://127.0.0.1:9310"} {
+		_, err := ResolveMetricsAddress(in)
+		assert.Error(t, err, "%q", in)
+	}
+}
+
+func TestMetricsAddressConfig(t *testing.T) {
+	c := DefaultConfig()
+	assert.Empty(t, c.MetricsAddress, "metrics are opt-in")
+	require.True(t, c.ApplyConfigKey("metrics_address", "127.0.0.1:9310"))
+	assert.Equal(t, "127.0.0.1:9310", c.MetricsAddress)
+	require.NoError(t, c.ApplyOption('M', "9400"))
+	assert.Equal(t, "9400", c.MetricsAddress)
+}
+
+func TestMetricsOffByDefault(t *testing.T) {
+	td := startDaemon(t, nil)
+	stop, err := td.srv.startMetrics()
+	require.NoError(t, err)
+	stop()
+	assert.Nil(t, td.srv.metricsOf())
+	// The hooks are no-ops without the endpoint.
+	td.srv.metricsOf().replied(&client.Request{}, 0)
+	(&Lockspaces{srv: td.srv}).renewalHook("ls")(nil, 1, 1)
+	(&Lockspaces{}).renewalHook("ls")(diskfmt.ErrAIOTimeout, -1, -1)
+}
+
+func TestMetricsScrape(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	td := startDaemon(t, func(c *Config, _ *Deps) { c.MetricsAddress = addr })
+	stop, err := td.srv.startMetrics()
+	require.NoError(t, err)
+	t.Cleanup(stop)
+
+	// A second endpoint on the same address fails with a clear error.
+	td2 := startDaemon(t, func(c *Config, _ *Deps) { c.MetricsAddress = addr })
+	_, err = td2.srv.startMetrics()
+	require.ErrorContains(t, err, "metrics listen "+addr)
+
+	held := td.dial() // one open, unregistered connection
+	_ = held
+	m := td.srv.metricsOf()
+	require.NotNil(t, m)
+	m.replied(&client.Request{Header: client.Header{Cmd: client.CmdAcquire}}, -243)
+	m.replied(&client.Request{Header: client.Header{Cmd: client.CmdStatus}}, 0) // not counted
+
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	text := string(body)
+	assert.Contains(t, text, `sanlock_requests_total{cmd="acquire",result="-243"} 1`)
+	assert.NotContains(t, text, `cmd="status"`)
+	assert.Regexp(t, `sanlock_clients_connected\{registered="0"\} [1-9]`, text)
+	assert.Contains(t, text, "# HELP sanlock_clients_connected ")
+}
