@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Byte-exact checks against the annotated captures of wire.md §12.
+// Byte-exact checks against the annotated captures of docs/protocol.md "Captures".
 
 // unhex parses the hex dumps of the spec ("10 20 28 04 | 01 00 ...").
 func unhex(t testing.TB, s string) []byte {
@@ -47,7 +47,7 @@ func capLockspace(name string, hostID byte, path string) []byte {
 	return b
 }
 
-func TestCaptureAddLockspace(t *testing.T) { // §12.1
+func TestCaptureAddLockspace(t *testing.T) { // docs/protocol.md "Captures"
 	want := unhex(t, `10 20 28 04 | 01 00 00 00 | 02 00 00 00 | 00 00 00 00
 	                  70 04 00 00 | 00 00 00 00 | 00 00 00 00 | 00 00 00 00`)
 	want = append(want, capLockspace("LS", 1, capPath)...)
@@ -73,7 +73,7 @@ func TestCaptureAddLockspace(t *testing.T) { // §12.1
 	diff(t, "add_lockspace reply", enc, reply)
 }
 
-func TestCaptureAcquireInquire(t *testing.T) { // §12.2
+func TestCaptureAcquireInquire(t *testing.T) { // docs/protocol.md "Captures"
 	reg := unhex(t, "10 20 28 04 01 00 00 00 01 00 00 00 00 00 00 00 20 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00")
 	got, _ := NewRequest(CmdRegister, 0, 0, 0).MarshalBinary()
 	diff(t, "register", got, reg)
@@ -131,7 +131,7 @@ func TestCaptureAcquireInquire(t *testing.T) { // §12.2
 	}
 }
 
-func TestCaptureStatus(t *testing.T) { // §12.3
+func TestCaptureStatus(t *testing.T) { // docs/protocol.md "Captures"
 	req := unhex(t, "10 20 28 04 01 00 00 00 05 00 00 00 00 00 00 00 20 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00")
 	got, _ := NewRequest(CmdStatus, 0, 0, 0).MarshalBinary()
 	diff(t, "status", got, req)
@@ -191,7 +191,7 @@ func TestCaptureStatus(t *testing.T) { // §12.3
 	diff(t, "status stream", enc, stream)
 }
 
-func TestCaptureVersion(t *testing.T) { // §12.4
+func TestCaptureVersion(t *testing.T) { // docs/protocol.md "Captures"
 	req := unhex(t, "10 20 28 04 01 00 00 00 1c 00 00 00 00 00 00 00 20 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00")
 	got, _ := NewRequest(CmdVersion, 0, 0, 0).MarshalBinary()
 	diff(t, "version", got, req)
@@ -204,7 +204,7 @@ func TestCaptureVersion(t *testing.T) { // §12.4
 	}
 }
 
-func TestCaptureHostStatus(t *testing.T) { // §12.5
+func TestCaptureHostStatus(t *testing.T) { // docs/protocol.md "Captures"
 	want := unhex(t, "10 20 28 04 01 00 00 00 0f 00 00 00 00 00 00 00 20 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00")
 	want = append(want, capLockspace("LS", 0, "")...)
 	q := NewRequest(CmdHostStatus, 0, 0, 0)
@@ -229,7 +229,7 @@ func TestCaptureHostStatus(t *testing.T) { // §12.5
 	}
 }
 
-func TestCaptureEvents(t *testing.T) { // §12.6
+func TestCaptureEvents(t *testing.T) { // docs/protocol.md "Captures"
 	want := unhex(t, "10 20 28 04 01 00 00 00 1e 00 00 00 00 00 00 00 90 04 00 00 00 00 00 00 00 00 00 00 00 00 00 00")
 	want = append(want, capLockspace("LS", 0, "")...)
 	want = append(want, make([]byte, HostEventSize)...)
@@ -255,7 +255,7 @@ func TestCaptureEvents(t *testing.T) { // §12.6
 	diff(t, "event_cb", enc, cb)
 }
 
-func TestCaptureLVB(t *testing.T) { // §12.7
+func TestCaptureLVB(t *testing.T) { // docs/protocol.md "Captures"
 	res := Resource{LockspaceName: "LS", Name: "R3", Disks: []Disk{{Path: capPath, Offset: 3145728}}}
 	q := NewRequest(CmdSetLVB, 0, 0, 0)
 	q.Resources = []Resource{res}

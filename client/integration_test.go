@@ -122,7 +122,7 @@ func TestAgainstRealDaemon(t *testing.T) {
 	}
 
 	// Rewrite LS with io_timeout 1 through WRITE_LOCKSPACE: the add delay
-	// depends on the io_timeout stored in the lease (delta.md §3.5).
+	// depends on the io_timeout stored in the lease (docs/timing.md "Mixed io_timeouts").
 	lsw := &Lockspace{Name: "LS", Flags: ResAlign1M | ResSector512, Disk: Disk{Path: leases}}
 	if err := c.WriteLockspace(lsw, 0, 1); err != nil {
 		t.Fatalf("WriteLockspace: %v", err)
@@ -347,7 +347,7 @@ func TestAgainstRealDaemon(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("daemon did not exit after ShutdownWait")
 	}
-	// The socket file is left behind (wire.md §1): connect is refused.
+	// The socket file is left behind (docs/protocol.md "Transport"): connect is refused.
 	if _, _, err := c.Version(); !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("Version after shutdown: %v", err)
 	}

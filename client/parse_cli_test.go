@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The argument-string cases of the sanlock 3.8.5 tool (cli.md §3), checked
+// The argument-string cases of the sanlock 3.8.5 tool (docs/cli.md "Argument strings"), checked
 // against the binary when the CLI was written.
 
 // resArg is the view of a parsed RESOURCE the cases below compare.

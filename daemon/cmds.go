@@ -29,12 +29,12 @@ func (s *Server) registerBuiltins() {
 	s.registerDiskCmds()
 }
 
-// cmdRegister: record the peer pid; no reply (wire.md §6 #1).
+// cmdRegister: record the peer pid; no reply (docs/protocol.md "Commands" #1).
 func cmdRegister(_ context.Context, c *Conn, _ *client.Request) error {
 	return c.register()
 }
 
-// cmdVersion: fixed reply header, connection kept (wire.md §6 #28).
+// cmdVersion: fixed reply header, connection kept (docs/protocol.md "Commands" #28).
 func cmdVersion(_ context.Context, c *Conn, _ *client.Request) error {
 	h := client.VersionReply(client.DaemonVersion)
 	return c.write(h.Bytes())
@@ -49,7 +49,7 @@ func cmdRestrict(_ context.Context, c *Conn, q *client.Request) error {
 }
 
 // cmdStatus streams DAEMON, CLIENT, LOCKSPACE and RESOURCE records up to the
-// requested detail level, then the connection is closed (wire.md §6 #5).
+// requested detail level, then the connection is closed (docs/protocol.md "Commands" #5).
 func cmdStatus(_ context.Context, c *Conn, q *client.Request) error {
 	s := c.srv
 	level := q.Header.Data
@@ -79,7 +79,7 @@ func cmdStatus(_ context.Context, c *Conn, q *client.Request) error {
 	return c.write(b)
 }
 
-// daemonRecord is the DAEMON record (wire.md §8.1, snapshot key list).
+// daemonRecord is the DAEMON record (docs/protocol.md "Record texts", snapshot key list).
 func (s *Server) daemonRecord() client.StateRecord {
 	cfg := &s.cfg
 	v := client.DaemonVersion
@@ -99,7 +99,7 @@ func (s *Server) daemonRecord() client.StateRecord {
 }
 
 // clientRecords returns the CLIENT records in slot order: the internal
-// "helper" and "listener" slots, then every connection (wire.md §6 #5).
+// "helper" and "listener" slots, then every connection (docs/protocol.md "Commands" #5).
 func (s *Server) clientRecords() []client.StateRecord {
 	internal := func(slot, fd int, name string) client.StateRecord {
 		text := fmt.Sprintf("ci=%d fd=%d pid=-1 flags=0 restricted=0 cmd_active=0 cmd_last=0 pid_dead=0 "+
@@ -118,7 +118,7 @@ func (s *Server) clientRecords() []client.StateRecord {
 }
 
 // cmdLogDump: header with data = byte count, length echoed from the
-// request, then the log bytes; connection closed (wire.md §6 #6).
+// request, then the log bytes; connection closed (docs/protocol.md "Commands" #6).
 func cmdLogDump(_ context.Context, c *Conn, q *client.Request) error {
 	dump := c.srv.LogDump()
 	h := q.Header
@@ -126,14 +126,14 @@ func cmdLogDump(_ context.Context, c *Conn, q *client.Request) error {
 	return c.write(append(h.Bytes(), dump...))
 }
 
-// cmdShutdown: no reply; the connection is closed (wire.md §6 #4).
+// cmdShutdown: no reply; the connection is closed (docs/protocol.md "Commands" #4).
 func cmdShutdown(_ context.Context, c *Conn, q *client.Request) error {
 	c.srv.RequestShutdown(q.Header.Data != 0)
 	return nil
 }
 
 // cmdShutdownWait: -EBUSY at once when refused; otherwise the connection is
-// held and answered with a zeroed header at exit (wire.md §6 #29).
+// held and answered with a zeroed header at exit (docs/protocol.md "Commands" #29).
 func cmdShutdownWait(_ context.Context, c *Conn, q *client.Request) error {
 	s := c.srv
 	force := q.Header.Data != 0
@@ -148,7 +148,7 @@ func cmdShutdownWait(_ context.Context, c *Conn, q *client.Request) error {
 	return ErrHold
 }
 
-// cmdAlign: the align size of the disk's sector size (wire.md §6 #12).
+// cmdAlign: the align size of the disk's sector size (docs/protocol.md "Commands" #12).
 func cmdAlign(_ context.Context, c *Conn, q *client.Request) error {
 	if q.Disk == nil || q.Disk.Path == "" {
 		return c.Reply(q, client.RvENODEV)
@@ -186,7 +186,7 @@ func cmdInqLockspace(ctx context.Context, c *Conn, q *client.Request) error {
 }
 
 // cmdGetLockspaces: header (length 32 + 1104 x count, data2 = count) and the
-// lockspaces; connection closed (wire.md §6 #22).
+// lockspaces; connection closed (docs/protocol.md "Commands" #22).
 func cmdGetLockspaces(_ context.Context, c *Conn, q *client.Request) error {
 	list := c.srv.deps.Lockspaces.List()
 	h := q.Header
@@ -204,7 +204,7 @@ func cmdGetLockspaces(_ context.Context, c *Conn, q *client.Request) error {
 }
 
 // cmdHostStatus: header (length 32, data = result) then HOST records on
-// success; connection closed (wire.md §6 #15).
+// success; connection closed (docs/protocol.md "Commands" #15).
 func cmdHostStatus(_ context.Context, c *Conn, q *client.Request) error {
 	recs, rv := c.srv.deps.Lockspaces.HostStatus(lockspaceOf(q).Name)
 	h := q.Header

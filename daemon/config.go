@@ -13,7 +13,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 )
 
-// Defaults of the daemon (spec: cli.md §4.1, §4.8; README: 3.8.5 defaults).
+// Defaults of the daemon (docs/cli.md "Daemon defaults", "Config file"; README: 3.8.5 defaults).
 const (
 	DefaultRunDir              = "/run/sanlock"
 	DefaultLogFile             = "/var/log/sanlock.log"
@@ -41,7 +41,7 @@ const (
 	HostNameLen = client.NameLen
 )
 
-// Environment variables read by the daemon (spec: cli.md §4.2).
+// Environment variables read by the daemon (docs/cli.md "Environment").
 const (
 	EnvRunDir     = "SANLOCK_RUN_DIR"
 	EnvPrivileged = "SANLOCK_PRIVILEGED"
@@ -57,8 +57,8 @@ const (
 )
 
 // Config holds every setting of `sanlock daemon`: the command-line options of
-// cli.md §4.7, the config-file keys of §4.8 and the environment of §4.2.
-// Start from DefaultConfig, then apply the config file (ApplyConfigKey), then
+// docs/cli.md "Daemon options", the config-file keys of "Config file" and the environment of
+// "Environment". Start from DefaultConfig, then apply the config file (ApplyConfigKey), then
 // the command line (ApplyOption), then the environment (ApplyEnv).
 type Config struct {
 	Debug              bool   // -D: stay in the foreground and log everything to stderr
@@ -72,7 +72,7 @@ type Config struct {
 	LogFormat          string // log_format: "text" (default) or "json" (ours), log file and -D stderr
 
 	// User and group: -U/-G or uname/gname. Empty names fall back to the
-	// sanlock user and group when both exist, else uid = gid = 0 (§4.1).
+	// sanlock user and group when both exist, else uid = gid = 0 (docs/cli.md "Daemon defaults").
 	UserName  string
 	GroupName string
 	UID       int
@@ -160,7 +160,7 @@ func DefaultConfig() *Config {
 
 // ApplyEnv reads SANLOCK_RUN_DIR and SANLOCK_PRIVILEGED through lookupEnv
 // (os.LookupEnv when nil), and our additions SANLOCK_WDMD_SOCKET and
-// SANLOCK_LOG_FILE. sanlock reads only the first two (cli.md §4.2):
+// SANLOCK_LOG_FILE. sanlock reads only the first two (docs/cli.md "Environment"):
 // an empty run dir keeps the default; SANLOCK_PRIVILEGED unset means
 // privileged, exactly "1" privileged, anything else unprivileged.
 func (c *Config) ApplyEnv(lookupEnv func(string) (string, bool)) {
@@ -185,9 +185,9 @@ func (c *Config) ApplyEnv(lookupEnv func(string) (string, bool)) {
 // daemon options.
 var ErrBadOption = errors.New("daemon: not a daemon option")
 
-// ApplyOption applies one daemon command-line option (cli.md §2.1, §4.7).
+// ApplyOption applies one daemon command-line option (docs/cli.md "Options", "Daemon options").
 // letter is the option character; value is ignored for 'D'. Numbers are
-// parsed like C atoi. Options outside §4.7 return ErrBadOption; the CLI
+// parsed like C atoi. Options outside docs/cli.md "Daemon options" return ErrBadOption; the CLI
 // accepts and ignores them in daemon mode.
 func (c *Config) ApplyOption(letter byte, value string) error {
 	switch letter {
@@ -227,7 +227,7 @@ var optionKeys = map[byte]string{
 	'M': "metrics_address", // ours; sanlock 3.8.5 has no -M
 }
 
-// ApplyConfigKey applies one key/value pair of sanlock.conf (cli.md §4.8).
+// ApplyConfigKey applies one key/value pair of sanlock.conf (docs/cli.md "Config file").
 // The CLI parses the file; value is the first token after '='. Unknown keys
 // are ignored, and so are out-of-range values, as in sanlock. It reports
 // whether the key was recognised.
@@ -348,7 +348,7 @@ func (c *Config) debugCmd(cmd client.Cmd) bool {
 
 // ResolveIDs fills UID/GID from the names: an unknown name gives 0; with
 // neither name set, the user and group "sanlock" are used when both exist
-// (cli.md §4.1, §2.1 -U/-G).
+// (docs/cli.md "Daemon defaults", "Options" -U/-G).
 func (c *Config) ResolveIDs() {
 	if c.idsSet {
 		return

@@ -93,7 +93,7 @@ func TestApplyOption(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrBadOption))
 }
 
-// TestConfigKeys replays the config file verified against 3.8.5 (cli.md §8).
+// TestConfigKeys replays the config file verified against 3.8.5 (docs/cli.md "Config file").
 func TestConfigKeys(t *testing.T) {
 	cfg := DefaultConfig()
 	for _, kv := range [][2]string{

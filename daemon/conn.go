@@ -16,7 +16,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 )
 
-// Class is a command's dispatch class (wire.md §5). Every command runs on
+// Class is a command's dispatch class (docs/protocol.md "Dispatch classes"). Every command runs on
 // its connection's goroutine, so commands of different connections run
 // concurrently; the class decides what happens to the connection and to the
 // client record's name.
@@ -72,7 +72,7 @@ func (s *Server) route(cmd client.Cmd) (route, bool) {
 // after an early error (sanlock retries for about 20 ms).
 const drainTimeout = 20 * time.Millisecond
 
-// Conn is one accepted connection: a client record in STATUS (wire.md §8.2).
+// Conn is one accepted connection: a client record in STATUS (docs/protocol.md "Record texts").
 type Conn struct {
 	srv     *Server
 	uc      *net.UnixConn
@@ -164,7 +164,7 @@ func (c *Conn) write(b []byte) error {
 	return err
 }
 
-// Reply sends the result reply of wire.md §2.3 for q.
+// Reply sends the result reply of docs/protocol.md "Header" for q.
 func (c *Conn) Reply(q *client.Request, result int32) error {
 	h := client.ResultReply(q.Header, result)
 	c.srv.metricsOf().replied(q, result)
@@ -222,7 +222,7 @@ func (c *Conn) serve() {
 			return
 		}
 		if c.Restricted()&client.RestrictAll != 0 {
-			continue // never answered (wire.md §2.1 step 4)
+			continue // never answered (docs/protocol.md "Header checks" step 4)
 		}
 		err = c.dispatch(q)
 		if errors.Is(err, ErrHold) {
@@ -324,7 +324,7 @@ func (c *Conn) dispatch(q *client.Request) error {
 }
 
 // drain discards the unread rest of an announced payload, bounded in size
-// and time (wire.md §2.2).
+// and time (docs/protocol.md "Header").
 func (c *Conn) drain(q *client.Request) {
 	_ = c.uc.SetReadDeadline(time.Now().Add(drainTimeout))
 	_, _ = client.Drain(c.uc, q, int64(c.srv.cfg.MaxPayload))
@@ -339,7 +339,7 @@ func (c *Conn) logBad(q *client.Request, err error) {
 	c.srv.lg.Debug("bad message, connection closed", f...)
 }
 
-// register marks the connection registered to its peer pid (wire.md §6 #1).
+// register marks the connection registered to its peer pid (docs/protocol.md "Commands" #1).
 func (c *Conn) register() error {
 	if c.peerPid <= 0 {
 		return errors.New("register: no peer pid")
@@ -353,7 +353,7 @@ func (c *Conn) register() error {
 	return nil
 }
 
-// dead runs the death handling of a registered connection (wire.md §9.3).
+// dead runs the death handling of a registered connection (docs/protocol.md "Registration").
 // Unregistered connections are simply freed. During daemon exit the hooks
 // are skipped.
 func (c *Conn) dead() {
@@ -377,7 +377,7 @@ func (c *Conn) dead() {
 	}
 }
 
-// clientText is the CLIENT record text (wire.md §8.2).
+// clientText is the CLIENT record text (docs/protocol.md "Record texts").
 func (c *Conn) clientText() (name string, pid int, text string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 )
 
 // diskCmds serves the resource-area commands that work on disk without a
-// client's lease set (wire.md §6 #19, #21, #24, #35–#40).
+// client's lease set (docs/protocol.md "Commands" #19, #21, #24, #35–#40).
 type diskCmds struct {
 	s *Server
 
@@ -120,7 +120,7 @@ func resourceOf(q *client.Request) client.Resource {
 // resultOf maps an error to the result sent in a reply.
 func resultOf(err error) int32 { return int32(diskfmt.CodeOf(err)) }
 
-// writeResource: WRITE_RESOURCE (§6 #19). header.data is num_hosts (what
+// writeResource: WRITE_RESOURCE (docs/protocol.md "Commands" #19). header.data is num_hosts (what
 // libsanlock calls max_hosts), data2 is ignored; SANLK_WRITE_CLEAR writes
 // an invalidated lease.
 func (d *diskCmds) writeResource(ctx context.Context, c *Conn, q *client.Request) error {
@@ -141,8 +141,8 @@ func (d *diskCmds) doWriteResource(ctx context.Context, q *client.Request) int32
 	return resultOf(diskfmt.WriteResource(ctx, disks, res.Flags, p))
 }
 
-// readResource: READ_RESOURCE (§6 #21, paxos.md §10.1). The reply always
-// carries the resource (no disks): on success with the names and lver of
+// readResource: READ_RESOURCE (docs/protocol.md "Commands" #21, docs/paxos.md "read_resource"). The
+// reply always carries the resource (no disks): on success with the names and lver of
 // the leader and its size flags, else as it was sent.
 func (d *diskCmds) readResource(ctx context.Context, c *Conn, q *client.Request) error {
 	res := resourceOf(q)
@@ -176,9 +176,9 @@ func (d *diskCmds) doReadResource(ctx context.Context, res *client.Resource) int
 	return 0
 }
 
-// readResourceOwners: READ_RESOURCE_OWNERS (§6 #24, paxos.md §10.2). The
-// reply is the resource (lver of the leader; the flags as sent plus SHARED
-// when some holder is shared) and one sanlk_host per owner.
+// readResourceOwners: READ_RESOURCE_OWNERS (docs/protocol.md "Commands" #24, docs/paxos.md
+// "read_resource_owners"). The reply is the resource (lver of the leader; the flags as sent plus
+// SHARED when some holder is shared) and one sanlk_host per owner.
 func (d *diskCmds) readResourceOwners(ctx context.Context, c *Conn, q *client.Request) error {
 	res := resourceOf(q)
 	owners, rv := d.doReadResourceOwners(ctx, &res)
@@ -304,8 +304,8 @@ func dkReadResult(readErr, err error) int32 {
 	return resultOf(err)
 }
 
-// formatRindex: FORMAT_RINDEX (§6 #35, ondisk.md §8.4). No lockspace is
-// needed.
+// formatRindex: FORMAT_RINDEX (docs/protocol.md "Commands" #35, docs/ondisk.md
+// "Resource index operations"). No lockspace is needed.
 func (d *diskCmds) formatRindex(ctx context.Context, c *Conn, q *client.Request) error {
 	rx := rindexOf(q)
 	dev, rv := d.open(rx.Disk.Path, d.s.cfg.WriteInitIOTimeout)
@@ -442,7 +442,7 @@ func (d *diskCmds) withRindexLease(ctx context.Context, op *rindexOp, f func() i
 }
 
 // dkReleaseLeader frees a held lease by rewriting its leader only
-// (paxos.md §5.3): read the leader, and write it free if we are still the
+// (docs/paxos.md "Leader release"): read the leader, and write it free if we are still the
 // writer of the leader we hold (paxos.DecideRelease, paxos.ReleaseLeader).
 func dkReleaseLeader(ctx context.Context, h *paxos.Host, held *paxos.Held, dev diskfmt.Device, off int64) error {
 	ss := held.Geometry.SectorSize
@@ -460,7 +460,7 @@ func dkReleaseLeader(ctx context.Context, h *paxos.Host, held *paxos.Held, dev d
 	return dev.WriteAt(ctx, raw, off)
 }
 
-// rebuildRindex: REBUILD_RINDEX (§6 #40). With SANLK_RX_NO_LOCKSPACE no
+// rebuildRindex: REBUILD_RINDEX (docs/protocol.md "Commands" #40). With SANLK_RX_NO_LOCKSPACE no
 // lockspace and no rindex_lease are needed.
 func (d *diskCmds) rebuildRindex(ctx context.Context, c *Conn, q *client.Request) error {
 	rxa := rindexOf(q)
@@ -508,7 +508,7 @@ func misaligned(op *rindexOp, off uint64) bool {
 	return off != 0 && off%uint64(op.rx.Geo.AlignSize) != 0
 }
 
-// lookupRindex: LOOKUP_RINDEX (§6 #37). Read-only; see diskfmt
+// lookupRindex: LOOKUP_RINDEX (docs/protocol.md "Commands" #37). Read-only; see diskfmt
 // Rindex.Lookup for the four forms.
 func (d *diskCmds) lookupRindex(ctx context.Context, q *client.Request, rxa client.RIndex, e client.REntry) (client.REntry, int32) {
 	op, rv := d.beginRindex(ctx, "rindex_lookup", &rxa, q.Header.CmdFlags&client.RXNoLockspace == 0)
@@ -527,7 +527,7 @@ func (d *diskCmds) lookupRindex(ctx context.Context, q *client.Request, rxa clie
 	return client.REntry{Name: diskfmt.NameString(found.Name[:]), Offset: found.ResOffset}, 0
 }
 
-// updateRindex: UPDATE_RINDEX (§6 #36). RXUP_REM frees the entry of the
+// updateRindex: UPDATE_RINDEX (docs/protocol.md "Commands" #36). RXUP_REM frees the entry of the
 // offset (and wins when both flags are set), RXUP_ADD records name there;
 // rindex_lease is not taken. The reply echoes the added entry.
 func (d *diskCmds) updateRindex(ctx context.Context, q *client.Request, rxa client.RIndex, e client.REntry) (client.REntry, int32) {
@@ -552,7 +552,7 @@ func (d *diskCmds) updateRindex(ctx context.Context, q *client.Request, rxa clie
 	return client.REntry{Name: e.Name, Offset: e.Offset}, 0
 }
 
-// createResource: CREATE_RESOURCE (§6 #38). Under rindex_lease: take the
+// createResource: CREATE_RESOURCE (docs/protocol.md "Commands" #38). Under rindex_lease: take the
 // first free entry, initialise the lease it stands for (num_hosts from
 // header data2, 0 = max_hosts), then record the entry. The reply carries
 // the new lease's offset. Any name is accepted, even an empty one (as
@@ -600,7 +600,7 @@ func (d *diskCmds) createResource(ctx context.Context, q *client.Request, rxa cl
 	return client.REntry{Offset: off}, 0
 }
 
-// deleteResource: DELETE_RESOURCE (§6 #39). A given offset must be an
+// deleteResource: DELETE_RESOURCE (docs/protocol.md "Commands" #39). A given offset must be an
 // align multiple (-277, checked before rindex_lease is taken) but is
 // otherwise ignored: the entry is found by name. Under rindex_lease the
 // entry is freed, then its lease is invalidated (PAXOS_DISK_CLEAR, name

@@ -22,7 +22,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// Differential tests of the disk-only resource-area commands (wire.md §6
+// Differential tests of the disk-only resource-area commands (docs/protocol.md "Commands"
 // #19, #21, #24, #35–#40): WRITE/READ_RESOURCE, READ_RESOURCE_OWNERS and
 // the rindex commands. Three sides run the same steps, each on its own
 // daemon and lease file:

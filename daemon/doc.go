@@ -1,7 +1,7 @@
-// Package daemon is the server side of `sanlock daemon` (spec: cli.md §4,
-// wire.md §1, §2, §5, §7, §9): configuration, startup (run directory, lock
-// file, host name, privileges), logging in sanlock's line format, and the
-// unix-socket server that dispatches the libsanlock protocol.
+// Package daemon is the server side of `sanlock daemon` (docs/cli.md "Daemon",
+// docs/protocol.md "Transport", "Header", "Dispatch classes", "Registration"): configuration,
+// startup (run directory, lock file, host name, privileges), logging in sanlock's line format, and
+// the unix-socket server that dispatches the libsanlock protocol.
 //
 // # Usage
 //

@@ -11,8 +11,8 @@ import (
 	"github.com/gosanlock/gosanlock/delta"
 )
 
-// Host events (wire.md §10, delta.md §8.3–8.4): a REG_EVENT connection is
-// kept by the lockspace as a listener; every event addressed to us that
+// Host events (docs/protocol.md "Events", docs/delta.md "Receiving events"): a REG_EVENT connection
+// is kept by the lockspace as a listener; every event addressed to us that
 // the lockspace finds in another host's lease is sent to each listener as
 // an 80-byte event_cb. Sends never block: a listener that cannot take the
 // message is closed and dropped, as sanlock does.

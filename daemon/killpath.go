@@ -7,7 +7,7 @@ import (
 )
 
 // maxKillArgv is the most argv entries of a kill program, the program
-// itself and the pid included (wire.md §9.4).
+// itself and the pid included (docs/protocol.md "Kill program").
 const maxKillArgv = 8
 
 // killpathArgv builds the argv of a client's kill program: the path, then

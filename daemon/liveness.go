@@ -12,7 +12,7 @@ import (
 
 // spaceLiveness is the paxos layer's view of the other hosts of one joined
 // lockspace: our renewals' host status table and fresh reads of a host's
-// delta lease from the lockspace disk (paxos.md §3.4).
+// delta lease from the lockspace disk (docs/paxos.md "Owner liveness").
 type spaceLiveness struct{ run *delta.Lockspace }
 
 var _ paxos.Liveness = spaceLiveness{}
@@ -28,7 +28,7 @@ func (l spaceLiveness) ReadDeltaLease(ctx context.Context, hostID uint64) (diskf
 
 // PaxosHost returns our membership of the joined lockspace name as the
 // paxos layer needs it (host_id, generation, io_timeout, sizes, liveness),
-// or -ENOSPC when the lockspace is not joined or is failing (paxos.md §3.1
+// or -ENOSPC when the lockspace is not joined or is failing (docs/paxos.md "Acquire command"
 // step 4). One Host is kept per lockspace entry and shared by its leases.
 func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, int32) {
 	m.mu.Lock()

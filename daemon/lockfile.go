@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// File names inside the run directory (spec: cli.md §4.3).
+// File names inside the run directory (docs/cli.md "Startup").
 const (
 	PidFileName = "sanlock.pid"
 	SockName    = "sanlock.sock"
@@ -56,7 +56,7 @@ func strerror(err error) string {
 
 // prepareRunDir creates the run directory if missing (mode 0775, only the
 // last component) and chowns it to (uid, 0) when privileged or (uid, gid)
-// otherwise (spec: cli.md §4.3 step 6). A chown failure is fatal.
+// otherwise (docs/cli.md "Startup" step 6). A chown failure is fatal.
 func prepareRunDir(cfg *Config) error {
 	old := unix.Umask(0o002)
 	err := os.Mkdir(cfg.RunDir, 0o775)
@@ -135,7 +135,7 @@ func Nodename() string {
 }
 
 // GenerateHostName returns "<uuid4>.<nodename>" cut to 48 bytes (spec:
-// cli.md §4.3 step 7).
+// docs/cli.md "Startup" step 7).
 func GenerateHostName(nodename string) (string, error) {
 	u, err := NewUUID()
 	if err != nil {

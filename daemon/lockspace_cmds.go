@@ -9,7 +9,7 @@ import (
 )
 
 // registerHandlers installs the lockspace commands that the core's
-// LockspaceManager interface does not cover (wire.md §6).
+// LockspaceManager interface does not cover (docs/protocol.md "Commands").
 func (m *Lockspaces) registerHandlers(s *Server) {
 	s.Handle(client.CmdGetHosts, ClassClose, cmdGetHosts(m))
 	s.Handle(client.CmdRenewal, ClassClose, cmdRenewal(m))
@@ -23,7 +23,7 @@ func (m *Lockspaces) registerHandlers(s *Server) {
 }
 
 // cmdGetHosts: header (length 32 + 32 x count, data = result, data2 =
-// count) and the hosts; connection closed (wire.md §6 #23).
+// count) and the hosts; connection closed (docs/protocol.md "Commands" #23).
 func cmdGetHosts(m *Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *client.Request) error {
 		ls := lockspaceOf(q)
@@ -44,7 +44,7 @@ func cmdGetHosts(m *Lockspaces) Handler {
 }
 
 // cmdRenewal: header (length 32, data2 = io_timeout when history is sent)
-// and one RENEWAL record per history entry, oldest first (wire.md §6 #34).
+// and one RENEWAL record per history entry, oldest first (docs/protocol.md "Commands" #34).
 func cmdRenewal(m *Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *client.Request) error {
 		h := q.Header
@@ -71,14 +71,14 @@ func cmdRenewal(m *Lockspaces) Handler {
 	}
 }
 
-// cmdSetConfig: SET_CONFIG, config command in header data (§6 #33).
+// cmdSetConfig: SET_CONFIG, config command in header data (docs/protocol.md "Commands" #33).
 func cmdSetConfig(m *Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *client.Request) error {
 		return c.write(headerReply(q, m.setConfig(lockspaceOf(q).Name, q.Header.Data)))
 	}
 }
 
-// cmdSetEvent: SET_EVENT (§6 #32).
+// cmdSetEvent: SET_EVENT (docs/protocol.md "Commands" #32).
 func cmdSetEvent(m *Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *client.Request) error {
 		var he client.HostEvent
@@ -91,7 +91,7 @@ func cmdSetEvent(m *Lockspaces) Handler {
 
 // cmdExamineLockspace: ask the resource layer to examine the resources
 // held in the lockspace; the result is 0 whatever it finds, even for an
-// empty name (§6 #13; checked with sanlock 3.8.5).
+// empty name (docs/protocol.md "Commands" #13; checked with sanlock 3.8.5).
 func cmdExamineLockspace(m *Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *client.Request) error {
 		m.examine(lockspaceOf(q).Name)
@@ -107,7 +107,7 @@ func ioTimeoutCtx(ctx context.Context, secs int) (context.Context, context.Cance
 	return context.WithTimeout(ctx, time.Duration(secs)*time.Second)
 }
 
-// cmdWriteLockspace: initialise the delta leases (§6 #18). data2 is the
+// cmdWriteLockspace: initialise the delta leases (docs/protocol.md "Commands" #18). data2 is the
 // io_timeout written into the leases (0: the daemon default).
 func cmdWriteLockspace(m *Lockspaces) Handler {
 	return func(ctx context.Context, c *Conn, q *client.Request) error {
@@ -135,7 +135,7 @@ func (m *Lockspaces) writeLockspace(ctx context.Context, ls client.Lockspace, io
 
 // cmdReadLockspace: read the delta lease of host_id (1 when 0) and reply
 // with the lockspace name, host_id, size flags and, in data2, the lease's
-// io_timeout (§6 #20). The lockspace is always sent.
+// io_timeout (docs/protocol.md "Commands" #20). The lockspace is always sent.
 func cmdReadLockspace(m *Lockspaces) Handler {
 	return func(ctx context.Context, c *Conn, q *client.Request) error {
 		out, io, rv := m.readLockspace(ctx, lockspaceOf(q))

@@ -48,7 +48,7 @@ type LockspacesConfig struct {
 	Examine func(space string)
 }
 
-// WatchdogSession is one lockspace's use of the watchdog (wdmd.md §10.2):
+// WatchdogSession is one lockspace's use of the watchdog (docs/wdmd.md "sanlock side"):
 // Activate after the host_id lease is acquired (expiry L + 8*io_timeout),
 // Renewed after each renewal, Deactivate once no process uses the
 // lockspace any more, Close at the end. wdmdclient.Session is the
@@ -62,8 +62,8 @@ type WatchdogSession interface {
 
 // LockspaceUsage is implemented by a ResourceManager that holds leases in
 // lockspaces. The lockspace manager uses it for REM_UNUSED, for the "all
-// holders gone" rule of a dying lockspace (delta.md §9.5) and to kill the
-// holders (§9.4). Without it no lockspace ever has holders.
+// holders gone" rule of a dying lockspace (docs/delta.md "All holders gone") and to kill the
+// holders (docs/delta.md "Signalling holders"). Without it no lockspace ever has holders.
 type LockspaceUsage interface {
 	// SpaceResources counts the resources of lockspace space in any state
 	// (held, being acquired or released, orphan), and the orphans alone.
@@ -76,7 +76,7 @@ type LockspaceUsage interface {
 	SpaceDead(space string)
 }
 
-// list is the registry list a lockspace is on (delta.md §4.1).
+// list is the registry list a lockspace is on (docs/delta.md "Lockspace lists").
 type list int
 
 const (
@@ -103,7 +103,7 @@ const killCountMax = 100
 
 // Lockspaces is the LockspaceManager of the daemon: one delta.Lockspace
 // runner per joined lockspace, on the add/spaces/rem lists of sanlock
-// (delta.md §4). Each lockspace has its own goroutines, one renewing (all
+// (docs/delta.md "Lifecycle"). Each lockspace has its own goroutines, one renewing (all
 // its disk I/O) and one doing the main-loop checks, so a slow or hung
 // disk only ever delays its own lockspace. The registry mutex is never
 // held across disk I/O or socket writes.
@@ -264,7 +264,7 @@ func sameDisk(a, b *client.Lockspace) bool {
 	return a.Disk.Path == b.Disk.Path && a.Disk.Offset == b.Disk.Offset
 }
 
-// matches is the identity rule of add/inq/rem (delta.md §4.1): name,
+// matches is the identity rule of add/inq/rem (docs/delta.md "Lockspace lists"): name,
 // path, offset, and host_id unless the request's is 0 (anyID).
 func (sp *space) matches(ls *client.Lockspace, anyID bool) bool {
 	if sp.ls.Name != ls.Name || !sameDisk(&sp.ls, ls) {
@@ -322,7 +322,7 @@ func (m *Lockspaces) unlink(sp *space) {
 }
 
 // Joined returns the runner of a joined lockspace (on the spaces list),
-// for the resource layer (host liveness of lease owners, delta.md §7.6).
+// for the resource layer (host liveness of lease owners, docs/delta.md "Host liveness for paxos").
 func (m *Lockspaces) Joined(name string) (*delta.Lockspace, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -334,8 +334,8 @@ func (m *Lockspaces) Joined(name string) (*delta.Lockspace, bool) {
 }
 
 // RequestHost asks our renewals to set hostID's bit in lockspace name for
-// set_bitmap_seconds (the REQUEST command's owner notification, paxos.md
-// §8.1 step 5): -ENOSPC when not joined, -EINVAL for a bad host_id.
+// set_bitmap_seconds (the REQUEST command's owner notification, docs/paxos.md
+// "Request" step 5): -ENOSPC when not joined, -EINVAL for a bad host_id.
 func (m *Lockspaces) RequestHost(name string, hostID uint64) int32 {
 	if hostID == 0 || hostID > delta.MaxHostID {
 		return client.RvEINVAL
@@ -347,7 +347,7 @@ func (m *Lockspaces) RequestHost(name string, hostID uint64) int32 {
 	return int32(diskfmt.CodeOf(run.Request(hostID)))
 }
 
-// Add implements LockspaceManager (delta.md §5).
+// Add implements LockspaceManager (docs/delta.md "Adding a lockspace").
 func (m *Lockspaces) Add(ctx context.Context, ls client.Lockspace, flags, ioTimeout uint32) int32 {
 	if ls.Name == "" || ls.HostID == 0 || ls.Disk.Path == "" {
 		return client.RvEINVAL
@@ -427,7 +427,8 @@ func (sp *space) thread() {
 }
 
 // join opens the disk, starts the runner and waits for the acquire
-// (delta.md §5.2–5.5). It returns 0 after moving the entry to spaces.
+// (docs/delta.md "Lockspace start-up"–"Completing the add"). It returns 0 after moving the entry to
+// spaces.
 func (sp *space) join() int32 {
 	m := sp.m
 	cfg := m.conf()
@@ -483,7 +484,7 @@ func (sp *space) join() int32 {
 		dcfg.OnRenewed = func(ts uint64) {
 			if err := wd.Renewed(ts, ts+failSecs); err != nil {
 				// wdmd is gone and the host will be reset: stop renewing
-				// (without releasing) rather than look alive (wdmd.md §10.5).
+				// (without releasing) rather than look alive (docs/wdmd.md "wdmd crash").
 				m.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %v: renewals stopped", sp.id, ts, err))
 				run.Halt()
 			}
@@ -553,7 +554,7 @@ func (m *Lockspaces) openWatchdog(space string, hostID uint64) (WatchdogSession,
 
 // deactivateWatchdog removes our expiry from the watchdog once nothing
 // uses the lockspace any more (all pids clear, add undone), so the host
-// is not reset (wdmd.md §10.2 step 5).
+// is not reset (docs/wdmd.md "sanlock side" step 5).
 func (sp *space) deactivateWatchdog() {
 	m := sp.m
 	m.mu.Lock()
@@ -585,7 +586,7 @@ func (sp *space) free() {
 }
 
 // stop ends a lockspace that left the spaces list: the runner releases the
-// lease if its last attempt succeeded (delta.md §10.1), then the entry is
+// lease if its last attempt succeeded (docs/delta.md "Removing a lockspace"), then the entry is
 // freed.
 func (sp *space) stop() {
 	sp.cancel()
@@ -602,7 +603,7 @@ func (sp *space) stop() {
 	}
 }
 
-// monitor is the per-lockspace main loop (delta.md §9.1): every second
+// monitor is the per-lockspace main loop (docs/delta.md "Main loop"): every second
 // check our own lease and the other hosts; once the lockspace is dying,
 // signal its holders until none is left, then move it to rem and return.
 func (sp *space) monitor() {
@@ -632,7 +633,7 @@ func (sp *space) monitor() {
 
 // untilDeadline shortens the sleep before the next pass so that it comes
 // right at the failure deadline L + id_renewal_fail_seconds (L = the last
-// successful renewal, delta.md §9.2) instead of up to a CheckInterval
+// successful renewal, docs/delta.md "Own-lease check") instead of up to a CheckInterval
 // later: recovery (kill program, SIGTERM) then starts within a few
 // milliseconds of the deadline and the holders get their whole grace
 // period before the watchdog fires (docs/wdmd.md, TestEscalation). A
@@ -715,7 +716,7 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 	return passKilling
 }
 
-// allGone is the test of delta.md §9.5.
+// allGone is the test of docs/delta.md "All holders gone".
 func (sp *space) allGone(holders []int, orphans int) bool {
 	m := sp.m
 	m.mu.Lock()
@@ -753,8 +754,8 @@ func (sp *space) allGone(holders []int, orphans int) bool {
 	return true
 }
 
-// killPids signals the holders of a dying lockspace (delta.md §9.4,
-// wire.md §9.4), at most once a second each and killCountMax times in all.
+// killPids signals the holders of a dying lockspace (docs/delta.md "Signalling holders",
+// docs/protocol.md "Kill program"), at most once a second each and killCountMax times in all.
 // Before the grace period ends, a holder that set a kill program (KILLPATH)
 // gets it run once (with its pid as last argument if it asked for that)
 // and nothing more until the grace ends; others get SIGTERM. After it, and
@@ -859,7 +860,7 @@ func (m *Lockspaces) runKillpath(argv []string) error {
 }
 
 // processHosts runs the other-host processing on a new renewal read and
-// hands out its events and requests (delta.md §7.1, §7.3, §8.3).
+// hands out its events and requests (docs/delta.md "Watching other hosts", "Receiving events").
 func (sp *space) processHosts(run *delta.Lockspace) {
 	res, ok := run.ProcessHosts()
 	if !ok {
@@ -873,7 +874,7 @@ func (sp *space) processHosts(run *delta.Lockspace) {
 	}
 }
 
-// Rem implements LockspaceManager (delta.md §10.1).
+// Rem implements LockspaceManager (docs/delta.md "Removing a lockspace").
 func (m *Lockspaces) Rem(ctx context.Context, ls client.Lockspace, flags uint32) int32 {
 	if flags&client.RemUnused != 0 {
 		if u := m.usage(); u != nil {
@@ -909,7 +910,7 @@ func (m *Lockspaces) Rem(ctx context.Context, ls client.Lockspace, flags uint32)
 	}
 }
 
-// Inq implements LockspaceManager (delta.md §10.2).
+// Inq implements LockspaceManager (docs/delta.md "inq_lockspace").
 func (m *Lockspaces) Inq(ctx context.Context, ls client.Lockspace, flags uint32) int32 {
 	for {
 		rv := m.inq(&ls)
@@ -934,7 +935,7 @@ func (m *Lockspaces) inq(ls *client.Lockspace) int32 {
 	return client.RvENOENT
 }
 
-// List implements LockspaceManager: spaces, then rem, then add (§10.3).
+// List implements LockspaceManager: spaces, then rem, then add (docs/delta.md "get_lockspaces").
 func (m *Lockspaces) List() []client.Lockspace {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -961,7 +962,7 @@ func (m *Lockspaces) Count() int {
 
 // ShutdownAll implements LockspaceManager: every lockspace is removed as
 // by rem_lockspace (holders get SIGKILL), adds are aborted, and it returns
-// when all are gone (delta.md §10.4).
+// when all are gone (docs/delta.md "Shutdown").
 func (m *Lockspaces) ShutdownAll(ctx context.Context) error {
 	m.mu.Lock()
 	m.forced = true
@@ -984,7 +985,7 @@ func (m *Lockspaces) ShutdownAll(ctx context.Context) error {
 }
 
 // StatusRecords implements LockspaceManager: LOCKSPACE records of joined,
-// then being added, then being removed lockspaces (wire.md §6 #5, §8.3).
+// then being added, then being removed lockspaces (docs/protocol.md "Commands" #5, "Record texts").
 func (m *Lockspaces) StatusRecords() []client.StateRecord {
 	m.mu.Lock()
 	var all []*space
@@ -1038,8 +1039,8 @@ func (m *Lockspaces) StatusRecords() []client.StateRecord {
 	return recs
 }
 
-// HostStatus implements LockspaceManager (wire.md §6 #15, §8.4): the name
-// is looked up on all three lists.
+// HostStatus implements LockspaceManager (docs/protocol.md "Commands" #15, "Record texts"): the
+// name is looked up on all three lists.
 func (m *Lockspaces) HostStatus(name string) ([]client.StateRecord, int32) {
 	m.mu.Lock()
 	sp := m.anyByName(name)
@@ -1064,7 +1065,7 @@ func (m *Lockspaces) HostStatus(name string) ([]client.StateRecord, int32) {
 	return recs, 0
 }
 
-// hostStatusText is the HOST record text (wire.md §8.4).
+// hostStatusText is the HOST record text (docs/protocol.md "Record texts").
 func hostStatusText(h *delta.HostStatus) string {
 	name := h.OwnerName
 	if len(name) > client.NameLen {
@@ -1075,7 +1076,7 @@ func hostStatusText(h *delta.HostStatus) string {
 		h.Timestamp, h.IOTimeout, name)
 }
 
-// getHosts answers GET_HOSTS (delta.md §7.5).
+// getHosts answers GET_HOSTS (docs/delta.md "get_hosts").
 func (m *Lockspaces) getHosts(name string, hostID uint64) ([]client.Host, int32) {
 	run, ok := m.Joined(name)
 	if !ok {
@@ -1112,7 +1113,7 @@ func (m *Lockspaces) renewals(name string) ([]delta.HistoryEntry, int, int32) {
 	return run.Renewals(), sp.ioTimeout, 0
 }
 
-// setEvent answers SET_EVENT (delta.md §8.2).
+// setEvent answers SET_EVENT (docs/delta.md "set_event").
 func (m *Lockspaces) setEvent(name string, he client.HostEvent, flags uint32) int32 {
 	if name == "" || he.HostID == 0 || he.HostID > delta.MaxHostID {
 		return client.RvEINVAL
@@ -1125,7 +1126,7 @@ func (m *Lockspaces) setEvent(name string, he client.HostEvent, flags uint32) in
 	return int32(diskfmt.CodeOf(err))
 }
 
-// setConfig answers SET_CONFIG (delta.md §10.5).
+// setConfig answers SET_CONFIG (docs/delta.md "set_config").
 func (m *Lockspaces) setConfig(name string, cmd uint32) int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

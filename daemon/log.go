@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultRingSize is the size of the in-memory log returned by LOG_DUMP
-// (spec: cli.md §4.6).
+// (docs/cli.md "Logging").
 const DefaultRingSize = 1 << 20
 
 // Field keys that the sanlock line format consumes instead of printing them
@@ -30,7 +30,7 @@ const (
 func TID(id int) zap.Field { return zap.Int(tidKey, id) }
 
 // LogPrefix sets the text printed before the message, such as "s1 " for
-// lockspace 1 or "s1:r2 " for resource 2 in it (spec: cli.md §4.6).
+// lockspace 1 or "s1:r2 " for resource 2 in it (docs/cli.md "Logging").
 func LogPrefix(p string) zap.Field { return zap.String(prefixKey, p) }
 
 // Priority maps a zap level to the syslog priority sanlock compares with
@@ -300,7 +300,7 @@ func (l *logSinks) close() {
 	l.closers = nil
 }
 
-// newLogSinks builds the daemon logger (spec: cli.md §4.6): the log file at
+// newLogSinks builds the daemon logger (docs/cli.md "Logging"): the log file at
 // -L priority (skipped if it cannot be opened), syslog at -S priority,
 // stderr with -D (everything), the ring (everything), plus extra (tests).
 // log_format = json changes the log file and stderr only (logjson.go).

@@ -8,9 +8,9 @@ import (
 
 // LockspaceManager is what the daemon core needs from the lockspace (delta
 // lease) layer. Methods may be called concurrently from many connections.
-// Results are wire results: 0, -errno or SANLK_* codes (wire.md §11).
+// Results are wire results: 0, -errno or SANLK_* codes (docs/protocol.md "Result codes").
 type LockspaceManager interface {
-	// Add joins ls (ADD_LOCKSPACE, wire.md §6 #2). flags may hold
+	// Add joins ls (ADD_LOCKSPACE, docs/protocol.md "Commands" #2). flags may hold
 	// client.AddAsync; ioTimeout 0 means the daemon default. Without
 	// AddAsync it returns when the host_id lease is held or has failed.
 	Add(ctx context.Context, ls client.Lockspace, flags, ioTimeout uint32) int32
@@ -26,10 +26,10 @@ type LockspaceManager interface {
 	// name, or a negative result (-ENOSPC when not joined).
 	HostStatus(name string) ([]client.StateRecord, int32)
 	// Count is the number of lockspaces in any state; the daemon refuses a
-	// non-forced shutdown while it is non-zero (cli.md §4.4).
+	// non-forced shutdown while it is non-zero (docs/cli.md "Signals and exit").
 	Count() int
-	// StatusRecords returns the LOCKSPACE records of STATUS (wire.md §6 #5,
-	// §8.3), each with its Lockspace tail.
+	// StatusRecords returns the LOCKSPACE records of STATUS (docs/protocol.md "Commands" #5,
+	// "Record texts"), each with its Lockspace tail.
 	StatusRecords() []client.StateRecord
 	// ShutdownAll is the forced shutdown: kill the registered pids using
 	// lockspaces (SIGKILL), drop every lockspace, return when done.
@@ -39,12 +39,12 @@ type LockspaceManager interface {
 // ResourceManager is what the daemon core needs from the resource (paxos
 // lease) layer.
 type ResourceManager interface {
-	// StatusRecords returns the RESOURCE records of STATUS (wire.md §8.3),
+	// StatusRecords returns the RESOURCE records of STATUS (docs/protocol.md "Record texts"),
 	// each with its Resource tail (and disks).
 	StatusRecords() []client.StateRecord
 	// ClientDead is called once when a registered connection ends (EOF or
 	// error): release the leases of cl, or make persistent ones orphans
-	// (wire.md §9.3). It runs on its own goroutine.
+	// (docs/protocol.md "Registration"). It runs on its own goroutine.
 	ClientDead(cl *ClientInfo)
 }
 

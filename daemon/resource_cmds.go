@@ -9,7 +9,7 @@ import (
 	"github.com/gosanlock/gosanlock/paxos"
 )
 
-// registerHandlers installs the resource commands (wire.md §6 #7–#11,
+// registerHandlers installs the resource commands (docs/protocol.md "Commands" #7–#11,
 // #14, #17, #25–#27).
 func (m *Resources) registerHandlers(s *Server) {
 	s.Handle(client.CmdAcquire, ClassWork, m.cmdAcquire)
@@ -26,8 +26,8 @@ func (m *Resources) registerHandlers(s *Server) {
 // selfPid is header.data2 = -1: the client registered on this connection.
 const selfPid = 0xffffffff
 
-// target resolves the registered client a W-reg command acts on (wire.md
-// §5, §9.2) and marks it busy: one such command at a time per client.
+// target resolves the registered client a W-reg command acts on (docs/protocol.md
+// "Dispatch classes", "Commands") and marks it busy: one such command at a time per client.
 // Every successful call must be paired with done.
 func (m *Resources) target(c *Conn, q *client.Request, acquire bool) (*Conn, int32) {
 	t := c
@@ -88,7 +88,7 @@ func findToken(lc *leaseClient, space, name string) (int, *token) {
 	return -1, nil
 }
 
-// cmdAcquire is ACQUIRE (paxos.md §3.1).
+// cmdAcquire is ACQUIRE (docs/paxos.md "Acquire command").
 func (m *Resources) cmdAcquire(ctx context.Context, c *Conn, q *client.Request) error {
 	t, code := m.target(c, q, true)
 	if code == 0 {
@@ -169,7 +169,7 @@ func (m *Resources) regCmd(fn func(context.Context, *Conn, *client.Request) int3
 	}
 }
 
-// release is RELEASE (paxos.md §5.1).
+// release is RELEASE (docs/paxos.md "Release command").
 func (m *Resources) release(ctx context.Context, t *Conn, q *client.Request) int32 {
 	flags := q.Header.CmdFlags
 	if flags&client.RelOrphan != 0 {
@@ -222,7 +222,7 @@ func (m *Resources) release(ctx context.Context, t *Conn, q *client.Request) int
 
 // releaseOrphans moves the orphans of space named name (all of them for
 // an empty name) to rem for a background release; the result is their
-// number (paxos.md §5.1).
+// number (docs/paxos.md "Release command").
 func (m *Resources) releaseOrphans(space, name string) int32 {
 	m.mu.Lock()
 	var rs []*resource
@@ -239,7 +239,7 @@ func (m *Resources) releaseOrphans(space, name string) int32 {
 	return int32(len(rs))
 }
 
-// cmdInquire is INQUIRE (wire.md §6 #9, paxos.md §10.4).
+// cmdInquire is INQUIRE (docs/protocol.md "Commands" #9, docs/paxos.md "inquire").
 func (m *Resources) cmdInquire(_ context.Context, c *Conn, q *client.Request) error {
 	h := q.Header
 	h.Version, h.Length, h.Data, h.Data2 = client.ProtoVersion, client.HeaderSize, 0, 0
@@ -276,7 +276,7 @@ func (m *Resources) cmdInquire(_ context.Context, c *Conn, q *client.Request) er
 	return c.write(append(b, 0))
 }
 
-// convert is CONVERT (paxos.md §6.3). Converting a shared resource that
+// convert is CONVERT (docs/paxos.md "Convert"). Converting a shared resource that
 // other local pids also hold to exclusive is refused with -EBUSY (3.8.5
 // converts it and leaves their tokens attached: quirk Q4).
 func (m *Resources) convert(ctx context.Context, t *Conn, q *client.Request) int32 {
@@ -335,7 +335,7 @@ func (m *Resources) convert(ctx context.Context, t *Conn, q *client.Request) int
 }
 
 // cmdKillpath is KILLPATH: the client's kill program and its arguments
-// (wire.md §6 #17, §9.4).
+// (docs/protocol.md "Commands" #17, "Kill program").
 func (m *Resources) cmdKillpath(_ context.Context, c *Conn, q *client.Request) error {
 	t, code := m.target(c, q, false)
 	if code != 0 {
@@ -353,7 +353,7 @@ func (m *Resources) cmdKillpath(_ context.Context, c *Conn, q *client.Request) e
 	return c.Reply(q, 0)
 }
 
-// cmdRequest is REQUEST (paxos.md §8.1).
+// cmdRequest is REQUEST (docs/paxos.md "Request").
 func (m *Resources) cmdRequest(ctx context.Context, c *Conn, q *client.Request) error {
 	if len(q.Resources) == 0 {
 		return c.Reply(q, client.RvEINVAL)
@@ -379,7 +379,7 @@ func (m *Resources) cmdRequest(ctx context.Context, c *Conn, q *client.Request) 
 }
 
 // cmdExamineResource is EXAMINE_RESOURCE: examine our held resource(s) of
-// that name; the result is always 0 (wire.md §6 #14).
+// that name; the result is always 0 (docs/protocol.md "Commands" #14).
 func (m *Resources) cmdExamineResource(_ context.Context, c *Conn, q *client.Request) error {
 	if len(q.Resources) > 0 {
 		m.examine(q.Resources[0].LockspaceName, q.Resources[0].Name)
@@ -401,7 +401,7 @@ func (m *Resources) heldResource(q *client.Request) *resource {
 	return r
 }
 
-// cmdSetLVB is SET_LVB (paxos.md §9): no I/O.
+// cmdSetLVB is SET_LVB (docs/paxos.md "LVB"): no I/O.
 func (m *Resources) cmdSetLVB(_ context.Context, c *Conn, q *client.Request) error {
 	r := m.heldResource(q)
 	if r == nil {
@@ -416,7 +416,7 @@ func (m *Resources) cmdSetLVB(_ context.Context, c *Conn, q *client.Request) err
 	return c.Reply(q, rv(err))
 }
 
-// cmdGetLVB is GET_LVB (paxos.md §9, wire.md §6 #26): the in-memory LVB,
+// cmdGetLVB is GET_LVB (docs/paxos.md "LVB", docs/protocol.md "Commands" #26): the in-memory LVB,
 // at most one sector.
 func (m *Resources) cmdGetLVB(_ context.Context, c *Conn, q *client.Request) error {
 	h := q.Header

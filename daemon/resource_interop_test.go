@@ -726,7 +726,7 @@ func TestRtCClientResources(t *testing.T) {
 	rtShutdown(sides)
 
 	// `client command` output is lost at exec in the C tool (buffered
-	// stdio); ours flushes it (cli.md §5.8): compare its exit status only.
+	// stdio); ours flushes it (docs/cli.md "command"): compare its exit status only.
 	for _, s := range sides {
 		for i, l := range s.out {
 			if strings.HasPrefix(l, "client command ") {

@@ -34,7 +34,7 @@ type ResourcesConfig struct {
 	Clock delta.Clock
 }
 
-// resList is the host-wide list a resource is on (paxos.md §2.2).
+// resList is the host-wide list a resource is on (docs/paxos.md "Resource lists").
 type resList int
 
 const (
@@ -81,7 +81,7 @@ type resource struct {
 	devs []diskfmt.Device
 }
 
-// token is one client's hold on one resource (paxos.md §2.1).
+// token is one client's hold on one resource (docs/paxos.md "Tokens and resources").
 type token struct {
 	id    uint32
 	r     *resource
@@ -102,7 +102,7 @@ type leaseClient struct {
 }
 
 // Resources is the ResourceManager of the daemon: the resource leases of
-// registered clients on top of the paxos package (paxos.md §2–§10). Its
+// registered clients on top of the paxos package (docs/paxos.md). Its
 // mutex guards the lists, tokens and client lease sets and is never held
 // across disk I/O; acquires of different resources run in parallel, and a
 // slow disk only delays the commands on the resources it backs.
@@ -246,7 +246,7 @@ func rv(err error) int32 {
 
 // --- acquire ---------------------------------------------------------------
 
-// acquireToken runs the local checks of paxos.md §3.2 for t and, when they
+// acquireToken runs the local checks of docs/paxos.md "Local checks" for t and, when they
 // call for it, the disk acquire. On success t is attached to its resource.
 func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host, cmdFlags uint32) int32 {
 	key := resKey{t.res.LockspaceName, t.res.Name}
@@ -360,7 +360,7 @@ func (m *Resources) detachLocked(t *token) (last *resource, code int32) {
 	return r, 0
 }
 
-// releaseToken releases one token as a RELEASE command does (paxos.md §5.2):
+// releaseToken releases one token as a RELEASE command does (docs/paxos.md "Releasing a token"):
 // the last token of a resource does the on-disk release at once; a timeout
 // leaves it to the background retry and returns -202.
 func (m *Resources) releaseToken(ctx context.Context, t *token, rename string) int32 {
@@ -441,7 +441,7 @@ func (m *Resources) finish(r *resource) {
 
 // releaseLater releases r (on rem) in the background, retrying timeouts:
 // at once, then every 2*io_timeout, until it succeeds, fails otherwise,
-// or the lockspace is gone or dying (paxos.md §5.2 step 6).
+// or the lockspace is gone or dying (docs/paxos.md "Releasing a token" step 6).
 func (m *Resources) releaseLater(r *resource) {
 	m.mu.Lock()
 	if r.releasing || m.stopped {
@@ -474,8 +474,8 @@ func (m *Resources) releaseLater(r *resource) {
 
 // --- client death ----------------------------------------------------------
 
-// ClientDead implements ResourceManager (paxos.md §5.4, wire.md §9.3): the
-// leases of a registered client whose connection ended are released in the
+// ClientDead implements ResourceManager (docs/paxos.md "Client exit", docs/protocol.md
+// "Registration"): the leases of a registered client whose connection ended are released in the
 // background; persistent ones become orphans. When a command is running
 // for the client, that command does it when it finishes.
 func (m *Resources) ClientDead(info *ClientInfo) {
@@ -576,7 +576,7 @@ func (m *Resources) SpaceDead(space string) {
 }
 
 // SpaceGone is called when lockspace space has been freed: its orphans
-// are dropped from memory without disk I/O (paxos.md §7).
+// are dropped from memory without disk I/O (docs/paxos.md "Orphans").
 func (m *Resources) SpaceGone(space string) {
 	m.mu.Lock()
 	var drop []*resource
@@ -616,7 +616,7 @@ func (r *resource) flagsText() uint32 {
 
 // StatusRecords implements ResourceManager: one RESOURCE record per token
 // of held and add resources, one per resource on rem and orphan
-// (wire.md §8.3).
+// (docs/protocol.md "Record texts").
 func (m *Resources) StatusRecords() []client.StateRecord {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -671,7 +671,7 @@ func (m *Resources) StatusRecords() []client.StateRecord {
 // --- examine ---------------------------------------------------------------
 
 // Examine asks for the request records of the held resources of lockspace
-// space to be read and acted on (paxos.md §8.2): after another host set our
+// space to be read and acted on (docs/paxos.md "Examine"): after another host set our
 // bit, and for EXAMINE_LOCKSPACE. It does not block.
 func (m *Resources) Examine(space string) { m.examine(space, "") }
 

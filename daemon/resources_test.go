@@ -443,7 +443,7 @@ func TestResourceSlowDiskIsolated(t *testing.T) {
 }
 
 // TestRestrictSigkill: rem_lockspace kills holders with SIGKILL, except a
-// client that restricted SIGKILL, which gets SIGTERM (wdmd.md §11.2).
+// client that restricted SIGKILL, which gets SIGTERM (docs/delta.md "Signalling holders").
 func TestRestrictSigkill(t *testing.T) {
 	t.Parallel()
 	sigs := make(chan syscall.Signal, 8)

@@ -16,7 +16,7 @@ import (
 )
 
 // setLimits raises RLIMIT_MEMLOCK, RLIMIT_RTPRIO and RLIMIT_CORE to
-// unlimited (privileged mode only, cli.md §4.3 step 3). Failure is fatal
+// unlimited (privileged mode only, docs/cli.md "Startup" step 3). Failure is fatal
 // and reported as sanlock does: "cannot set the limits for memlock 1".
 func setLimits() error {
 	inf := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
@@ -40,7 +40,7 @@ func errnoOf(err error) int {
 }
 
 // dropPrivileges does initgroups, setgid, setuid and sets the process
-// dumpable again (privileged mode with -U/-G, cli.md §4.3 steps 1 and 8).
+// dumpable again (privileged mode with -U/-G, docs/cli.md "Startup" steps 1 and 8).
 func dropPrivileges(cfg *Config) error {
 	if cfg.UserName != "" {
 		if u, err := user.Lookup(cfg.UserName); err == nil {
@@ -92,8 +92,8 @@ func (s *Server) setPriority() {
 	}
 }
 
-// Daemonize implements "without -D, fork and let the parent exit 0" (cli.md
-// §4.3 step 2) for a Go program, which cannot fork: unless cfg.Debug is set
+// Daemonize implements "without -D, fork and let the parent exit 0" (docs/cli.md
+// "Startup" step 2) for a Go program, which cannot fork: unless cfg.Debug is set
 // or this process is already the background child, it starts the same
 // executable with the same arguments, stdio on /dev/null, in a new session,
 // with EnvDaemonized=1, and returns true: the caller (cmd/) then exits 0.
@@ -125,7 +125,7 @@ func Daemonize(cfg *Config) (parent bool, err error) {
 
 // Run is `sanlock daemon`: Start, then serve until a shutdown. SIGTERM,
 // SIGINT and SIGHUP request a normal shutdown, which is ignored while
-// lockspaces exist (cli.md §4.4). When ctx ends the daemon stops at once.
+// lockspaces exist (docs/cli.md "Signals and exit"). When ctx ends the daemon stops at once.
 // Run returns nil after a normal exit (exit status 0) and the startup error
 // otherwise (exit status 1). The caller handles Daemonize first.
 func Run(ctx context.Context, cfg *Config, deps Deps) error {

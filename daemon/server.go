@@ -23,7 +23,7 @@ import (
 const Version = "3.8.5"
 
 // DefaultMaxConns is the size of sanlock's connection table; slots 0 and 1
-// are the internal "helper" and "listener" records (wire.md §1).
+// are the internal "helper" and "listener" records (docs/protocol.md "Transport").
 const DefaultMaxConns = 1024
 
 // firstConnSlot is the first slot given to an accepted connection.
@@ -152,7 +152,7 @@ func (s *Server) LogDump() []byte {
 // Done is closed when the server has stopped.
 func (s *Server) Done() <-chan struct{} { return s.done }
 
-// Start performs the daemon startup of cli.md §4.3 that applies in-process
+// Start performs the daemon startup of docs/cli.md "Startup" that applies in-process
 // (no fork): logging and its warnings, privileged limits, run directory and
 // lock file, host name, setuid, mlockall/priority, then the socket, and
 // starts serving in the background. On error everything acquired is
@@ -250,7 +250,7 @@ func (s *Server) releaseStartup() {
 	}
 }
 
-// listen creates the socket (wire.md §1): unlink a stale file, bind, chmod
+// listen creates the socket (docs/protocol.md "Transport"): unlink a stale file, bind, chmod
 // 0660, chown uid:gid (fatal), listen.
 func (s *Server) listen() error {
 	path := s.SockPath()
@@ -380,7 +380,7 @@ func (s *Server) isClosing() bool {
 }
 
 // RequestShutdown asks the daemon to exit (SIGTERM, SHUTDOWN,
-// SHUTDOWN_WAIT; cli.md §4.4). Without force it is refused, and false is
+// SHUTDOWN_WAIT; docs/cli.md "Signals and exit"). Without force it is refused, and false is
 // returned, while any lockspace exists. With force the lockspace manager
 // first kills the lease holders and drops every lockspace.
 func (s *Server) RequestShutdown(force bool) bool {
@@ -488,7 +488,7 @@ func (s *Server) clients() []*Conn {
 }
 
 // FindClient returns the registered connection of pid (for W-reg commands
-// with data2 = pid, wire.md §9.2), or nil.
+// with data2 = pid, docs/protocol.md "Commands"), or nil.
 func (s *Server) FindClient(pid int) *Conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -32,7 +32,7 @@ func TestVersion(t *testing.T) {
 	td.mustVersion()
 
 	// VERSION is answered whatever the protocol version, and the
-	// connection stays open (wire.md §2.1, §6 #28).
+	// connection stays open (docs/protocol.md "Header checks", "Commands" #28).
 	c := td.dial()
 	for _, v := range []uint32{0, 1, 0x00020000} {
 		_, err := c.Write(header(client.Magic, v, client.CmdVersion, 7, 32, 9, 5, 6))
@@ -68,7 +68,7 @@ func TestStartupFilesAndLog(t *testing.T) {
 	assert.Equal(t, 1, td.logs.FilterMessage("Running in unprivileged mode").Len())
 
 	td.srv.Stop()
-	// The socket and pid files are left behind (wire.md §1).
+	// The socket and pid files are left behind (docs/protocol.md "Transport").
 	assert.FileExists(t, td.srv.SockPath())
 	assert.FileExists(t, filepath.Join(td.dir, PidFileName))
 }
@@ -194,7 +194,7 @@ func TestShutdown(t *testing.T) {
 	td := startDaemon(t, func(_ *Config, d *Deps) { d.Lockspaces = ls })
 
 	// Refused while a lockspace exists: SHUTDOWN is silent, SHUTDOWN_WAIT
-	// gets -EBUSY (cli.md §5.6).
+	// gets -EBUSY (docs/cli.md "shutdown").
 	require.NoError(t, td.cl.Shutdown(false))
 	err := td.cl.ShutdownWait(false)
 	assert.Equal(t, client.RvEBUSY, client.ErrorCode(err))

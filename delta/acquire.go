@@ -6,8 +6,8 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// AcquirePlan is what acquire decides after its first read (spec: delta.md
-// §5.3 steps 2–5).
+// AcquirePlan is what acquire decides after its first read (docs/delta.md
+// "Acquiring a host_id" steps 2–5).
 type AcquirePlan struct {
 	// OtherIOTimeout is the io_timeout of the lease as read (own io_timeout
 	// if the lease has 0). It sets both delays.
@@ -41,8 +41,8 @@ func PlanAcquire(rec *diskfmt.Leader, hostName string, t Timing) AcquirePlan {
 	return p
 }
 
-// CheckHeldLease is the liveness decision after the long wait (§5.3 step
-// 7): the owner is alive, and the host_id busy, unless the lease is
+// CheckHeldLease is the liveness decision after the long wait (docs/delta.md "Acquiring a host_id"
+// step 7): the owner is alive, and the host_id busy, unless the lease is
 // byte-for-byte what we saw before the wait (all 200 record bytes) or it
 // was released meanwhile.
 func CheckHeldLease(before, after []byte) error {
@@ -55,8 +55,8 @@ func CheckHeldLease(before, after []byte) error {
 	return diskfmt.ErrHostIDBusy
 }
 
-// NewAcquireRecord builds the record acquire writes (§5.3 step 8) from the
-// lease as last read: our host_id, the next generation, our host name,
+// NewAcquireRecord builds the record acquire writes (docs/delta.md "Acquiring a host_id" step 8)
+// from the lease as last read: our host_id, the next generation, our host name,
 // timestamp now and our io_timeout (low 8 bits); every other field as read.
 //
 // The host name is stored as C's snprintf would: at most 47 bytes and a NUL,
@@ -87,8 +87,8 @@ func indexByte(s string, c byte) int {
 	return -1
 }
 
-// CheckAcquired is the decision after the short delay (§5.3 step 10): the
-// acquire holds only if the lease still carries exactly what we wrote;
+// CheckAcquired is the decision after the short delay (docs/delta.md "Acquiring a host_id" step
+// 10): the acquire holds only if the lease still carries exactly what we wrote;
 // otherwise another host wrote after us and the host_id is busy.
 func CheckAcquired(written, read []byte) error {
 	if sameRecord(written, read) {
@@ -102,14 +102,14 @@ type Acquired struct {
 	// Leader is the record we wrote and read back.
 	Leader diskfmt.Leader
 	// LastSuccess is the timestamp we wrote, taken before the short delay
-	// (§5.3 step 10, §5.8).
+	// (docs/delta.md "Acquiring a host_id" step 10, "Completing the add").
 	LastSuccess uint64
 	// Plan is what the first read led to.
 	Plan AcquirePlan
 }
 
 // Acquire takes the delta lease for l.HostID with host name hostName
-// (spec: delta.md §5.3). The sequence is:
+// (docs/delta.md "Acquiring a host_id"). The sequence is:
 //
 //  1. read the lease; if it is free or ours, go to 3;
 //  2. otherwise watch it for max(8N+W, 8N) seconds (N = the lease's

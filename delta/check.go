@@ -2,7 +2,7 @@ package delta
 
 import "github.com/gosanlock/gosanlock/diskfmt"
 
-// OwnLeaseState is the result of the own-lease check (spec: delta.md §9.2).
+// OwnLeaseState is the result of the own-lease check (docs/delta.md "Own-lease check").
 type OwnLeaseState int
 
 const (
@@ -34,7 +34,7 @@ func (s OwnLeaseState) String() string {
 func (s OwnLeaseState) Failed() bool { return s == OwnLeaseFailed || s == OwnLeaseCorrupt }
 
 // IsCorrupt reports whether a renewal result means our lease was
-// overwritten or damaged (spec: delta.md §9.3), which fails the lockspace at
+// overwritten or damaged (docs/delta.md "Corrupt lease"), which fails the lockspace at
 // once instead of after 8N.
 func IsCorrupt(c diskfmt.Code) bool {
 	switch c {

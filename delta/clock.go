@@ -11,7 +11,7 @@ import (
 //
 // Now must never go backwards. Its whole seconds are sanlock's "monotime":
 // the value written as a lease timestamp and used for every local
-// measurement (spec: delta.md §1.1). Timestamps written by other hosts are
+// measurement (docs/delta.md "Terms and clock"). Timestamps written by other hosts are
 // never compared with it.
 type Clock interface {
 	// Now is the time since an arbitrary fixed origin (CLOCK_MONOTONIC's,

@@ -2,7 +2,7 @@
 // renewing and releasing a host's slot in a lockspace, the timing model
 // derived from io_timeout, and the per-lockspace runtime state the daemon
 // publishes (host status table, renewal history, own-lease check, bitmap
-// notifications and host events). Spec: shared/spec/delta.md.
+// notifications and host events). See docs/delta.md.
 //
 // # Shape
 //
@@ -19,7 +19,7 @@
 // A lease timestamp is the writer's own monotime. Other hosts' timestamps
 // are never compared with ours or with each other: a host is judged alive
 // by whether its lease changed between two of our reads, and elapsed time
-// is always measured on our Clock (delta.md §1.1, §7).
+// is always measured on our Clock (docs/delta.md "Terms and clock", "Watching other hosts").
 //
 // # I/O
 //

@@ -19,8 +19,8 @@ const (
 const MaxHostID = 2000
 
 // Notifier is the sending side of bitmap notifications and host events
-// (spec: delta.md §8.1–8.2): per target host the time we last asked for its
-// bit (set_bit_time), and the one current event shared by all targets.
+// (docs/delta.md "Sending requests and events"–"set_event"): per target host the time we last asked
+// for its bit (set_bit_time), and the one current event shared by all targets.
 // Times are our monotime in whole seconds.
 type Notifier struct {
 	setBitmapSeconds int
@@ -97,8 +97,8 @@ func EventClash(cur, next HostEvent, setAt, now uint64, setBitmapSeconds int) bo
 func (n *Notifier) Event() HostEvent { return n.event }
 
 // Build returns the bitmap and the extras for a renewal at time now (spec:
-// delta.md §8.1): a host's bit is set while less than set_bitmap_seconds
-// passed since it was requested; older requests are forgotten. Our own
+// docs/delta.md "Sending requests and events"): a host's bit is set while less than
+// set_bitmap_seconds passed since it was requested; older requests are forgotten. Our own
 // bit is never set.
 func (n *Notifier) Build(now, ourID uint64) ([]byte, HostEvent) {
 	bitmap := make([]byte, diskfmt.BitmapSize)

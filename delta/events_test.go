@@ -15,9 +15,9 @@ import (
 
 // set_event on host 1 for host 2: host 2 receives it once per renewal of
 // host 1 that it observes while the bit is set (no de-duplication, spec
-// §8.3), host 3 never
+// docs/delta.md "Receiving events"), host 3 never
 // does, the bit expires after set_bitmap_seconds and the extras stay on
-// disk; spec §8.
+// disk; docs/delta.md "Sending requests and events".
 func TestHostEvents(t *testing.T) {
 	for _, io := range ioTimeouts {
 		t.Run(fmt.Sprint("io", io), func(t *testing.T) {
@@ -95,7 +95,7 @@ func TestHostEvents(t *testing.T) {
 }
 
 // A request bit is written by every renewal for set_bitmap_seconds after
-// the request, then dropped; spec §8.1.
+// the request, then dropped; docs/delta.md "Sending requests and events".
 func TestBitmapExpiry(t *testing.T) {
 	for _, io := range ioTimeouts {
 		t.Run(fmt.Sprint("io", io), func(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// HistoryEntry is one successful acquire or renewal (spec: delta.md §6.5),
+// HistoryEntry is one successful acquire or renewal (docs/delta.md "Renewal history"),
 // with the count of failed renewals that followed it.
 type HistoryEntry struct {
 	Timestamp    uint64

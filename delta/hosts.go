@@ -7,7 +7,7 @@ import (
 )
 
 // HostState is what we think of another host of the lockspace (spec:
-// delta.md §7.4); the values are the get_hosts flags.
+// docs/delta.md "Host states"); the values are the get_hosts flags.
 type HostState uint32
 
 // Host states.
@@ -35,7 +35,7 @@ func (s HostState) String() string {
 	return "ERROR"
 }
 
-// HostStatus is one entry of the host status table (spec: delta.md §7.2).
+// HostStatus is one entry of the host status table (docs/delta.md "Host table").
 // All times are our monotime in whole seconds; OwnerID, OwnerGeneration,
 // Timestamp, IOTimeout and OwnerName are copied from the host's lease.
 type HostStatus struct {
@@ -61,7 +61,7 @@ type HostInfo struct {
 }
 
 // ReceivedEvent is a host event addressed to us, found in another host's
-// lease (spec: delta.md §8.3).
+// lease (docs/delta.md "Receiving events").
 type ReceivedEvent struct {
 	Event          HostEvent // HostID is our own host_id
 	FromHostID     uint64
@@ -107,7 +107,7 @@ func (t *HostTable) Ready() bool { return t.firstCheck != 0 }
 // FirstCheck is our monotime of the first processing (0 before).
 func (t *HostTable) FirstCheck() uint64 { return t.firstCheck }
 
-// Process updates the table from one whole-area read (spec: delta.md §7.3)
+// Process updates the table from one whole-area read (docs/delta.md "Watching other hosts")
 // at our time now. ourID is our host_id; setBitmapSeconds limits how often
 // a host's request notification is accepted.
 func (t *HostTable) Process(now uint64, area []byte, g diskfmt.Geometry, space string, ourID uint64, setBitmapSeconds int) ProcessResult {
@@ -178,7 +178,7 @@ func (t *HostTable) Host(hostID uint64) (HostStatus, bool) {
 	return t.hosts[hostID-1], true
 }
 
-// State computes a host's state at our time now (spec: delta.md §7.4),
+// State computes a host's state at our time now (docs/delta.md "Host states"),
 // with the io_timeout found in that host's own lease and W.
 func (t *HostTable) State(hostID, now, ourID uint64, w int) HostState {
 	h, ok := t.Host(hostID)
@@ -188,7 +188,7 @@ func (t *HostTable) State(hostID, now, ourID uint64, w int) HostState {
 	return HostStateOf(&h, t.firstCheck, now, ourID, w)
 }
 
-// HostStateOf is the §7.4 rule list for one entry: FREE if released, LIVE
+// HostStateOf is the docs/delta.md "Host states" rule list for one entry: FREE if released, LIVE
 // if it is us, UNKNOWN while no change was seen since we started watching
 // and less than 8N passed, LIVE within 8N of the last change, DEAD after
 // more than 8N+W, FAIL in between. N is the host's own io_timeout.
@@ -218,7 +218,7 @@ func HostStateOf(h *HostStatus, firstCheck, now, ourID uint64, w int) HostState 
 	return HostFail
 }
 
-// GetHosts answers get_hosts (spec: delta.md §7.5): hostID 0 lists every
+// GetHosts answers get_hosts (docs/delta.md "get_hosts"): hostID 0 lists every
 // host whose lease has a non-zero timestamp; a given hostID gives exactly
 // that entry (FREE with zeros if never seen), or nothing beyond max_hosts.
 // Before the first processing it fails with -EAGAIN.

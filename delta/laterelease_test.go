@@ -44,7 +44,7 @@ func failAndStop(t *testing.T, late bool, restoreAfter time.Duration, foreign bo
 }
 
 // Without ReleaseWhenBack a lockspace that stops after failed renewals
-// leaves its lease alone (spec §10.1).
+// leaves its lease alone (docs/delta.md "Removing a lockspace").
 func TestNoLateReleaseByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, ld := failAndStop(t, false, 5*time.Second, false)

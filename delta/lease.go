@@ -16,8 +16,8 @@ import (
 //
 // Every read lands in a pooled aligned buffer (diskfmt.ReadBuf; a buffer
 // whose read timed out is never pooled again) and every I/O gets its own
-// context whose deadline is the spec's per-I/O timeout (delta.md §3.4). I/O contexts are detached from
-// the caller's cancellation: an I/O that has started runs until it
+// context whose deadline is the spec's per-I/O timeout (docs/timing.md "Per-I/O timeouts"). I/O
+// contexts are detached from the caller's cancellation: an I/O that has started runs until it
 // completes or times out, as in sanlock, and cancellation is only looked at
 // between steps (the acquire sleeps, the renewal loop).
 type Lease struct {

@@ -21,7 +21,7 @@ type Config struct {
 	// host_id apart and allows the fast reacquire of our own stale lease.
 	HostName string
 	// Geometry of the lockspace; zero means "read sector 0 at start", as
-	// the daemon does (spec: delta.md §5.2).
+	// the daemon does (docs/delta.md "Lockspace start-up").
 	Geometry diskfmt.Geometry
 	// IOTimeout is the own io_timeout in seconds (0: DefaultIOTimeout).
 	IOTimeout int
@@ -53,7 +53,7 @@ type Config struct {
 	OnRenewal func(err error, readMs, writeMs int64)
 }
 
-// Status is the published state of a lockspace (spec: delta.md §4.2).
+// Status is the published state of a lockspace (docs/delta.md "Lockspace state").
 // Results are 0 before the first attempt, then diskfmt.OK or an error code;
 // times are our monotime in seconds.
 type Status struct {
@@ -217,7 +217,7 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 	ls.mu.Unlock()
 
 	r := renewer{ls: ls, last: acq.Leader, prevOK: true, lastSuccess: acq.LastSuccess}
-	// Hazard of spec §5.8: the acquire's timestamp predates its short
+	// Hazard of docs/delta.md "Completing the add": the acquire's timestamp predates its short
 	// delay, so the first renewal may already be due. Do it before anyone
 	// is told that we joined, so no own-lease check sees a stale gap.
 	if ls.now()-r.lastSuccess >= uint64(ls.timing.IDRenewalSeconds()) {
@@ -286,7 +286,7 @@ type renewer struct {
 	lastSuccess uint64
 }
 
-// loop is the renewal loop (spec: delta.md §6.1): 1-second sleeps while the
+// loop is the renewal loop (docs/delta.md "Renewal loop"): 1-second sleeps while the
 // last success is younger than id_renewal_seconds, then 0.5 s and a
 // renewal; after a failure the gap stays large, so retries come about
 // twice a second.
@@ -343,11 +343,11 @@ func (r *renewer) releaseLate(abort context.Context) error {
 // Halt stops the renewals for good without releasing the lease, as if this
 // host had died: the lease expires on disk, the own-lease check fails and
 // the other hosts see us dead after host_dead_seconds. The daemon halts a
-// lockspace whose watchdog connection broke (wdmd.md §10.5): it must not
+// lockspace whose watchdog connection broke (docs/wdmd.md "wdmd crash"): it must not
 // look alive while the host is about to be reset.
 func (ls *Lockspace) Halt() { ls.halted.Store(true) }
 
-// renew runs one renewal and publishes its outcome (spec: delta.md §6.3).
+// renew runs one renewal and publishes its outcome (docs/delta.md "Publishing a renewal").
 func (r *renewer) renew(ctx context.Context) {
 	ls := r.ls
 	begin := ls.now()
@@ -415,7 +415,7 @@ func (ls *Lockspace) Renewals() []HistoryEntry {
 	return ls.history.Entries()
 }
 
-// CheckOwnLease runs check_our_lease now (spec: delta.md §9.2) and records
+// CheckOwnLease runs check_our_lease now (docs/delta.md "Own-lease check") and records
 // a failure (RenewFail). The main loop calls it every second.
 func (ls *Lockspace) CheckOwnLease() (OwnLeaseState, uint64) {
 	now := ls.now()
@@ -438,7 +438,7 @@ func (ls *Lockspace) CheckOwnLease() (OwnLeaseState, uint64) {
 }
 
 // ProcessHosts updates the host table from the newest renewal read, if one
-// arrived since the last call (spec: delta.md §7.1, §7.3). ok is false when
+// arrived since the last call (docs/delta.md "Watching other hosts"). ok is false when
 // there was nothing new.
 func (ls *Lockspace) ProcessHosts() (res ProcessResult, ok bool) {
 	now := ls.now()
@@ -456,7 +456,7 @@ func (ls *Lockspace) ProcessHosts() (res ProcessResult, ok bool) {
 	return res, true
 }
 
-// GetHosts answers get_hosts (spec: delta.md §7.5); -EAGAIN before the
+// GetHosts answers get_hosts (docs/delta.md "get_hosts"); -EAGAIN before the
 // first ProcessHosts.
 func (ls *Lockspace) GetHosts(hostID uint64) ([]HostInfo, error) {
 	now := ls.now()
@@ -491,7 +491,7 @@ func (ls *Lockspace) HostStatuses() []HostStatus {
 
 // Host returns one host table entry. Its IOTimeout is as found on disk;
 // callers judging liveness for paxos use OtherIOTimeout to replace 0 by
-// the own value (spec: delta.md §7.6).
+// the own value (docs/delta.md "Host liveness for paxos").
 func (ls *Lockspace) Host(hostID uint64) (HostStatus, bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -504,7 +504,7 @@ func (ls *Lockspace) Host(hostID uint64) (HostStatus, bool) {
 // errNotJoined is returned by notification calls before the sizes are known.
 var errNotJoined = fmt.Errorf("delta: lockspace not joined: %w", diskfmt.ErrENOENT)
 
-// SetEvent queues a host event for ev.HostID (spec: delta.md §8.2); it is
+// SetEvent queues a host event for ev.HostID (docs/delta.md "set_event"); it is
 // written by the following renewals while the target's bit is set.
 func (ls *Lockspace) SetEvent(ev HostEvent, flags uint32) error {
 	now := ls.now()
@@ -537,7 +537,7 @@ func (ls *Lockspace) Request(hostID uint64) error {
 
 // HostWithFirstCheck returns one host table entry together with the table's
 // first-check time (our monotime; 0 before the first processing), which is
-// what the paxos layer's owner liveness check needs (spec: paxos.md §3.4).
+// what the paxos layer's owner liveness check needs (docs/paxos.md "Owner liveness").
 func (ls *Lockspace) HostWithFirstCheck(hostID uint64) (HostStatus, uint64, bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()

@@ -16,7 +16,8 @@ import (
 
 var ioTimeouts = []int{1, 10}
 
-// Acquire of a free lease: one read, write, 2N wait, read back; spec §5.3.
+// Acquire of a free lease: one read, write, 2N wait, read back; docs/delta.md
+// "Acquiring a host_id".
 func TestAcquireFree(t *testing.T) {
 	for _, io := range ioTimeouts {
 		t.Run(fmt.Sprint("io", io), func(t *testing.T) {
@@ -61,7 +62,7 @@ func TestAcquireFree(t *testing.T) {
 	}
 }
 
-// The delays follow the lease's io_timeout, not ours; spec §3.5.
+// The delays follow the lease's io_timeout, not ours; docs/timing.md "Mixed io_timeouts".
 func TestAcquireMixedIOTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newLockspaceDisk(t, geo512, 10)
@@ -83,8 +84,8 @@ func TestAcquireMixedIOTimeout(t *testing.T) {
 	})
 }
 
-// Spec §5.8: with lease io 10 and own io 1 the acquire timestamp is 20 s old
-// at join; the first renewal must happen before the lockspace counts as
+// See docs/delta.md "Completing the add": with lease io 10 and own io 1 the acquire timestamp is 20
+// s old at join; the first renewal must happen before the lockspace counts as
 // joined, so the own-lease check never sees the stale gap.
 func TestJoinRenewsFirstWhenDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -103,7 +104,7 @@ func TestJoinRenewsFirstWhenDue(t *testing.T) {
 }
 
 // Renewals come every id_renewal_seconds (2N, or 2N+1 from whole-second
-// rounding); spec §6.1.
+// rounding); docs/delta.md "Renewal loop".
 func TestRenewalCadence(t *testing.T) {
 	for _, io := range ioTimeouts {
 		t.Run(fmt.Sprint("io", io), func(t *testing.T) {
@@ -148,7 +149,8 @@ func TestRenewalCadence(t *testing.T) {
 }
 
 // Failing writes: retries about twice a second, warning from 6N, failure
-// at 8N after the last success; no release afterwards; spec §3.7, §9.2.
+// at 8N after the last success; no release afterwards; docs/timing.md "The numbers", docs/delta.md
+// "Own-lease check".
 func TestRenewalFailState(t *testing.T) {
 	for _, io := range ioTimeouts {
 		t.Run(fmt.Sprint("io", io), func(t *testing.T) {
@@ -200,7 +202,7 @@ func TestRenewalFailState(t *testing.T) {
 }
 
 // Two hosts claim one host_id at once: exactly one wins, the other gets
-// SANLK_HOSTID_BUSY (-262); spec §5.3 (busy1/busy2).
+// SANLK_HOSTID_BUSY (-262); docs/delta.md "Acquiring a host_id" (busy1/busy2).
 func TestConcurrentClaims(t *testing.T) {
 	for _, io := range ioTimeouts {
 		t.Run(fmt.Sprint("io", io), func(t *testing.T) {
@@ -258,7 +260,7 @@ func TestClaimLiveHostID(t *testing.T) {
 
 // A host that stops renewing is LIVE, FAIL after 8N and DEAD only after
 // 8N+W, measured on the observer's clock from when it saw the last
-// change; then its host_id can be taken over; spec §7.4, §5.3.
+// change; then its host_id can be taken over; docs/delta.md "Host states", "Acquiring a host_id".
 func TestDeadHost(t *testing.T) {
 	for _, io := range ioTimeouts {
 		t.Run(fmt.Sprint("io", io), func(t *testing.T) {
@@ -343,7 +345,8 @@ func TestDeadHost(t *testing.T) {
 func HostDeadSecondsPlus(io, extra int) int { return delta.HostDeadSeconds(io, 60) + extra }
 
 // A host already running when we join is UNKNOWN until its lease changes;
-// a released host is FREE; get_hosts before processing is -EAGAIN (§7.4–7.5).
+// a released host is FREE; get_hosts before processing is -EAGAIN (docs/delta.md
+// "Host states"–"get_hosts").
 func TestHostStatesOnJoin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
@@ -388,7 +391,8 @@ func TestHostStatesOnJoin(t *testing.T) {
 }
 
 // A renewal whose read hangs fails with -202 after N seconds and counts as
-// a timeout; a hung write times out after host_dead_seconds; spec §3.4, §6.5.
+// a timeout; a hung write times out after host_dead_seconds; docs/timing.md "Per-I/O timeouts",
+// docs/delta.md "Renewal history".
 func TestIOHang(t *testing.T) {
 	for _, io := range ioTimeouts {
 		t.Run(fmt.Sprint("io", io), func(t *testing.T) {
@@ -456,7 +460,7 @@ func TestRunnerReadTimeouts(t *testing.T) {
 }
 
 // Someone overwrote our lease: RENEW_OWNER, sticky corrupt result, and the
-// own-lease check fails at once; spec §6.2, §9.3.
+// own-lease check fails at once; docs/delta.md "One renewal", "Corrupt lease".
 func TestRenewOwnerCorrupt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
@@ -509,7 +513,7 @@ func TestAcquireAbort(t *testing.T) {
 }
 
 // Geometry is read from sector 0 when not given; host_id beyond max_hosts
-// is -231; a missing lockspace is -223; spec §5.2.
+// is -231; a missing lockspace is -223; docs/delta.md "Lockspace start-up".
 func TestJoinSizes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()

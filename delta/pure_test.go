@@ -10,7 +10,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// Spec: delta.md §3.3.
+// See docs/timing.md "The numbers".
 func TestTimingTable(t *testing.T) {
 	for _, c := range []struct {
 		n                                        int
@@ -41,7 +41,7 @@ func TestTimingTable(t *testing.T) {
 	assert.Equal(t, 8, delta.AcquireHeldDelay(1, 0)) // max(8N+W, 8N)
 }
 
-// Spec: delta.md §3.2, §3.5.
+// See docs/timing.md "Which io_timeout", "Mixed io_timeouts".
 func TestMixedIOTimeouts(t *testing.T) {
 	assert.Equal(t, 10, delta.OtherIOTimeout(0, 10))
 	assert.Equal(t, 1, delta.OtherIOTimeout(1, 10))
@@ -70,7 +70,7 @@ func TestMixedIOTimeouts(t *testing.T) {
 	assert.Equal(t, delta.AcquirePlan{OtherIOTimeout: 1, FastReacquire: true, ShortDelay: 2}, p)
 }
 
-// Spec: delta.md §5.3 step 8: snprintf-style name, old bytes kept after NUL.
+// See docs/delta.md "Acquiring a host_id" step 8: snprintf-style name, old bytes kept after NUL.
 func TestNewAcquireRecord(t *testing.T) {
 	prev := diskfmt.Leader{
 		Magic: diskfmt.DeltaMagic, Version: diskfmt.DeltaVersion, OwnerID: 7, OwnerGeneration: 4,
@@ -101,7 +101,7 @@ func sealed(l diskfmt.Leader, ss int) []byte {
 	return b
 }
 
-// Spec: delta.md §5.3 steps 7 and 10.
+// See docs/delta.md "Acquiring a host_id" steps 7 and 10.
 func TestAcquireDecisions(t *testing.T) {
 	a := diskfmt.Leader{Magic: diskfmt.DeltaMagic, Timestamp: 10, OwnerID: 1, OwnerGeneration: 1}
 	b := a
@@ -119,7 +119,7 @@ func TestAcquireDecisions(t *testing.T) {
 	assert.Equal(t, diskfmt.ErrHostIDBusy, delta.CheckAcquired(sealed(a, 512)[:200], sealed(b, 512)))
 }
 
-// Spec: delta.md §6.2 steps 2–4.
+// See docs/delta.md "One renewal" steps 2–4.
 func TestCheckRenewRecord(t *testing.T) {
 	last := diskfmt.Leader{
 		Magic: diskfmt.DeltaMagic, Version: diskfmt.DeltaVersion, SpaceName: diskfmt.MustName(space),
@@ -165,7 +165,7 @@ func TestCheckRenewRecord(t *testing.T) {
 	assert.Equal(t, rel.ComputeChecksum(), rel.Checksum)
 }
 
-// Spec: delta.md §9.2, §9.3.
+// See docs/delta.md "Own-lease check", "Corrupt lease".
 func TestCheckOwnLease(t *testing.T) {
 	for _, c := range []struct {
 		io      int
@@ -195,7 +195,7 @@ func TestCheckOwnLease(t *testing.T) {
 	assert.False(t, delta.IsCorrupt(diskfmt.ErrEIO))
 }
 
-// Spec: delta.md §7.4 rules, in order.
+// See docs/delta.md "Host states" rules, in order.
 func TestHostStateOf(t *testing.T) {
 	const first = 100
 	h := func(ts, owner uint64, io uint16, lastLive uint64) *delta.HostStatus {
@@ -229,7 +229,7 @@ func TestHostStateOf(t *testing.T) {
 	assert.Equal(t, "ERROR", delta.HostState(9).String())
 }
 
-// Spec: delta.md §6.5.
+// See docs/delta.md "Renewal history".
 func TestHistory(t *testing.T) {
 	h := delta.NewHistory(3)
 	assert.Empty(t, h.Entries())
@@ -256,7 +256,7 @@ func TestHistory(t *testing.T) {
 	assert.Empty(t, one.Entries(), "prev == next == 0 lists nothing")
 }
 
-// Spec: delta.md §8.1, §8.2.
+// See docs/delta.md "Sending requests and events", "set_event".
 func TestNotifier(t *testing.T) {
 	n := delta.NewNotifier(2000, 6)
 	require.NoError(t, n.Request(9, 100))

@@ -51,7 +51,7 @@ type RenewOutput struct {
 }
 
 // CheckRenewRecord verifies our record as found by a renewal read (spec:
-// delta.md §6.2 steps 2–4) against our last good record: a damaged record
+// docs/delta.md "One renewal" steps 2–4) against our last good record: a damaged record
 // gives the verify code, another owner/generation/host name
 // diskfmt.ErrRenewOwner, and (only when prevOK) any other difference in the
 // 200 record bytes diskfmt.ErrRenewDiff.
@@ -70,7 +70,7 @@ func CheckRenewRecord(raw []byte, space string, last *diskfmt.Leader, prevOK boo
 	return rec, nil
 }
 
-// NewRenewRecord builds the record a renewal writes (§6.2 steps 5–7): the
+// NewRenewRecord builds the record a renewal writes (docs/delta.md "One renewal" steps 5–7): the
 // record as read with our io_timeout (low 8 bits), timestamp now and the
 // host event as extras.
 func NewRenewRecord(cur diskfmt.Leader, ownIO int, now uint64, ev HostEvent) diskfmt.Leader {
@@ -86,7 +86,7 @@ func NewRenewRecord(cur diskfmt.Leader, ownIO int, now uint64, ev HostEvent) dis
 	return rec
 }
 
-// Renew performs one renewal (spec: delta.md §6.2): read the whole
+// Renew performs one renewal (docs/delta.md "One renewal"): read the whole
 // lockspace area with the own io_timeout, check our record, write our
 // sector (record, zeros, bitmap) with host_dead_seconds as timeout. There is
 // no read-back: the next renewal's read is the check.
@@ -140,7 +140,7 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	return out, nil
 }
 
-// NewReleaseRecord is the record release writes (spec: delta.md §10.1): the
+// NewReleaseRecord is the record release writes (docs/delta.md "Removing a lockspace"): the
 // last good record with timestamp 0; owner, generation, host name,
 // io_timeout and extras unchanged.
 func NewReleaseRecord(last diskfmt.Leader) diskfmt.Leader {

@@ -2,7 +2,7 @@ package delta
 
 import "time"
 
-// Defaults of the timing model (spec: delta.md §3.1). Values are seconds
+// Defaults of the timing model (docs/timing.md "Inputs"). Values are seconds
 // unless stated otherwise.
 const (
 	DefaultIOTimeout           = 10  // own io_timeout when a request gives 0
@@ -12,7 +12,7 @@ const (
 )
 
 // The derived values are pure functions of an io_timeout N (and W). Which
-// N to pass matters (spec: delta.md §3.2): the own value for our renewal
+// N to pass matters (docs/timing.md "Which io_timeout"): the own value for our renewal
 // cadence, our own warn/fail checks and I/O timeouts; the value found in
 // another host's lease for judging that host FAIL/DEAD and for the acquire
 // delays.
@@ -66,8 +66,8 @@ func KillGraceEnd(lastSuccess uint64, n, grace int) uint64 {
 }
 
 // OtherIOTimeout is the io_timeout to use for another host's lease: the value
-// on disk, or own when the lease carries 0 (spec: delta.md §3.2; used by
-// acquire and by host_info, not by the host state of §7.4).
+// on disk, or own when the lease carries 0 (docs/timing.md "Which io_timeout"; used by
+// acquire and by host_info, not by the host state of docs/delta.md "Host states").
 func OtherIOTimeout(leaseIO uint16, own int) int {
 	if leaseIO == 0 {
 		return own
@@ -76,7 +76,7 @@ func OtherIOTimeout(leaseIO uint16, own int) int {
 }
 
 // DiskIOTimeout is the io_timeout value acquire and renewal write into a
-// lease: only the low 8 bits survive (spec: delta.md §3.5; init writes the
+// lease: only the low 8 bits survive (docs/timing.md "Mixed io_timeouts"; init writes the
 // full value).
 func DiskIOTimeout(own int) uint16 { return uint16(own & 0xFF) }
 
@@ -113,7 +113,7 @@ func (t Timing) HostDeadSeconds() int { return HostDeadSeconds(t.IOTimeout, t.Wa
 // SetBitmapSeconds is the default 6N (own).
 func (t Timing) SetBitmapSeconds() int { return SetBitmapSecondsFor(t.IOTimeout) }
 
-// Per-I/O timeouts (spec: delta.md §3.4).
+// Per-I/O timeouts (docs/timing.md "Per-I/O timeouts").
 
 // IOTimeoutDuration is the timeout of the start-up size read, every acquire read
 // and write, the renewal read and the release write: own N.

@@ -10,7 +10,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// crc32cRaw is the bitwise reference CRC of ondisk.md §4: reflected
+// crc32cRaw is the bitwise reference CRC of docs/ondisk.md "Checksum": reflected
 // Castagnoli polynomial, caller-chosen initial register, no final xor. It is
 // deliberately the slow, obvious definition.
 func crc32cRaw(crc uint32, data []byte) uint32 {
@@ -29,7 +29,7 @@ func crc32cRaw(crc uint32, data []byte) uint32 {
 
 // TestChecksumStandardSanity confirms the polynomial with the standard
 // CRC-32C parameters (init and final xor 0xFFFFFFFF): "123456789" →
-// 0xE3069283 (ondisk.md §4).
+// 0xE3069283 (docs/ondisk.md "Checksum").
 func TestChecksumStandardSanity(t *testing.T) {
 	got := crc32cRaw(0xFFFFFFFF, []byte("123456789")) ^ 0xFFFFFFFF
 	assert.Equal(t, uint32(0xE3069283), got)
@@ -50,7 +50,7 @@ func TestChecksumMatchesBitwiseReference(t *testing.T) {
 	assert.Equal(t, uint32(0xFFFFFFFE), diskfmt.Checksum(nil))
 }
 
-// TestChecksumVectors are the four vectors of ondisk.md §4, read from disks
+// TestChecksumVectors are the four vectors of docs/ondisk.md "Checksum", read from disks
 // the real binary wrote. Unlisted fields are zero.
 func TestChecksumVectors(t *testing.T) {
 	freshDelta := diskfmt.Leader{

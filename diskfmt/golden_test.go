@@ -168,7 +168,7 @@ func TestGoldenReadLeader(t *testing.T) {
 	t.Logf("%d read_leader outputs checked", n)
 }
 
-// dump line formats (ondisk.md §9.2).
+// dump line formats (docs/ondisk.md "Dump output").
 var (
 	dumpLeaderRe = regexp.MustCompile(`^(\d{8,}) +(\S*) +(\S*) (\d{10,}) (\d{4,}) (\d{4,})(.*)$`)
 	dumpDblockRe = regexp.MustCompile(`^dblock\[(\d{4,})\] mbal (\d+) bal (\d+) inp (\d+) inp2 (\d+) inp3 (\d+) lver (\d+) sum ([0-9a-f]+)$`)

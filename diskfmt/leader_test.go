@@ -39,8 +39,8 @@ func distinctLeader() diskfmt.Leader {
 	}
 }
 
-// TestLeaderFieldOffsets checks each field's exact byte position (ondisk.md
-// §3) and that Encode touches only bytes [0,200).
+// TestLeaderFieldOffsets checks each field's exact byte position (docs/ondisk.md
+// "Leader record") and that Encode touches only bytes [0,200).
 func TestLeaderFieldOffsets(t *testing.T) {
 	l := distinctLeader()
 	b := bytes.Repeat([]byte{0xEE}, 512)
@@ -221,7 +221,7 @@ func TestVerifyPaxos(t *testing.T) {
 
 // TestNameSemantics: names are compared strncmp-48 style; a 48-byte name has
 // no NUL; bytes after a NUL are ignored by the comparison but covered by the
-// checksum (ondisk.md §1, §5.3).
+// checksum (docs/ondisk.md "Conventions", "Lockspace (delta leases)").
 func TestNameSemantics(t *testing.T) {
 	n48 := strings.Repeat("n", 48)
 	n, err := diskfmt.Name(n48)

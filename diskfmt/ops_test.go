@@ -103,7 +103,7 @@ func requireFill(t *testing.T, b []byte, what string) {
 	}
 }
 
-// expectedDelta builds the lockspace area from ondisk.md §5.2 directly.
+// expectedDelta builds the lockspace area from docs/ondisk.md "What init writes" directly.
 func expectedDelta(g diskfmt.Geometry, space string, ioTimeout uint16) []byte {
 	area := make([]byte, g.AlignSize)
 	for i := range g.MaxHosts {
@@ -117,7 +117,7 @@ func expectedDelta(g diskfmt.Geometry, space string, ioTimeout uint16) []byte {
 	return area
 }
 
-// expectedPaxos builds a resource area from ondisk.md §6.6 directly.
+// expectedPaxos builds a resource area from docs/ondisk.md "What init writes" directly.
 func expectedPaxos(g diskfmt.Geometry, space, res string, numHosts uint64, clear bool, ts uint64) []byte {
 	area := make([]byte, g.AlignSize)
 	l := diskfmt.Leader{
@@ -203,7 +203,7 @@ func TestWriteLockspaceDefaults(t *testing.T) {
 }
 
 // TestWriteLockspace512On4K: the area write succeeds, the 512-byte commit
-// fails with EINVAL, and sector 0 is left with magic 0 (ondisk.md §2.2).
+// fails with EINVAL, and sector 0 is left with magic 0 (docs/ondisk.md "Sizes at init").
 func TestWriteLockspace512On4K(t *testing.T) {
 	ctx := context.Background()
 	m, rec := newFilled(2*diskfmt.Align1M, 4096)
@@ -320,7 +320,8 @@ func TestWriteResourceDefaults(t *testing.T) {
 	}
 }
 
-// expectedRindex builds a freshly formatted rindex area (ondisk.md §8.4).
+// expectedRindex builds a freshly formatted rindex area (docs/ondisk.md
+// "Resource index operations").
 func expectedRindex(g diskfmt.Geometry, space string, rx uint64, maxRes uint32) []byte {
 	area := make([]byte, g.AlignSize)
 	le.PutUint32(area[0:], 0x01042018)
@@ -385,7 +386,7 @@ func TestFormatRindexMaxResources(t *testing.T) {
 
 func TestFormatRindex512On4K(t *testing.T) {
 	// The rindex area write is a whole align area, so it succeeds on a 4K
-	// device, and so does the lease init (ondisk.md §2.2 for init -r).
+	// device, and so does the lease init (docs/ondisk.md "Sizes at init" for init -r).
 	m := testdisk.NewMem(2*diskfmt.Align1M, 4096)
 	err := diskfmt.FormatRindex(context.Background(), m, 0, diskfmt.FlagSector512|diskfmt.FlagAlign1M, "LS", 0)
 	assert.NoError(t, err)

@@ -172,7 +172,8 @@ func TestRequestRecord(t *testing.T) {
 func TestBitmap(t *testing.T) {
 	sec := make([]byte, 512)
 	diskfmt.BitmapSet(sec, 9)
-	// host 9 → bitmap byte 1, bit 0, at sector offset 0x101 (ondisk.md §5.1).
+	// host 9 → bitmap byte 1, bit 0, at sector offset 0x101 (docs/ondisk.md
+	// "Lockspace (delta leases)").
 	assert.Equal(t, byte(0x01), sec[0x101])
 	for i, c := range sec {
 		if i != 0x101 {

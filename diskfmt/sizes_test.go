@@ -11,7 +11,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// pairs is the exact table of ondisk.md §1.2.
+// pairs is the exact table of docs/ondisk.md "Conventions".
 var pairs = []struct {
 	sector, align, maxHosts int
 	leaderFlag, rindexFlag  uint32
@@ -78,7 +78,7 @@ func TestLegacyAlign(t *testing.T) {
 
 func TestFlagDecodingFirstMatch(t *testing.T) {
 	// Several bits set: first match in the order 1M, 2M, 4M, 8M and 512
-	// before 4K (ondisk.md §1.2).
+	// before 4K (docs/ondisk.md "Conventions").
 	assert.Equal(t, 1<<20, diskfmt.AlignFromFlags(0xF0))
 	assert.Equal(t, 2<<20, diskfmt.AlignFromFlags(0xE0))
 	assert.Equal(t, 4<<20, diskfmt.AlignFromFlags(0xC0))

@@ -11,7 +11,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// acquireOpts are the inputs of one paxos acquire (paxos.md §3.3).
+// acquireOpts are the inputs of one paxos acquire (docs/paxos.md "Acquire algorithm").
 type acquireOpts struct {
 	shared      bool   // PAXOS SHARED: commit ourselves with LFL_SHORT_HOLD
 	ownerNowait bool   // fail with -247 instead of waiting for a dead owner
@@ -39,7 +39,7 @@ func (l *Lease) newState() *acquireState {
 	return &acquireState{ss: ss, align: align, shared: map[uint64]bool{}}
 }
 
-// paxosAcquire runs paxos_lease_acquire (paxos.md §3.3). It returns the
+// paxosAcquire runs paxos_lease_acquire (docs/paxos.md "Acquire algorithm"). It returns the
 // committed leader on success; on -243/-244/-245/-247 the leader that
 // decided it; on other errors the leader last read, if any.
 func (l *Lease) paxosAcquire(ctx context.Context, o acquireOpts, st *acquireState) (diskfmt.Leader, error) {
@@ -133,7 +133,7 @@ restart:
 	}
 }
 
-// waitOwner is the owner liveness check (paxos.md §3.4) for the leader of
+// waitOwner is the owner liveness check (docs/paxos.md "Owner liveness") for the leader of
 // the full read. It returns run=true when the ballot may run, run=false to
 // restart from the full read, or the error that ends the acquire.
 func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireOpts, st *acquireState) (bool, error) {
@@ -192,7 +192,7 @@ func (l *Lease) ownerReleased(ctx context.Context, owner uint64, ss int) bool {
 	return err == nil && d.Flags&diskfmt.DblockReleased != 0
 }
 
-// ballot runs both phases of one disk-paxos ballot (paxos.md §3.6) for
+// ballot runs both phases of one disk-paxos ballot (docs/paxos.md "Ballot") for
 // next_lver with ballot number mbal. It returns the committed dblock.
 func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal uint64, o acquireOpts, st *acquireState) (diskfmt.Dblock, error) {
 	h := l.Host

@@ -13,7 +13,7 @@ import (
 
 // Majority reports whether ok successful disks out of n form a majority:
 // more than half. For one disk that is 1; for an even n exactly half is not
-// enough (spec: paxos.md §4).
+// enough (docs/paxos.md "Several disks").
 func Majority(n, ok int) bool { return n > 0 && ok > n/2 }
 
 // effectiveMaxHosts is leader.max_hosts, or the default 2000 when a leader
@@ -26,7 +26,7 @@ func effectiveMaxHosts(m uint64) uint64 {
 }
 
 // ChooseMbal is the ballot number of our first ballot for a lease (spec:
-// paxos.md §3.3 step 10): our host_id when every dblock read has mbal 0,
+// docs/paxos.md "Acquire algorithm" step 10): our host_id when every dblock read has mbal 0,
 // else the next multiple of max_hosts above the largest mbal seen, plus our
 // host_id. Each retry after an abort adds max_hosts (NextMbal).
 func ChooseMbal(maxMbal, maxHosts, hostID uint64) uint64 {
@@ -50,7 +50,7 @@ const (
 	StartCheckOwner
 )
 
-// DecideStart applies paxos.md §3.3 steps 4–8 to the leader of the full
+// DecideStart applies docs/paxos.md "Acquire algorithm" steps 4–8 to the leader of the full
 // read: a requested lver that differs fails with SANLK_ACQUIRE_LVER (even on
 // a free lease); a free lease, a lease owned by (hostID, gen), or one we
 // owned in an older generation run at once; anything else needs the owner
@@ -69,7 +69,7 @@ func DecideStart(ld *diskfmt.Leader, acquireLver, hostID, gen uint64) (Start, er
 	return StartCheckOwner, nil
 }
 
-// Retry is the decision taken before each ballot attempt (paxos.md §3.3
+// Retry is the decision taken before each ballot attempt (docs/paxos.md "Acquire algorithm"
 // steps 12–14), from the leader as just read ("tmp").
 type Retry int
 
@@ -117,8 +117,8 @@ type PhaseResult struct {
 	Shared []uint64
 }
 
-// EvalBallotRead checks one disk's dblocks after a ballot write (paxos.md
-// §3.6 step 2, and step 5 for phase 2), in this order per dblock: skip a bad
+// EvalBallotRead checks one disk's dblocks after a ballot write (docs/paxos.md
+// "Ballot" step 2, and step 5 for phase 2), in this order per dblock: skip a bad
 // checksum; record a SHARED mode block (phase 1); skip an older lver; abort
 // with SANLK_DBLOCK_LVER on a newer lver; abort with SANLK_DBLOCK_MBAL on a
 // higher mbal (ties do not abort); skip dblocks with no value; keep the one
@@ -183,7 +183,7 @@ func BetterValue(a, b PhaseResult) PhaseResult {
 	return a
 }
 
-// Phase2Dblock is the dblock we write in phase 2 (paxos.md §3.6 step 3):
+// Phase2Dblock is the dblock we write in phase 2 (docs/paxos.md "Ballot" step 3):
 // the value of the best dblock found in phase 1 if any, else ourselves
 // proposed at our time now; bal = mbal.
 func Phase2Dblock(best PhaseResult, mbal, nextLver, hostID, gen, now uint64) diskfmt.Dblock {
@@ -196,7 +196,7 @@ func Phase2Dblock(best PhaseResult, mbal, nextLver, hostID, gen, now uint64) dis
 	return d
 }
 
-// CommitLeader builds the leader a ballot winner writes (paxos.md §3.3 step
+// CommitLeader builds the leader a ballot winner writes (docs/paxos.md "Acquire algorithm" step
 // 18) from the leader of the full read and the committed dblock.
 // LFL_SHORT_HOLD is set when we commit ourselves for a shared acquire,
 // cleared when we commit ourselves for exclusive, and left as it was when we
@@ -262,7 +262,7 @@ func (v OwnerVerdict) String() string {
 	return [...]string{"released", "replaced", "first-look", "alive", "dead", "waiting"}[v]
 }
 
-// OwnerWait is the state of the owner liveness check of paxos.md §3.4. It is
+// OwnerWait is the state of the owner liveness check of docs/paxos.md "Owner liveness". It is
 // built once per check from a snapshot of our host status entry for the
 // owner, which is not refreshed while waiting.
 type OwnerWait struct {
@@ -293,7 +293,7 @@ func NewOwnerWait(v HostView, ok bool, ld *diskfmt.Leader, now uint64, ownIO, w 
 }
 
 // Check is one pass over the owner's delta lease dl, read from disk just
-// now, for the paxos leader ld (paxos.md §3.4 steps d–h). The owner is
+// now, for the paxos leader ld (docs/paxos.md "Owner liveness" steps d–h). The owner is
 // judged dead only when its delta lease has not changed for more than
 // host_dead_seconds on our clock: its timestamps are never compared with
 // our time.
@@ -316,9 +316,9 @@ func (w *OwnerWait) Check(dl, ld *diskfmt.Leader, now uint64) OwnerVerdict {
 	return OwnerWaiting
 }
 
-// HostLive is the liveness rule used for shared holders (paxos.md §6.2):
-// given our view of host h (ok false when the lookup failed) and the
-// generation in h's mode block, is the holder possibly alive? Unknown hosts
+// HostLive is the liveness rule used for shared holders (docs/paxos.md
+// "Clearing dead shared holders"): given our view of host h (ok false when the lookup failed) and
+// the generation in h's mode block, is the holder possibly alive? Unknown hosts
 // count as live; a host is dead only if it released its host_id, came back
 // with a newer generation, or nothing changed for more than
 // host_dead_seconds since we first or last saw it.
@@ -342,7 +342,7 @@ func HostLive(v HostView, ok bool, modeGen, now uint64, ownIO, w int) bool {
 		// The holder restarted and our renewals have not seen its new
 		// generation yet: what we know of it is about an older
 		// incarnation, so it may well be alive (found by the simulator,
-		// seed 100265; paxos.md §6.2 has no such case).
+		// seed 100265; docs/paxos.md "Clearing dead shared holders" has no such case).
 		return true
 	case v.LastLive == 0 && since(v.FirstCheck) > dead:
 		return false
@@ -352,7 +352,7 @@ func HostLive(v HostView, ok bool, modeGen, now uint64, ownIO, w int) bool {
 	return true
 }
 
-// DecideRelease is paxos.md §5.3 steps 2–7: given the leader on disk (cur)
+// DecideRelease is docs/paxos.md "Leader release" steps 2–7: given the leader on disk (cur)
 // and the leader we last wrote or accepted (last; nil for "whatever is on
 // disk"), should we rewrite the leader? A leader written by another host is
 // left alone (write=false, no error): our RELEASED dblock flag tells the

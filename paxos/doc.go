@@ -2,7 +2,8 @@
 // disk-paxos ballot over 1..4 disks, the owner liveness check and dead-owner
 // takeover, release, shared mode with mode blocks, SH↔EX convert, request
 // records, the lock value block and the owner queries. Spec:
-// shared/spec/paxos.md (on-disk layouts in ondisk.md §3, §4, §6).
+// docs/paxos.md (on-disk layouts in docs/ondisk.md "Leader record", "Checksum",
+// "Resource lease (paxos lease)").
 //
 // # Shape
 //
@@ -25,12 +26,12 @@
 //
 // Every I/O is issued alone, disk after disk, with a fresh buffer and a
 // context whose deadline is the lockspace io_timeout (a timeout is
-// SANLK_AIO_TIMEOUT, -202). Majority rules follow paxos.md §4: ballot and
+// SANLK_AIO_TIMEOUT, -202). Majority rules follow docs/paxos.md "Several disks": ballot and
 // leader I/O need more than half of the disks; the first read of an acquire
 // needs one good disk for the dblocks but a majority of identical leaders;
 // request records, the LVB, owner dblock and mode block reads use disk 0.
 // An uncontended exclusive acquire costs 6 I/Os per disk and its release 3,
-// as in sanlock (paxos.md §13; iocount_test.go checks the exact sequence).
+// as in sanlock (docs/paxos.md "I/O counts"; iocount_test.go checks the exact sequence).
 //
 // # Results
 //

@@ -40,7 +40,7 @@ type Host struct {
 	Space      string // lockspace name
 	// Geometry is the lockspace's sector and align size. A lease's first
 	// read uses them as hints before it learns the lease's own sizes
-	// (paxos.md §3.3, quirk Q3).
+	// (docs/paxos.md "Acquire algorithm", quirk Q3).
 	Geometry diskfmt.Geometry
 	// IOTimeout is our io_timeout for the lockspace, seconds: the deadline
 	// of every I/O, and host_dead_seconds for hosts whose lease carries 0.

@@ -8,7 +8,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// This file is the multi-disk I/O of a lease (paxos.md §4). Every I/O is
+// This file is the multi-disk I/O of a lease (docs/paxos.md "Several disks"). Every I/O is
 // issued alone, in disk order, with a context whose deadline is our
 // io_timeout. Reads land in pooled aligned buffers (diskfmt.ReadBuf) that
 // are released once decoded; a buffer whose read failed is never seen
@@ -154,7 +154,7 @@ func SlotAt(buf []byte, ss int, hostID uint64) Slot {
 	return s
 }
 
-// fullRead is the first read of an acquire (paxos.md §3.3 step 1): align
+// fullRead is the first read of an acquire (docs/paxos.md "Acquire algorithm" step 1): align
 // bytes from every disk, leader verified, every dblock checksummed at the
 // hinted stride. One good disk is enough for the dblocks (max_mbal over the
 // good disks), but the leader must be identical on a majority of all disks.
@@ -203,7 +203,7 @@ func (l *Lease) fullRead(ctx context.Context, ss, align int) (diskfmt.Leader, ui
 	return ld, maxMbal, nil
 }
 
-// leaderRead reads sector 0 of every disk (paxos.md §4): a majority must
+// leaderRead reads sector 0 of every disk (docs/paxos.md "Several disks"): a majority must
 // verify and a majority must be identical.
 func (l *Lease) leaderRead(ctx context.Context, ss int) (diskfmt.Leader, error) {
 	h := l.Host

@@ -18,7 +18,7 @@ func ops(ss ...any) []ioOp {
 }
 
 // TestIOCounts checks the I/O of uncontended operations against the strace
-// of paxos.md §13 (512/1M, N=2000): 6 I/Os to acquire, 3 to release, and
+// of docs/paxos.md "I/O counts" (512/1M, N=2000): 6 I/Os to acquire, 3 to release, and
 // the SH, convert, LVB and blocked variants.
 func TestIOCounts(t *testing.T) {
 	const MiB = 1 << 20

@@ -30,7 +30,7 @@ const (
 	LocalDisk                     // create the resource and run the disk acquire
 )
 
-// CheckLocal is the table of paxos.md §3.2 for one resource: shared asks
+// CheckLocal is the table of docs/paxos.md "Local checks" for one resource: shared asks
 // for SH, cmdFlags are the acquire flags. Quirk Q1 is kept: ORPHAN_ONLY
 // only refuses a missing orphan when the LVB bit (0x1) is also set.
 func CheckLocal(s LocalState, shared bool, cmdFlags uint32) (LocalAction, diskfmt.Code) {

@@ -26,8 +26,8 @@ type Owners struct {
 	Geometry diskfmt.Geometry
 }
 
-// ResourceOwners lists the holders found in one full-area buffer (paxos.md
-// §10.2 step 3): the leader owner if the leader is held, then every host
+// ResourceOwners lists the holders found in one full-area buffer (docs/paxos.md
+// "read_resource_owners" step 3): the leader owner if the leader is held, then every host
 // 1..N with a SHARED mode block, except the leader owner.
 func ResourceOwners(buf []byte, ld *diskfmt.Leader, ss int) Owners {
 	res := Owners{Lver: ld.Lver}
@@ -50,7 +50,7 @@ func ResourceOwners(buf []byte, ld *diskfmt.Leader, ss int) Owners {
 }
 
 // ReadResourceOwners reads a lease's whole area from one device (disk 0)
-// and lists its holders (paxos.md §10.2). Sizes come from flags
+// and lists its holders (docs/paxos.md "read_resource_owners"). Sizes come from flags
 // (diskfmt.FlagSector*/FlagAlign*); without them 512 and its legacy align are
 // tried, and the area is read again with the leader's sizes if they differ.
 // Given sizes that differ from the leader's fail with -EINVAL. Both names
@@ -102,7 +102,7 @@ func resourceOwners(buf []byte, space, name string, ss, align int, fixed bool) (
 	return res, false, nil
 }
 
-// ReadResource reads a lease's leader from one device (paxos.md §10.1): 4096
+// ReadResource reads a lease's leader from one device (docs/paxos.md "read_resource"): 4096
 // bytes when flags carry no sector size, else one sector of the given size.
 // Empty names are taken from the leader, so only given names can mismatch.
 // It returns the leader and flags with the size bits replaced by the
@@ -141,7 +141,7 @@ func ReadResource(ctx context.Context, dev diskfmt.Device, off int64, space, nam
 // TRFFail is SANLK_TRF_FAIL: some owner may still be alive.
 const TRFFail = 0x1
 
-// TestResourceOwners is sanlock_test_resource_owners (paxos.md §10.3): given
+// TestResourceOwners is sanlock_test_resource_owners (docs/paxos.md "test_resource_owners"): given
 // the owners of a lease and the lockspace's get_hosts list, may an owner
 // still hold it? It returns TRFFail in flags when one might, and -EINVAL
 // when an owner's generation is newer than the host's or a state is unknown.

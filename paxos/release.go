@@ -8,7 +8,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// paxosRelease frees the leader (paxos.md §5.3): one leader read, then a
+// paxosRelease frees the leader (docs/paxos.md "Leader release"): one leader read, then a
 // leader write only if we wrote the current leader and it is still the one
 // we hold (last; nil means whatever is on disk). Skipping the write returns
 // nil.

@@ -19,7 +19,7 @@ type RequestResult struct {
 	Written bool
 }
 
-// DecideRequest is the requester's check of the leader (paxos.md §8.1 step
+// DecideRequest is the requester's check of the leader (docs/paxos.md "Request" step
 // 2). It returns the owner to notify and the lver to request; owner 0 with
 // no error means the lease is free and nothing is to be written.
 func DecideRequest(ld *diskfmt.Leader, lver uint64, nextLver bool) (owner, reqLver uint64, err error) {
@@ -35,7 +35,7 @@ func DecideRequest(ld *diskfmt.Leader, lver uint64, nextLver bool) (owner, reqLv
 	return ld.OwnerID, lver, nil
 }
 
-// Request asks the owner of the lease to give it up (paxos.md §8.1): it
+// Request asks the owner of the lease to give it up (docs/paxos.md "Request"): it
 // writes the request record (sector 1, disk 0) with lver and forceMode
 // (0, diskfmt.ReqForce, diskfmt.ReqGraceful). lver 0 with nextLver requests
 // the next version; lver 0 with forceMode 0 clears the record. A free lease
@@ -90,7 +90,7 @@ func (l *Lease) readRequestRecord(ctx context.Context, ss int) (diskfmt.Request,
 }
 
 // ReadRequest reads the request record of a held lease (the owner's side
-// of examine, paxos.md §8.2 step 2).
+// of examine, docs/paxos.md "Examine" step 2).
 func (r *Held) ReadRequest(ctx context.Context) (diskfmt.Request, error) {
 	rec, err := r.lease.readRequestRecord(ctx, r.Geometry.SectorSize)
 	return rec, wrap("examine", err, nil)
@@ -105,7 +105,7 @@ const (
 	ExamineGraceful                      // SANLK_REQ_GRACEFUL: killpath or SIGTERM
 )
 
-// DecideExamine is the owner's decision on a request record (paxos.md §8.2
+// DecideExamine is the owner's decision on a request record (docs/paxos.md "Examine"
 // step 2) for a resource held at heldLver by pid. Records that are invalid
 // (recErr), cleared, older than or equal to our lver, or of an unknown mode
 // are ignored. A pid of 0 or less (a shared resource has no single holder)

@@ -12,7 +12,7 @@ import (
 )
 
 // AcquireRequest is one resource acquire as the daemon passes it down
-// (paxos.md §3.2 step 1).
+// (docs/paxos.md "Local checks" step 1).
 type AcquireRequest struct {
 	Shared      bool   // SANLK_RES_SHARED
 	OwnerNowait bool   // SANLK_ACQUIRE_OWNER_NOWAIT
@@ -61,8 +61,8 @@ func isOwnedCode(err error) bool {
 	return errCode(err, diskfmt.ErrAcquireIDLive, diskfmt.ErrAcquireOwned, diskfmt.ErrAcquireOther)
 }
 
-// Acquire acquires the lease (paxos.md §3.2 steps 1–10 after the local
-// checks, and §6.1/§6.2 for shared mode). On failure it undoes what it did
+// Acquire acquires the lease (docs/paxos.md "Local checks" steps 1–10 after the local
+// checks, and "Shared acquire"/"Clearing dead shared holders" for shared mode). On failure it undoes what it did
 // on disk and returns an *Error whose Leader is the blocking or committed
 // leader for -243..-247.
 func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) {
@@ -171,8 +171,8 @@ func (l *Lease) geometry(st *acquireState) diskfmt.Geometry {
 }
 
 // clearDeadShared checks every other host whose SHARED mode block the
-// ballot saw (paxos.md §6.2): a dead holder's sector is zeroed on every
-// disk, a live one is counted.
+// ballot saw (docs/paxos.md "Clearing dead shared holders"): a dead holder's sector is zeroed on
+// every disk, a live one is counted.
 func (l *Lease) clearDeadShared(ctx context.Context, st *acquireState) (int, error) {
 	h := l.Host
 	ids := make([]uint64, 0, len(st.shared))
@@ -217,7 +217,7 @@ type ReleaseOptions struct {
 	Rename string
 }
 
-// Release releases the lease on disk (paxos.md §5.2 step 5): for a shared
+// Release releases the lease on disk (docs/paxos.md "Releasing a token" step 5): for a shared
 // hold one sector write (our dblock RELEASED, mode block cleared); for an
 // exclusive hold the dirty LVB, our dblock RELEASED and the leader freed
 // (if we wrote it). A -202 result means the release did not finish and
@@ -272,7 +272,7 @@ func (r *Held) lvbSector() []byte {
 	return b
 }
 
-// Convert changes the mode of the hold (paxos.md §6.3). To exclusive it runs
+// Convert changes the mode of the hold (docs/paxos.md "Convert"). To exclusive it runs
 // a ballot whose dblock writes keep our SHARED mode block, then fails with
 // -EAGAIN if another live host still holds it shared; the shared hold stays
 // on any failure. To shared it frees the leader and records our SHARED mode

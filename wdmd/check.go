@@ -1,6 +1,6 @@
 package wdmd
 
-// Timing constants of wdmd 3.8.5 (wdmd.md §7).
+// Timing constants of wdmd 3.8.5 (docs/wdmd.md "Test loop").
 const (
 	DefaultTestInterval  = 10 // seconds between tests while all pass
 	RecoveryTestInterval = 1  // seconds between tests after a failure

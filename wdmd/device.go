@@ -18,7 +18,7 @@ type Driver interface {
 	Open(path string) (Watchdog, error)
 }
 
-// Watchdog is one open watchdog device (kernel semantics, wdmd.md §5.1):
+// Watchdog is one open watchdog device (kernel semantics, docs/wdmd.md "Device rules"):
 // GetTimeout and SetTimeout are WDIOC_GETTIMEOUT and WDIOC_SETTIMEOUT
 // (which also pings), Keepalive is WDIOC_KEEPALIVE, Write writes bytes
 // (writing "V" just before Close is the magic close that stops the timer;
@@ -31,7 +31,7 @@ type Watchdog interface {
 	Close() error
 }
 
-// Default device candidates, tried after the -w path (wdmd.md §5.2).
+// Default device candidates, tried after the -w path (docs/wdmd.md "Device selection").
 var defaultCandidates = [...]string{"/dev/watchdog0", "/dev/watchdog1", "/dev/watchdog"}
 
 // Candidates returns the device paths wdmd tries, in order: first (the
@@ -88,7 +88,7 @@ type device struct {
 }
 
 // arm opens the first usable candidate and sets its timeout to fire
-// seconds (wdmd.md §5.2). The device stays open.
+// seconds (docs/wdmd.md "Device selection"). The device stays open.
 func arm(drv Driver, candidates []string, fire int, log Logger) (*device, error) {
 	for _, p := range candidates {
 		if drv.Stat(p) != nil {
@@ -180,7 +180,7 @@ func (d *device) reopen(now uint64) {
 	d.ping(now)
 }
 
-// Probe looks for a functional device like "wdmd --probe" (wdmd.md §9):
+// Probe looks for a functional device like "wdmd --probe" (docs/wdmd.md "Probe"):
 // per candidate it reports errors on stderr, prints the first usable path
 // on stdout, and always ends with a magic close. It returns false when no
 // candidate works (after printing ErrNoDevice on stderr).

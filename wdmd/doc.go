@@ -3,7 +3,7 @@
 // watchdog device may be pinged, the per-connection expiry records, the
 // refcounts that keep the daemon alive, script tests, device selection and
 // arming, and the 176-byte record of the wdmd socket protocol.
-// Spec: shared/spec/wdmd.md.
+// See docs/wdmd.md.
 //
 // # Shape
 //

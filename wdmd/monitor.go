@@ -156,7 +156,7 @@ func New(cfg Config) *Monitor {
 	return m
 }
 
-// Arm selects and arms the watchdog device (wdmd.md §5.2). It fails with
+// Arm selects and arms the watchdog device (docs/wdmd.md "Device selection"). It fails with
 // ErrNoDevice when no candidate works.
 func (m *Monitor) Arm() error {
 	d, err := arm(m.cfg.Driver, Candidates(m.cfg.FirstDevice), m.cfg.FireTimeout, m.log)
@@ -250,7 +250,7 @@ func (m *Monitor) Receive(c Conn, r *Record) error {
 	return nil
 }
 
-// Hangup handles the loss of c (wdmd.md §6.3): a slot without expiry is
+// Hangup handles the loss of c (docs/wdmd.md "Connection loss"): a slot without expiry is
 // freed; a slot with an expiry stays, dead, with its refcount and expiry,
 // and keeps being tested.
 func (m *Monitor) Hangup(c Conn) {
@@ -335,7 +335,7 @@ func (m *Monitor) Ping() {
 }
 
 // Test runs a test if the test interval has passed since the last one
-// (wdmd.md §7 step 4) and returns how long the loop may wait for events
+// (docs/wdmd.md "Test loop" step 4) and returns how long the loop may wait for events
 // before calling Test again.
 func (m *Monitor) Test(ctx context.Context) time.Duration {
 	now := seconds(m.clock)
@@ -432,7 +432,7 @@ func (m *Monitor) logFailures(now uint64, fails []Failure) {
 	}
 }
 
-// Run is the event loop (wdmd.md §7): it pings once, then handles events
+// Run is the event loop (docs/wdmd.md "Test loop"): it pings once, then handles events
 // and runs tests until a quit is accepted, and finally closes the device
 // cleanly unless it is closed unclean (then the device stays armed and
 // will fire). If ctx ends first, Run returns ctx.Err() after closing the
@@ -485,7 +485,7 @@ func (m *Monitor) Close() {
 	}
 }
 
-// Dump is the text of the DUMP_DEBUG reply (wdmd.md §6.2).
+// Dump is the text of the DUMP_DEBUG reply (docs/wdmd.md "Dump").
 func (m *Monitor) Dump() string {
 	now := seconds(m.clock)
 	var ka, cu uint64

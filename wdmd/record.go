@@ -13,7 +13,7 @@ const RecordSize = 176
 // NameSize is the size of the name field of a record.
 const NameSize = 128
 
-// Commands of the wdmd socket protocol (wdmd.md §6).
+// Commands of the wdmd socket protocol (docs/wdmd.md "Client protocol").
 const (
 	CmdRegister      = 1 // name; no reply
 	CmdRefcountSet   = 2 // no reply

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// MaxScripts is the number of script slots (wdmd.md §7.3).
+// MaxScripts is the number of script slots (docs/wdmd.md "Script tests").
 const MaxScripts = 8
 
 // ScriptEntry is one directory entry seen by a scan.
@@ -55,7 +55,7 @@ type script struct {
 }
 
 // scanScripts adds new executable regular files of the scripts dir
-// (never removes any; wdmd.md §7.3).
+// (never removes any; docs/wdmd.md "Script tests").
 func (m *Monitor) scanScripts() {
 	ents, err := m.cfg.Scripts.ReadDir(m.cfg.ScriptDir)
 	if err != nil {

@@ -149,7 +149,7 @@ func (w *world) send(c *fakeConn, r wdmd.Record) {
 	w.events <- wdmd.Event{Kind: wdmd.EvRecord, Conn: c, Record: r}
 }
 
-// lockspace emulates one sanlock lockspace (wdmd.md §10.2): connect,
+// lockspace emulates one sanlock lockspace (docs/wdmd.md "sanlock side"): connect,
 // register, refcount, status, test_live(L, L+8*io), then test_live after
 // each successful renewal every 2*io seconds while renewals succeed.
 type lockspace struct {

@@ -13,11 +13,11 @@ import (
 	"github.com/gosanlock/gosanlock/wdmd/testdev"
 )
 
-// hostDead is host_dead_seconds of a lockspace (delta.md §3.2): other
+// hostDead is host_dead_seconds of a lockspace (docs/timing.md "Which io_timeout"): other
 // hosts may take the victim's leases this long after its last renewal L.
 func hostDead(io uint64) uint64 { return 8*io + wdmd.DefaultFireTimeout }
 
-// TestTimelineIO10 checks the spec's timeline (wdmd.md §11.6) second by
+// TestTimelineIO10 checks the spec's timeline (docs/wdmd.md "The timeline") second by
 // second for io_timeout 10. sanlock connects at 1003 (the first test runs
 // at once), activates after its acquire with L0 = 1006 and renews every
 // 20 s until L = 1086, so the expiry is E = L+80 = 1166. Tests every 10 s
@@ -97,7 +97,7 @@ func TestTimelineIO10(t *testing.T) {
 
 // TestTimelineIO10Recovery: when every holder is gone, sanlock removes
 // the expiry (test_live 0 0) and clears the refcount; the next 1-s test
-// passes, reopens the device and pings it: no reset (wdmd.md §7.1).
+// passes, reopens the device and pings it: no reset (docs/wdmd.md "The timeline").
 func TestTimelineIO10Recovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := startWorld(t, wdmd.Config{}, testdev.Options{})
@@ -127,7 +127,7 @@ func TestTimelineIO10Recovery(t *testing.T) {
 // TestTimelineIO1: with io_timeout 1 the expiry (L+8) is always within
 // the 10-s warning margin, so every test fails even while the lockspace
 // renews: the test at the activation closes the device and it fires 60 s
-// later (wdmd.md §7, as verified with wdmd 3.8.5), before the
+// later (docs/wdmd.md "Test loop", as verified with wdmd 3.8.5), before the
 // host_dead_seconds (68) after the first and every later renewal.
 func TestTimelineIO1(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -203,7 +203,7 @@ func TestFireBeforeHostDead(t *testing.T) {
 // TestClientKilledKeepsExpiry: sanlock killed with a joined lockspace
 // (its connection ends with an expiry set): the slot stays dead with its
 // refcount and expiry, SIGTERM is ignored, and the device fires
-// (wdmd.md §6.3, §10.4).
+// (docs/wdmd.md "Connection loss", "sanlock side").
 func TestClientKilledKeepsExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := startWorld(t, wdmd.Config{}, testdev.Options{})
@@ -221,7 +221,7 @@ func TestClientKilledKeepsExpiry(t *testing.T) {
 }
 
 // TestWdmdKilledFires: wdmd dying closes the device without the magic:
-// it fires 60 s later (wdmd.md §10.5).
+// it fires 60 s later (docs/wdmd.md "wdmd crash").
 func TestWdmdKilledFires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := startWorld(t, wdmd.Config{}, testdev.Options{})
@@ -262,7 +262,7 @@ func TestQuit(t *testing.T) {
 }
 
 // TestQuitWhileClosedUnclean: a quit while the device is closed unclean
-// skips the clean close; the device stays armed and fires (wdmd.md §4).
+// skips the clean close; the device stays armed and fires (docs/wdmd.md "Startup").
 func TestQuitWhileClosedUnclean(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := startWorld(t, wdmd.Config{}, testdev.Options{})

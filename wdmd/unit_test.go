@@ -104,7 +104,7 @@ type lines []string
 func (l *lines) Errorf(f string, a ...any) { *l = append(*l, sprintf(f, a...)) }
 func (l *lines) Debugf(f string, a ...any) {}
 
-// TestArm covers the selection rules of wdmd.md §5.2 with the emulated
+// TestArm covers the selection rules of docs/wdmd.md "Device selection" with the emulated
 // device: missing paths are skipped silently, a busy device is logged,
 // a timeout other than 60 is set, a refused SetTimeout disarms.
 func TestArm(t *testing.T) {
@@ -189,7 +189,7 @@ func TestDeviceRules(t *testing.T) {
 	})
 }
 
-// TestDump checks the dump lines (wdmd.md §6.2) and slot reuse.
+// TestDump checks the dump lines (docs/wdmd.md "Dump") and slot reuse.
 func TestDump(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := startWorld(t, wdmd.Config{Pid: 18705, SocketGID: 105}, testdev.Options{})
@@ -270,7 +270,7 @@ func (f *fakeRunner) Reap(pid int) (bool, wdmd.ScriptStatus) {
 }
 func (f *fakeRunner) Kill(pid int) { f.killed[pid] = true }
 
-// TestScripts: script tests (wdmd.md §7.3): a passing script is rerun at
+// TestScripts: script tests (docs/wdmd.md "Script tests"): a passing script is rerun at
 // most every 9 s, a failing one blocks the ping, a slow one is reported
 // as taking too long and killed after -k seconds.
 func TestScripts(t *testing.T) {

@@ -242,7 +242,7 @@ var reqHead = binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(
 
 // maskRequestPadding zeroes request_record bytes 20..23 wherever the real
 // binary wrote a request record (at 512-byte steps), in both images. The
-// real binary fills that padding from uninitialised memory (ondisk.md §6.3);
+// real binary fills that padding from uninitialised memory (docs/ondisk.md "Request record");
 // ours must write zeros there, which is checked.
 func maskRequestPadding(t *testing.T, theirs, ours []byte) {
 	t.Helper()
@@ -345,7 +345,7 @@ func compareInit(t *testing.T, ours, kind string, sector int, c initCase) {
 
 	it, io := readAll(t, tTheirs), readAll(t, tOurs)
 	// request_record bytes 20..23 are padding that the real binary fills
-	// from uninitialised memory (ondisk.md §6.3); ours writes zeros. Mask
+	// from uninitialised memory (docs/ondisk.md "Request record"); ours writes zeros. Mask
 	// them in both images, wherever the real binary wrote a request record.
 	// A CLEAR leader (init -r -z 1) records the writer's monotonic time in
 	// write_timestamp (offset 192): mask it too, after checking it is
@@ -476,7 +476,7 @@ func TestInteropSizeOptions(t *testing.T) {
 
 // TestInterop512On4K: 512-byte sectors on a 4K loop device. init -s fails
 // with -22 after the area write (sector 0 left with magic 0); init -r and
-// format are single whole-area writes and succeed (ondisk.md §2.2).
+// format are single whole-area writes and succeed (docs/ondisk.md "Sizes at init").
 func TestInterop512On4K(t *testing.T) {
 	ours := interop(t)
 	var items []initItem
@@ -806,7 +806,7 @@ func TestInteropBadInput(t *testing.T) {
 				assert.Equal(t, rt.stdout, ro.stdout, "stdout")
 			} else {
 				// The real read_leader prints uninitialised memory when the
-				// read fails (ondisk.md says zeros); only the result line is
+				// read fails (docs/ondisk.md says zeros); only the result line is
 				// deterministic.
 				first := func(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
 				assert.Equal(t, first(rt.stdout), first(ro.stdout), "first stdout line (real output is not deterministic)")

@@ -32,7 +32,7 @@
 //
 // # Watchdog model
 //
-// A host's watchdog (wdmd.md) is armed when its delta lease is acquired
+// A host's watchdog (docs/wdmd.md) is armed when its delta lease is acquired
 // and told of every successful renewal (the daemon's test_live). It resets
 // the host when the host's own clock reaches last success +
 // id_renewal_fail_seconds + watchdog_fire_timeout. Once the host's own-lease

@@ -184,8 +184,8 @@ func TestReplay(t *testing.T) {
 // found with the algorithm of the spec (seed 100265, docs/testing.md
 // "Findings"): an exclusive acquirer whose host table has not yet seen a
 // restarted host's new generation judged that host's shared hold dead
-// (host_live, paxos.md §6.2) and cleared it. paxos.HostLive now treats a
-// mode block of a newer generation than the table knows as live; this
+// (host_live, docs/paxos.md "Clearing dead shared holders") and cleared it. paxos.HostLive now
+// treats a mode block of a newer generation than the table knows as live; this
 // replay keeps it fixed.
 func TestKnownHazardSharedNewGeneration(t *testing.T) {
 	if raceBuild || testing.Short() {

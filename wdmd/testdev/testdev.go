@@ -1,6 +1,6 @@
 // Package testdev is an emulated watchdog device for tests of wdmd and of
 // the recovery chain. It follows the Linux watchdog rules wdmd relies on
-// (wdmd.md §5.1, §14): only one opener at a time; opening arms the timer
+// (docs/wdmd.md "Device rules"): only one opener at a time; opening arms the timer
 // and pings; SetTimeout, Keepalive and writes ping; a write containing
 // 'V' just before close lets the close stop the timer (unless Nowayout);
 // any other close, including the death of the process holding the device,

@@ -1,6 +1,6 @@
 // Package watchdog is the real Linux watchdog device for wdmd: open
 // write-only, WDIOC_GETTIMEOUT, WDIOC_SETTIMEOUT, WDIOC_KEEPALIVE, and
-// the magic close (write "V", then close). wdmd.md §5.1.
+// the magic close (write "V", then close). docs/wdmd.md "Device rules".
 package watchdog
 
 import (

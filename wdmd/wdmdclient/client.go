@@ -1,7 +1,7 @@
 // Package wdmdclient is the client side of the wdmd socket protocol: what
 // libwdmd gives the C sanlock daemon (connect, register, refcount set and
 // clear, test_live, status) plus the dump request, and Session, the
-// sequence the sanlock daemon runs per lockspace (wdmd.md §6.1, §10.2).
+// sequence the sanlock daemon runs per lockspace (docs/wdmd.md "Client protocol", "sanlock side").
 // It talks to our wdmd and to wdmd 3.8.5 alike.
 package wdmdclient
 
@@ -195,7 +195,7 @@ func (s *Session) activate(renewal, expire uint64) error {
 
 // Renewed moves the expiry after a successful renewal at timestamp ts. An
 // error means the connection to wdmd is broken; the C sanlock dies of
-// SIGPIPE then, and the Go daemon must stop renewing (wdmd.md §10.5).
+// SIGPIPE then, and the Go daemon must stop renewing (docs/wdmd.md "wdmd crash").
 func (s *Session) Renewed(ts, expire uint64) error { return s.Conn.TestLive(ts, expire) }
 
 // Deactivate removes the expiry (retrying once after 0.5 s) and clears

@@ -18,7 +18,7 @@ import (
 	"github.com/gosanlock/gosanlock/lease"
 )
 
-// clientRun runs one "sanlock client" action (cli.md §5). Every action
+// clientRun runs one "sanlock client" action (docs/cli.md "Client actions"). Every action
 // prints its lines to out and returns the result whose sign decides the
 // exit status; the few actions with another exit rule return the status
 // through status.
@@ -129,7 +129,7 @@ type statusLine struct {
 }
 
 // listSuffix is the " ADD" / " REM" / " ORPHAN" mark the tool adds after s
-// and r lines, found by substring in the record text (wire.md §8.3).
+// and r lines, found by substring in the record text (docs/protocol.md "Record texts").
 func listSuffix(text string, orphan bool) string {
 	switch {
 	case strings.Contains(text, "list=add"):
@@ -855,7 +855,7 @@ var execProgram = syscall.Exec
 
 // command registers, acquires the -r leases on the registered connection
 // and execs the -c program with that connection inherited, so the leases
-// live as long as the program (cli.md §5.8).
+// live as long as the program (docs/cli.md "command").
 func (c *clientRun) command() int {
 	o := c.o
 	c.printf("register\n")

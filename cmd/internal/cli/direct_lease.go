@@ -15,8 +15,8 @@ import (
 // The lease actions of "sanlock direct": acquire_id, renew_id and
 // release_id run the delta-lease operations on one host_id, acquire and
 // release one paxos ballot or leader release, all in this process without
-// a daemon (spec: delta.md §10.6, paxos.md §3.3, §5.3). Behaviour, results
-// and bytes follow the sanlock 3.8.5 binary; where it is unsafe we refuse
+// a daemon (docs/delta.md "Without a daemon", docs/paxos.md "Acquire algorithm", "Leader release").
+// Behaviour, results and bytes follow the sanlock 3.8.5 binary; where it is unsafe we refuse
 // instead (see the comments marked "unlike sanlock").
 
 // runLease runs one lease action and prints its result line.
@@ -302,7 +302,7 @@ func (d *direct) release() int {
 }
 
 // readLeaders reads the leader from every disk: a majority must verify
-// and be identical over the compared bytes (paxos.md §4).
+// and be identical over the compared bytes (docs/paxos.md "Several disks").
 func readLeaders(ctx context.Context, disks []paxos.Disk, ss int, space, name string) (diskfmt.Leader, error) {
 	type read struct {
 		ld  diskfmt.Leader

@@ -2,7 +2,7 @@ package cli
 
 // usageText is what "sanlock help" prints. It matches the Debian 3.8.5
 // binary byte for byte, plus the daemon "-o" line of the newer upstream
-// snapshot (cli.md §9).
+// snapshot (docs/cli.md "Help text").
 const usageText = "" +
 	"Usage:\n" +
 	"sanlock <command> <action> ...\n" +

@@ -35,7 +35,7 @@ type JSONDisk struct {
 	Offset uint64 `json:"offset"`
 }
 
-// Keys are the key=value pairs of a daemon state record (wire.md §8),
+// Keys are the key=value pairs of a daemon state record (docs/protocol.md "Record texts"),
 // values kept as the daemon wrote them.
 type Keys map[string]string
 

@@ -80,7 +80,7 @@ type LocksOwner struct {
 }
 
 // LocksProcess is a process of this host that the daemon lists for the
-// lease; list is held, add, rem or orphan (status, wire.md §8.3).
+// lease; list is held, add, rem or orphan (status, docs/protocol.md "Record texts").
 type LocksProcess struct {
 	Pid     int32  `json:"pid"`
 	Command string `json:"command"`
@@ -236,7 +236,7 @@ func (c *clientRun) collectLocks() (*LocksJSON, int) {
 		shared := got.Flags&client.ResShared != 0
 		seen := map[uint64]bool{}
 		for _, h := range hosts {
-			// Only an exclusive owner carries a timestamp (wire.md §24);
+			// Only an exclusive owner carries a timestamp (docs/protocol.md);
 			// when the lease also has shared holders, a timestamped
 			// owner is a host in the middle of a shared acquire.
 			if seen[h.HostID] {

@@ -16,7 +16,7 @@ import (
 const maxResourceArgs = 8
 
 // options holds everything the config file and the command line set. The
-// meaning of several letters depends on the mode and action (cli.md §2.1);
+// meaning of several letters depends on the mode and action (docs/cli.md "Options");
 // the scanner stores the raw value where the meaning differs.
 type options struct {
 	debug bool // -D

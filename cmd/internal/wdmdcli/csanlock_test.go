@@ -96,7 +96,7 @@ func TestCSanlockWithOurWdmd(t *testing.T) {
 	for _, ls := range []string{"A", "B"} {
 		f := filepath.Join(leaseDir, ls)
 		require.NoError(t, os.WriteFile(f, make([]byte, 1<<20), 0o644))
-		// io_timeout 1 on disk makes the first acquire short (delta.md §3.5)
+		// io_timeout 1 on disk makes the first acquire short (docs/timing.md "Mixed io_timeouts")
 		sanlock("direct", "init", "-s", ls+":0:"+f+":0", "-o", "1")
 	}
 	sd := start(t, env, cSanlock, "daemon", "-D", "-w", "1", "-l", "0", "-U", "root", "-G", "root", "-L", "-1")

@@ -25,7 +25,7 @@ import (
 // daemonEnv marks the re-executed child that becomes the daemon.
 const daemonEnv = "GOSANLOCK_WDMD_DAEMON"
 
-// daemon runs the startup sequence of wdmd.md §4 and the test loop; it
+// daemon runs the startup sequence of docs/wdmd.md "Startup" and the test loop; it
 // returns the exit status.
 func daemon(o *options, stderr io.Writer) int {
 	gid, groupErr := lookupGroup(o.group)
@@ -277,7 +277,7 @@ func acceptLoop(l *net.UnixListener, events chan<- wdmd.Event, done <-chan struc
 
 // readLoop turns one connection into events: every complete 176-byte
 // record in order, then one hangup at end of file, on a read error or on
-// a partial record (wdmd.md §6: all complete records are applied before
+// a partial record (docs/wdmd.md "Client protocol": all complete records are applied before
 // the hangup).
 func readLoop(c *sockConn, events chan<- wdmd.Event, done <-chan struct{}, log wdmd.Logger) {
 	send := func(ev wdmd.Event) bool {

@@ -22,7 +22,7 @@ import (
 )
 
 // TestDaemonLifecycle: startup files and log lines, single instance, the
-// crash marker, SIGTERM exit with the magic close (wdmd.md §2, §4).
+// crash marker, SIGTERM exit with the magic close (docs/wdmd.md "Files", "Startup").
 func TestDaemonLifecycle(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, "", testdev.Options{InitialTimeout: 30})
@@ -87,7 +87,7 @@ func TestDaemonLifecycle(t *testing.T) {
 }
 
 // TestNoDevice: no usable candidate ends the daemon with 255; a device
-// that rejects the timeout is closed with the magic (wdmd.md §5.2).
+// that rejects the timeout is closed with the magic (docs/wdmd.md "Device selection").
 func TestNoDevice(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, "", testdev.Options{InitialTimeout: 30, RejectSetTimeout: true, Paths: []string{"/dev/watchdog"}})

@@ -1,6 +1,6 @@
 // Package wdmdcli is the wdmd command: the watchdog multiplexing daemon of
 // sanlock 3.8.5 (options, output, files and socket protocol of
-// shared/spec/wdmd.md) around the pure test loop of package wdmd.
+// docs/wdmd.md) around the pure test loop of package wdmd.
 package wdmdcli
 
 import (
