@@ -86,6 +86,18 @@ restart:
 			copyCur = false
 		}
 
+		if seen := h.seenLeader(l.Name); DecideRollback(&first, &seen) && h.TestBugs&BugRepeatLver == 0 {
+			nl := RepublishLeader(first, seen, h.ID, h.Generation, h.now())
+			lg.Info("leader older than one we saw (late leader write): republishing the newer one",
+				zap.Uint64("on-disk-lver", first.Lver), zap.Uint64("seen-lver", seen.Lver))
+			if err := l.writeLeader(ctx, &nl, st.ss); err != nil {
+				return first, err
+			}
+			h.noteLeader(l.Name, &nl)
+			continue restart
+		}
+		h.noteLeader(l.Name, &first)
+
 		nextLver := first.Lver + 1
 		mbal := ChooseMbal(maxMbal, first.MaxHosts, h.ID)
 		for {
@@ -99,6 +111,7 @@ restart:
 			case RetryOurs:
 				lg.Debug("owner is our inp, committed by another host", zap.Uint64("lver", tmp.Lver),
 					zap.Uint64("writer", tmp.WriteID))
+				h.noteLeader(l.Name, &tmp)
 				return tmp, nil
 			case RetryOwned:
 				return tmp, diskfmt.ErrAcquireOwned
@@ -124,7 +137,8 @@ restart:
 				st.retract = true
 				return nl, err
 			}
-			if nl.OwnerID != h.ID {
+			h.noteLeader(l.Name, &nl)
+			if !Ours(&nl, h.ID, h.Generation) && (h.TestBugs&BugRepeatLver == 0 || nl.OwnerID != h.ID) {
 				return nl, diskfmt.ErrAcquireOther
 			}
 			lg.Debug("commit self", zap.Uint64("lver", nl.Lver), zap.Uint64("mbal", d.Mbal))

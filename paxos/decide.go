@@ -96,6 +96,50 @@ func DecideRetry(tmp, first *diskfmt.Leader, nextLver, hostID, gen uint64) Retry
 	return RetryBallot
 }
 
+// DecideRollback reports whether the leader of a full read (first) is older
+// than a leader this host life has already read or written (seen): a
+// leader write that lands late (a host paused between deciding a ballot and
+// writing its leader) can put an older leader back on disk. Running the
+// ballot for first.Lver+1 then would run an instance that was decided
+// already; its phase 1 clears our own value for it, and dblocks that
+// carried the later versions may have been rewritten (a shared acquire
+// that gives up writes a zero dblock), so the ballot could decide a new
+// value for an old version: the version would be handed out twice, or
+// after a later one. The caller republishes the newer leader instead
+// (RepublishLeader) and starts over (docs/paxos.md "Lease versions").
+func DecideRollback(first, seen *diskfmt.Leader) bool {
+	return seen.Magic == diskfmt.PaxosMagic && first.Lver < seen.Lver
+}
+
+// RepublishLeader is the leader written after DecideRollback: the on-disk
+// leader (its names and sizes) with the version, owner, timestamp and
+// flags of the newer leader we saw, written by us now. If that owner is
+// this host life the leader is freed (we are acquiring, so we do not hold
+// that version). Otherwise it names the other owner exactly as a ballot
+// that commits another host's value does (-245): the others then judge
+// that owner by its liveness and its RELEASED dblock flag. It states only
+// what was decided: that version went to that owner.
+func RepublishLeader(first, seen diskfmt.Leader, hostID, gen, now uint64) diskfmt.Leader {
+	l := first
+	l.Lver = seen.Lver
+	l.OwnerID, l.OwnerGeneration, l.Timestamp = seen.OwnerID, seen.OwnerGeneration, seen.Timestamp
+	l.Flags = seen.Flags
+	l.WriteID, l.WriteGeneration, l.WriteTimestamp = hostID, gen, now
+	if Ours(&l, hostID, gen) {
+		l.Timestamp = 0
+		l.Flags &^= diskfmt.LeaderShortHold
+	}
+	return l
+}
+
+// Ours reports whether a committed leader grants the lease to this host
+// life: our host_id and our generation. A value of an earlier life of our
+// host_id (same id, older generation) is that life's, not ours: accepting it
+// would hand out a version an earlier life may already have been granted.
+func Ours(ld *diskfmt.Leader, hostID, gen uint64) bool {
+	return ld.OwnerID == hostID && ld.OwnerGeneration == gen
+}
+
 // Slot is one host's sector as a ballot read sees it.
 type Slot struct {
 	HostID uint64

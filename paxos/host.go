@@ -61,6 +61,35 @@ type Host struct {
 	TestBugs Bugs
 
 	randMu sync.Mutex
+
+	// seen is, per resource name, the leader with the largest lver this
+	// host life has read or written (the last one seen at that lver):
+	// acquire never runs a ballot below it (decide.go, DecideRollback).
+	seenMu sync.Mutex
+	seen   map[string]diskfmt.Leader
+}
+
+// seenLeader is the leader of name with the largest lver this host life
+// has read or written (zero if none).
+func (h *Host) seenLeader(name string) diskfmt.Leader {
+	h.seenMu.Lock()
+	defer h.seenMu.Unlock()
+	return h.seen[name]
+}
+
+// noteLeader records a leader of name read from or written to disk.
+func (h *Host) noteLeader(name string, ld *diskfmt.Leader) {
+	if ld.Magic != diskfmt.PaxosMagic {
+		return
+	}
+	h.seenMu.Lock()
+	defer h.seenMu.Unlock()
+	if h.seen == nil {
+		h.seen = map[string]diskfmt.Leader{}
+	}
+	if old, ok := h.seen[name]; !ok || ld.Lver >= old.Lver {
+		h.seen[name] = *ld
+	}
 }
 
 // DefaultShRetries is sanlock's default sh_retries.

@@ -139,6 +139,12 @@ func (s *Sim) timeoutOf(ctx context.Context) time.Duration {
 func (s *Sim) io(ctx context.Context, kind testdisk.OpKind, b []byte, off int64) error {
 	t := s.running
 	sl := t.in.slot
+	if p := s.cfg.Faults.LateLeader; p > 0 && kind == testdisk.OpWrite && s.commitsOther(b, off) && s.rnd.Float64() < p {
+		d := s.uniform(500*time.Millisecond, s.cfg.Faults.LateLeaderMax)
+		s.counts.LateLeaders++
+		s.tracef(t.name, "STALL %v before the leader write at off=%d", d, off)
+		s.sleepUntil(s.now + d)
+	}
 	op, o := s.disk.Decide(kind, sl.idx, off, len(b))
 	r := &ioReq{t: t, op: op, o: o}
 	if kind == testdisk.OpWrite {

@@ -101,6 +101,17 @@ type Faults struct {
 	// by up to DriftPPM parts per million.
 	DriftP   float64
 	DriftPPM int64
+	// LateLeader is the probability that a task about to write a resource
+	// leader that commits another host's value (owner != writer: the
+	// ballot adopted an earlier proposal) stalls first, for a time uniform
+	// in [0.5 s, LateLeaderMax] (default 6 s): a host descheduled between
+	// deciding and writing, whose leader write then lands after newer ones
+	// (issue 18 item 4). Only the stalled task waits; the host's other
+	// tasks and its renewals go on. (A late write of a leader naming the
+	// writer itself cannot roll the leader back: nobody takes a lease from
+	// a live owner that has not released.)
+	LateLeader    float64
+	LateLeaderMax time.Duration
 }
 
 // DefaultFaults is the mix the tests and the soak use.
@@ -150,6 +161,9 @@ func (c *Config) fill() {
 	if c.TraceTail <= 0 {
 		c.TraceTail = d.TraceTail
 	}
+	if c.Faults.LateLeaderMax <= 0 {
+		c.Faults.LateLeaderMax = 6 * time.Second
+	}
 	if c.Faults.MaxOutage <= 0 {
 		c.Faults.MaxOutage = 2 * time.Duration(8*c.IOTimeout+c.W) * time.Second
 	}
@@ -159,7 +173,7 @@ func (c *Config) fill() {
 type Counts struct {
 	Acquires, AcquireOK, Releases, ReleaseOK uint64
 	Crashes, Pauses, Partitions, Resets      uint64
-	Restarts, Doomed                         uint64
+	Restarts, Doomed, LateLeaders            uint64
 }
 
 // Ops is the number of lease operations (acquire and release calls).
@@ -335,6 +349,17 @@ func newSim(cfg Config) *Sim {
 }
 
 func (s *Sim) resOffset(i int) int64 { return int64(1+i) * int64(s.geo.AlignSize) }
+
+// commitsOther reports whether a write of b at off is a resource leader
+// that names an owner other than its writer, not free.
+func (s *Sim) commitsOther(b []byte, off int64) bool {
+	a := int64(s.geo.AlignSize)
+	if off%a != 0 || off/a < 1 || off/a > int64(s.cfg.Resources) {
+		return false
+	}
+	ld, err := diskfmt.DecodeLeader(b)
+	return err == nil && ld.Timestamp != 0 && ld.OwnerID != ld.WriteID
+}
 
 func (s *Sim) tracef(who string, format string, args ...any) {
 	s.trace.add(s.now, who, format, args...)

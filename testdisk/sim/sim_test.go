@@ -118,6 +118,7 @@ func TestBrokenVariantsCaught(t *testing.T) {
 		{"leader-before-phase2", true, func(c *Config) { c.Bugs = paxos.BugLeaderBeforePhase2 }},
 		{"clock-liveness", false, func(c *Config) { c.Bugs = paxos.BugClockLiveness }},
 		{"late-watchdog-5s", false, func(c *Config) { c.LateWatchdog = 5 * time.Second }},
+		{"repeat-lver", false, func(c *Config) { lateLeaderConfig(c); c.Bugs = paxos.BugRepeatLver }},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -198,4 +199,45 @@ func TestKnownHazardSharedNewGeneration(t *testing.T) {
 	if r.Violation != nil {
 		t.Fatalf("hazard is back (replay: %s): %v", r.ReplayCommand(), r.Violation)
 	}
+}
+
+// lateLeaderConfig is the mix of issue 18 item 4: five hosts on one
+// resource, and half of the leader writes that commit another host's value
+// stall 0.5–6 s first, so they land after newer leaders.
+func lateLeaderConfig(c *Config) {
+	c.Hosts = 5
+	c.Resources = 1
+	c.Faults.LateLeader = 0.5
+}
+
+// TestLateLeaderWrite replays the case of issue 18 item 4 (seed 1 of the
+// late-leader mix): h4 adopts h3's value for lver 7 and stalls before its
+// leader write; meanwhile h5 is granted lver 8. h4's late write puts lver 7
+// back on disk, h5's release skips the leader write (no longer its own),
+// and h5's next acquire ran the ballot for lver 8 again and was granted lver
+// 8 a second time (the checker: "lver 8, not above the previous 8", after
+// 131 ops). Acquire now republishes the newer leader it saw
+// (paxos.DecideRollback), so the run goes on to 3000 operations with
+// strictly increasing versions; the broken variant (-sim.bugs=repeat-lver)
+// still fails the same way.
+func TestLateLeaderWrite(t *testing.T) {
+	serial(t)
+	cfg := DefaultConfig(1)
+	lateLeaderConfig(&cfg)
+	cfg.MaxOps = 3000
+	if raceBuild || testing.Short() {
+		cfg.MaxOps = 500
+	}
+	r := Run(cfg)
+	if r.Violation != nil {
+		t.Fatal(r.Report())
+	}
+	require.NotZero(t, r.Counts.LateLeaders, "no leader write stalled")
+	t.Logf("%s late-leader-writes=%d", r.Summary(), r.Counts.LateLeaders)
+
+	cfg.Bugs = paxos.BugRepeatLver
+	cfg.MaxOps = 3000
+	r = Run(cfg)
+	require.NotNil(t, r.Violation, "the broken variant was not caught")
+	require.Contains(t, r.Violation.Error(), "with lver 8, not above the previous 8")
 }
