@@ -159,6 +159,9 @@ type PhaseResult struct {
 	// Shared lists the host_ids whose mode block is SHARED (phase 1 only),
 	// in slot order; recorded even for dblocks that are later skipped.
 	Shared []uint64
+	// Ballots counts the dblocks of next_lver that did not abort us, ours
+	// included: more than one means another host ran a ballot for it.
+	Ballots int
 }
 
 // EvalBallotRead checks one disk's dblocks after a ballot write (paxos.md
@@ -187,6 +190,7 @@ func EvalBallotRead(slots []Slot, nextLver, mbal uint64, phase1 bool) (PhaseResu
 		case d.Mbal > mbal:
 			return r, diskfmt.ErrDblockMbal
 		}
+		r.Ballots++
 		if !phase1 || d.Inp == 0 || d.Bal == 0 {
 			continue
 		}

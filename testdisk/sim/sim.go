@@ -77,6 +77,10 @@ type Config struct {
 	Faults   Faults
 	// Bugs selects a broken paxos variant (checker self-test).
 	Bugs paxos.Bugs
+	// Contend replaces the workload with issue 18's contention loop on R0
+	// (inst.contender); ContendedWait is paxos.Host.ContendedWait (0: off).
+	Contend       bool
+	ContendedWait time.Duration
 	// LateWatchdog makes every watchdog fire this much later than the
 	// model says: a broken watchdog, for the checker's self-test.
 	LateWatchdog time.Duration
@@ -198,6 +202,9 @@ type Result struct {
 	Trace []string
 	// Hash is an FNV-1a hash of every trace line.
 	Hash uint64
+	// Acquired is the number of exclusive acquisitions per host (Contend
+	// runs), index host_id-1.
+	Acquired []uint64
 }
 
 // ReplayCommand is the shell command that replays the run.
@@ -565,6 +572,9 @@ func (s *Sim) shutdown() {
 func (s *Sim) result() *Result {
 	r := &Result{Config: s.cfg, Counts: s.counts, Drift: s.drift, Disk: s.disk.Stats(), SimTime: s.now,
 		Steps: s.steps, Violation: s.violate, Trace: s.trace.lines(), Hash: s.trace.hash}
+	for _, sl := range s.slots {
+		r.Acquired = append(r.Acquired, sl.acquired)
+	}
 	return r
 }
 
