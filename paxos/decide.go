@@ -107,8 +107,10 @@ func DecideRetry(tmp, first *diskfmt.Leader, nextLver, hostID, gen uint64) Retry
 // value for an old version: the version would be handed out twice, or
 // after a later one. The caller republishes the newer leader instead
 // (RepublishLeader) and starts over (docs/paxos.md "Lease versions").
+// Lver 0 is a lease initialised again (init writes lver 0, a ballot never
+// does): not a rollback, and the caller forgets what it saw.
 func DecideRollback(first, seen *diskfmt.Leader) bool {
-	return seen.Magic == diskfmt.PaxosMagic && first.Lver < seen.Lver
+	return seen.Magic == diskfmt.PaxosMagic && first.Lver != 0 && first.Lver < seen.Lver
 }
 
 // RepublishLeader is the leader written after DecideRollback: the on-disk

@@ -411,6 +411,8 @@ func TestDecideRollbackRepublish(t *testing.T) {
 	seen.Lver, seen.OwnerID, seen.OwnerGeneration, seen.Timestamp = 8, 5, 2, 120
 	seen.Flags = diskfmt.LeaderShortHold
 	require.True(t, DecideRollback(&onDisk, &seen))
+	reinit := diskfmt.Leader{Magic: diskfmt.PaxosMagic}
+	assert.False(t, DecideRollback(&reinit, &seen), "lver 0: initialised again, not rolled back")
 
 	// another owner: named as a -245 commit would name it
 	l := RepublishLeader(onDisk, seen, 1, 3, 500)

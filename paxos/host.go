@@ -130,7 +130,7 @@ func (h *Host) noteLeader(name string, ld *diskfmt.Leader) {
 	if h.seen == nil {
 		h.seen = map[string]diskfmt.Leader{}
 	}
-	if old, ok := h.seen[name]; !ok || ld.Lver >= old.Lver {
+	if old, ok := h.seen[name]; !ok || ld.Lver >= old.Lver || ld.Lver == 0 {
 		h.seen[name] = *ld
 	}
 }
