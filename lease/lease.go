@@ -226,11 +226,14 @@ func (l *Lease) forget() {
 }
 
 // Token returns the fencing token of the current holding: the lease
-// version (lver) at which it was acquired. Every exclusive acquisition of a
-// resource, by any host, gets a larger token than all before it, so a
-// service that remembers the largest token it has seen and refuses smaller
-// ones is protected from a holder that lost the lease but does not know yet
-// (paused, partitioned). It is 0 when the lease is not held.
+// version (lver) at which it was acquired. Exclusive acquisitions of a
+// resource get increasing tokens, so a service that remembers the largest
+// token it has seen and refuses any token not above it is protected from a
+// holder that lost the lease but does not know yet (paused, partitioned).
+// The tokens one daemon is granted strictly increase even when a late
+// leader write rolls the lease back; across hosts that holds unless a host
+// restarted or a sanlock 3.8.5 host takes part (docs/paxos.md "Lease
+// versions" says exactly when). It is 0 when the lease is not held.
 func (l *Lease) Token() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -32,6 +32,10 @@ type acquireState struct {
 	sharedCount int // SHARED mode blocks seen, counted per disk
 	dblock      diskfmt.Dblock
 	retract     bool // T_RETRACT_PAXOS
+	// contended: another host's ballot for our next_lver was seen (a
+	// phase-1 read, or an abort by a higher mbal or lver).
+	contended bool
+	waited    bool // the fairness wait of this acquire is done
 }
 
 func (l *Lease) newState() *acquireState {
@@ -70,6 +74,17 @@ restart:
 			return first, fmt.Errorf("num_hosts %d does not fit the lease: %w", first.NumHosts, diskfmt.ErrLeaderNumHosts)
 		}
 		st.numHosts = first.NumHosts
+		if seen := h.seenLeader(l.Name); DecideRollback(&first, &seen) && h.TestBugs&BugRepeatLver == 0 {
+			nl := RepublishLeader(first, seen, h.ID, h.Generation, h.now())
+			lg.Info("leader older than one we saw (late leader write): republishing the newer one",
+				zap.Uint64("on-disk-lver", first.Lver), zap.Uint64("seen-lver", seen.Lver))
+			if err := l.writeLeader(ctx, &nl, st.ss); err != nil {
+				return first, err
+			}
+			h.noteLeader(l.Name, &nl)
+			continue restart
+		}
+		h.noteLeader(l.Name, &first)
 		start, err := DecideStart(&first, o.lver, h.ID, h.Generation)
 		if err != nil {
 			return first, err
@@ -86,6 +101,18 @@ restart:
 			copyCur = false
 		}
 
+		if start == StartRun && !st.waited && h.ContendedWait > 0 && h.takeContended(l.Name) {
+			// We won this lease against other hosts last time and it is
+			// free again: let them have a go first (docs/paxos.md "Fairness").
+			st.waited = true
+			delay := h.contendedWait()
+			lg.Debug("lease was contended, waiting before the ballot", zap.Duration("delay", delay))
+			if err := h.sleep(ctx, delay); err != nil {
+				return first, err
+			}
+			continue restart
+		}
+
 		nextLver := first.Lver + 1
 		mbal := ChooseMbal(maxMbal, first.MaxHosts, h.ID)
 		for {
@@ -99,6 +126,8 @@ restart:
 			case RetryOurs:
 				lg.Debug("owner is our inp, committed by another host", zap.Uint64("lver", tmp.Lver),
 					zap.Uint64("writer", tmp.WriteID))
+				h.noteLeader(l.Name, &tmp)
+				h.noteGrant(l.Name, true)
 				return tmp, nil
 			case RetryOwned:
 				return tmp, diskfmt.ErrAcquireOwned
@@ -107,6 +136,7 @@ restart:
 			}
 			d, err := l.ballot(ctx, &first, nextLver, mbal, o, st)
 			if c := diskfmt.CodeOf(err); c == diskfmt.ErrDblockMbal || c == diskfmt.ErrDblockLver {
+				st.contended = true
 				delay := h.backoff()
 				lg.Debug("ballot aborted, retrying", zap.Uint64("mbal", mbal), zap.Error(err),
 					zap.Duration("delay", delay))
@@ -124,9 +154,11 @@ restart:
 				st.retract = true
 				return nl, err
 			}
-			if nl.OwnerID != h.ID {
+			h.noteLeader(l.Name, &nl)
+			if !Ours(&nl, h.ID, h.Generation) && (h.TestBugs&BugRepeatLver == 0 || nl.OwnerID != h.ID) {
 				return nl, diskfmt.ErrAcquireOther
 			}
+			h.noteGrant(l.Name, st.contended)
 			lg.Debug("commit self", zap.Uint64("lver", nl.Lver), zap.Uint64("mbal", d.Mbal))
 			return nl, nil
 		}
@@ -219,6 +251,7 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 		reads++
 		r, err := EvalBallotBuf(b.Bytes(), ss, ld.NumHosts, nextLver, mbal, true)
 		b.Release()
+		st.contended = st.contended || r.Ballots > 1
 		for _, id := range r.Shared {
 			st.shared[id] = true
 			st.sharedCount++

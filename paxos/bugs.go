@@ -18,11 +18,17 @@ const (
 	// dead when its delta-lease timestamp is more than host_dead_seconds
 	// behind our own clock: it compares clocks of different hosts.
 	BugClockLiveness
+	// BugRepeatLver: acquire ignores leaders newer than the one on disk
+	// that it saw before (no DecideRollback check) and accepts a value of
+	// an earlier life of its host_id, as sanlock does: after a late leader
+	// write a version can be handed out twice, or after a later one. A
+	// failed shared acquire writes sanlock's zero dblock (quirk Q2).
+	BugRepeatLver
 )
 
 // String names the set bits.
 func (b Bugs) String() string {
-	names := []string{"skip-phase2-read", "leader-before-phase2", "clock-liveness"}
+	names := []string{"skip-phase2-read", "leader-before-phase2", "clock-liveness", "repeat-lver"}
 	s := ""
 	for i, n := range names {
 		if b&(1<<i) != 0 {
@@ -45,7 +51,8 @@ func ParseBugs(s string) (Bugs, bool) {
 		return 0, true
 	}
 	names := map[string]Bugs{"skip-phase2-read": BugSkipPhase2Read,
-		"leader-before-phase2": BugLeaderBeforePhase2, "clock-liveness": BugClockLiveness}
+		"leader-before-phase2": BugLeaderBeforePhase2, "clock-liveness": BugClockLiveness,
+		"repeat-lver": BugRepeatLver}
 	start := 0
 	for i := 0; i <= len(s); i++ {
 		if i == len(s) || s[i] == '+' {

@@ -96,6 +96,52 @@ func DecideRetry(tmp, first *diskfmt.Leader, nextLver, hostID, gen uint64) Retry
 	return RetryBallot
 }
 
+// DecideRollback reports whether the leader of a full read (first) is older
+// than a leader this host life has already read or written (seen): a
+// leader write that lands late (a host paused between deciding a ballot and
+// writing its leader) can put an older leader back on disk. Running the
+// ballot for first.Lver+1 then would run an instance that was decided
+// already; its phase 1 clears our own value for it, and dblocks that
+// carried the later versions may have been rewritten (a shared acquire
+// that gives up writes a zero dblock), so the ballot could decide a new
+// value for an old version: the version would be handed out twice, or
+// after a later one. The caller republishes the newer leader instead
+// (RepublishLeader) and starts over (docs/paxos.md "Lease versions").
+// Lver 0 is a lease initialised again (init writes lver 0, a ballot never
+// does): not a rollback, and the caller forgets what it saw.
+func DecideRollback(first, seen *diskfmt.Leader) bool {
+	return seen.Magic == diskfmt.PaxosMagic && first.Lver != 0 && first.Lver < seen.Lver
+}
+
+// RepublishLeader is the leader written after DecideRollback: the on-disk
+// leader (its names and sizes) with the version, owner, timestamp and
+// flags of the newer leader we saw, written by us now. If that owner is
+// this host life the leader is freed (we are acquiring, so we do not hold
+// that version). Otherwise it names the other owner exactly as a ballot
+// that commits another host's value does (-245): the others then judge
+// that owner by its liveness and its RELEASED dblock flag. It states only
+// what was decided: that version went to that owner.
+func RepublishLeader(first, seen diskfmt.Leader, hostID, gen, now uint64) diskfmt.Leader {
+	l := first
+	l.Lver = seen.Lver
+	l.OwnerID, l.OwnerGeneration, l.Timestamp = seen.OwnerID, seen.OwnerGeneration, seen.Timestamp
+	l.Flags = seen.Flags
+	l.WriteID, l.WriteGeneration, l.WriteTimestamp = hostID, gen, now
+	if Ours(&l, hostID, gen) {
+		l.Timestamp = 0
+		l.Flags &^= diskfmt.LeaderShortHold
+	}
+	return l
+}
+
+// Ours reports whether a committed leader grants the lease to this host
+// life: our host_id and our generation. A value of an earlier life of our
+// host_id (same id, older generation) is that life's, not ours: accepting it
+// would hand out a version an earlier life may already have been granted.
+func Ours(ld *diskfmt.Leader, hostID, gen uint64) bool {
+	return ld.OwnerID == hostID && ld.OwnerGeneration == gen
+}
+
 // Slot is one host's sector as a ballot read sees it.
 type Slot struct {
 	HostID uint64
@@ -115,6 +161,9 @@ type PhaseResult struct {
 	// Shared lists the host_ids whose mode block is SHARED (phase 1 only),
 	// in slot order; recorded even for dblocks that are later skipped.
 	Shared []uint64
+	// Ballots counts the dblocks of next_lver that did not abort us, ours
+	// included: more than one means another host ran a ballot for it.
+	Ballots int
 }
 
 // EvalBallotRead checks one disk's dblocks after a ballot write (docs/paxos.md
@@ -165,6 +214,7 @@ func (r *PhaseResult) add(s *Slot, nextLver, mbal uint64, phase1 bool) error {
 	case d.Mbal > mbal:
 		return diskfmt.ErrDblockMbal
 	}
+	r.Ballots++
 	if !phase1 || d.Inp == 0 || d.Bal == 0 {
 		return nil
 	}

@@ -401,3 +401,32 @@ func TestReadResource(t *testing.T) {
 	assert.Empty(t, own.Owners)
 	assert.Equal(t, uint64(1), own.Lver)
 }
+
+func TestDecideRollbackRepublish(t *testing.T) {
+	onDisk := diskfmt.Leader{Magic: diskfmt.PaxosMagic, Lver: 7, OwnerID: 3, OwnerGeneration: 1, Timestamp: 90,
+		WriteID: 4, WriteGeneration: 1, NumHosts: 5}
+	assert.False(t, DecideRollback(&onDisk, &diskfmt.Leader{}), "nothing seen yet")
+	seen := onDisk
+	assert.False(t, DecideRollback(&onDisk, &seen))
+	seen.Lver, seen.OwnerID, seen.OwnerGeneration, seen.Timestamp = 8, 5, 2, 120
+	seen.Flags = diskfmt.LeaderShortHold
+	require.True(t, DecideRollback(&onDisk, &seen))
+	reinit := diskfmt.Leader{Magic: diskfmt.PaxosMagic}
+	assert.False(t, DecideRollback(&reinit, &seen), "lver 0: initialised again, not rolled back")
+
+	// another owner: named as a -245 commit would name it
+	l := RepublishLeader(onDisk, seen, 1, 3, 500)
+	assert.Equal(t, uint64(8), l.Lver)
+	assert.Equal(t, [3]uint64{5, 2, 120}, [3]uint64{l.OwnerID, l.OwnerGeneration, l.Timestamp})
+	assert.Equal(t, [3]uint64{1, 3, 500}, [3]uint64{l.WriteID, l.WriteGeneration, l.WriteTimestamp})
+	assert.Equal(t, uint32(diskfmt.LeaderShortHold), l.Flags)
+	assert.Equal(t, uint64(5), l.NumHosts)
+
+	// ourselves: freed
+	l = RepublishLeader(onDisk, seen, 5, 2, 500)
+	assert.Equal(t, uint64(8), l.Lver)
+	assert.Zero(t, l.Timestamp)
+	assert.Zero(t, l.Flags)
+	assert.True(t, Ours(&l, 5, 2))
+	assert.False(t, Ours(&l, 5, 3), "an older life's value is not ours")
+}

@@ -56,12 +56,88 @@ type Host struct {
 	Rand *rand.Rand
 	// Log receives debug and warning lines; nil means none.
 	Log *zap.Logger
+	// ContendedWait bounds the random wait before the next ballot on a
+	// lease whose last grant to us was contended (docs/paxos.md
+	// "Fairness"); 0 (the default) turns the wait off. SuggestedContendedWait
+	// is the value measured in the simulator.
+	ContendedWait time.Duration
 	// TestBugs turns on deliberately broken variants for the simulator's
 	// self-test (bugs.go). Always zero outside tests.
 	TestBugs Bugs
 
 	randMu sync.Mutex
+
+	// seen is, per resource name, the leader with the largest lver this
+	// host life has read or written (the last one seen at that lver):
+	// acquire never runs a ballot below it (decide.go, DecideRollback).
+	seenMu sync.Mutex
+	seen   map[string]diskfmt.Leader
+	// contended holds the leases whose last grant to us saw other hosts'
+	// ballots; the next acquire of one that finds it free waits first.
+	contended map[string]bool
 }
+
+// noteGrant records whether our grant of name was contended.
+func (h *Host) noteGrant(name string, contended bool) {
+	h.seenMu.Lock()
+	defer h.seenMu.Unlock()
+	if !contended {
+		delete(h.contended, name)
+		return
+	}
+	if h.contended == nil {
+		h.contended = map[string]bool{}
+	}
+	h.contended[name] = true
+}
+
+// takeContended reports whether our last grant of name was contended and
+// forgets it: one wait per contended grant.
+func (h *Host) takeContended(name string) bool {
+	h.seenMu.Lock()
+	defer h.seenMu.Unlock()
+	c := h.contended[name]
+	delete(h.contended, name)
+	return c
+}
+
+// contendedWait is a uniform random delay in [0, ContendedWait].
+func (h *Host) contendedWait() time.Duration {
+	bound := h.ContendedWait
+	h.randMu.Lock()
+	defer h.randMu.Unlock()
+	if bound <= 0 || h.Rand == nil {
+		return 0
+	}
+	return time.Duration(h.Rand.Int64N(int64(bound) + 1))
+}
+
+// seenLeader is the leader of name with the largest lver this host life
+// has read or written (zero if none).
+func (h *Host) seenLeader(name string) diskfmt.Leader {
+	h.seenMu.Lock()
+	defer h.seenMu.Unlock()
+	return h.seen[name]
+}
+
+// noteLeader records a leader of name read from or written to disk.
+func (h *Host) noteLeader(name string, ld *diskfmt.Leader) {
+	if ld.Magic != diskfmt.PaxosMagic {
+		return
+	}
+	h.seenMu.Lock()
+	defer h.seenMu.Unlock()
+	if h.seen == nil {
+		h.seen = map[string]diskfmt.Leader{}
+	}
+	if old, ok := h.seen[name]; !ok || ld.Lver >= old.Lver || ld.Lver == 0 {
+		h.seen[name] = *ld
+	}
+}
+
+// SuggestedContendedWait is the bound of Host.ContendedWait the simulator's
+// fairness figure uses (the ballot backoff's range).
+const SuggestedContendedWait = time.Second
 
 // DefaultShRetries is sanlock's default sh_retries.
 const DefaultShRetries = 8

@@ -18,6 +18,7 @@ func (l *Lease) paxosRelease(ctx context.Context, ss int, last *diskfmt.Leader, 
 	if err != nil {
 		return err
 	}
+	h.noteLeader(l.Name, &cur)
 	write, err := DecideRelease(&cur, last, h.ID, h.Generation)
 	if err != nil {
 		return err
@@ -28,5 +29,9 @@ func (l *Lease) paxosRelease(ctx context.Context, ss int, last *diskfmt.Leader, 
 		return nil
 	}
 	nl := ReleaseLeader(cur, h.ID, h.Generation, h.now(), rename)
-	return l.writeLeader(ctx, &nl, ss)
+	if err := l.writeLeader(ctx, &nl, ss); err != nil {
+		return err
+	}
+	h.noteLeader(l.Name, &nl)
+	return nil
 }

@@ -83,8 +83,7 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 			break
 		}
 		if tries >= h.ShRetries {
-			// quirk Q2: the SH local release writes a zero dblock
-			l.writeHostBlock(ctx, h.ID, hostSector(&diskfmt.Dblock{Flags: diskfmt.DblockReleased}, nil, st.ss), st.ss)
+			l.sharedGiveUp(ctx, st)
 			return nil, wrap("acquire", diskfmt.ErrAcquireShRetry, &ld)
 		}
 		delay := h.backoff()
@@ -98,8 +97,7 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 	case err == nil:
 	case isOwnedCode(err):
 		if req.Shared {
-			// quirk Q2, as above
-			l.writeHostBlock(ctx, h.ID, hostSector(&diskfmt.Dblock{Flags: diskfmt.DblockReleased}, nil, st.ss), st.ss)
+			l.sharedGiveUp(ctx, st)
 		}
 		return nil, wrap("acquire", err, &ld)
 	case !st.retract:
@@ -153,6 +151,25 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 		}
 	}
 	return r, nil
+}
+
+// sharedGiveUp marks our dblock RELEASED after a failed shared acquire.
+// Sanlock (quirk Q2) writes an all-zero dblock here, which erases the lver
+// and value of our last ballot: the value of a version we may have been
+// granted before, and the lver that keeps ballots for older versions from
+// running (found by the simulator with late leader writes, issue 18). We
+// keep our last ballot's dblock of this acquire, with RELEASED set and no
+// mode block, and write nothing when this acquire ran no ballot
+// (docs/paxos.md "Lease versions").
+func (l *Lease) sharedGiveUp(ctx context.Context, st *acquireState) {
+	d := st.dblock
+	if l.Host.TestBugs&BugRepeatLver != 0 {
+		d = diskfmt.Dblock{} // sanlock's zero dblock
+	} else if d == (diskfmt.Dblock{}) {
+		return
+	}
+	d.Flags |= diskfmt.DblockReleased
+	l.writeHostBlock(ctx, l.Host.ID, hostSector(&d, nil, st.ss), st.ss)
 }
 
 func leaderIfKnown(ld *diskfmt.Leader) *diskfmt.Leader {

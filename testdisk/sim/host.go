@@ -24,6 +24,7 @@ type slot struct {
 	cutUntil   time.Duration
 	inst       *inst
 	starts     int
+	acquired   uint64 // exclusive acquisitions, all lives
 }
 
 func (sl *slot) name() string { return fmt.Sprintf("h%d", sl.id) }
@@ -139,6 +140,12 @@ func (s *Sim) timeoutOf(ctx context.Context) time.Duration {
 func (s *Sim) io(ctx context.Context, kind testdisk.OpKind, b []byte, off int64) error {
 	t := s.running
 	sl := t.in.slot
+	if p := s.cfg.Faults.LateLeader; p > 0 && kind == testdisk.OpWrite && s.commitsOther(b, off) && s.rnd.Float64() < p {
+		d := s.uniform(500*time.Millisecond, s.cfg.Faults.LateLeaderMax)
+		s.counts.LateLeaders++
+		s.tracef(t.name, "STALL %v before the leader write at off=%d", d, off)
+		s.sleepUntil(s.now + d)
+	}
 	op, o := s.disk.Decide(kind, sl.idx, off, len(b))
 	r := &ioReq{t: t, op: op, o: o}
 	if kind == testdisk.OpWrite {
@@ -321,7 +328,7 @@ func (in *inst) mainLoop() {
 				IOTimeout: s.cfg.IOTimeout, WatchdogFireTimeout: s.cfg.W, ShRetries: paxos.DefaultShRetries,
 				Clock: hostClock{in.slot}, Live: liveness{in.ls},
 				Rand:     rand.New(rand.NewPCG(s.cfg.Seed^0xba110, in.slot.id<<32|st.HostGeneration)),
-				TestBugs: s.cfg.Bugs,
+				TestBugs: s.cfg.Bugs, ContendedWait: s.cfg.ContendedWait,
 			}
 			s.tracef(in.name, "joined generation %d", st.HostGeneration)
 			for w := 0; w < s.cfg.Workers; w++ {
@@ -343,6 +350,10 @@ func (in *inst) mainLoop() {
 // worker acquires and releases random resources, exclusive or shared.
 func (in *inst) worker() {
 	s := in.s
+	if s.cfg.Contend {
+		in.contender()
+		return
+	}
 	name := s.running.name
 	for {
 		in.sleep(in.uniform(0, time.Second))
@@ -442,4 +453,45 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// contender loops on R0 as a client of issue 18 does: non-blocking
+// exclusive acquire, hold 0–20 ms, release, again at once; after a failure
+// it retries 0–5 ms later.
+func (in *inst) contender() {
+	s := in.s
+	name := s.running.name
+	lease := &paxos.Lease{Host: in.px, Name: s.names[0], Disks: []paxos.Disk{{Dev: hostPort{in.slot}, Offset: s.resOffset(0)}}}
+	for {
+		if in.doomed {
+			s.block()
+		}
+		if in.busy[0] {
+			in.sleep(in.uniform(0, 5*time.Millisecond) + time.Millisecond)
+			continue
+		}
+		in.busy[0] = true
+		s.counts.Acquires++
+		held, err := lease.Acquire(in.ctx, paxos.AcquireRequest{OwnerNowait: true})
+		if err != nil {
+			in.busy[0] = false
+			s.tracef(name, "acquire R0 failed: %v", err)
+			in.sleep(in.uniform(0, 5*time.Millisecond) + time.Millisecond)
+			continue
+		}
+		s.counts.AcquireOK++
+		in.slot.acquired++
+		s.tracef(name, "acquire R0 ok lver %d", held.Leader.Lver)
+		s.check.acquired(in, 0, held)
+		in.sleep(in.uniform(0, 20*time.Millisecond))
+		if in.doomed {
+			s.block()
+		}
+		s.check.released(in, 0)
+		s.counts.Releases++
+		if err := held.Release(in.ctx, paxos.ReleaseOptions{}); err == nil {
+			s.counts.ReleaseOK++
+		}
+		in.busy[0] = false
+	}
 }

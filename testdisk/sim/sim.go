@@ -77,6 +77,10 @@ type Config struct {
 	Faults   Faults
 	// Bugs selects a broken paxos variant (checker self-test).
 	Bugs paxos.Bugs
+	// Contend replaces the workload with issue 18's contention loop on R0
+	// (inst.contender); ContendedWait is paxos.Host.ContendedWait (0: off).
+	Contend       bool
+	ContendedWait time.Duration
 	// LateWatchdog makes every watchdog fire this much later than the
 	// model says: a broken watchdog, for the checker's self-test.
 	LateWatchdog time.Duration
@@ -101,6 +105,17 @@ type Faults struct {
 	// by up to DriftPPM parts per million.
 	DriftP   float64
 	DriftPPM int64
+	// LateLeader is the probability that a task about to write a resource
+	// leader that commits another host's value (owner != writer: the
+	// ballot adopted an earlier proposal) stalls first, for a time uniform
+	// in [0.5 s, LateLeaderMax] (default 6 s): a host descheduled between
+	// deciding and writing, whose leader write then lands after newer ones
+	// (issue 18 item 4). Only the stalled task waits; the host's other
+	// tasks and its renewals go on. (A late write of a leader naming the
+	// writer itself cannot roll the leader back: nobody takes a lease from
+	// a live owner that has not released.)
+	LateLeader    float64
+	LateLeaderMax time.Duration
 }
 
 // DefaultFaults is the mix the tests and the soak use.
@@ -150,6 +165,9 @@ func (c *Config) fill() {
 	if c.TraceTail <= 0 {
 		c.TraceTail = d.TraceTail
 	}
+	if c.Faults.LateLeaderMax <= 0 {
+		c.Faults.LateLeaderMax = 6 * time.Second
+	}
 	if c.Faults.MaxOutage <= 0 {
 		c.Faults.MaxOutage = 2 * time.Duration(8*c.IOTimeout+c.W) * time.Second
 	}
@@ -159,7 +177,7 @@ func (c *Config) fill() {
 type Counts struct {
 	Acquires, AcquireOK, Releases, ReleaseOK uint64
 	Crashes, Pauses, Partitions, Resets      uint64
-	Restarts, Doomed                         uint64
+	Restarts, Doomed, LateLeaders            uint64
 }
 
 // Ops is the number of lease operations (acquire and release calls).
@@ -184,6 +202,9 @@ type Result struct {
 	Trace []string
 	// Hash is an FNV-1a hash of every trace line.
 	Hash uint64
+	// Acquired is the number of exclusive acquisitions per host (Contend
+	// runs), index host_id-1.
+	Acquired []uint64
 }
 
 // ReplayCommand is the shell command that replays the run.
@@ -335,6 +356,17 @@ func newSim(cfg Config) *Sim {
 }
 
 func (s *Sim) resOffset(i int) int64 { return int64(1+i) * int64(s.geo.AlignSize) }
+
+// commitsOther reports whether a write of b at off is a resource leader
+// that names an owner other than its writer, not free.
+func (s *Sim) commitsOther(b []byte, off int64) bool {
+	a := int64(s.geo.AlignSize)
+	if off%a != 0 || off/a < 1 || off/a > int64(s.cfg.Resources) {
+		return false
+	}
+	ld, err := diskfmt.DecodeLeader(b)
+	return err == nil && ld.Timestamp != 0 && ld.OwnerID != ld.WriteID
+}
 
 func (s *Sim) tracef(who string, format string, args ...any) {
 	s.trace.add(s.now, who, format, args...)
@@ -540,6 +572,9 @@ func (s *Sim) shutdown() {
 func (s *Sim) result() *Result {
 	r := &Result{Config: s.cfg, Counts: s.counts, Drift: s.drift, Disk: s.disk.Stats(), SimTime: s.now,
 		Steps: s.steps, Violation: s.violate, Trace: s.trace.lines(), Hash: s.trace.hash}
+	for _, sl := range s.slots {
+		r.Acquired = append(r.Acquired, sl.acquired)
+	}
 	return r
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"flag"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -118,6 +119,7 @@ func TestBrokenVariantsCaught(t *testing.T) {
 		{"leader-before-phase2", true, func(c *Config) { c.Bugs = paxos.BugLeaderBeforePhase2 }},
 		{"clock-liveness", false, func(c *Config) { c.Bugs = paxos.BugClockLiveness }},
 		{"late-watchdog-5s", false, func(c *Config) { c.LateWatchdog = 5 * time.Second }},
+		{"repeat-lver", false, func(c *Config) { lateLeaderConfig(c); c.Bugs = paxos.BugRepeatLver }},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -198,4 +200,94 @@ func TestKnownHazardSharedNewGeneration(t *testing.T) {
 	if r.Violation != nil {
 		t.Fatalf("hazard is back (replay: %s): %v", r.ReplayCommand(), r.Violation)
 	}
+}
+
+// lateLeaderConfig is the mix of issue 18 item 4: five hosts on one
+// resource, and half of the leader writes that commit another host's value
+// stall 0.5–6 s first, so they land after newer leaders.
+func lateLeaderConfig(c *Config) {
+	c.Hosts = 5
+	c.Resources = 1
+	c.Faults.LateLeader = 0.5
+}
+
+// TestLateLeaderWrite replays the case of issue 18 item 4 (seed 1 of the
+// late-leader mix): h4 adopts h3's value for lver 7 and stalls before its
+// leader write; meanwhile h5 is granted lver 8. h4's late write puts lver 7
+// back on disk, h5's release skips the leader write (no longer its own),
+// and h5's next acquire ran the ballot for lver 8 again and was granted lver
+// 8 a second time (the checker: "lver 8, not above the previous 8", after
+// 131 ops). Acquire now republishes the newer leader it saw
+// (paxos.DecideRollback), so the run goes on to 3000 operations with
+// strictly increasing versions; the broken variant (-sim.bugs=repeat-lver)
+// still fails the same way.
+func TestLateLeaderWrite(t *testing.T) {
+	serial(t)
+	cfg := DefaultConfig(1)
+	lateLeaderConfig(&cfg)
+	cfg.MaxOps = 3000
+	if raceBuild || testing.Short() {
+		cfg.MaxOps = 500
+	}
+	r := Run(cfg)
+	if r.Violation != nil {
+		t.Fatal(r.Report())
+	}
+	require.NotZero(t, r.Counts.LateLeaders, "no leader write stalled")
+	t.Logf("%s late-leader-writes=%d", r.Summary(), r.Counts.LateLeaders)
+
+	cfg.Bugs = paxos.BugRepeatLver
+	cfg.MaxOps = 3000
+	r = Run(cfg)
+	require.NotNil(t, r.Violation, "the broken variant was not caught")
+	require.Contains(t, r.Violation.Error(), "with lver 8, not above the previous 8")
+}
+
+// fairness is max/min of per-host acquisitions (min 0: +Inf) and the
+// number of hosts that never got the lease.
+func fairness(acq []uint64) (ratio float64, never int) {
+	lo, hi := acq[0], acq[0]
+	for _, a := range acq {
+		lo, hi = min(lo, a), max(hi, a)
+		if a == 0 {
+			never++
+		}
+	}
+	if lo == 0 {
+		return math.Inf(1), never
+	}
+	return float64(hi) / float64(lo), never
+}
+
+// TestFairness is issue 18 item 3 in the simulator: 16 hosts loop on one
+// lease (non-blocking acquire, hold 0–20 ms, release, again; 0–5 ms after a
+// failure) for 60 s of simulated time with the default disk faults and no
+// host faults. With the wait after a contended grant (docs/paxos.md
+// "Fairness", bound 1 s) every host gets the lease and max/min stays at most
+// 10; the run without it (ContendedWait 0, the default) is logged for
+// comparison.
+func TestFairness(t *testing.T) {
+	serial(t)
+	run := func(wait time.Duration) *Result {
+		cfg := DefaultConfig(1)
+		cfg.Hosts, cfg.Resources, cfg.Workers = 16, 1, 1
+		cfg.Faults.HostEvery = 0
+		cfg.Contend, cfg.ContendedWait = true, wait
+		cfg.Duration = 60 * time.Second
+		if raceBuild || testing.Short() {
+			cfg.Hosts, cfg.Duration = 8, 20*time.Second
+		}
+		r := Run(cfg)
+		if r.Violation != nil {
+			t.Fatal(r.Report())
+		}
+		return r
+	}
+	on, off := run(time.Second), run(0)
+	ron, non := fairness(on.Acquired)
+	roff, noff := fairness(off.Acquired)
+	t.Logf("with the wait:    %d acquisitions, per host %v, max/min %.1f, never %d", on.Counts.AcquireOK, on.Acquired, ron, non)
+	t.Logf("without the wait: %d acquisitions, per host %v, max/min %.1f, never %d", off.Counts.AcquireOK, off.Acquired, roff, noff)
+	require.Zero(t, non, "a host never got the lease")
+	require.LessOrEqual(t, ron, 10.0)
 }
