@@ -116,6 +116,7 @@ type lvEnv struct {
 	runDir  string // SANLOCK_RUN_DIR
 	leases  string // disk_lease_dir
 	holder  *exec.Cmd
+	holderW chan error // the holder's Wait result (one Wait only)
 	daemon  *exec.Cmd
 	daemonW chan error
 	// A second daemon, host_id 2 in the plugin's lockspace, and a
@@ -265,6 +266,7 @@ func (e *lvEnv) startHolder() {
 	}
 	e.holder = cmd
 	done := make(chan error, 1)
+	e.holderW = done
 	go func() { done <- cmd.Wait() }()
 	deadline := time.Now().Add(lvWait)
 	for {
@@ -453,7 +455,10 @@ func (e *lvEnv) teardown() {
 	}
 	if e.holder != nil {
 		_ = e.holder.Process.Kill()
-		_ = e.holder.Wait()
+		select {
+		case <-e.holderW:
+		case <-time.After(10 * time.Second):
+		}
 		e.holder = nil
 	}
 }
