@@ -570,7 +570,8 @@ func (sp *space) join() int32 {
 	st := run.Status()
 	if st.AcquireLastResult != diskfmt.OK {
 		<-run.Done()
-		sp.addCause = fmt.Sprintf("delta_acquire of host_id %d at %s", sp.ls.HostID, sp.disk())
+		sp.addCause = fmt.Sprintf("delta_acquire of host_id %d at %s: %s", sp.ls.HostID, sp.disk(),
+			st.AcquireLastResult.Error())
 		return int32(st.AcquireLastResult)
 	}
 	m.mu.Lock()
@@ -778,7 +779,7 @@ func (sp *space) allGone(holders []int, orphans int) bool {
 	}
 	if live == 0 && stuck > 0 && sp.killingPids != 2 {
 		sp.killingPids = 2
-		m.lg().Error(fmt.Sprintf("s%d killing pids stuck %d", sp.id, stuck))
+		m.lg().Error(fmt.Sprintf("s%d killing pids stuck %d, lockspace %s", sp.id, stuck, sp.ls.Name))
 	}
 	if live+stuck > 0 {
 		return false

@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	gotoken "go/token"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -169,6 +170,16 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 		assert.Contains(t, line, want)
 	}
 
+	zero := leaseFile(t, 1<<20)
+	noLease := &client.Lockspace{Name: "LSZ", HostID: 1, Disk: client.Disk{Path: zero}}
+	require.Error(t, cl.AddLockspace(noLease, 0, 1))
+	line = logLine(t, td.logs, "add_lockspace fail result -223 (SANLK_LEADER_MAGIC) lockspace LSZ")
+	for _, want := range []string{"delta_acquire of host_id 1 at " + zero + ":0", "Lease does not exist on storage"} {
+		assert.Contains(t, line, want)
+	}
+	line = logLine(t, td.logs, "add_lockspace fail result -223: ")
+	assert.Contains(t, line, "(lockspace LSZ disk "+zero+":0)")
+
 	// A renewal whose read hangs past io_timeout.
 	ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: good}}
 	require.NoError(t, cl.AddLockspace(ls, 0, 1))
@@ -253,4 +264,17 @@ func TestLogFormatsNoVerbV(t *testing.T) {
 		})
 	}
 	assert.Greater(t, checked, 50, "log format strings found")
+}
+
+func TestLogTextHelpers(t *testing.T) {
+	assert.Equal(t, "-210 (SANLK_DBLOCK_READ)", codeLog(-210))
+	assert.Equal(t, "-2 (ENOENT)", codeLog(-2))
+	assert.Equal(t, "-999", codeLog(-999))
+	assert.Equal(t, "/dev/sdb:1048576", diskLog("/dev/sdb", 1<<20))
+	assert.Equal(t, "/a:0,/b:512", disksLog([]client.Disk{{Path: "/a"}, {Path: "/b", Offset: 512}}))
+	assert.Equal(t, "no error", causeLog(nil, 10))
+	assert.Equal(t, "I/O timeout after 10 s: read: disk I/O timed out",
+		causeLog(fmt.Errorf("read: %w", diskfmt.ErrIOTimeout), 10))
+	assert.Equal(t, "open /x: no such file or directory",
+		causeLog(&os.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}, 0))
 }
