@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -56,7 +54,7 @@ func (d *diskCmds) openRaw(path string) (diskfmt.Device, int32) {
 	dev, err := open(path)
 	if err != nil {
 		rv := int32(diskfmt.CodeOf(err))
-		d.s.lg.Error(fmt.Sprintf("open error %d %s", rv, path))
+		d.s.lg.Error(fmt.Sprintf("open error %d %s: %s", rv, path, causeLog(err, 0)))
 		if rv >= 0 {
 			rv = client.RvENODEV
 		}
@@ -310,7 +308,8 @@ func (d *diskCmds) formatRindex(ctx context.Context, c *Conn, q *client.Request)
 	rx := rindexOf(q)
 	dev, rv := d.open(rx.Disk.Path, d.s.cfg.WriteInitIOTimeout)
 	if rv < 0 {
-		d.s.lg.Error(fmt.Sprintf("rindex_format open failed %d %s", rv, rx.Disk.Path))
+		d.s.lg.Error(fmt.Sprintf("rindex_format open failed %d %s: %s", rv, diskLog(rx.Disk.Path, rx.Disk.Offset),
+			diskfmt.Code(rv).Error()))
 		return c.Reply(q, rv)
 	}
 	defer dev.Close()
@@ -330,6 +329,7 @@ func rindexOf(q *client.Request) client.RIndex {
 // lockspace (which is then marked busy until done is called).
 type rindexOp struct {
 	rx   *diskfmt.Rindex
+	path string      // the index's disk, for log lines
 	host *paxos.Host // nil with SANLK_RX_NO_LOCKSPACE
 	done func()
 }
@@ -344,7 +344,8 @@ func (d *diskCmds) beginRindex(ctx context.Context, what string, rxa *client.RIn
 	op := &rindexOp{}
 	dev, rv := d.openRaw(rxa.Disk.Path)
 	if rv < 0 {
-		d.s.lg.Error(fmt.Sprintf("%s open failed %d %s", what, rv, rxa.Disk.Path))
+		d.s.lg.Error(fmt.Sprintf("%s open failed %d %s: %s", what, rv, diskLog(rxa.Disk.Path, rxa.Disk.Offset),
+			diskfmt.Code(rv).Error()))
 		return nil, rv
 	}
 	closeDev := func() { _ = dev.Close() }
@@ -353,7 +354,8 @@ func (d *diskCmds) beginRindex(ctx context.Context, what string, rxa *client.RIn
 	if needLS {
 		h, rv := d.paxosHost(rxa.LockspaceName)
 		if rv == client.RvENOENT {
-			d.s.lg.Error(fmt.Sprintf("%s lockspace not available %d %s", what, rv, rxa.LockspaceName))
+			d.s.lg.Error(fmt.Sprintf("%s lockspace not available %d %s: not joined (rindex %s)", what, rv, rxa.LockspaceName,
+				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 		}
 		if rv < 0 {
 			closeDev()
@@ -361,7 +363,8 @@ func (d *diskCmds) beginRindex(ctx context.Context, what string, rxa *client.RIn
 		}
 		if !d.lockRindex(rxa.LockspaceName) {
 			closeDev()
-			d.s.lg.Error(fmt.Sprintf("%s lockspace %s busy with another rindex op", what, rxa.LockspaceName))
+			d.s.lg.Error(fmt.Sprintf("%s lockspace %s busy with another rindex op (rindex %s)", what, rxa.LockspaceName,
+				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 			return nil, client.RvEBUSY
 		}
 		op.host, ss, ioTimeout = h, h.Geometry.SectorSize, h.IOTimeout
@@ -371,9 +374,11 @@ func (d *diskCmds) beginRindex(ctx context.Context, what string, rxa *client.RIn
 	rx, err := diskfmt.OpenRindex(ctx, dev, int64(rxa.Disk.Offset), rxa.LockspaceName, ss)
 	if err != nil {
 		op.done()
+		d.s.lg.Error(fmt.Sprintf("%s read of the rindex header error %d lockspace %s disk %s: %s", what, resultOf(err),
+			rxa.LockspaceName, diskLog(rxa.Disk.Path, rxa.Disk.Offset), causeLog(err, ioTimeout)))
 		return nil, resultOf(err)
 	}
-	op.rx = rx
+	op.rx, op.path = rx, rxa.Disk.Path
 	return op, 0
 }
 
@@ -429,14 +434,16 @@ func (d *diskCmds) withRindexLease(ctx context.Context, op *rindexOp, f func() i
 	held, err := lease.Acquire(ctx, paxos.AcquireRequest{OwnerNowait: true})
 	if err != nil {
 		rv := resultOf(err)
-		d.s.lg.Error(fmt.Sprintf("rindex_lease acquire error %d", rv), zap.Error(err))
+		d.s.lg.Error(fmt.Sprintf("rindex_lease acquire error %d lockspace %s disk %s: %s", rv, h.Space,
+			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
 		return rv
 	}
 	rv := f()
 	// Release even when the daemon is stopping: a lease left held would
 	// keep the other hosts out of the index for as long as we live.
 	if err := dkReleaseLeader(context.WithoutCancel(ctx), host, held, op.rx.Dev, leaseOff); err != nil {
-		d.s.lg.Error("rindex_lease release error", zap.Error(err))
+		d.s.lg.Error(fmt.Sprintf("rindex_lease release error %d lockspace %s disk %s: %s", resultOf(err), h.Space,
+			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
 	}
 	return rv
 }
@@ -578,7 +585,8 @@ func (d *diskCmds) createResource(ctx context.Context, q *client.Request, rxa cl
 		}
 		if i < 0 {
 			// sanlock 3.8.5 answers a full index with -ENOENT.
-			d.s.lg.Error("rindex_create no free entry for " + e.Name)
+			d.s.lg.Error(fmt.Sprintf("rindex_create no free entry for %s lockspace %s disk %s", e.Name, rxa.LockspaceName,
+				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 			return client.RvENOENT
 		}
 		off = diskfmt.RindexResourceOffset(op.rx.Geo, op.rx.Header.RxOffset, i)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -50,7 +52,8 @@ func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, int32) {
 			IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout, ShRetries: shr,
 			Clock: m.cfg.Clock, Live: spaceLiveness{sp.run},
 			Rand: rand.New(rand.NewPCG(sp.ls.HostID, st.HostGeneration^uint64(sp.id))),
-			Log:  m.lg(),
+			// The paxos lines name the resource; add the lockspace and its disk.
+			Log: m.lg().With(zap.String("lockspace", sp.ls.Name), zap.String("lockspace_disk", sp.disk())),
 		}
 	}
 	return sp.paxos, 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -231,6 +232,7 @@ type space struct {
 
 	addDone   chan struct{} // closed when the add has its outcome
 	addResult int32
+	addCause  string        // what failed when addResult != 0, for the log
 	gone      chan struct{} // closed when the entry has been freed
 
 	// Under m.mu.
@@ -257,6 +259,42 @@ type killState struct {
 
 func (sp *space) logf(format string, args ...any) {
 	sp.m.lg().Info(fmt.Sprintf("s%d ", sp.id) + fmt.Sprintf(format, args...))
+}
+
+// disk is the lockspace's "path:offset" for log lines.
+func (sp *space) disk() string { return diskLog(sp.ls.Disk.Path, sp.ls.Disk.Offset) }
+
+// addCauseText is what made the add fail, for the add_lockspace fail line.
+func (sp *space) addCauseText() string {
+	if sp.addCause != "" {
+		return sp.addCause
+	}
+	return "disk " + sp.disk()
+}
+
+// deltaErrorLines are the prefixes of the delta package's error and warning
+// lines; deltaLogf appends the lockspace name and disk to them, which the
+// delta package does not know (it has a Device, not a path).
+var deltaErrorLines = []string{
+	"add_lockspace fail", "release after failed join", "delta_release not done",
+	"delta_release given up", "renewal error", "renewed ", "check_our_lease",
+	"delta_renew not owner", "delta_renew io_timeout changed", "delta_renew timestamp too small",
+	"delta_renew write time", "delta_renew long write", "delta_acquire host_id", "delta_acquire abort",
+	"event ",
+}
+
+// deltaLogf is the Logf of the delta runner: sp.logf, plus "(lockspace NAME
+// disk PATH:OFFSET)" at the end of error lines.
+func (sp *space) deltaLogf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	for _, p := range deltaErrorLines {
+		if strings.HasPrefix(line, p) && (p != "renewed " || strings.Contains(line, "too long")) &&
+			(p != "delta_renew write time" || strings.Contains(line, "error")) {
+			line += fmt.Sprintf(" (lockspace %s disk %s)", sp.ls.Name, sp.disk())
+			break
+		}
+	}
+	sp.logf("%s", line)
 }
 
 // sameDisk compares the disk part of two lockspaces.
@@ -415,7 +453,8 @@ func (sp *space) thread() {
 	sp.addResult = rv
 	if rv != 0 {
 		// Free first: once the caller has its answer, the entry is gone.
-		m.lg().Warn(fmt.Sprintf("s%d add_lockspace fail result %d", sp.id, rv))
+		m.lg().Warn(fmt.Sprintf("s%d add_lockspace fail result %s lockspace %s: %s", sp.id, codeLog(rv),
+			sp.ls.Name, sp.addCauseText()))
 		sp.free()
 		close(sp.addDone)
 		return
@@ -434,7 +473,8 @@ func (sp *space) join() int32 {
 	cfg := m.conf()
 	dev, err := m.cfg.Open(sp.ls.Disk.Path)
 	if err != nil {
-		sp.logf("open error %s: %v", sp.ls.Disk.Path, err)
+		sp.addCause = fmt.Sprintf("open %s: %s", sp.disk(), causeLog(err, 0))
+		sp.logf("open error %s: %s", sp.disk(), causeLog(err, 0))
 		return client.RvENODEV
 	}
 	if sp.ls.HostID > delta.MaxHostID {
@@ -445,15 +485,18 @@ func (sp *space) join() int32 {
 		cancel()
 		_ = dev.Close()
 		if err != nil {
+			sp.addCause = fmt.Sprintf("read of the lockspace geometry at %s: %s", sp.disk(), causeLog(err, sp.ioTimeout))
 			return int32(diskfmt.CodeOf(err))
 		}
+		sp.addCause = fmt.Sprintf("host_id %d is beyond the lockspace at %s", sp.ls.HostID, sp.disk())
 		return int32(diskfmt.ErrAddLSInvalidHostID)
 	}
 	var wd WatchdogSession
 	if cfg.UseWatchdog {
 		var err error
 		if wd, err = m.openWatchdog(sp.ls.Name, sp.ls.HostID); err != nil {
-			sp.logf("wdmd_connect failed %v", err)
+			sp.addCause = "wdmd_connect failed: " + causeLog(err, 0)
+			sp.logf("wdmd_connect failed %s", causeLog(err, 0))
 			_ = dev.Close()
 			return int32(diskfmt.ErrWatchdog)
 		}
@@ -467,13 +510,13 @@ func (sp *space) join() int32 {
 	dcfg := delta.Config{
 		Dev: dev, Offset: int64(sp.ls.Disk.Offset), Space: sp.ls.Name, HostID: sp.ls.HostID,
 		HostName: m.hostName(), IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
-		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Logf: sp.logf,
+		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Logf: sp.deltaLogf,
 		DebugRenew: cfg.DebugRenew, OnRenewal: m.renewalHook(sp.ls.Name),
 	}
 	if wd != nil {
 		dcfg.OnAcquired = func(_ context.Context, last uint64) error {
 			if err := wd.Activate(last, last+failSecs); err != nil {
-				sp.logf("wdmd activate failed %v", err)
+				sp.logf("wdmd activate failed %s", causeLog(err, 0))
 				return fmt.Errorf("%w: %v", diskfmt.ErrWatchdog, err)
 			}
 			m.mu.Lock()
@@ -485,13 +528,15 @@ func (sp *space) join() int32 {
 			if err := wd.Renewed(ts, ts+failSecs); err != nil {
 				// wdmd is gone and the host will be reset: stop renewing
 				// (without releasing) rather than look alive (docs/wdmd.md "wdmd crash").
-				m.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %v: renewals stopped", sp.id, ts, err))
+				m.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %s: renewals stopped, lockspace %s",
+					sp.id, ts, causeLog(err, 0), sp.ls.Name))
 				run.Halt()
 			}
 		}
 	}
 	run, err = delta.New(dcfg)
 	if err != nil {
+		sp.addCause = fmt.Sprintf("lockspace at %s: %s", sp.disk(), causeLog(err, sp.ioTimeout))
 		_ = dev.Close()
 		if wd != nil {
 			_ = wd.Close()
@@ -507,9 +552,10 @@ func (sp *space) join() int32 {
 		err := run.Run(sp.ctx)
 		if st := run.Status(); st.Joined {
 			if err != nil && !errors.Is(err, context.Canceled) {
-				sp.logf("lockspace runner stopped released %v: %v", st.Released, err)
+				sp.logf("lockspace runner stopped released %d lockspace %s disk %s: %s", b2i(st.Released),
+					sp.ls.Name, sp.disk(), causeLog(err, sp.ioTimeout))
 			} else {
-				sp.logf("lockspace runner stopped released %v", st.Released)
+				sp.logf("lockspace runner stopped released %d", b2i(st.Released))
 			}
 		}
 		if wd != nil {
@@ -524,6 +570,8 @@ func (sp *space) join() int32 {
 	st := run.Status()
 	if st.AcquireLastResult != diskfmt.OK {
 		<-run.Done()
+		sp.addCause = fmt.Sprintf("delta_acquire of host_id %d at %s: %s", sp.ls.HostID, sp.disk(),
+			st.AcquireLastResult.Error())
 		return int32(st.AcquireLastResult)
 	}
 	m.mu.Lock()
@@ -566,7 +614,7 @@ func (sp *space) deactivateWatchdog() {
 	}
 	sp.logf("wdmd_test_live 0 0 to disable")
 	if err := wd.Deactivate(); err != nil {
-		m.lg().Error(fmt.Sprintf("s%d wdmd deactivate failed %v", sp.id, err))
+		m.lg().Error(fmt.Sprintf("s%d wdmd deactivate failed %s, lockspace %s", sp.id, causeLog(err, 0), sp.ls.Name))
 	}
 }
 
@@ -731,7 +779,7 @@ func (sp *space) allGone(holders []int, orphans int) bool {
 	}
 	if live == 0 && stuck > 0 && sp.killingPids != 2 {
 		sp.killingPids = 2
-		m.lg().Error(fmt.Sprintf("s%d killing pids stuck %d", sp.id, stuck))
+		m.lg().Error(fmt.Sprintf("s%d killing pids stuck %d, lockspace %s", sp.id, stuck, sp.ls.Name))
 	}
 	if live+stuck > 0 {
 		return false
@@ -832,15 +880,15 @@ func (sp *space) killPids(run *delta.Lockspace, holders []int) {
 			m.mu.Lock()
 			k.k.ranKillpath = true
 			m.mu.Unlock()
-			sp.logf("kill %d killpath %v count %d", k.pid, argv, k.n)
+			sp.logf("kill %d killpath %s count %d", k.pid, strings.Join(argv, " "), k.n)
 			if err := m.runKillpath(argv); err != nil {
-				sp.logf("kill %d killpath error %v", k.pid, err)
+				sp.logf("kill %d killpath error %s, lockspace %s", k.pid, causeLog(err, 0), sp.ls.Name)
 			}
 			continue
 		}
 		sp.logf("kill %d sig %d count %d", k.pid, int(s), k.n)
 		if err := m.cfg.Kill(k.pid, s); err != nil && !errors.Is(err, unix.ESRCH) {
-			sp.logf("kill %d sig %d error %v", k.pid, int(s), err)
+			sp.logf("kill %d sig %d error %s, lockspace %s", k.pid, int(s), causeLog(err, 0), sp.ls.Name)
 		}
 	}
 }

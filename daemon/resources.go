@@ -220,7 +220,7 @@ func (m *Resources) openDisks(disks []client.Disk) ([]diskfmt.Device, []paxos.Di
 	for _, d := range disks {
 		dev, err := m.disks.get(d.Path)
 		if err != nil {
-			m.logf("open error %s: %v", d.Path, err)
+			m.logf("open error %s: %s", diskLog(d.Path, d.Offset), causeLog(err, 0))
 			closeDevs(devs)
 			return nil, nil, openCode(err)
 		}
@@ -299,6 +299,8 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	devs, disks, code32 := m.openDisks(t.res.Disks)
 	if code32 != 0 {
 		m.freeResource(r)
+		m.logf("r%d acquire %s:%s error %s disk %s: cannot open the disk", r.id, key.space, key.name,
+			codeLog(code32), disksLog(t.res.Disks))
 		return code32
 	}
 	lease := &paxos.Lease{Host: host, Name: key.name, Disks: disks}
@@ -317,7 +319,8 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	if err != nil {
 		closeDevs(devs)
 		m.freeResource(r)
-		m.logf("r%d acquire %s:%s error %d", r.id, key.space, key.name, rv(err))
+		m.logf("r%d acquire %s:%s error %d disk %s: %s", r.id, key.space, key.name, rv(err),
+			disksLog(t.res.Disks), causeLog(err, hostIOTimeout(host)))
 		return rv(err)
 	}
 	m.mu.Lock()
@@ -389,8 +392,8 @@ func (m *Resources) releaseResource(ctx context.Context, r *resource, rename str
 		// removed while held (virt-sanlock-cleanup does it) that open
 		// fails, the token is dropped and the release answers -errno,
 		// with nothing written. Do the same, and say so in the log.
-		m.logf("r%d release_token open error %d", r.id, code)
-		m.logf("r%d release_token error %d r_flags 0", r.id, code)
+		m.logf("r%d release_token open error %s %s:%s disk %s", r.id, codeLog(code), r.key.space, r.key.name, disksLog(r.disks))
+		m.logf("r%d release_token error %s r_flags 0 %s:%s", r.id, codeLog(code), r.key.space, r.key.name)
 		m.finish(r)
 		return code
 	}
@@ -399,7 +402,8 @@ func (m *Resources) releaseResource(ctx context.Context, r *resource, rename str
 	r.opMu.Unlock()
 	code := rv(err)
 	if code == int32(diskfmt.ErrAIOTimeout) && !async {
-		m.logf("r%d release %s:%s timeout, retrying in the background", r.id, r.key.space, r.key.name)
+		m.logf("r%d release %s:%s timeout, retrying in the background: disk %s: %s", r.id, r.key.space, r.key.name,
+			disksLog(r.disks), causeLog(err, hostIOTimeout(r.host)))
 		m.releaseLater(r)
 		return code
 	}
@@ -407,7 +411,8 @@ func (m *Resources) releaseResource(ctx context.Context, r *resource, rename str
 		return code // the caller's loop retries
 	}
 	if code != 0 {
-		m.logf("r%d release %s:%s error %d", r.id, r.key.space, r.key.name, code)
+		m.logf("r%d release %s:%s error %d disk %s: %s", r.id, r.key.space, r.key.name, code,
+			disksLog(r.disks), causeLog(err, hostIOTimeout(r.host)))
 	}
 	m.finish(r)
 	return code
@@ -423,7 +428,7 @@ func (m *Resources) disksGone(r *resource) int32 {
 			if pe, ok := err.(*os.PathError); ok {
 				cause = pe.Err
 			}
-			m.logf("open error -1 %s: %v", d.Path, cause)
+			m.logf("open error -1 %s: %s (release of %s:%s)", diskLog(d.Path, d.Offset), causeLog(cause, 0), r.key.space, r.key.name)
 			return openCode(err)
 		}
 	}
@@ -460,7 +465,7 @@ func (m *Resources) releaseLater(r *resource) {
 				return
 			}
 			if h, rv := m.paxosHost(r.key.space); rv != 0 || h != r.host {
-				m.logf("r%d release %s:%s given up: lockspace gone", r.id, r.key.space, r.key.name)
+				m.logf("r%d release %s:%s given up: lockspace gone, disk %s", r.id, r.key.space, r.key.name, disksLog(r.disks))
 				m.finish(r)
 				return
 			}
@@ -748,11 +753,11 @@ func (m *Resources) examineOnce(r *resource) {
 	if runKP {
 		argv := killpathArgv(kp, ka, 0)
 		if err := m.cfg.RunKillpath(argv); err != nil {
-			m.logf("r%d killpath %s error %v", r.id, kp, err)
+			m.logf("r%d killpath %s error for %s:%s: %s", r.id, kp, r.key.space, r.key.name, causeLog(err, 0))
 		}
 		return
 	}
 	if err := m.cfg.Kill(pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
-		m.logf("r%d kill %d sig %d error %v", r.id, pid, int(sig), err)
+		m.logf("r%d kill %d sig %d error for %s:%s: %s", r.id, pid, int(sig), r.key.space, r.key.name, causeLog(err, 0))
 	}
 }

@@ -206,7 +206,7 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 		ls.status.RenewalLastResult = ls.status.AcquireLastResult
 		ls.status.Stopped = true
 		ls.mu.Unlock()
-		ls.logf("add_lockspace fail result %d", diskfmt.CodeOf(err))
+		ls.logf("add_lockspace fail result %d: %s", diskfmt.CodeOf(err), diskfmt.Cause(err, ls.timing.IOTimeout))
 		close(ls.joined)
 		return err
 	}
@@ -270,7 +270,7 @@ func (ls *Lockspace) join(ctx context.Context) (Acquired, error) {
 	if ls.cfg.OnAcquired != nil {
 		if herr := ls.cfg.OnAcquired(ctx, acq.LastSuccess); herr != nil {
 			if rerr := ls.lease.Release(ctx, acq.Leader); rerr != nil {
-				ls.logf("release after failed join: %v", rerr)
+				ls.logf("release after failed join: %s", diskfmt.Cause(rerr, ls.timing.IOTimeout))
 			}
 			return Acquired{}, herr
 		}
@@ -329,7 +329,7 @@ func (r *renewer) releaseLate(abort context.Context) error {
 		}
 		code := diskfmt.CodeOf(err)
 		if code == diskfmt.ErrRenewOwner || IsCorrupt(code) {
-			ls.logf("delta_release not done: %v", err)
+			ls.logf("delta_release not done: %s", diskfmt.Cause(err, ls.timing.IOTimeout))
 			return err
 		}
 		left := time.Duration(giveUp-min(giveUp, ls.now())) * time.Second
@@ -386,7 +386,8 @@ func (r *renewer) renew(ctx context.Context) {
 
 	if err != nil {
 		r.prevOK = false
-		ls.logf("renewal error %d delta_length %d last_success %d", code, ls.now()-begin, r.lastSuccess)
+		ls.logf("renewal error %d delta_length %d last_success %d: %s", code, ls.now()-begin, r.lastSuccess,
+			diskfmt.Cause(err, ls.timing.IOTimeout))
 		return
 	}
 	interval := out.Timestamp - r.lastSuccess
@@ -518,7 +519,7 @@ func (ls *Lockspace) SetEvent(ev HostEvent, flags uint32) error {
 		return h.OwnerGeneration
 	})
 	if errors.Is(err, diskfmt.ErrEBUSY) {
-		ls.logf("%v", err)
+		ls.logf("%s", diskfmt.Cause(err, 0))
 	}
 	return err
 }

@@ -130,7 +130,8 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	wtook, err := l.write(ctx, sector, l.sectorOffset(), l.Timing.RenewWriteTimeout())
 	out.WriteMs = ms(wtook)
 	if err != nil {
-		l.logf("delta_renew write time %d error %d", int64(wtook.Seconds()), diskfmt.CodeOf(err))
+		l.logf("delta_renew write time %d error %d offset %d: %s", int64(wtook.Seconds()), diskfmt.CodeOf(err),
+			l.sectorOffset(), diskfmt.Cause(err, l.Timing.IOTimeout))
 		return out, fmt.Errorf("delta_renew write %s:%d: %w", l.Space, l.HostID, err)
 	}
 	if wtook >= seconds(l.Timing.IOTimeout) {

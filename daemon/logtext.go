@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
+)
+
+// Helpers that give error log lines what a person needs to act on them
+// (issue 13 item 9): the result code with its name, the disk and offset,
+// and the cause as text. 3.8.5's line stays first, the detail follows.
+
+// codeLog formats a result code as "-210 (SANLK_DBLOCK_READ)".
+func codeLog(c int32) string { return diskfmt.Code(c).LogString() }
+
+// diskLog formats one disk as "path:offset".
+func diskLog(path string, off uint64) string { return fmt.Sprintf("%s:%d", path, off) }
+
+// disksLog formats a resource's disks as "path:offset[,path:offset...]".
+func disksLog(ds []client.Disk) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = diskLog(d.Path, d.Offset)
+	}
+	return strings.Join(parts, ",")
+}
+
+// causeLog is diskfmt.Cause: the error as text, never "<nil>". A paxos
+// error prints only its result code when its detail wraps that code; the
+// detail (which disk read failed, and the errno) is put back here.
+func causeLog(err error, ioTimeout int) string {
+	var pe *paxos.Error
+	if !errors.As(err, &pe) || pe.Err == nil {
+		return diskfmt.Cause(err, ioTimeout)
+	}
+	text := err.Error()
+	detail := pe.Err.Error()
+	switch {
+	case strings.Contains(text, detail):
+	case pe.Leader == nil && text == (&paxos.Error{Op: pe.Op, Code: pe.Code}).Error():
+		text = "paxos " + pe.Op + ": " + detail
+	default:
+		text += ": " + detail
+	}
+	return timeoutPrefix(err, ioTimeout) + text
+}
+
+// timeoutPrefix is "I/O timeout after N s: " when err is a timeout and
+// ioTimeout is known.
+func timeoutPrefix(err error, ioTimeout int) string {
+	if ioTimeout > 0 && diskfmt.CodeOf(err) == diskfmt.ErrAIOTimeout {
+		return fmt.Sprintf("I/O timeout after %d s: ", ioTimeout)
+	}
+	return ""
+}
+
+// hostIOTimeout is h's io_timeout in seconds, 0 when h is nil.
+func hostIOTimeout(h *paxos.Host) int {
+	if h == nil {
+		return 0
+	}
+	return h.IOTimeout
+}
