@@ -916,6 +916,11 @@ func startDaemon(t *testing.T, dir string) *daemon {
 	done := make(chan struct{})
 	go func() { d.cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
+		select {
+		case <-done:
+			return // reaped: its pid may belong to another process by now
+		default:
+		}
 		pid := d.cmd.Process.Pid
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		select {
