@@ -12,14 +12,16 @@ build:
 	$(GO) build -o $(BIN)/sanlock ./cmd/sanlock
 	$(GO) build -o $(BIN)/wdmd ./cmd/wdmd
 
-# The README's test command: format and vet checks, the race-enabled unit
-# and interop suites (interop tests need root and /usr/sbin/sanlock, which
-# .ci/run installs), the multi-host simulator at full size without the race
-# detector (100,000 simulated lease operations), then a short run of every
-# fuzz target.
+# The README's test command: format, vet and doc-citation checks, cross
+# builds, the install check, the race-enabled unit and interop suites
+# (interop tests need root and /usr/sbin/sanlock, which .ci/run installs),
+# then without the race detector the multi-host simulator at full size
+# (100,000 simulated lease operations) beside the short fault battery (kept
+# apart from the mixed-cluster tests: both load the two cores with real
+# daemons), a short run of every fuzz target, and the real clients.
 test: build lint-fast cross install-check
-	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v /realclients)
-	$(GO) test -count=1 -timeout 10m ./testdisk/sim
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v -e /realclients -e /testdisk/faults)
+	$(GO) test -count=1 -timeout 10m ./testdisk/sim ./testdisk/faults
 	./scripts/fuzz-short.sh $(FUZZTIME)
 	$(MAKE) realclients
 
