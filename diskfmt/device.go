@@ -431,7 +431,10 @@ func ReadBuf(ctx context.Context, dev Device, n int, off int64) (*Buf, error) {
 	}
 	b := GetBuf(n)
 	if err := dev.ReadAt(ctx, b.Bytes(), off); err != nil {
-		if !errors.Is(err, ErrIOTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		// A device that gave up on its context (deadline or cancel) may
+		// still be filling b: drop it, never pool it.
+		if !errors.Is(err, ErrIOTimeout) && !errors.Is(err, context.DeadlineExceeded) &&
+			!errors.Is(err, context.Canceled) {
 			b.Release()
 		}
 		return nil, err
