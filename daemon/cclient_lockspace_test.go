@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // TestCClientLockspaceDifferential drives a joined lockspace with the real
@@ -20,7 +22,7 @@ func TestCClientLockspaceDifferential(t *testing.T) {
 	needRealSanlock(t)
 	realDir := shortTempDir(t)
 	realDaemon(t, realDir, "-e", "hostX")
-	td, _ := startLS(t, "hostX", LockspacesConfig{})
+	td, _ := startLS(t, "hostX", manager.LockspacesConfig{})
 
 	type side struct{ name, dir, path string }
 	sides := []side{

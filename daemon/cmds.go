@@ -7,6 +7,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // registerBuiltins installs the commands that need no leases, plus the
@@ -174,15 +175,22 @@ func lockspaceOf(q *client.Request) client.Lockspace {
 }
 
 func cmdAddLockspace(ctx context.Context, c *Conn, q *client.Request) error {
-	return c.Reply(q, c.srv.deps.Lockspaces.Add(ctx, lockspaceOf(q), q.Header.CmdFlags, q.Header.Data))
+	err := c.srv.deps.Lockspaces.Add(ctx, manager.AddRequest{Lockspace: lockspaceOf(q),
+		Async: q.Header.CmdFlags&client.AddAsync != 0, IOTimeout: q.Header.Data})
+	return c.Reply(q, result(err))
 }
 
 func cmdRemLockspace(ctx context.Context, c *Conn, q *client.Request) error {
-	return c.Reply(q, c.srv.deps.Lockspaces.Rem(ctx, lockspaceOf(q), q.Header.CmdFlags))
+	f := q.Header.CmdFlags
+	err := c.srv.deps.Lockspaces.Rem(ctx, manager.RemRequest{Lockspace: lockspaceOf(q),
+		Async: f&client.RemAsync != 0, Unused: f&client.RemUnused != 0})
+	return c.Reply(q, result(err))
 }
 
 func cmdInqLockspace(ctx context.Context, c *Conn, q *client.Request) error {
-	return c.Reply(q, c.srv.deps.Lockspaces.Inq(ctx, lockspaceOf(q), q.Header.CmdFlags))
+	err := c.srv.deps.Lockspaces.Inq(ctx, manager.InqRequest{Lockspace: lockspaceOf(q),
+		Wait: q.Header.CmdFlags&client.InqWait != 0})
+	return c.Reply(q, result(err))
 }
 
 // cmdGetLockspaces: header (length 32 + 1104 x count, data2 = count) and the
@@ -206,7 +214,8 @@ func cmdGetLockspaces(_ context.Context, c *Conn, q *client.Request) error {
 // cmdHostStatus: header (length 32, data = result) then HOST records on
 // success; connection closed (docs/protocol.md "Commands" #15).
 func cmdHostStatus(_ context.Context, c *Conn, q *client.Request) error {
-	recs, rv := c.srv.deps.Lockspaces.HostStatus(lockspaceOf(q).Name)
+	recs, err := c.srv.deps.Lockspaces.HostStatus(lockspaceOf(q).Name)
+	rv := result(err)
 	h := q.Header
 	h.Version, h.Length, h.Data = client.ProtoVersion, client.HeaderSize, uint32(rv)
 	b := h.Bytes()

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // Defaults of the daemon (docs/cli.md "Daemon defaults", "Config file"; README: 3.8.5 defaults).
@@ -410,3 +411,14 @@ func truncName(s string) string {
 // outside the long range saturate, then are truncated to 32 bits as glibc's
 // (int)strtol does.
 func Atoi(s string) int { return cnum.Atoi(s) }
+
+// managerSettings are the options the lease manager follows.
+func (c *Config) managerSettings() manager.Settings {
+	return manager.Settings{
+		UseWatchdog: c.UseWatchdog, WdmdSocket: c.WdmdSocket, WatchdogFireTimeout: c.WatchdogFireTimeout,
+		KillGraceSeconds: c.KillGraceSeconds, SetBitmapSeconds: c.SetBitmapSeconds,
+		RenewalHistorySize: c.RenewalHistorySize, RenewalReadExtendSet: c.RenewalReadExtendSet,
+		RenewalReadExtendSec: c.RenewalReadExtendSec, DebugRenew: c.DebugRenew, ShRetries: c.ShRetries,
+		WriteInitIOTimeout: c.WriteInitIOTimeout,
+	}
+}

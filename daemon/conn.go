@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // Class is a command's dispatch class (docs/protocol.md "Dispatch classes"). Every command runs on
@@ -79,6 +80,7 @@ type Conn struct {
 	slot    int
 	fd      int
 	peerPid int // SO_PEERCRED pid at accept
+	id      manager.ClientID
 
 	wmu sync.Mutex // serialises writes
 
@@ -95,9 +97,15 @@ type Conn struct {
 	flags      uint32
 	killPath   string // KILLPATH program
 	killArgs   string // ... and its arguments
-
-	lease *leaseClient // lease state; guarded by Resources.mu
 }
+
+var (
+	_ manager.Client   = (*Conn)(nil)
+	_ manager.Listener = (*Conn)(nil)
+)
+
+// ID returns the connection's client ID, unique for the daemon's life.
+func (c *Conn) ID() manager.ClientID { return c.id }
 
 // Slot returns the connection's slot ("ci").
 func (c *Conn) Slot() int { return c.slot }
@@ -143,16 +151,39 @@ func (c *Conn) Restricted() uint32 {
 	return c.restricted
 }
 
-// Info returns the identity handed to managers.
-func (c *Conn) Info() *ClientInfo { return &ClientInfo{Slot: c.slot, Pid: c.Pid(), conn: c} }
+// Info returns the identity handed to OnClientDead.
+func (c *Conn) Info() *ClientInfo { return &ClientInfo{ID: c.id, Slot: c.slot, Pid: c.Pid()} }
 
-// killpathInfo returns the KILLPATH program, its arguments and the client
+// Killpath returns the KILLPATH program, its arguments and the client
 // flags (bit 0: pass the pid).
-func (c *Conn) killpathInfo() (path, args string, flags uint32) {
+func (c *Conn) Killpath() (path, args string, flags uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.killPath, c.killArgs, c.flags
 }
+
+// NoteKill records a signal or kill program sent to the client.
+func (c *Conn) NoteKill(count int, last uint64, runpath bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.killCount, c.killLast = count, last
+	if runpath {
+		c.flags |= 0x2 // runpath sent
+	}
+}
+
+// ResetKill clears the kill count (the client released everything).
+func (c *Conn) ResetKill() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.killCount, c.killLast = 0, 0
+}
+
+// SendNoWait writes b in one non-blocking send (event listeners).
+func (c *Conn) SendNoWait(b []byte) error { return sendNoWait(c, b) }
+
+// Ended reports whether an event listener ended (non-blocking read).
+func (c *Conn) Ended() bool { return listenerEnded(c) }
 
 // Write sends b in full.
 func (c *Conn) Write(b []byte) error { return c.write(b) }
@@ -371,7 +402,7 @@ func (c *Conn) dead() {
 	}
 	s.lg.Debug(fmt.Sprintf("client_pid_dead %d,%d,%d cmd_active %d suspend 0", c.slot, c.fd, c.peerPid, active))
 	info := c.Info()
-	s.deps.Resources.ClientDead(info)
+	s.deps.Resources.ClientDead(c.id)
 	if s.deps.OnClientDead != nil {
 		s.deps.OnClientDead(info)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/paxos"
 )
 
@@ -48,13 +49,13 @@ const sizeFlagBits = diskfmt.FlagSector512 | diskfmt.FlagSector4K | diskfmt.Flag
 // as its -errno result (sanlock logs "open error -2 <path>").
 func (d *diskCmds) openRaw(path string) (diskfmt.Device, int32) {
 	open := func(p string) (diskfmt.Device, error) { return diskfmt.OpenFile(p) }
-	if m, ok := d.s.deps.Lockspaces.(*Lockspaces); ok && m.cfg.Open != nil {
-		open = m.cfg.Open
+	if mg := d.s.deps.Manager; mg != nil {
+		open = mg.Lockspaces.Open
 	}
 	dev, err := open(path)
 	if err != nil {
 		rv := int32(diskfmt.CodeOf(err))
-		d.s.lg.Error(fmt.Sprintf("open error %d %s: %s", rv, path, causeLog(err, 0)))
+		d.s.lg.Error(fmt.Sprintf("open error %d %s: %s", rv, path, manager.CauseLog(err, 0)))
 		if rv >= 0 {
 			rv = client.RvENODEV
 		}
@@ -308,7 +309,7 @@ func (d *diskCmds) formatRindex(ctx context.Context, c *Conn, q *client.Request)
 	rx := rindexOf(q)
 	dev, rv := d.open(rx.Disk.Path, d.s.cfg.WriteInitIOTimeout)
 	if rv < 0 {
-		d.s.lg.Error(fmt.Sprintf("rindex_format open failed %d %s: %s", rv, diskLog(rx.Disk.Path, rx.Disk.Offset),
+		d.s.lg.Error(fmt.Sprintf("rindex_format open failed %d %s: %s", rv, manager.DiskLog(rx.Disk.Path, rx.Disk.Offset),
 			diskfmt.Code(rv).Error()))
 		return c.Reply(q, rv)
 	}
@@ -344,7 +345,7 @@ func (d *diskCmds) beginRindex(ctx context.Context, what string, rxa *client.RIn
 	op := &rindexOp{}
 	dev, rv := d.openRaw(rxa.Disk.Path)
 	if rv < 0 {
-		d.s.lg.Error(fmt.Sprintf("%s open failed %d %s: %s", what, rv, diskLog(rxa.Disk.Path, rxa.Disk.Offset),
+		d.s.lg.Error(fmt.Sprintf("%s open failed %d %s: %s", what, rv, manager.DiskLog(rxa.Disk.Path, rxa.Disk.Offset),
 			diskfmt.Code(rv).Error()))
 		return nil, rv
 	}
@@ -355,7 +356,7 @@ func (d *diskCmds) beginRindex(ctx context.Context, what string, rxa *client.RIn
 		h, rv := d.paxosHost(rxa.LockspaceName)
 		if rv == client.RvENOENT {
 			d.s.lg.Error(fmt.Sprintf("%s lockspace not available %d %s: not joined (rindex %s)", what, rv, rxa.LockspaceName,
-				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
+				manager.DiskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 		}
 		if rv < 0 {
 			closeDev()
@@ -364,7 +365,7 @@ func (d *diskCmds) beginRindex(ctx context.Context, what string, rxa *client.RIn
 		if !d.lockRindex(rxa.LockspaceName) {
 			closeDev()
 			d.s.lg.Error(fmt.Sprintf("%s lockspace %s busy with another rindex op (rindex %s)", what, rxa.LockspaceName,
-				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
+				manager.DiskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 			return nil, client.RvEBUSY
 		}
 		op.host, ss, ioTimeout = h, h.Geometry.SectorSize, h.IOTimeout
@@ -375,7 +376,7 @@ func (d *diskCmds) beginRindex(ctx context.Context, what string, rxa *client.RIn
 	if err != nil {
 		op.done()
 		d.s.lg.Error(fmt.Sprintf("%s read of the rindex header error %d lockspace %s disk %s: %s", what, resultOf(err),
-			rxa.LockspaceName, diskLog(rxa.Disk.Path, rxa.Disk.Offset), causeLog(err, ioTimeout)))
+			rxa.LockspaceName, manager.DiskLog(rxa.Disk.Path, rxa.Disk.Offset), manager.CauseLog(err, ioTimeout)))
 		return nil, resultOf(err)
 	}
 	op.rx, op.path = rx, rxa.Disk.Path
@@ -385,14 +386,15 @@ func (d *diskCmds) beginRindex(ctx context.Context, what string, rxa *client.RIn
 // paxosHost is our membership of lockspace name: -ENOENT when it is not
 // joined, -ENOSPC when it is failing.
 func (d *diskCmds) paxosHost(name string) (*paxos.Host, int32) {
-	m, ok := d.s.deps.Lockspaces.(*Lockspaces)
-	if !ok {
+	if d.s.deps.Manager == nil {
 		return nil, client.RvENOENT
 	}
+	m := d.s.deps.Manager.Lockspaces
 	if _, joined := m.Joined(name); !joined {
 		return nil, client.RvENOENT
 	}
-	return m.PaxosHost(name)
+	h, err := m.PaxosHost(name)
+	return h, result(err)
 }
 
 func (d *diskCmds) lockRindex(name string) bool {
@@ -435,7 +437,7 @@ func (d *diskCmds) withRindexLease(ctx context.Context, op *rindexOp, f func() i
 	if err != nil {
 		rv := resultOf(err)
 		d.s.lg.Error(fmt.Sprintf("rindex_lease acquire error %d lockspace %s disk %s: %s", rv, h.Space,
-			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
+			manager.DiskLog(op.path, uint64(leaseOff)), manager.CauseLog(err, h.IOTimeout)))
 		return rv
 	}
 	rv := f()
@@ -443,7 +445,7 @@ func (d *diskCmds) withRindexLease(ctx context.Context, op *rindexOp, f func() i
 	// keep the other hosts out of the index for as long as we live.
 	if err := dkReleaseLeader(context.WithoutCancel(ctx), host, held, op.rx.Dev, leaseOff); err != nil {
 		d.s.lg.Error(fmt.Sprintf("rindex_lease release error %d lockspace %s disk %s: %s", resultOf(err), h.Space,
-			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
+			manager.DiskLog(op.path, uint64(leaseOff)), manager.CauseLog(err, h.IOTimeout)))
 	}
 	return rv
 }
@@ -586,7 +588,7 @@ func (d *diskCmds) createResource(ctx context.Context, q *client.Request, rxa cl
 		if i < 0 {
 			// sanlock 3.8.5 answers a full index with -ENOENT.
 			d.s.lg.Error(fmt.Sprintf("rindex_create no free entry for %s lockspace %s disk %s", e.Name, rxa.LockspaceName,
-				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
+				manager.DiskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 			return client.RvENOENT
 		}
 		off = diskfmt.RindexResourceOffset(op.rx.Geo, op.rx.Header.RxOffset, i)

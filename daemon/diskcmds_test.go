@@ -20,6 +20,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // Differential tests of the disk-only resource-area commands (docs/protocol.md "Commands"
@@ -509,7 +510,7 @@ func TestDiskCmds(t *testing.T) {
 	refDir, toolDir := shortTempDir(t), shortTempDir(t)
 	realDaemon(t, refDir, "-e", "hostX")
 	realDaemon(t, toolDir, "-e", "hostX")
-	td, _ := startLS(t, "hostX", LockspacesConfig{})
+	td, _ := startLS(t, "hostX", manager.LockspacesConfig{})
 	sides := []*dkSide{
 		{name: "sanlock", dir: refDir, path: leaseFile(t, 48<<20), tool: realSanlock},
 		{name: "gosanlock daemon", dir: td.dir, path: leaseFile(t, 48<<20), tool: realSanlock},
@@ -603,7 +604,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 		}
 		return dkGateDev{Device: f, lo: 2 << 20, hi: 3 << 20, gate: gate, blocked: blocked, release: release}, nil
 	}
-	td, _ := startLS(t, "hostA", LockspacesConfig{Open: open})
+	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
 	cl := td.cl
 	rx := &client.RIndex{LockspaceName: "LS", Disk: client.Disk{Path: path, Offset: 1 << 20}}
 	require.NoError(t, cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: path}}, 0, 1))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // leaseFile returns a zero-filled file of size bytes under /var/tmp (O_DIRECT
@@ -34,15 +35,15 @@ func leaseFile(t *testing.T, size int64) string {
 }
 
 // startLS starts an in-process daemon with the real lockspace manager.
-func startLS(t *testing.T, host string, lcfg LockspacesConfig) (*testDaemon, *Lockspaces) {
+func startLS(t *testing.T, host string, lcfg manager.LockspacesConfig) (*testDaemon, *manager.Lockspaces) {
 	t.Helper()
-	m := NewLockspaces(lcfg)
+	m := manager.New(manager.Config{Lockspaces: lcfg})
 	td := startDaemon(t, func(c *Config, d *Deps) {
 		c.OurHostName = host
-		d.Lockspaces = m
+		d.Manager = m
 	})
 	td.cl.Timeout = 30 * time.Second
-	return td, m
+	return td, m.Lockspaces
 }
 
 func code(err error) int { return client.ErrorCode(err) }
@@ -65,7 +66,7 @@ func waitHosts(t *testing.T, cl *client.Client, ls string, id uint64) []client.H
 
 func TestLockspaceLifecycle(t *testing.T) {
 	t.Parallel()
-	td, _ := startLS(t, "hostA", LockspacesConfig{})
+	td, _ := startLS(t, "hostA", manager.LockspacesConfig{})
 	cl := td.cl
 	path := leaseFile(t, 1<<20)
 	ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}
@@ -219,7 +220,7 @@ func readDelta(t *testing.T, path, space string, hostID uint64) diskfmt.Leader {
 
 func TestAddLockspaceErrors(t *testing.T) {
 	t.Parallel()
-	td, _ := startLS(t, "hostA", LockspacesConfig{})
+	td, _ := startLS(t, "hostA", manager.LockspacesConfig{})
 	cl := td.cl
 	zero := leaseFile(t, 1<<20)
 	good := leaseFile(t, 1<<20)
@@ -269,7 +270,7 @@ func TestHungLockspaceIsolated(t *testing.T) {
 		}
 		return diskfmt.OpenFile(p)
 	}
-	td, _ := startLS(t, "hostA", LockspacesConfig{Open: open})
+	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
 	cl := td.cl
 	good := leaseFile(t, 1<<20)
 	require.NoError(t, cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: good}}, 0, 1))
@@ -306,7 +307,10 @@ func (u *fakeUsage) SpaceHolders(string) []int {
 	h, _ := u.holders.Load().([]int)
 	return h
 }
-func (u *fakeUsage) SpaceDead(string) { u.dead.Add(1) }
+func (u *fakeUsage) SpaceDead(string)                { u.dead.Add(1) }
+func (u *fakeUsage) SpaceGone(string)                {}
+func (u *fakeUsage) Examine(string)                  {}
+func (u *fakeUsage) RunKillpath(argv []string) error { return errors.New("no kill programs here") }
 
 // rem_lockspace kills the holders with SIGKILL and waits for them; the
 // USED flag blocks the removal until cleared.
@@ -315,12 +319,12 @@ func TestRemKillsHoldersAndUsed(t *testing.T) {
 	u := &fakeUsage{}
 	u.holders.Store([]int{4242})
 	kills := make(chan string, 16)
-	m := NewLockspaces(LockspacesConfig{Kill: func(pid int, sig syscall.Signal) error {
+	m := manager.New(manager.Config{Usage: u, Lockspaces: manager.LockspacesConfig{Kill: func(pid int, sig syscall.Signal) error {
 		kills <- fmt.Sprintf("%d %d", pid, int(sig))
 		u.holders.Store([]int(nil))
 		return nil
-	}})
-	td := startDaemon(t, func(c *Config, d *Deps) { c.OurHostName = "hostA"; d.Lockspaces = m; d.Resources = u })
+	}}})
+	td := startDaemon(t, func(c *Config, d *Deps) { c.OurHostName = "hostA"; d.Manager = m })
 	cl := td.cl
 	cl.Timeout = 30 * time.Second
 	path := leaseFile(t, 1<<20)
@@ -354,8 +358,8 @@ func TestRemKillsHoldersAndUsed(t *testing.T) {
 // each other and events pass from host 2 to host 1.
 func TestLockspaceEvents(t *testing.T) {
 	t.Parallel()
-	td1, _ := startLS(t, "hostA", LockspacesConfig{})
-	td2, _ := startLS(t, "hostB", LockspacesConfig{})
+	td1, _ := startLS(t, "hostA", manager.LockspacesConfig{})
+	td2, _ := startLS(t, "hostB", manager.LockspacesConfig{})
 	path := leaseFile(t, 1<<20)
 	require.NoError(t, td1.cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: path}}, 0, 1))
 	ls1 := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}

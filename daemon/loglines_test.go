@@ -6,7 +6,6 @@ import (
 	"go/ast"
 	"go/parser"
 	gotoken "go/token"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // Issue 13 item 9: error lines name the operation, the lockspace/resource,
@@ -97,16 +97,13 @@ func logLine(t *testing.T, logs *observer.ObservedLogs, want ...string) string {
 
 func TestLogLinesResourceFailures(t *testing.T) {
 	t.Parallel()
-	rc := newResCluster(t, 1, 1, LockspacesConfig{})
-	td := rc.tds[0]
 	eioPath := leaseFile(t, 2<<20)
 	hungPath := leaseFile(t, 2<<20)
 	missing := filepath.Join(filepath.Dir(eioPath), "missing")
 	eio, hang := &atomic.Int32{}, &atomic.Int32{}
 	eio.Store(devEIO)
 	hang.Store(devHang)
-	res := td.srv.deps.Resources.(*Resources)
-	res.cfg.Open = func(p string) (diskfmt.Device, error) {
+	rc := newResCluster(t, 1, 1, manager.Config{Resources: manager.ResourcesConfig{Open: func(p string) (diskfmt.Device, error) {
 		switch p {
 		case eioPath:
 			return faultDev{mode: eio}, nil
@@ -114,7 +111,8 @@ func TestLogLinesResourceFailures(t *testing.T) {
 			return faultDev{mode: hang}, nil
 		}
 		return diskfmt.OpenFile(p)
-	}
+	}}})
+	td := rc.tds[0]
 	reg, err := td.cl.Register()
 	require.NoError(t, err)
 	defer reg.Close()
@@ -158,7 +156,7 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 		}
 		return faultDev{dev: dev, mode: mode}, nil
 	}
-	td, _ := startLS(t, "hostA", LockspacesConfig{Open: open})
+	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
 	cl := td.cl
 	require.NoError(t, cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: good}}, 0, 1))
 
@@ -203,14 +201,14 @@ func assertNoGoIdioms(t *testing.T, logs *observer.ObservedLogs) {
 	}
 }
 
-// TestLogFormatsNoVerbV: no log format string of the daemon or of the delta
+// TestLogFormatsNoVerbV: no log format string of the daemon, the manager or of the delta
 // package (whose lines the daemon logs) uses %v, which prints "<nil>" for a
 // nil error and Go syntax for structs, slices and booleans.
 func TestLogFormatsNoVerbV(t *testing.T) {
 	logCalls := map[string]bool{"logf": true, "Logf": true, "deltaLogf": true}
 	logMethods := map[string]bool{"Error": true, "Warn": true, "Info": true, "Debug": true}
 	var files []string
-	for _, pat := range []string{"*.go", "../delta/*.go"} {
+	for _, pat := range []string{"*.go", "../manager/*.go", "../delta/*.go"} {
 		m, err := filepath.Glob(pat)
 		require.NoError(t, err)
 		files = append(files, m...)
@@ -264,17 +262,4 @@ func TestLogFormatsNoVerbV(t *testing.T) {
 		})
 	}
 	assert.Greater(t, checked, 50, "log format strings found")
-}
-
-func TestLogTextHelpers(t *testing.T) {
-	assert.Equal(t, "-210 (SANLK_DBLOCK_READ)", codeLog(-210))
-	assert.Equal(t, "-2 (ENOENT)", codeLog(-2))
-	assert.Equal(t, "-999", codeLog(-999))
-	assert.Equal(t, "/dev/sdb:1048576", diskLog("/dev/sdb", 1<<20))
-	assert.Equal(t, "/a:0,/b:512", disksLog([]client.Disk{{Path: "/a"}, {Path: "/b", Offset: 512}}))
-	assert.Equal(t, "no error", causeLog(nil, 10))
-	assert.Equal(t, "I/O timeout after 10 s: read: disk I/O timed out",
-		causeLog(fmt.Errorf("read: %w", diskfmt.ErrIOTimeout), 10))
-	assert.Equal(t, "open /x: no such file or directory",
-		causeLog(&os.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}, 0))
 }

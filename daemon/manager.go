@@ -4,27 +4,28 @@ import (
 	"context"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // LockspaceManager is what the daemon core needs from the lockspace (delta
-// lease) layer. Methods may be called concurrently from many connections.
-// Results are wire results: 0, -errno or SANLK_* codes (docs/protocol.md "Result codes").
+// lease) layer; *manager.Lockspaces is the real one. Methods may be called
+// concurrently from many connections. Errors carry the wire results
+// (diskfmt.CodeOf: -errno or SANLK_* codes, docs/protocol.md "Result codes").
 type LockspaceManager interface {
-	// Add joins ls (ADD_LOCKSPACE, docs/protocol.md "Commands" #2). flags may hold
-	// client.AddAsync; ioTimeout 0 means the daemon default. Without
-	// AddAsync it returns when the host_id lease is held or has failed.
-	Add(ctx context.Context, ls client.Lockspace, flags, ioTimeout uint32) int32
-	// Rem leaves ls (REM_LOCKSPACE, #3); flags: client.RemAsync, RemUnused.
-	Rem(ctx context.Context, ls client.Lockspace, flags uint32) int32
-	// Inq reports whether ls is joined (INQ_LOCKSPACE, #16): 0, -ENOENT,
-	// -EINPROGRESS; flags may hold client.InqWait.
-	Inq(ctx context.Context, ls client.Lockspace, flags uint32) int32
+	// Add joins a lockspace (ADD_LOCKSPACE, docs/protocol.md "Commands" #2).
+	Add(ctx context.Context, req manager.AddRequest) error
+	// Rem leaves a lockspace (REM_LOCKSPACE, #3).
+	Rem(ctx context.Context, req manager.RemRequest) error
+	// Inq reports whether a lockspace is joined (INQ_LOCKSPACE, #16): nil,
+	// -ENOENT, -EINPROGRESS.
+	Inq(ctx context.Context, req manager.InqRequest) error
 	// List returns every lockspace in GET_LOCKSPACES order: joined, then
 	// being removed, then being added, with LSFAdd/LSFRem in Flags.
 	List() []client.Lockspace
 	// HostStatus returns the HOST records of HOST_STATUS for lockspace
-	// name, or a negative result (-ENOSPC when not joined).
-	HostStatus(name string) ([]client.StateRecord, int32)
+	// name, or an error (-ENOSPC when not joined).
+	HostStatus(name string) ([]client.StateRecord, error)
 	// Count is the number of lockspaces in any state; the daemon refuses a
 	// non-forced shutdown while it is non-zero (docs/cli.md "Signals and exit").
 	Count() int
@@ -37,7 +38,7 @@ type LockspaceManager interface {
 }
 
 // ResourceManager is what the daemon core needs from the resource (paxos
-// lease) layer.
+// lease) layer; *manager.Resources is the real one.
 type ResourceManager interface {
 	// StatusRecords returns the RESOURCE records of STATUS (docs/protocol.md "Record texts"),
 	// each with its Resource tail (and disks).
@@ -45,15 +46,19 @@ type ResourceManager interface {
 	// ClientDead is called once when a registered connection ends (EOF or
 	// error): release the leases of cl, or make persistent ones orphans
 	// (docs/protocol.md "Registration"). It runs on its own goroutine.
-	ClientDead(cl *ClientInfo)
+	ClientDead(id manager.ClientID)
 }
+
+var (
+	_ LockspaceManager = (*manager.Lockspaces)(nil)
+	_ ResourceManager  = (*manager.Resources)(nil)
+)
 
 // ClientInfo identifies a registered client to the managers.
 type ClientInfo struct {
+	ID   manager.ClientID
 	Slot int // connection slot ("ci")
 	Pid  int // SO_PEERCRED pid recorded at REGISTER
-
-	conn *Conn
 }
 
 // NoLockspaces is the LockspaceManager stub used until the delta layer
@@ -63,19 +68,19 @@ type NoLockspaces struct{}
 var _ LockspaceManager = NoLockspaces{}
 
 // Add returns -ENOSYS (-38): lockspaces are not implemented by the stub.
-func (NoLockspaces) Add(context.Context, client.Lockspace, uint32, uint32) int32 { return -38 }
+func (NoLockspaces) Add(context.Context, manager.AddRequest) error { return diskfmt.Code(-38) }
 
 // Rem returns -ENOENT.
-func (NoLockspaces) Rem(context.Context, client.Lockspace, uint32) int32 { return client.RvENOENT }
+func (NoLockspaces) Rem(context.Context, manager.RemRequest) error { return diskfmt.ErrENOENT }
 
 // Inq returns -ENOENT.
-func (NoLockspaces) Inq(context.Context, client.Lockspace, uint32) int32 { return client.RvENOENT }
+func (NoLockspaces) Inq(context.Context, manager.InqRequest) error { return diskfmt.ErrENOENT }
 
 // List returns nothing.
 func (NoLockspaces) List() []client.Lockspace { return nil }
 
 // HostStatus returns -ENOSPC, as sanlock does for a lockspace not joined.
-func (NoLockspaces) HostStatus(string) ([]client.StateRecord, int32) { return nil, client.RvENOSPC }
+func (NoLockspaces) HostStatus(string) ([]client.StateRecord, error) { return nil, diskfmt.ErrENOSPC }
 
 // Count returns 0.
 func (NoLockspaces) Count() int { return 0 }
@@ -95,4 +100,8 @@ var _ ResourceManager = NoResources{}
 func (NoResources) StatusRecords() []client.StateRecord { return nil }
 
 // ClientDead does nothing.
-func (NoResources) ClientDead(*ClientInfo) {}
+func (NoResources) ClientDead(manager.ClientID) {}
+
+// result is the wire result of a manager error: 0, -errno or a SANLK_*
+// code (the only place errors become numbers).
+func result(err error) int32 { return int32(diskfmt.CodeOf(err)) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -62,11 +63,11 @@ func TestManyLeasesOneFile(t *testing.T) {
 	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: min(1024, old.Max), Max: old.Max}))
 	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &old) })
 
-	m := NewLockspaces(LockspacesConfig{})
-	td := startDaemon(t, func(c *Config, d *Deps) { d.Lockspaces = m })
+	m := manager.New(manager.Config{})
+	td := startDaemon(t, func(c *Config, d *Deps) { d.Manager = m })
 	td.cl.Timeout = 30 * time.Second
 	require.NoError(t, td.cl.AddLockspace(&client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: disk}}, 0, 1))
-	res := td.srv.deps.Resources.(*Resources)
+	res := m.Resources
 
 	reg, err := td.cl.Register()
 	require.NoError(t, err)
@@ -88,26 +89,18 @@ func TestManyLeasesOneFile(t *testing.T) {
 	}
 	fds1 := countFDs(t)
 	heap1 := heapInuse()
-	held := 0
-	res.mu.Lock()
-	for _, r := range res.res {
-		if r.list == resHeld {
-			held++
-		}
-	}
-	res.mu.Unlock()
-	require.Equal(t, n, held)
+	require.Equal(t, n, res.HeldCount())
 	perLease := float64(heap1-heap0) / float64(n-client.MaxResources)
 	t.Logf("%d leases held: descriptors %d -> %d, disks open %d; heap in use %.1f -> %.1f MiB, %.0f bytes per held lease",
-		n, fds0, fds1, res.disks.openCount(), float64(heap0)/(1<<20), float64(heap1)/(1<<20), perLease)
-	require.Equal(t, 1, res.disks.openCount(), "one open for one disk")
+		n, fds0, fds1, res.OpenDisks(), float64(heap0)/(1<<20), float64(heap1)/(1<<20), perLease)
+	require.Equal(t, 1, res.OpenDisks(), "one open for one disk")
 	require.LessOrEqual(t, fds1-fds0, 8, "descriptors grew with leases")
 	require.LessOrEqual(t, fds1, 64+fds0/2, "descriptors open")
 	require.LessOrEqual(t, perLease, 8192.0, "heap per held lease")
 
 	// The client's exit releases everything and closes the disk.
 	require.NoError(t, reg.Close())
-	require.Eventually(t, func() bool { return res.disks.openCount() == 0 }, 60*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return res.OpenDisks() == 0 }, 60*time.Second, 50*time.Millisecond)
 }
 
 func countFDs(t *testing.T) int {
@@ -123,44 +116,3 @@ func heapInuse() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
 }
-
-// TestDiskCache: one open per path whatever the number of users, closed
-// with the last one; a failed open is not cached and closes nothing.
-func TestDiskCache(t *testing.T) {
-	opens, closes := 0, 0
-	fail := true
-	c := newDiskCache(func(p string) (diskfmt.Device, error) {
-		opens++
-		if fail {
-			var f *diskfmt.File
-			return f, os.ErrNotExist // a typed nil, as diskfmt.OpenFile returns
-		}
-		return &countClose{Mem: testdisk.NewMem(1<<20, 512), closes: &closes}, nil
-	})
-	_, err := c.get("a")
-	require.ErrorIs(t, err, os.ErrNotExist)
-	require.Equal(t, 0, c.openCount())
-	fail = false
-	d1, err := c.get("a")
-	require.NoError(t, err)
-	d2, err := c.get("a")
-	require.NoError(t, err)
-	d3, err := c.get("b")
-	require.NoError(t, err)
-	require.Equal(t, 3, opens)
-	require.Equal(t, 2, c.openCount())
-	require.NoError(t, d1.WriteAt(t.Context(), make([]byte, 512), 0))
-	require.NoError(t, d1.Close())
-	require.Equal(t, 0, closes)
-	require.NoError(t, d2.Close())
-	require.NoError(t, d3.Close())
-	require.Equal(t, 2, closes)
-	require.Equal(t, 0, c.openCount())
-}
-
-type countClose struct {
-	*testdisk.Mem
-	closes *int
-}
-
-func (c *countClose) Close() error { *c.closes++; return nil }

@@ -18,6 +18,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // The Prometheus endpoint (ours: -M, metrics_address; docs/metrics.md).
@@ -172,9 +173,9 @@ func (s *Server) metricsOf() *metrics {
 type metricsRef struct{ p atomic.Pointer[metrics] }
 
 // renewalHook returns the delta.Config.OnRenewal of lockspace space.
-func (m *Lockspaces) renewalHook(space string) func(error, int64, int64) {
+func (s *Server) renewalHook(space string) func(error, int64, int64) {
 	return func(err error, readMs, writeMs int64) {
-		mt := m.srv.metricsOf()
+		mt := s.metricsOf()
 		if mt == nil {
 			return
 		}
@@ -272,8 +273,8 @@ func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
-	if ls, ok := s.deps.Lockspaces.(*Lockspaces); ok {
-		collectLockspaces(ls, ch)
+	if s.deps.Manager != nil {
+		collectLockspaces(s.deps.Manager.Lockspaces, ch)
 	}
 
 	held := map[[2]string]int{}
@@ -304,35 +305,24 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectLockspaces reports every lockspace from its published status.
-func collectLockspaces(m *Lockspaces, ch chan<- prometheus.Metric) {
-	type snap struct {
-		ls        client.Lockspace
-		ioTimeout int
-		list      list
-		run       *delta.Lockspace
+func collectLockspaces(m *manager.Lockspaces, ch chan<- prometheus.Metric) {
+	snaps := m.Snapshot()
+	counts := map[string]int{}
+	for _, sn := range snaps {
+		counts[sn.List]++
 	}
-	m.mu.Lock()
-	var snaps []snap
-	counts := map[list]int{}
-	for l, sps := range m.lists {
-		for _, sp := range sps {
-			counts[list(l)]++
-			snaps = append(snaps, snap{sp.ls, sp.ioTimeout, sp.list, sp.run})
-		}
-	}
-	m.mu.Unlock()
-	for _, l := range []list{listAdd, listSpaces, listRem} {
-		ch <- prometheus.MustNewConstMetric(descLockspaces, prometheus.GaugeValue, float64(counts[l]), l.String())
+	for _, l := range []string{"add", "spaces", "rem"} {
+		ch <- prometheus.MustNewConstMetric(descLockspaces, prometheus.GaugeValue, float64(counts[l]), l)
 	}
 
-	now := m.cfg.Clock.Now().Seconds()
+	now := m.Now().Seconds()
 	for _, sn := range snaps {
-		if sn.run == nil || sn.list == listAdd {
+		if sn.Run == nil || sn.List == "add" {
 			continue
 		}
-		st := sn.run.Status()
-		name, id := sn.ls.Name, strconv.FormatUint(sn.ls.HostID, 10)
-		ch <- prometheus.MustNewConstMetric(descIOTimeout, prometheus.GaugeValue, float64(sn.ioTimeout), name, id)
+		st := sn.Run.Status()
+		name, id := sn.Lockspace.Name, strconv.FormatUint(sn.Lockspace.HostID, 10)
+		ch <- prometheus.MustNewConstMetric(descIOTimeout, prometheus.GaugeValue, float64(sn.IOTimeout), name, id)
 		ch <- prometheus.MustNewConstMetric(descRenewFail, prometheus.GaugeValue, float64(b2i(st.RenewFail)), name, id)
 		if st.RenewalLastAttempt != 0 {
 			ch <- prometheus.MustNewConstMetric(descLastResult, prometheus.GaugeValue,
@@ -343,7 +333,7 @@ func collectLockspaces(m *Lockspaces, ch chan<- prometheus.Metric) {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(descSinceRenewal, prometheus.GaugeValue, now-float64(last), name, id)
-		expiry := float64(last) + float64(delta.IDRenewalFailSeconds(sn.ioTimeout))
+		expiry := float64(last) + float64(delta.IDRenewalFailSeconds(sn.IOTimeout))
 		ch <- prometheus.MustNewConstMetric(descWatchdog, prometheus.GaugeValue, expiry-now, name, id)
 	}
 }

@@ -60,8 +60,8 @@ func TestMetricsOffByDefault(t *testing.T) {
 	assert.Nil(t, td.srv.metricsOf())
 	// The hooks are no-ops without the endpoint.
 	td.srv.metricsOf().replied(&client.Request{}, 0)
-	(&Lockspaces{srv: td.srv}).renewalHook("ls")(nil, 1, 1)
-	(&Lockspaces{}).renewalHook("ls")(diskfmt.ErrAIOTimeout, -1, -1)
+	td.srv.renewalHook("ls")(nil, 1, 1)
+	(*Server)(nil).renewalHook("ls")(diskfmt.ErrAIOTimeout, -1, -1)
 }
 
 func TestMetricsScrape(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // crashDev fails every I/O once crashed: the host stops writing its lease
@@ -125,10 +126,10 @@ func TestMixedLockspace(t *testing.T) {
 	realDaemon(t, c1, "-e", "c-host1")
 	c3cmd := realDaemon(t, c3, "-e", "c-host3")
 	realDaemon(t, c6, "-e", "c-host6")
-	g2, _ := startLS(t, "go-host2", LockspacesConfig{})
+	g2, _ := startLS(t, "go-host2", manager.LockspacesConfig{})
 	open4, crash4 := crashable()
-	g4, _ := startLS(t, "go-host4", LockspacesConfig{Open: open4})
-	g5, _ := startLS(t, "go-host5", LockspacesConfig{})
+	g4, _ := startLS(t, "go-host4", manager.LockspacesConfig{Open: open4})
+	g5, _ := startLS(t, "go-host5", manager.LockspacesConfig{})
 	g5.cl.Timeout = 3 * time.Minute
 
 	out, rc, err := cClient(c1, "client", "init", "-s", "LS:0:"+path+":0", "-o", "1")
@@ -282,7 +283,7 @@ func TestMixedLockspace(t *testing.T) {
 
 	// Our own view of the timing rule: DEAD only after more than 8N+W
 	// since the last change we saw.
-	run, ok := g2.srv.deps.Lockspaces.(*Lockspaces).Joined("LS")
+	run, ok := g2.srv.deps.Manager.Lockspaces.Joined("LS")
 	require.True(t, ok)
 	h3, _ := run.Host(3)
 	now := delta.Monotime(delta.NewSystemClock())

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // pythonSanlock returns a python3 that can import the python3-sanlock
@@ -159,7 +161,7 @@ func TestPythonCompare(t *testing.T) {
 
 	ours := &pyRunner{py: py, path: leaseFile(t, 1<<20), zero: leaseFile(t, 1<<20), dur: map[string]time.Duration{}}
 	for i := 1; i <= 2; i++ {
-		td, _ := startLS(t, fmt.Sprintf("go-host%d", i), LockspacesConfig{})
+		td, _ := startLS(t, fmt.Sprintf("go-host%d", i), manager.LockspacesConfig{})
 		ours.dirs[i] = td.dir
 	}
 	real := &pyRunner{py: py, path: leaseFile(t, 1<<20), zero: leaseFile(t, 1<<20), dur: map[string]time.Duration{}}

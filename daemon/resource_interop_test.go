@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // Differential tests of the resource-lease commands (acquire, release,
@@ -86,7 +88,7 @@ func rtOurSide(t *testing.T) *rtSide {
 	if rtOursPending {
 		return nil
 	}
-	td, _ := startLS(t, "hostX", LockspacesConfig{})
+	td, _ := startLS(t, "hostX", manager.LockspacesConfig{})
 	return rtNewSide("gosanlock", td.dir, leaseFile(t, 16<<20), realSanlock)
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // resCluster is two in-process daemons (host_ids 1 and 2) joined to one
@@ -28,7 +29,7 @@ type resCluster struct {
 	ls   []*client.Lockspace
 }
 
-func newResCluster(t *testing.T, hosts, nres int, lcfg LockspacesConfig, mods ...func(*Config)) *resCluster {
+func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...func(*Config)) *resCluster {
 	t.Helper()
 	path := leaseFile(t, int64(nres+1)<<20)
 	dev, err := diskfmt.OpenFile(path)
@@ -45,10 +46,10 @@ func newResCluster(t *testing.T, hosts, nres int, lcfg LockspacesConfig, mods ..
 	rc := &resCluster{path: path}
 	var wg sync.WaitGroup
 	for i := 0; i < hosts; i++ {
-		m := NewLockspaces(lcfg)
+		m := manager.New(mcfg)
 		td := startDaemon(t, func(c *Config, d *Deps) {
 			c.OurHostName = fmt.Sprintf("host%d", i+1)
-			d.Lockspaces = m
+			d.Manager = m
 			for _, f := range mods {
 				f(c)
 			}
@@ -74,7 +75,7 @@ func (rc *resCluster) res(i int, flags uint32) client.Resource {
 
 func TestResourceAcquireRelease(t *testing.T) {
 	t.Parallel()
-	rc := newResCluster(t, 2, 2, LockspacesConfig{})
+	rc := newResCluster(t, 2, 2, manager.Config{})
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 
 	ra, err := a.Register()
@@ -142,7 +143,7 @@ func TestResourceAcquireRelease(t *testing.T) {
 // the other host can take it at once; a persistent lease becomes an orphan.
 func TestResourceClientDeath(t *testing.T) {
 	t.Parallel()
-	rc := newResCluster(t, 2, 2, LockspacesConfig{})
+	rc := newResCluster(t, 2, 2, manager.Config{})
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 
 	ra, err := a.Register()
@@ -187,7 +188,7 @@ func TestResourceClientDeath(t *testing.T) {
 func TestResourceParallelAcquires(t *testing.T) {
 	t.Parallel()
 	const n = 8
-	rc := newResCluster(t, 1, n, LockspacesConfig{})
+	rc := newResCluster(t, 1, n, manager.Config{})
 	a := rc.tds[0].cl
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -217,15 +218,12 @@ func TestResourceRequestExamine(t *testing.T) {
 	t.Parallel()
 	killed := make(chan int, 4)
 	var once sync.Once
-	lcfg := LockspacesConfig{}
-	rc := newResCluster(t, 2, 1, lcfg)
-	res := rc.tds[0].srv.deps.Resources.(*Resources)
-	res.cfg.Kill = func(pid int, sig syscall.Signal) error {
+	rc := newResCluster(t, 2, 1, manager.Config{Resources: manager.ResourcesConfig{Kill: func(pid int, sig syscall.Signal) error {
 		if sig == syscall.SIGKILL {
 			once.Do(func() { killed <- pid })
 		}
 		return nil
-	}
+	}}})
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 	ra, err := a.Register()
 	require.NoError(t, err)
@@ -242,17 +240,6 @@ func TestResourceRequestExamine(t *testing.T) {
 	}
 }
 
-// TestKillpathArgv checks the kill program argument splitting.
-func TestKillpathArgv(t *testing.T) {
-	assert.Equal(t, []string{"/bin/kp", "a b", `c\`, "d"}, killpathArgv("/bin/kp", `a\ b c\\ d`, 0))
-	assert.Equal(t, []string{"/bin/kp", "x", "42"}, killpathArgv("/bin/kp", " x ", 42))
-	long := strings.Repeat("a ", 20)
-	assert.Len(t, killpathArgv("/p", long, 7), maxKillArgv)
-	assert.Len(t, killpathArgv("/p", long, 0), maxKillArgv)
-	_, err := exec.LookPath("true")
-	require.NoError(t, err)
-}
-
 // TestRevocationNotice: a Go client that watches for revocations hears of
 // a GRACEFUL request from another host and of the loss of its lockspace's
 // storage through the kill program, before SIGKILL.
@@ -260,7 +247,7 @@ func TestRevocationNotice(t *testing.T) {
 	open, dead := crashable()
 	var mu sync.Mutex
 	var sigs []syscall.Signal
-	lcfg := LockspacesConfig{Open: open, Kill: func(pid int, sig syscall.Signal) error {
+	lcfg := manager.LockspacesConfig{Open: open, Kill: func(pid int, sig syscall.Signal) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if pid == os.Getpid() {
@@ -268,7 +255,7 @@ func TestRevocationNotice(t *testing.T) {
 		}
 		return nil
 	}}
-	rc := newResCluster(t, 2, 1, lcfg, func(c *Config) { c.KillGraceSeconds = 3 })
+	rc := newResCluster(t, 2, 1, manager.Config{Lockspaces: lcfg}, func(c *Config) { c.KillGraceSeconds = 3 })
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 	reg, err := a.Register()
 	require.NoError(t, err)
@@ -356,9 +343,9 @@ func TestWatchdogLifecycle(t *testing.T) {
 			wd := &fakeWatchdog{}
 			var reg *client.Reg
 			var regMu sync.Mutex
-			lcfg := LockspacesConfig{
+			lcfg := manager.LockspacesConfig{
 				Open:         open,
-				OpenWatchdog: func(string, uint64) (WatchdogSession, error) { return wd, nil },
+				OpenWatchdog: func(string, uint64) (manager.WatchdogSession, error) { return wd, nil },
 				Kill: func(pid int, sig syscall.Signal) error {
 					regMu.Lock()
 					defer regMu.Unlock()
@@ -369,7 +356,7 @@ func TestWatchdogLifecycle(t *testing.T) {
 					return nil
 				},
 			}
-			rc := newResCluster(t, 1, 1, lcfg, func(c *Config) { c.UseWatchdog = true; c.KillGraceSeconds = 2 })
+			rc := newResCluster(t, 1, 1, manager.Config{Lockspaces: lcfg}, func(c *Config) { c.UseWatchdog = true; c.KillGraceSeconds = 2 })
 			a := rc.tds[0].cl
 			r, err := a.Register()
 			require.NoError(t, err)
@@ -402,17 +389,15 @@ func TestWatchdogLifecycle(t *testing.T) {
 // fails with -202 after io_timeout.
 func TestResourceSlowDiskIsolated(t *testing.T) {
 	t.Parallel()
-	rc := newResCluster(t, 1, 1, LockspacesConfig{})
 	slow := leaseFile(t, 2<<20)
-	out, err := exec.Command("/usr/sbin/sanlock", "direct", "init", "-r", "LS:SLOW:"+slow+":1048576").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	res := rc.tds[0].srv.deps.Resources.(*Resources)
-	res.cfg.Open = func(p string) (diskfmt.Device, error) {
+	rc := newResCluster(t, 1, 1, manager.Config{Resources: manager.ResourcesConfig{Open: func(p string) (diskfmt.Device, error) {
 		if p == slow {
 			return hangDev{}, nil
 		}
 		return diskfmt.OpenFile(p)
-	}
+	}}})
+	out, err := exec.Command("/usr/sbin/sanlock", "direct", "init", "-r", "LS:SLOW:"+slow+":1048576").CombinedOutput()
+	require.NoError(t, err, "%s", out)
 	a := rc.tds[0].cl
 	hung := make(chan error, 1)
 	go func() {
@@ -447,14 +432,14 @@ func TestResourceSlowDiskIsolated(t *testing.T) {
 func TestRestrictSigkill(t *testing.T) {
 	t.Parallel()
 	sigs := make(chan syscall.Signal, 8)
-	lcfg := LockspacesConfig{Kill: func(pid int, sig syscall.Signal) error {
+	lcfg := manager.LockspacesConfig{Kill: func(pid int, sig syscall.Signal) error {
 		select {
 		case sigs <- sig:
 		default:
 		}
 		return nil
 	}}
-	rc := newResCluster(t, 1, 1, lcfg)
+	rc := newResCluster(t, 1, 1, manager.Config{Lockspaces: lcfg})
 	a := rc.tds[0].cl
 	reg, err := a.Register()
 	require.NoError(t, err)

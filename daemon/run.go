@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
+
+	"github.com/gosanlock/gosanlock/manager"
 	"golang.org/x/sys/unix"
 )
 
@@ -130,8 +132,8 @@ func Daemonize(cfg *Config) (parent bool, err error) {
 // otherwise (exit status 1). The caller handles Daemonize first.
 func Run(ctx context.Context, cfg *Config, deps Deps) error {
 	_ = os.Unsetenv(EnvDaemonized) // not for the programs we start
-	if deps.Lockspaces == nil {
-		deps.Lockspaces = NewLockspaces(LockspacesConfig{})
+	if deps.Lockspaces == nil && deps.Manager == nil {
+		deps.Manager = manager.New(manager.Config{})
 	}
 	s := New(cfg, deps)
 	sigs := make(chan os.Signal, 4)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // Version is the sanlock version this daemon reports.
@@ -34,8 +36,11 @@ var ErrServerClosed = errors.New("daemon: server closed")
 
 // Deps are the collaborators of a Server. Zero values select stubs.
 type Deps struct {
-	Lockspaces LockspaceManager // nil: NoLockspaces
-	Resources  ResourceManager  // nil: NoResources
+	// Manager is the lease manager; when set it serves as Lockspaces and
+	// Resources and the lease commands are registered.
+	Manager    *manager.Manager
+	Lockspaces LockspaceManager // nil: NoLockspaces (ignored with Manager)
+	Resources  ResourceManager  // nil: NoResources (ignored with Manager)
 	// LogCore, when set, receives every log entry as well (e.g. a
 	// zaptest/observer core in tests).
 	LogCore zapcore.Core
@@ -82,21 +87,24 @@ type Server struct {
 	conns    sync.WaitGroup
 	started  bool
 
-	metrics metricsRef // the -M endpoint (metrics.go)
+	metrics metricsRef    // the -M endpoint (metrics.go)
+	lastID  atomic.Uint64 // the last manager.ClientID given to a connection
+
+	// holders lists the pids holding a resource (strict peer checks).
+	holders func(space, name string) []int
 }
 
 // New returns a server for cfg (copied). Nothing touches the system until
 // Start. cfg should have had ApplyEnv applied.
 func New(cfg *Config, deps Deps) *Server {
+	if deps.Manager != nil {
+		deps.Lockspaces, deps.Resources = deps.Manager.Lockspaces, deps.Manager.Resources
+	}
 	if deps.Lockspaces == nil {
 		deps.Lockspaces = NoLockspaces{}
 	}
 	if deps.Resources == nil {
-		if _, ok := deps.Lockspaces.(*Lockspaces); ok {
-			deps.Resources = NewResources(ResourcesConfig{})
-		} else {
-			deps.Resources = NoResources{}
-		}
+		deps.Resources = NoResources{}
 	}
 	if deps.Stderr == nil {
 		deps.Stderr = os.Stderr
@@ -118,11 +126,10 @@ func New(cfg *Config, deps Deps) *Server {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.registerBuiltins()
-	if a, ok := deps.Lockspaces.(interface{ attach(*Server) }); ok {
-		a.attach(s) // the real manager registers its extra commands
-	}
-	if a, ok := deps.Resources.(interface{ attach(*Server) }); ok {
-		a.attach(s)
+	if deps.Manager != nil {
+		s.holders = deps.Manager.Resources.Holders
+		s.registerLockspaceCmds(deps.Manager.Lockspaces)
+		s.registerResourceCmds(deps.Manager.Resources)
 	}
 	return s
 }
@@ -223,6 +230,10 @@ func (s *Server) Start() (err error) {
 
 	s.setPriority()
 
+	if mg := s.deps.Manager; mg != nil {
+		mg.Start(manager.Env{Log: s.lg, Context: s.ctx, HostName: s.hostName, Settings: cfg.managerSettings(),
+			Clients: s, GuardOpen: s.guardOpen, OnRenewal: s.renewalHook})
+	}
 	if err := s.listen(); err != nil {
 		return err
 	}
@@ -317,7 +328,7 @@ func (s *Server) acceptLoop() {
 // and starts the connection goroutine. With a full table the connection is
 // closed.
 func (s *Server) addConn(uc *net.UnixConn) {
-	c := &Conn{srv: s, uc: uc, fd: -1, pid: -1, peerPid: -1}
+	c := &Conn{srv: s, uc: uc, fd: -1, pid: -1, peerPid: -1, id: manager.ClientID(s.lastID.Add(1))}
 	if rc, err := uc.SyscallConn(); err == nil {
 		_ = rc.Control(func(fd uintptr) {
 			c.fd = int(fd)
@@ -440,11 +451,8 @@ func (s *Server) Stop() {
 			_ = c.uc.Close()
 		}
 		s.conns.Wait()
-		if w, ok := s.deps.Resources.(interface{ wait() }); ok {
-			w.wait() // background releases and examines end with s.ctx
-		}
-		if w, ok := s.deps.Lockspaces.(interface{ wait() }); ok {
-			w.wait() // lockspace goroutines end with s.ctx
+		if s.deps.Manager != nil {
+			s.deps.Manager.Stop() // its goroutines end with s.ctx
 		}
 		s.lg.Debug("daemon exit")
 		s.releaseStartup()
@@ -498,4 +506,12 @@ func (s *Server) FindClient(pid int) *Conn {
 		}
 	}
 	return nil
+}
+
+// ClientByPid implements manager.Clients.
+func (s *Server) ClientByPid(pid int) (manager.Client, bool) {
+	if c := s.FindClient(pid); c != nil {
+		return c, true
+	}
+	return nil, false
 }

@@ -162,12 +162,11 @@ func (s *Server) strictAllowed(id peerIdentity, q *client.Request) (target int, 
 		}
 		return target, true
 	case strictOwnLease:
-		m, isRes := s.deps.Resources.(*Resources)
-		if !isRes || len(q.Resources) == 0 || !id.known {
+		if s.holders == nil || len(q.Resources) == 0 || !id.known {
 			return target, false
 		}
 		r := q.Resources[0]
-		holders := m.holders(r.LockspaceName, r.Name)
+		holders := s.holders(r.LockspaceName, r.Name)
 		if len(holders) == 0 || slices.Contains(holders, id.pid) {
 			return target, true // nobody's lease (the command fails), or ours
 		}
@@ -202,19 +201,4 @@ func (c *Conn) strictRefuse(q *client.Request, id peerIdentity, target int) erro
 		return c.write(h.Bytes())
 	}
 	return c.Reply(q, client.RvEPERM)
-}
-
-// holders returns the pids whose tokens hold resource space:name.
-func (m *Resources) holders(space, name string) []int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.res[resKey{space, name}]
-	if r == nil {
-		return nil
-	}
-	pids := make([]int, 0, len(r.tokens))
-	for _, tk := range r.tokens {
-		pids = append(pids, tk.pid)
-	}
-	return pids
 }

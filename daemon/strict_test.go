@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/manager"
 )
 
 // Strict peer mode (strict.go): the impersonation attempts of issue 14,
@@ -77,9 +78,13 @@ func TestStrictAllowed(t *testing.T) {
 	cfg := testConfig(shortTempDir(t))
 	cfg.SetIDs(0, 4242)
 	cfg.StrictPeer = true
-	m := NewResources(ResourcesConfig{})
-	s := New(cfg, Deps{Resources: m})
-	m.res[resKey{"LS", "R1"}] = &resource{key: resKey{"LS", "R1"}, list: resHeld, pid: 42, tokens: []*token{{pid: 42}}}
+	s := New(cfg, Deps{})
+	s.holders = func(space, name string) []int { // resource LS:R1 held by pid 42
+		if space == "LS" && name == "R1" {
+			return []int{42}
+		}
+		return nil
+	}
 
 	req := func(cmd client.Cmd, flags, data2 uint32, res ...string) *client.Request {
 		q := &client.Request{Header: client.Header{Cmd: cmd, CmdFlags: flags, Data2: data2}}
@@ -284,7 +289,7 @@ func strictOurSide(t *testing.T, name string, strict bool) (*rtSide, *testDaemon
 		c.OurHostName = "hostX"
 		c.SetIDs(strictUID, 0)
 		c.StrictPeer = strict
-		d.Lockspaces = NewLockspaces(LockspacesConfig{})
+		d.Manager = manager.New(manager.Config{})
 	})
 	require.NoError(t, os.Chmod(td.dir, 0o755))
 	return rtNewSide(name, td.dir, leaseFile(t, 16<<20), realSanlock), td

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"errors"
@@ -65,3 +65,12 @@ func hostIOTimeout(h *paxos.Host) int {
 	}
 	return h.IOTimeout
 }
+
+// CodeLog formats a result code as "-210 (SANLK_DBLOCK_READ)".
+func CodeLog(c int32) string { return codeLog(c) }
+
+// CauseLog is the cause of err as log text (see causeLog).
+func CauseLog(err error, ioTimeout int) string { return causeLog(err, ioTimeout) }
+
+// DiskLog formats one disk as "path:offset".
+func DiskLog(path string, off uint64) string { return diskLog(path, off) }

@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -61,8 +61,8 @@ type WatchdogSession interface {
 	Close() error
 }
 
-// LockspaceUsage is implemented by a ResourceManager that holds leases in
-// lockspaces. The lockspace manager uses it for REM_UNUSED, for the "all
+// LockspaceUsage is what the lockspaces need from the resource side
+// (Resources implements it; New wires it). The lockspace manager uses it for REM_UNUSED, for the "all
 // holders gone" rule of a dying lockspace (docs/delta.md "All holders gone") and to kill the
 // holders (docs/delta.md "Signalling holders"). Without it no lockspace ever has holders.
 type LockspaceUsage interface {
@@ -75,6 +75,20 @@ type LockspaceUsage interface {
 	// SpaceDead tells that space is dying: its tokens must from now on be
 	// freed without disk I/O.
 	SpaceDead(space string)
+	// SpaceGone tells that space has been freed: its orphans are dropped.
+	SpaceGone(space string)
+	// Examine asks for the held resources of space to be examined.
+	Examine(space string)
+	// RunKillpath starts a holder's kill program.
+	RunKillpath(argv []string) error
+}
+
+// renewalHook is the delta.Config.OnRenewal of lockspace space (Env.OnRenewal).
+func (m *Lockspaces) renewalHook(space string) func(error, int64, int64) {
+	if m.env.OnRenewal == nil {
+		return nil
+	}
+	return m.env.OnRenewal(space)
 }
 
 // list is the registry list a lockspace is on (docs/delta.md "Lockspace lists").
@@ -114,8 +128,9 @@ const killCountMax = 100
 // WRITE/READ_LOCKSPACE, SET_EVENT, REG/END_EVENT, SET_CONFIG,
 // EXAMINE_LOCKSPACE).
 type Lockspaces struct {
-	cfg LockspacesConfig
-	srv *Server
+	cfg   LockspacesConfig
+	env   Env
+	usage LockspaceUsage // the resource side, wired by New
 
 	wg sync.WaitGroup // every lockspace goroutine
 
@@ -126,10 +141,8 @@ type Lockspaces struct {
 	stopped bool
 }
 
-var _ LockspaceManager = (*Lockspaces)(nil)
-
-// NewLockspaces returns an empty manager.
-func NewLockspaces(cfg LockspacesConfig) *Lockspaces {
+// newLockspaces returns an empty registry.
+func newLockspaces(cfg LockspacesConfig) *Lockspaces {
 	if cfg.Clock == nil {
 		cfg.Clock = delta.NewSystemClock()
 	}
@@ -148,14 +161,6 @@ func NewLockspaces(cfg LockspacesConfig) *Lockspaces {
 	return &Lockspaces{cfg: cfg}
 }
 
-// attach is called by New: it binds the manager to its server (host name,
-// settings, logger, clients) and registers the lockspace commands.
-func (m *Lockspaces) attach(s *Server) {
-	m.srv = s
-	m.cfg.Open = s.guardOpen(m.cfg.Open) // descriptor reserve, EMFILE line (nofile.go)
-	m.registerHandlers(s)
-}
-
 // wait stops every lockspace (without waiting for holders) and waits for
 // their goroutines; called by Server.Stop after its context was cancelled.
 func (m *Lockspaces) wait() {
@@ -171,53 +176,33 @@ func (m *Lockspaces) wait() {
 }
 
 func (m *Lockspaces) lg() *zap.Logger {
-	if m.srv == nil {
+	if m.env.Log == nil {
 		return zap.NewNop()
 	}
-	return m.srv.Logger()
+	return m.env.Log
 }
 
-func (m *Lockspaces) conf() *Config {
-	if m.srv == nil {
-		return DefaultConfig()
-	}
-	return &m.srv.cfg
-}
+func (m *Lockspaces) conf() *Settings { return &m.env.Settings }
 
 func (m *Lockspaces) baseContext() context.Context {
-	if m.srv == nil {
+	if m.env.Context == nil {
 		return context.Background()
 	}
-	return m.srv.ctx
+	return m.env.Context
 }
 
-func (m *Lockspaces) hostName() string {
-	if m.srv == nil {
-		return ""
-	}
-	return m.srv.HostName()
-}
+func (m *Lockspaces) hostName() string { return m.env.HostName }
 
 // examine asks the resource layer to examine the resources held in space:
-// LockspacesConfig.Examine, else a ResourceManager with an Examine method.
+// LockspacesConfig.Examine, else the resource side's.
 func (m *Lockspaces) examine(space string) {
 	if m.cfg.Examine != nil {
 		m.cfg.Examine(space)
 		return
 	}
-	if m.srv != nil {
-		if ex, ok := m.srv.deps.Resources.(interface{ Examine(string) }); ok {
-			ex.Examine(space)
-		}
+	if m.usage != nil {
+		m.usage.Examine(space)
 	}
-}
-
-func (m *Lockspaces) usage() LockspaceUsage {
-	if m.srv == nil {
-		return nil
-	}
-	u, _ := m.srv.deps.Resources.(LockspaceUsage)
-	return u
 }
 
 // space is one lockspace entry (sanlock's struct space).
@@ -248,7 +233,7 @@ type space struct {
 	externalUsed  bool
 	usedByOrphans bool
 	kills         map[int]*killState
-	listeners     []*Conn
+	listeners     []Listener
 }
 
 type killState struct {
@@ -385,8 +370,24 @@ func (m *Lockspaces) RequestHost(name string, hostID uint64) int32 {
 	return int32(diskfmt.CodeOf(run.Request(hostID)))
 }
 
-// Add implements LockspaceManager (docs/delta.md "Adding a lockspace").
-func (m *Lockspaces) Add(ctx context.Context, ls client.Lockspace, flags, ioTimeout uint32) int32 {
+// AddRequest is ADD_LOCKSPACE (docs/protocol.md "Commands" #2).
+type AddRequest struct {
+	Lockspace client.Lockspace
+	Async     bool   // return once the add has started (client.AddAsync)
+	IOTimeout uint32 // 0: DefaultIOTimeout
+}
+
+// Add joins a lockspace (docs/delta.md "Adding a lockspace"). Without Async
+// it returns when the host_id lease is held or has failed.
+func (m *Lockspaces) Add(ctx context.Context, req AddRequest) error {
+	flags := uint32(0)
+	if req.Async {
+		flags = client.AddAsync
+	}
+	return codeErr(m.add(ctx, req.Lockspace, flags, req.IOTimeout))
+}
+
+func (m *Lockspaces) add(ctx context.Context, ls client.Lockspace, flags, ioTimeout uint32) int32 {
 	if ls.Name == "" || ls.HostID == 0 || ls.Disk.Path == "" {
 		return client.RvEINVAL
 	}
@@ -646,8 +647,8 @@ func (sp *space) stop() {
 	}
 	sp.logf("free lockspace")
 	sp.free()
-	if g, ok := sp.m.usage().(interface{ SpaceGone(string) }); ok {
-		g.SpaceGone(sp.ls.Name)
+	if u := sp.m.usage; u != nil {
+		u.SpaceGone(sp.ls.Name)
 	}
 }
 
@@ -711,7 +712,7 @@ const (
 // pass is one main-loop pass for this lockspace.
 func (sp *space) pass(run *delta.Lockspace) passResult {
 	m := sp.m
-	u := m.usage()
+	u := m.usage
 	m.mu.Lock()
 	killing := sp.killingPids != 0
 	m.mu.Unlock()
@@ -852,10 +853,10 @@ func (sp *space) killPids(run *delta.Lockspace, holders []int) {
 	for _, k := range out {
 		s := k.sig
 		var argv []string
-		if m.srv != nil {
-			if c := m.srv.FindClient(k.pid); c != nil {
+		if m.env.Clients != nil {
+			if c, ok := m.env.Clients.ClientByPid(k.pid); ok {
 				r := c.Restricted()
-				path, args, flags := c.killpathInfo()
+				path, args, flags := c.Killpath()
 				switch {
 				case s == syscall.SIGTERM && path != "" && cfg.KillGraceSeconds > 0:
 					pidArg := 0
@@ -868,12 +869,7 @@ func (sp *space) killPids(run *delta.Lockspace, holders []int) {
 				case s == syscall.SIGTERM && r&client.RestrictSigterm != 0:
 					s = syscall.SIGKILL
 				}
-				c.mu.Lock()
-				c.killCount, c.killLast = k.n, uint64(now/time.Second)
-				if argv != nil {
-					c.flags |= 0x2 // runpath sent
-				}
-				c.mu.Unlock()
+				c.NoteKill(k.n, uint64(now/time.Second), argv != nil)
 			}
 		}
 		if argv != nil {
@@ -899,10 +895,8 @@ func (m *Lockspaces) runKillpath(argv []string) error {
 	if m.cfg.RunKillpath != nil {
 		return m.cfg.RunKillpath(argv)
 	}
-	if m.srv != nil {
-		if r, ok := m.srv.deps.Resources.(*Resources); ok {
-			return r.cfg.RunKillpath(argv)
-		}
+	if m.usage != nil {
+		return m.usage.RunKillpath(argv)
 	}
 	return startKillpath(argv)
 }
@@ -922,10 +916,28 @@ func (sp *space) processHosts(run *delta.Lockspace) {
 	}
 }
 
-// Rem implements LockspaceManager (docs/delta.md "Removing a lockspace").
-func (m *Lockspaces) Rem(ctx context.Context, ls client.Lockspace, flags uint32) int32 {
+// RemRequest is REM_LOCKSPACE (docs/protocol.md "Commands" #3).
+type RemRequest struct {
+	Lockspace client.Lockspace
+	Async     bool // return at once (client.RemAsync)
+	Unused    bool // refuse with -EBUSY while resources exist (client.RemUnused)
+}
+
+// Rem leaves a lockspace (docs/delta.md "Removing a lockspace").
+func (m *Lockspaces) Rem(ctx context.Context, req RemRequest) error {
+	var flags uint32
+	if req.Async {
+		flags |= client.RemAsync
+	}
+	if req.Unused {
+		flags |= client.RemUnused
+	}
+	return codeErr(m.rem(ctx, req.Lockspace, flags))
+}
+
+func (m *Lockspaces) rem(ctx context.Context, ls client.Lockspace, flags uint32) int32 {
 	if flags&client.RemUnused != 0 {
-		if u := m.usage(); u != nil {
+		if u := m.usage; u != nil {
 			if all, _ := u.SpaceResources(ls.Name); all > 0 {
 				return client.RvEBUSY
 			}
@@ -958,8 +970,23 @@ func (m *Lockspaces) Rem(ctx context.Context, ls client.Lockspace, flags uint32)
 	}
 }
 
-// Inq implements LockspaceManager (docs/delta.md "inq_lockspace").
-func (m *Lockspaces) Inq(ctx context.Context, ls client.Lockspace, flags uint32) int32 {
+// InqRequest is INQ_LOCKSPACE (docs/protocol.md "Commands" #16).
+type InqRequest struct {
+	Lockspace client.Lockspace
+	Wait      bool // wait while being added or removed (client.InqWait)
+}
+
+// Inq reports whether a lockspace is joined (docs/delta.md "inq_lockspace"):
+// nil, -ENOENT or -EINPROGRESS.
+func (m *Lockspaces) Inq(ctx context.Context, req InqRequest) error {
+	var flags uint32
+	if req.Wait {
+		flags = client.InqWait
+	}
+	return codeErr(m.inqWait(ctx, req.Lockspace, flags))
+}
+
+func (m *Lockspaces) inqWait(ctx context.Context, ls client.Lockspace, flags uint32) int32 {
 	for {
 		rv := m.inq(&ls)
 		if rv != client.RvEINPROGRESS || flags&client.InqWait == 0 {
@@ -983,7 +1010,7 @@ func (m *Lockspaces) inq(ls *client.Lockspace) int32 {
 	return client.RvENOENT
 }
 
-// List implements LockspaceManager: spaces, then rem, then add (docs/delta.md "get_lockspaces").
+// List returns every lockspace: spaces, then rem, then add (docs/delta.md "get_lockspaces").
 func (m *Lockspaces) List() []client.Lockspace {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1001,14 +1028,14 @@ func (m *Lockspaces) List() []client.Lockspace {
 	return out
 }
 
-// Count implements LockspaceManager.
+// Count is the number of lockspaces in any state.
 func (m *Lockspaces) Count() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.lists[listAdd]) + len(m.lists[listSpaces]) + len(m.lists[listRem])
 }
 
-// ShutdownAll implements LockspaceManager: every lockspace is removed as
+// ShutdownAll is the forced shutdown: every lockspace is removed as
 // by rem_lockspace (holders get SIGKILL), adds are aborted, and it returns
 // when all are gone (docs/delta.md "Shutdown").
 func (m *Lockspaces) ShutdownAll(ctx context.Context) error {
@@ -1032,7 +1059,7 @@ func (m *Lockspaces) ShutdownAll(ctx context.Context) error {
 	return nil
 }
 
-// StatusRecords implements LockspaceManager: LOCKSPACE records of joined,
+// StatusRecords returns the LOCKSPACE records of joined,
 // then being added, then being removed lockspaces (docs/protocol.md "Commands" #5, "Record texts").
 func (m *Lockspaces) StatusRecords() []client.StateRecord {
 	m.mu.Lock()
@@ -1087,9 +1114,15 @@ func (m *Lockspaces) StatusRecords() []client.StateRecord {
 	return recs
 }
 
-// HostStatus implements LockspaceManager (docs/protocol.md "Commands" #15, "Record texts"): the
-// name is looked up on all three lists.
-func (m *Lockspaces) HostStatus(name string) ([]client.StateRecord, int32) {
+// HostStatus returns the HOST records of lockspace name (docs/protocol.md
+// "Commands" #15, "Record texts"), looked up on all three lists; -ENOSPC
+// when there is none.
+func (m *Lockspaces) HostStatus(name string) ([]client.StateRecord, error) {
+	recs, rv := m.hostStatus(name)
+	return recs, codeErr(rv)
+}
+
+func (m *Lockspaces) hostStatus(name string) ([]client.StateRecord, int32) {
 	m.mu.Lock()
 	sp := m.anyByName(name)
 	var run *delta.Lockspace
@@ -1124,7 +1157,12 @@ func hostStatusText(h *delta.HostStatus) string {
 		h.Timestamp, h.IOTimeout, name)
 }
 
-// getHosts answers GET_HOSTS (docs/delta.md "get_hosts").
+// GetHosts answers GET_HOSTS (docs/delta.md "get_hosts").
+func (m *Lockspaces) GetHosts(name string, hostID uint64) ([]client.Host, error) {
+	h, rv := m.getHosts(name, hostID)
+	return h, codeErr(rv)
+}
+
 func (m *Lockspaces) getHosts(name string, hostID uint64) ([]client.Host, int32) {
 	run, ok := m.Joined(name)
 	if !ok {
@@ -1142,8 +1180,13 @@ func (m *Lockspaces) getHosts(name string, hostID uint64) ([]client.Host, int32)
 	return out, 0
 }
 
-// renewals answers RENEWAL: the history and the own io_timeout, or
+// Renewals answers RENEWAL: the history and the own io_timeout, or
 // -ENOSPC when no lockspace of that name exists.
+func (m *Lockspaces) Renewals(name string) ([]delta.HistoryEntry, int, error) {
+	h, io, rv := m.renewals(name)
+	return h, io, codeErr(rv)
+}
+
 func (m *Lockspaces) renewals(name string) ([]delta.HistoryEntry, int, int32) {
 	m.mu.Lock()
 	sp := m.anyByName(name)
@@ -1161,7 +1204,11 @@ func (m *Lockspaces) renewals(name string) ([]delta.HistoryEntry, int, int32) {
 	return run.Renewals(), sp.ioTimeout, 0
 }
 
-// setEvent answers SET_EVENT (docs/delta.md "set_event").
+// SetEvent answers SET_EVENT (docs/delta.md "set_event").
+func (m *Lockspaces) SetEvent(name string, he client.HostEvent, flags uint32) error {
+	return codeErr(m.setEvent(name, he, flags))
+}
+
 func (m *Lockspaces) setEvent(name string, he client.HostEvent, flags uint32) int32 {
 	if name == "" || he.HostID == 0 || he.HostID > delta.MaxHostID {
 		return client.RvEINVAL
@@ -1174,7 +1221,9 @@ func (m *Lockspaces) setEvent(name string, he client.HostEvent, flags uint32) in
 	return int32(diskfmt.CodeOf(err))
 }
 
-// setConfig answers SET_CONFIG (docs/delta.md "set_config").
+// SetConfig answers SET_CONFIG (docs/delta.md "set_config").
+func (m *Lockspaces) SetConfig(name string, cmd uint32) error { return codeErr(m.setConfig(name, cmd)) }
+
 func (m *Lockspaces) setConfig(name string, cmd uint32) int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1200,4 +1249,36 @@ func (m *Lockspaces) setConfig(name string, cmd uint32) int32 {
 		return client.RvEINVAL
 	}
 	return 0
+}
+
+// Examine asks the resource side to examine the resources held in
+// lockspace name (EXAMINE_LOCKSPACE); it does not block.
+func (m *Lockspaces) Examine(name string) { m.examine(name) }
+
+// Open opens a lease disk with the lockspace opener (tests inject devices
+// through LockspacesConfig.Open).
+func (m *Lockspaces) Open(path string) (diskfmt.Device, error) { return m.cfg.Open(path) }
+
+// Now is the manager's monotonic clock.
+func (m *Lockspaces) Now() time.Duration { return m.cfg.Clock.Now() }
+
+// SpaceInfo is one lockspace as the metrics see it.
+type SpaceInfo struct {
+	Lockspace client.Lockspace
+	IOTimeout int
+	List      string // "add", "spaces" or "rem"
+	Run       *delta.Lockspace
+}
+
+// Snapshot lists every lockspace, list by list (add, spaces, rem).
+func (m *Lockspaces) Snapshot() []SpaceInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SpaceInfo
+	for _, sps := range m.lists {
+		for _, sp := range sps {
+			out = append(out, SpaceInfo{sp.ls, sp.ioTimeout, sp.list.String(), sp.run})
+		}
+	}
+	return out
 }

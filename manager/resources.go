@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -85,7 +85,7 @@ type resource struct {
 type token struct {
 	id    uint32
 	r     *resource
-	cl    *Conn
+	cl    Client
 	pid   int
 	res   client.Resource // as requested, with its disks
 	lver  uint64          // the lver inquire reports (EX)
@@ -94,8 +94,10 @@ type token struct {
 
 func (t *token) shared() bool { return t.flags&client.ResShared != 0 }
 
-// leaseClient is the lease state of a registered connection.
+// leaseClient is the lease state of a registered client, keyed by its
+// ClientID in Resources.clients.
 type leaseClient struct {
+	cl     Client
 	tokens []*token
 	busy   bool // a W-reg command targets this client
 	dead   bool // the connection ended while busy
@@ -107,12 +109,14 @@ type leaseClient struct {
 // across disk I/O; acquires of different resources run in parallel, and a
 // slow disk only delays the commands on the resources it backs.
 type Resources struct {
-	cfg   ResourcesConfig
-	srv   *Server
-	disks *diskCache // one open per resource disk path, shared by its leases
+	cfg    ResourcesConfig
+	env    Env
+	spaces spaceView  // the lockspace side, wired by New
+	disks  *diskCache // one open per resource disk path, shared by its leases
 
 	mu        sync.Mutex
 	res       map[resKey]*resource
+	clients   map[ClientID]*leaseClient
 	lastResID uint32
 	lastTokID uint32
 	stopped   bool
@@ -120,13 +124,19 @@ type Resources struct {
 	wg sync.WaitGroup // background releases and examines
 }
 
-var (
-	_ ResourceManager = (*Resources)(nil)
-	_ LockspaceUsage  = (*Resources)(nil)
-)
+var _ LockspaceUsage = (*Resources)(nil)
 
-// NewResources returns an empty resource manager.
-func NewResources(cfg ResourcesConfig) *Resources {
+// spaceView is what the resource side needs from the lockspaces
+// (Lockspaces implements it; New wires it).
+type spaceView interface {
+	// paxosHost is our membership of a joined lockspace, or -ENOSPC.
+	paxosHost(name string) (*paxos.Host, int32)
+	// RequestHost sets hostID's request bit in our renewals.
+	RequestHost(name string, hostID uint64) int32
+}
+
+// newResources returns an empty resource table.
+func newResources(cfg ResourcesConfig) *Resources {
 	if cfg.Open == nil {
 		cfg.Open = func(p string) (diskfmt.Device, error) { return diskfmt.OpenFile(p) }
 	}
@@ -136,25 +146,10 @@ func NewResources(cfg ResourcesConfig) *Resources {
 	if cfg.RunKillpath == nil {
 		cfg.RunKillpath = startKillpath
 	}
-	m := &Resources{cfg: cfg, res: make(map[resKey]*resource)}
+	m := &Resources{cfg: cfg, res: make(map[resKey]*resource), clients: make(map[ClientID]*leaseClient)}
 	// cfg.Open is looked up at each open: tests replace it afterwards.
 	m.disks = newDiskCache(func(p string) (diskfmt.Device, error) { return m.cfg.Open(p) })
 	return m
-}
-
-// attach binds the manager to its server and registers the resource
-// commands (called by New).
-func (m *Resources) attach(s *Server) {
-	m.srv = s
-	m.cfg.Open = s.guardOpen(m.cfg.Open) // descriptor reserve, EMFILE line (nofile.go)
-	if m.cfg.Clock == nil {
-		if ls, ok := s.deps.Lockspaces.(*Lockspaces); ok {
-			m.cfg.Clock = ls.cfg.Clock
-		} else {
-			m.cfg.Clock = delta.NewSystemClock()
-		}
-	}
-	m.registerHandlers(s)
 }
 
 // wait stops the background work and waits for it (Server.Stop, after the
@@ -167,38 +162,39 @@ func (m *Resources) wait() {
 }
 
 func (m *Resources) lg() *zap.Logger {
-	if m.srv == nil {
+	if m.env.Log == nil {
 		return zap.NewNop()
 	}
-	return m.srv.Logger()
+	return m.env.Log
 }
 
 func (m *Resources) logf(format string, args ...any) {
 	m.lg().Info(fmt.Sprintf(format, args...))
 }
 
-func (m *Resources) lockspaces() *Lockspaces {
-	if m.srv == nil {
-		return nil
-	}
-	ls, _ := m.srv.deps.Lockspaces.(*Lockspaces)
-	return ls
-}
-
 func (m *Resources) baseContext() context.Context {
-	if m.srv == nil {
+	if m.env.Context == nil {
 		return context.Background()
 	}
-	return m.srv.ctx
+	return m.env.Context
 }
 
 // paxosHost returns our membership of lockspace name, or -ENOSPC.
 func (m *Resources) paxosHost(name string) (*paxos.Host, int32) {
-	ls := m.lockspaces()
-	if ls == nil {
+	if m.spaces == nil {
 		return nil, client.RvENOSPC
 	}
-	return ls.PaxosHost(name)
+	return m.spaces.paxosHost(name)
+}
+
+// RunKillpath implements LockspaceUsage: ResourcesConfig.RunKillpath.
+func (m *Resources) RunKillpath(argv []string) error { return m.cfg.RunKillpath(argv) }
+
+// forget drops the lease state of a dead client. Called with m.mu.
+func (m *Resources) forget(lc *leaseClient) {
+	if id := lc.cl.ID(); m.clients[id] == lc {
+		delete(m.clients, id)
+	}
 }
 
 // openCode is the result of a failed disk open: -errno (sanlock answers
@@ -291,7 +287,7 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 		r.pid = t.pid
 		r.restrict = t.cl.Restricted() & (client.RestrictSigkill | client.RestrictSigterm)
 	}
-	r.killpath, r.killargs, _ = t.cl.killpathInfo()
+	r.killpath, r.killargs, _ = t.cl.Killpath()
 	t.r = r
 	m.res[key] = r
 	m.mu.Unlock()
@@ -479,17 +475,13 @@ func (m *Resources) releaseLater(r *resource) {
 
 // --- client death ----------------------------------------------------------
 
-// ClientDead implements ResourceManager (docs/paxos.md "Client exit", docs/protocol.md
+// ClientDead is called once when a registered client has gone (docs/paxos.md "Client exit", docs/protocol.md
 // "Registration"): the leases of a registered client whose connection ended are released in the
 // background; persistent ones become orphans. When a command is running
 // for the client, that command does it when it finishes.
-func (m *Resources) ClientDead(info *ClientInfo) {
-	c := info.conn
-	if c == nil {
-		return
-	}
+func (m *Resources) ClientDead(id ClientID) {
 	m.mu.Lock()
-	lc := c.lease
+	lc := m.clients[id]
 	if lc == nil {
 		m.mu.Unlock()
 		return
@@ -501,6 +493,7 @@ func (m *Resources) ClientDead(info *ClientInfo) {
 	}
 	toks := lc.tokens
 	lc.tokens = nil
+	m.forget(lc)
 	m.mu.Unlock()
 	m.dropTokens(toks)
 }
@@ -619,7 +612,7 @@ func (r *resource) flagsText() uint32 {
 	return f
 }
 
-// StatusRecords implements ResourceManager: one RESOURCE record per token
+// StatusRecords returns the RESOURCE records of STATUS: one RESOURCE record per token
 // of held and add resources, one per resource on rem and orphan
 // (docs/protocol.md "Record texts").
 func (m *Resources) StatusRecords() []client.StateRecord {
@@ -760,4 +753,35 @@ func (m *Resources) examineOnce(r *resource) {
 	if err := m.cfg.Kill(pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
 		m.logf("r%d kill %d sig %d error for %s:%s: %s", r.id, pid, int(sig), r.key.space, r.key.name, causeLog(err, 0))
 	}
+}
+
+// Holders returns the pids whose tokens hold resource space:name.
+func (m *Resources) Holders(space, name string) []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.res[resKey{space, name}]
+	if r == nil {
+		return nil
+	}
+	pids := make([]int, 0, len(r.tokens))
+	for _, tk := range r.tokens {
+		pids = append(pids, tk.pid)
+	}
+	return pids
+}
+
+// OpenDisks is the number of resource disks open (one per path).
+func (m *Resources) OpenDisks() int { return m.disks.openCount() }
+
+// HeldCount is the number of resources on the held list.
+func (m *Resources) HeldCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.res {
+		if r.list == resHeld {
+			n++
+		}
+	}
+	return n
 }

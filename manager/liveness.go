@@ -1,4 +1,4 @@
-package daemon
+package manager
 
 import (
 	"context"
@@ -28,11 +28,18 @@ func (l spaceLiveness) ReadDeltaLease(ctx context.Context, hostID uint64) (diskf
 	return l.run.ReadHostLease(ctx, hostID)
 }
 
-// PaxosHost returns our membership of the joined lockspace name as the
+// PaxosHost returns our membership of the joined lockspace name (see
+// paxosHost), or an error: -ENOSPC when it is not joined or is failing.
+func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, error) {
+	h, rv := m.paxosHost(name)
+	return h, codeErr(rv)
+}
+
+// paxosHost returns our membership of the joined lockspace name as the
 // paxos layer needs it (host_id, generation, io_timeout, sizes, liveness),
 // or -ENOSPC when the lockspace is not joined or is failing (docs/paxos.md "Acquire command"
 // step 4). One Host is kept per lockspace entry and shared by its leases.
-func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, int32) {
+func (m *Lockspaces) paxosHost(name string) (*paxos.Host, int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sp := m.byName(listSpaces, name)

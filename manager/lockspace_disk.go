@@ -1,0 +1,100 @@
+package manager
+
+import (
+	"context"
+	"time"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// ioTimeoutCtx bounds one daemon-side disk operation.
+func ioTimeoutCtx(ctx context.Context, secs int) (context.Context, context.CancelFunc) {
+	if secs <= 0 {
+		secs = DefaultIOTimeout
+	}
+	return context.WithTimeout(ctx, time.Duration(secs)*time.Second)
+}
+
+// WriteLockspace initialises the delta leases of ls (WRITE_LOCKSPACE,
+// docs/protocol.md "Commands" #18); io is the io_timeout written into the
+// leases (0: the default).
+func (m *Lockspaces) WriteLockspace(ctx context.Context, ls client.Lockspace, io uint32) error {
+	return codeErr(m.writeLockspace(ctx, ls, io))
+}
+
+func (m *Lockspaces) writeLockspace(ctx context.Context, ls client.Lockspace, io uint32) int32 {
+	if ls.Disk.Path == "" {
+		return client.RvENODEV
+	}
+	if io == 0 {
+		io = DefaultIOTimeout // 3.8.5: the daemon's -o is not a default here
+	}
+	dev, err := m.cfg.Open(ls.Disk.Path)
+	if err != nil {
+		return client.RvENODEV
+	}
+	defer dev.Close()
+	ioctx, cancel := ioTimeoutCtx(ctx, m.conf().WriteInitIOTimeout)
+	defer cancel()
+	err = diskfmt.WriteLockspace(ioctx, dev, int64(ls.Disk.Offset), ls.Flags, ls.Name, uint16(io))
+	return int32(diskfmt.CodeOf(err))
+}
+
+// ReadLockspace reads the delta lease of host_id (1 when 0) of ls
+// (READ_LOCKSPACE, docs/protocol.md "Commands" #20): the lockspace with its
+// name and size flags, and the lease's io_timeout. The lockspace is
+// returned on error too.
+func (m *Lockspaces) ReadLockspace(ctx context.Context, ls client.Lockspace) (client.Lockspace, uint32, error) {
+	out, io, rv := m.readLockspace(ctx, ls)
+	return out, io, codeErr(rv)
+}
+
+func (m *Lockspaces) readLockspace(ctx context.Context, ls client.Lockspace) (client.Lockspace, uint32, int32) {
+	if ls.HostID == 0 {
+		ls.HostID = 1
+	}
+	if ls.Disk.Path == "" {
+		return ls, 0, client.RvENODEV
+	}
+	dev, err := m.cfg.Open(ls.Disk.Path)
+	if err != nil {
+		return ls, 0, client.RvENODEV
+	}
+	defer dev.Close()
+	ioctx, cancel := ioTimeoutCtx(ctx, DefaultIOTimeout)
+	defer cancel()
+	off := int64(ls.Disk.Offset)
+	g, ok := diskfmt.GeometryFromFlags(ls.Flags)
+	if !ok {
+		l, err := diskfmt.ProbeLeader(ioctx, dev, off)
+		if err != nil {
+			return ls, 0, int32(diskfmt.CodeOf(err))
+		}
+		switch {
+		case l.Magic != diskfmt.DeltaMagic:
+			return ls, 0, int32(diskfmt.ErrLeaderMagic)
+		case l.Version&diskfmt.VersionMajorMask != diskfmt.DeltaVersion&diskfmt.VersionMajorMask:
+			return ls, 0, int32(diskfmt.ErrLeaderVersion)
+		}
+		if g, err = diskfmt.GeometryFromLeader(&l); err != nil {
+			return ls, 0, client.RvEINVAL
+		}
+	}
+	name := ls.Name
+	raw, err := diskfmt.ReadSector(ioctx, dev, off+diskfmt.DeltaSectorOffset(ls.HostID, g.SectorSize), g.SectorSize)
+	if err != nil {
+		return ls, 0, int32(diskfmt.CodeOf(err))
+	}
+	if name == "" {
+		l, _ := diskfmt.DecodeLeader(raw)
+		name = diskfmt.NameString(l.SpaceName[:])
+	}
+	l, err := diskfmt.VerifyDelta(raw, name)
+	if err != nil {
+		return ls, 0, int32(diskfmt.CodeOf(err))
+	}
+	ls.Name = name
+	ls.Flags = diskfmt.SizeFlags(g)
+	return ls, uint32(l.IOTimeout), 0
+}

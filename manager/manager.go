@@ -1,0 +1,161 @@
+package manager
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// DefaultIOTimeout is sanlock's io_timeout in seconds when a request gives
+// none (3.8.5's daemon ignores its own -o for lockspaces it joins).
+const DefaultIOTimeout = 10
+
+// Config holds what the lease manager takes from outside at construction.
+// Zero values select the production choices.
+type Config struct {
+	Lockspaces LockspacesConfig
+	Resources  ResourcesConfig
+	// Usage, when set, replaces the resource side as the lockspaces see
+	// it (tests of the kill escalation with made-up holders).
+	Usage LockspaceUsage
+}
+
+// Settings are the daemon options the lease manager follows (docs/cli.md
+// "Daemon options"); the daemon passes them in Env at Start.
+type Settings struct {
+	UseWatchdog          bool
+	WdmdSocket           string // "" : wdmdclient.DefaultSocket
+	WatchdogFireTimeout  int
+	KillGraceSeconds     int
+	SetBitmapSeconds     int
+	RenewalHistorySize   int
+	RenewalReadExtendSet bool
+	RenewalReadExtendSec int
+	DebugRenew           bool
+	ShRetries            int
+	WriteInitIOTimeout   int
+}
+
+// Env is what the lease manager needs from the process that runs it: the
+// logger, the context that ends with the daemon, our host name, the
+// registered clients, and the descriptor guard of every disk open.
+type Env struct {
+	Log      *zap.Logger
+	Context  context.Context
+	HostName string
+	Settings Settings
+	// Clients finds registered clients by pid (kill escalation). nil: none.
+	Clients Clients
+	// GuardOpen, when set, wraps every disk opener (descriptor reserve).
+	GuardOpen func(OpenFunc) OpenFunc
+	// OnRenewal, when set, returns the delta.Config.OnRenewal hook of a
+	// lockspace (metrics).
+	OnRenewal func(space string) func(err error, readMs, writeMs int64)
+}
+
+// OpenFunc opens a lease disk.
+type OpenFunc = func(path string) (diskfmt.Device, error)
+
+// ClientID identifies a registered client for as long as the daemon runs
+// (never reused, unlike connection slots).
+type ClientID uint64
+
+// Client is the lease manager's view of a registered client: the daemon
+// keeps the connection, the manager keys its lease state by ID.
+type Client interface {
+	ID() ClientID
+	Pid() int
+	// Restricted returns the RESTRICT flags.
+	Restricted() uint32
+	// Killpath returns the KILLPATH program, its arguments and the client
+	// flags (client.KillpathPID).
+	Killpath() (path, args string, flags uint32)
+	// NoteKill records a signal or kill program sent by the escalation
+	// (shown in the CLIENT record); runpath says a kill program was run.
+	NoteKill(count int, last uint64, runpath bool)
+	// ResetKill clears the kill count once the client holds nothing.
+	ResetKill()
+	// SetName sets the client record name (ACQUIRE owner_name).
+	SetName(name string)
+}
+
+// Clients finds the registered client of a pid.
+type Clients interface {
+	ClientByPid(pid int) (Client, bool)
+}
+
+// Listener is a REG_EVENT connection handed to a lockspace.
+type Listener interface {
+	// SendNoWait writes b in one non-blocking send.
+	SendNoWait(b []byte) error
+	// Ended does a non-blocking read: true when the listener sent the
+	// end marker, hung up or failed.
+	Ended() bool
+	// FD is the descriptor number, for log lines.
+	FD() int
+	Close() error
+}
+
+// Manager is the lease manager of one host: the lockspaces (delta leases)
+// and the resources (paxos leases) of its clients, wired to each other at
+// construction. It knows nothing of sockets.
+type Manager struct {
+	Lockspaces *Lockspaces
+	Resources  *Resources
+}
+
+// New returns a manager with no lockspaces. Nothing runs until Start.
+func New(cfg Config) *Manager {
+	ls := newLockspaces(cfg.Lockspaces)
+	res := newResources(cfg.Resources)
+	ls.usage = res
+	if cfg.Usage != nil {
+		ls.usage = cfg.Usage
+	}
+	res.spaces = ls
+	if res.cfg.Clock == nil {
+		res.cfg.Clock = ls.cfg.Clock
+	}
+	return &Manager{Lockspaces: ls, Resources: res}
+}
+
+// Start binds the manager to its environment; call it once, before any
+// request.
+func (m *Manager) Start(env Env) {
+	if env.Log == nil {
+		env.Log = zap.NewNop()
+	}
+	if env.Context == nil {
+		env.Context = context.Background()
+	}
+	m.Lockspaces.env = env
+	m.Resources.env = env
+	if env.GuardOpen != nil {
+		m.Lockspaces.cfg.Open = env.GuardOpen(m.Lockspaces.cfg.Open)
+		m.Resources.cfg.Open = env.GuardOpen(m.Resources.cfg.Open)
+	}
+}
+
+// Stop ends the background work (releases, examines, lockspace
+// goroutines) after env.Context was cancelled, and waits for it.
+func (m *Manager) Stop() {
+	m.Resources.wait()
+	m.Lockspaces.wait()
+}
+
+// codeErr turns a wire result into an error: nil for 0, else the code.
+func codeErr(rv int32) error {
+	if rv == 0 {
+		return nil
+	}
+	return diskfmt.Code(rv)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

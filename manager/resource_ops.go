@@ -1,0 +1,407 @@
+package manager
+
+import (
+	"context"
+	"slices"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
+)
+
+// begin marks the lease state of client cl busy: one W-reg command at a
+// time per client (docs/protocol.md "Dispatch classes"). Every successful
+// call must be paired with done.
+func (m *Resources) begin(cl Client) (*leaseClient, int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lc := m.clients[cl.ID()]
+	if lc == nil {
+		lc = &leaseClient{cl: cl}
+		m.clients[cl.ID()] = lc
+	}
+	if lc.busy || lc.dead {
+		return nil, client.RvEBUSY
+	}
+	lc.busy = true
+	return lc, 0
+}
+
+// done ends a W-reg command on t. If t died meanwhile, its remaining
+// tokens are dropped as on death; done reports that.
+func (m *Resources) done(lc *leaseClient) bool {
+	m.mu.Lock()
+	lc.busy = false
+	var toks []*token
+	dead := lc.dead
+	if dead {
+		toks, lc.tokens = lc.tokens, nil
+		m.forget(lc)
+	}
+	m.mu.Unlock()
+	if dead {
+		m.dropTokens(toks)
+	}
+	return dead
+}
+
+// findToken returns t's token for lockspace space and resource name.
+// Called with m.mu.
+func findToken(lc *leaseClient, space, name string) (int, *token) {
+	for i, tk := range lc.tokens {
+		if tk.r.key.space == space && tk.r.key.name == name {
+			return i, tk
+		}
+	}
+	return -1, nil
+}
+
+// AcquireRequest is ACQUIRE (docs/paxos.md "Acquire command").
+type AcquireRequest struct {
+	Resources []client.Resource
+	Flags     uint32 // client.Acquire* command flags
+	OwnerName string // the client record's new name
+}
+
+// Acquire acquires req.Resources for client cl, all or none.
+func (m *Resources) Acquire(ctx context.Context, cl Client, req AcquireRequest) error {
+	lc, code := m.begin(cl)
+	if code == 0 {
+		code = m.acquire(ctx, lc, req)
+	}
+	return codeErr(code)
+}
+
+func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireRequest) int32 {
+	t := lc.cl
+	t.SetName(q.OwnerName)
+	pid := t.Pid()
+
+	hosts := make([]*paxos.Host, len(q.Resources))
+	for i := range q.Resources {
+		h, code := m.paxosHost(q.Resources[i].LockspaceName)
+		if code != 0 {
+			m.done(lc)
+			return code
+		}
+		hosts[i] = h
+	}
+	var got []*token
+	undo := func() {
+		for _, tk := range got {
+			m.releaseToken(ctx, tk, "")
+		}
+	}
+	for i := range q.Resources {
+		m.mu.Lock()
+		m.lastTokID++
+		tk := &token{id: m.lastTokID, cl: t, pid: pid, res: q.Resources[i], flags: q.Resources[i].Flags}
+		m.mu.Unlock()
+		if code := m.acquireToken(ctx, tk, hosts[i], q.Flags); code != 0 {
+			undo()
+			m.done(lc)
+			return code
+		}
+		got = append(got, tk)
+	}
+	// The lockspaces must still be the ones we acquired in.
+	for i := range q.Resources {
+		if h, _ := m.paxosHost(q.Resources[i].LockspaceName); h != hosts[i] {
+			undo()
+			m.done(lc)
+			return client.RvENOSPC
+		}
+	}
+	m.mu.Lock()
+	if lc.dead {
+		m.mu.Unlock()
+		undo()
+		m.done(lc)
+		return client.RvENOTTY
+	}
+	lc.tokens = append(lc.tokens, got...)
+	m.mu.Unlock()
+	if m.done(lc) {
+		return client.RvENOTTY
+	}
+	return 0
+}
+
+// ClientCmd runs f as a W-reg command of client cl that needs no lease
+// work (KILLPATH): busy marking only.
+func (m *Resources) ClientCmd(cl Client, f func()) error {
+	lc, code := m.begin(cl)
+	if code != 0 {
+		return codeErr(code)
+	}
+	f()
+	m.done(lc)
+	return nil
+}
+
+// ReleaseRequest is RELEASE (docs/paxos.md "Release command").
+type ReleaseRequest struct {
+	Resources []client.Resource
+	Flags     uint32 // client.Rel* command flags
+}
+
+// Release releases resources of client cl. With client.RelOrphan n is
+// the number of orphans moved to release.
+func (m *Resources) Release(ctx context.Context, cl Client, req ReleaseRequest) (n int, err error) {
+	lc, code := m.begin(cl)
+	if code != 0 {
+		return 0, codeErr(code)
+	}
+	code = m.release(ctx, lc, req)
+	m.done(lc)
+	if code > 0 {
+		return int(code), nil
+	}
+	return 0, codeErr(code)
+}
+
+// release is RELEASE (docs/paxos.md "Release command").
+func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseRequest) int32 {
+	flags := q.Flags
+	if flags&client.RelOrphan != 0 {
+		if len(q.Resources) == 0 {
+			return client.RvEINVAL
+		}
+		return m.releaseOrphans(q.Resources[0].LockspaceName, q.Resources[0].Name)
+	}
+	var result int32
+	var work []*token
+	rename := ""
+	m.mu.Lock()
+	if flags&client.RelAll != 0 {
+		work, lc.tokens = lc.tokens, nil
+	} else {
+		list := q.Resources
+		if flags&client.RelRename != 0 && len(list) > 0 {
+			if len(list) > 1 {
+				rename = list[1].Name
+			}
+			list = list[:1]
+		}
+		for _, res := range list {
+			i, tk := findToken(lc, res.LockspaceName, res.Name)
+			if tk == nil {
+				result = client.RvEPERM
+				continue
+			}
+			lc.tokens = slices.Delete(lc.tokens, i, i+1)
+			work = append(work, tk)
+		}
+	}
+	m.mu.Unlock()
+	for _, tk := range work {
+		if code := m.releaseToken(ctx, tk, rename); code != 0 {
+			result = code
+		}
+	}
+	m.mu.Lock()
+	empty := len(lc.tokens) == 0
+	m.mu.Unlock()
+	if empty {
+		lc.cl.ResetKill()
+	}
+	return result
+}
+
+// releaseOrphans moves the orphans of space named name (all of them for
+// an empty name) to rem for a background release; the result is their
+// number (docs/paxos.md "Release command").
+func (m *Resources) releaseOrphans(space, name string) int32 {
+	m.mu.Lock()
+	var rs []*resource
+	for k, r := range m.res {
+		if k.space == space && r.list == resOrphan && (name == "" || k.name == name) {
+			r.list = resRem
+			rs = append(rs, r)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range rs {
+		m.releaseLater(r)
+	}
+	return int32(len(rs))
+}
+
+// Inquire lists the resources client cl holds (docs/protocol.md
+// "Commands" #9, docs/paxos.md "inquire").
+func (m *Resources) Inquire(cl Client) ([]client.Resource, error) {
+	lc, code := m.begin(cl)
+	if code != 0 {
+		return nil, codeErr(code)
+	}
+	m.mu.Lock()
+	list := make([]client.Resource, 0, len(lc.tokens))
+	for _, tk := range lc.tokens {
+		res := client.Resource{LockspaceName: tk.r.key.space, Name: tk.r.key.name, LVer: tk.lver}
+		for _, d := range tk.res.Disks {
+			res.Disks = append(res.Disks, client.Disk{Path: d.Path, Offset: d.Offset})
+		}
+		if tk.r.shared {
+			res.Flags |= client.ResShared
+		}
+		list = append(list, res)
+	}
+	m.mu.Unlock()
+	m.done(lc)
+	return list, nil
+}
+
+// ConvertRequest is CONVERT (docs/paxos.md "Convert").
+type ConvertRequest struct {
+	Resource *client.Resource // Flags: client.ResShared for shared; nil: -EINVAL
+	Flags    uint32           // client.ConvertOwnerNowait
+}
+
+// Convert converts a held resource of client cl between shared and
+// exclusive.
+func (m *Resources) Convert(ctx context.Context, cl Client, req ConvertRequest) error {
+	lc, code := m.begin(cl)
+	if code != 0 {
+		return codeErr(code)
+	}
+	code = m.convert(ctx, lc, req)
+	m.done(lc)
+	return codeErr(code)
+}
+
+// convert is CONVERT (docs/paxos.md "Convert"). Converting a shared resource that
+// other local pids also hold to exclusive is refused with -EBUSY (3.8.5
+// converts it and leaves their tokens attached: quirk Q4).
+func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertRequest) int32 {
+	if q.Resource == nil {
+		return client.RvEINVAL
+	}
+	res := *q.Resource
+	toShared := res.Flags&client.ResShared != 0
+	m.mu.Lock()
+	_, tk := findToken(lc, res.LockspaceName, res.Name)
+	if tk == nil || tk.r.list != resHeld || tk.r.held == nil {
+		m.mu.Unlock()
+		return client.RvENOENT
+	}
+	r := tk.r
+	switch {
+	case r.shared == toShared:
+		m.mu.Unlock()
+		return client.RvEALREADY
+	case !r.shared && len(r.tokens) != 1:
+		m.mu.Unlock()
+		return client.RvEINVAL
+	case r.shared && len(r.tokens) != 1:
+		m.mu.Unlock()
+		return client.RvEBUSY
+	case r.converting:
+		m.mu.Unlock()
+		return client.RvEBUSY
+	}
+	r.converting = true
+	m.mu.Unlock()
+
+	r.opMu.Lock()
+	err := r.held.Convert(ctx, toShared, q.Flags&client.ConvertOwnerNowait != 0)
+	lver := r.held.Lver()
+	r.opMu.Unlock()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r.converting = false
+	if err != nil {
+		return rv(err)
+	}
+	r.shared = toShared
+	if toShared {
+		r.pid, r.restrict = 0, 0
+		tk.flags |= client.ResShared
+		tk.lver = 0
+	} else {
+		r.pid = tk.pid
+		r.restrict = lc.cl.Restricted() & (client.RestrictSigkill | client.RestrictSigterm)
+		tk.flags &^= client.ResShared
+		tk.lver = lver
+	}
+	return 0
+}
+
+// RequestRequest is REQUEST (docs/paxos.md "Request").
+type RequestRequest struct {
+	Resource client.Resource
+	Force    uint32 // force_mode
+	NextLVer bool   // client.RequestNextLVer
+}
+
+// Request writes a request record for a resource held elsewhere and
+// notifies its owner.
+func (m *Resources) Request(ctx context.Context, q RequestRequest) error {
+	res := q.Resource
+	host, code := m.paxosHost(res.LockspaceName)
+	if code != 0 {
+		return codeErr(code)
+	}
+	devs, disks, code := m.openDisks(res.Disks)
+	if code != 0 {
+		return codeErr(code)
+	}
+	defer closeDevs(devs)
+	lease := &paxos.Lease{Host: host, Name: res.Name, Disks: disks}
+	out, err := lease.Request(ctx, res.LVer, q.Force, q.NextLVer)
+	if err == nil && out.Written && out.Owner != 0 && m.spaces != nil {
+		m.spaces.RequestHost(res.LockspaceName, out.Owner)
+	}
+	return codeErr(rv(err))
+}
+
+// ExamineResource examines our held resource(s) named name in space
+// (EXAMINE_RESOURCE, docs/protocol.md "Commands" #14).
+func (m *Resources) ExamineResource(space, name string) { m.examine(space, name) }
+
+// heldResource finds a resource on the held list (SET_LVB, GET_LVB).
+func (m *Resources) heldResource(space, name string) *resource {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.res[resKey{space, name}]
+	if r == nil || r.list != resHeld || r.held == nil {
+		return nil
+	}
+	return r
+}
+
+// SetLVB sets the in-memory LVB of held resource space:name (SET_LVB,
+// docs/paxos.md "LVB"): no I/O.
+func (m *Resources) SetLVB(space, name string, lvb []byte) error {
+	r := m.heldResource(space, name)
+	if r == nil {
+		return diskfmt.ErrENOENT
+	}
+	r.opMu.Lock()
+	err := error(diskfmt.ErrENOENT)
+	if r.held != nil {
+		err = r.held.SetLVB(lvb)
+	}
+	r.opMu.Unlock()
+	return codeErr(rv(err))
+}
+
+// GetLVB returns at most n bytes of the in-memory LVB of held resource
+// space:name (GET_LVB, docs/protocol.md "Commands" #26).
+func (m *Resources) GetLVB(space, name string, n int) ([]byte, error) {
+	r := m.heldResource(space, name)
+	if r == nil {
+		return nil, diskfmt.ErrENOENT
+	}
+	r.opMu.Lock()
+	var b []byte
+	err := error(diskfmt.ErrENOENT)
+	if r.held != nil {
+		b, err = r.held.LVB(n)
+	}
+	r.opMu.Unlock()
+	if err != nil {
+		return nil, codeErr(rv(err))
+	}
+	return b, nil
+}
