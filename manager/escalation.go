@@ -1,0 +1,159 @@
+package manager
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/delta"
+)
+
+// killCountMax is the most signals sent to one holder.
+const killCountMax = 100
+
+type killState struct {
+	count       int
+	last        time.Duration
+	ranKillpath bool
+}
+
+// holder is one lease holder of a dying lockspace as the escalation sees
+// it: its pid and, when it is a registered client, its RESTRICT flags and
+// kill program.
+type holder struct {
+	pid      int
+	client   Client // nil when no registered client has this pid
+	restrict uint32
+	killpath string
+	killargs string
+	flags    uint32 // client.KillpathPID: pass the pid to the kill program
+}
+
+// escalation is the situation of a dying lockspace at one main-loop pass.
+type escalation struct {
+	now              time.Duration // the manager clock
+	lastRenewal      uint64        // our last successful renewal (seconds)
+	ioTimeout        int
+	killGraceSeconds int
+	removing         bool // rem_lockspace or forced shutdown: no grace
+}
+
+// killAction is what the escalation does to one holder at this pass:
+// run its kill program (argv) or send it sig.
+type killAction struct {
+	h     holder
+	count int // signals sent to it so far, this one included
+	sig   syscall.Signal
+	argv  []string
+}
+
+// decideKills is the recovery escalation as a pure decision (docs/delta.md
+// "Signalling holders", docs/protocol.md "Kill program"): each holder is
+// acted on at most once a second and killCountMax times in all. Before the
+// grace period ends, a holder that set a kill program (KILLPATH) gets it
+// run once (with its pid as last argument if it asked for that) and
+// nothing more until the grace ends; others get SIGTERM. After it, and for
+// rem_lockspace and forced shutdown, SIGKILL. Restrict flags swap the two
+// signals. kills holds the per-pid state and is updated.
+func decideKills(e escalation, holders []holder, kills map[int]*killState) []killAction {
+	graceEnd := delta.KillGraceEnd(e.lastRenewal, e.ioTimeout, e.killGraceSeconds)
+	graceful := !e.removing && uint64(e.now/time.Second) < graceEnd
+	var out []killAction
+	for _, h := range holders {
+		k := kills[h.pid]
+		if k == nil {
+			k = &killState{}
+			kills[h.pid] = k
+		}
+		if k.count >= killCountMax || (k.count > 0 && e.now-k.last < time.Second) {
+			continue
+		}
+		if graceful && k.ranKillpath {
+			continue // the kill program had its chance until the grace ends
+		}
+		k.count++
+		k.last = e.now
+		a := killAction{h: h, count: k.count, sig: syscall.SIGKILL}
+		if graceful {
+			a.sig = syscall.SIGTERM
+		}
+		if h.client != nil {
+			switch {
+			case a.sig == syscall.SIGTERM && h.killpath != "" && e.killGraceSeconds > 0:
+				pidArg := 0
+				if h.flags&client.KillpathPID != 0 {
+					pidArg = h.pid
+				}
+				a.argv = killpathArgv(h.killpath, h.killargs, pidArg)
+				k.ranKillpath = true
+			case a.sig == syscall.SIGKILL && h.restrict&client.RestrictSigkill != 0:
+				a.sig = syscall.SIGTERM
+			case a.sig == syscall.SIGTERM && h.restrict&client.RestrictSigterm != 0:
+				a.sig = syscall.SIGKILL
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// killPids is the driver of the escalation for one pass: it gathers the
+// holders' client settings, decides (decideKills) and acts, logging each
+// signal and kill program.
+func (sp *space) killPids(run *delta.Lockspace, pids []int) {
+	m := sp.m
+	e := escalation{now: m.cfg.Clock.Now(), lastRenewal: run.Status().RenewalLastSuccess, ioTimeout: sp.ioTimeout,
+		killGraceSeconds: m.conf().KillGraceSeconds, removing: sp.removeReq || m.forced}
+	holders := make([]holder, len(pids))
+	for i, pid := range pids {
+		holders[i].pid = pid
+		if m.env.Clients == nil {
+			continue
+		}
+		if c, ok := m.env.Clients.ClientByPid(pid); ok {
+			h := &holders[i]
+			h.client, h.restrict = c, c.Restricted()
+			h.killpath, h.killargs, h.flags = c.Killpath()
+		}
+	}
+	m.mu.Lock()
+	if sp.killingPids == 2 {
+		m.mu.Unlock()
+		return
+	}
+	acts := decideKills(e, holders, sp.kills)
+	m.mu.Unlock()
+	for _, a := range acts {
+		pid := a.h.pid
+		if a.h.client != nil {
+			a.h.client.NoteKill(a.count, uint64(e.now/time.Second), a.argv != nil)
+		}
+		if a.argv != nil {
+			sp.logf("kill %d killpath %s count %d", pid, strings.Join(a.argv, " "), a.count)
+			if err := m.runKillpath(a.argv); err != nil {
+				sp.logf("kill %d killpath error %s, lockspace %s", pid, causeLog(err, 0), sp.ls.Name)
+			}
+			continue
+		}
+		sp.logf("kill %d sig %d count %d", pid, int(a.sig), a.count)
+		if err := m.cfg.Kill(pid, a.sig); err != nil && !errors.Is(err, unix.ESRCH) {
+			sp.logf("kill %d sig %d error %s, lockspace %s", pid, int(a.sig), causeLog(err, 0), sp.ls.Name)
+		}
+	}
+}
+
+// runKillpath starts a kill program (LockspacesConfig.RunKillpath, or the
+// resource manager's, or fork/exec).
+func (m *Lockspaces) runKillpath(argv []string) error {
+	if m.cfg.RunKillpath != nil {
+		return m.cfg.RunKillpath(argv)
+	}
+	if m.usage != nil {
+		return m.usage.RunKillpath(argv)
+	}
+	return startKillpath(argv)
+}

@@ -1,0 +1,234 @@
+package manager
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// StatusRecords returns the LOCKSPACE records of joined,
+// then being added, then being removed lockspaces (docs/protocol.md "Commands" #5, "Record texts").
+func (m *Lockspaces) StatusRecords() []client.StateRecord {
+	m.mu.Lock()
+	var all []*space
+	for _, l := range []list{listSpaces, listAdd, listRem} {
+		all = append(all, m.lists[l]...)
+	}
+	type snap struct {
+		sp              *space
+		list            list
+		run             *delta.Lockspace
+		dead            bool
+		killing         int
+		retries         uint32
+		used, byOrphans bool
+	}
+	snaps := make([]snap, len(all))
+	for i, sp := range all {
+		snaps[i] = snap{sp, sp.list, sp.run, sp.spaceDead, sp.killingPids, sp.usedRetries, sp.externalUsed, sp.usedByOrphans}
+	}
+	m.mu.Unlock()
+
+	cfg := m.conf()
+	recs := make([]client.StateRecord, 0, len(snaps))
+	for _, s := range snaps {
+		var st delta.Status
+		if s.run != nil {
+			st = s.run.Status()
+		}
+		extend := s.sp.ioTimeout
+		if cfg.RenewalReadExtendSet {
+			extend = cfg.RenewalReadExtendSec
+		}
+		text := fmt.Sprintf("list=%s space_id=%d io_timeout=%d sector_size=%d align_size=%d host_generation=%d "+
+			"renew_fail=%d space_dead=%d killing_pids=%d used_retries=%d external_used=%d used_by_orphans=%d "+
+			"renewal_read_extend_sec=%d set_max_sectors_kb=%d corrupt_result=%d acquire_last_result=%d "+
+			"renewal_last_result=%d acquire_last_attempt=%d acquire_last_success=%d renewal_last_attempt=%d "+
+			"renewal_last_success=%d",
+			s.list, s.sp.id, s.sp.ioTimeout, st.SectorSize, st.AlignSize, st.HostGeneration,
+			b2i(st.RenewFail), b2i(s.dead), s.killing, s.retries, b2i(s.used), b2i(s.byOrphans),
+			extend, 0, int(st.CorruptResult), int(st.AcquireLastResult),
+			int(st.RenewalLastResult), st.AcquireLastAttempt, st.AcquireLastSuccess, st.RenewalLastAttempt,
+			st.RenewalLastSuccess)
+		ls := s.sp.ls
+		ls.Disk.Pad1 = uint32(st.SectorSize)
+		recs = append(recs, client.StateRecord{
+			State:     client.State{Type: client.StateLockspace, Data64: ls.HostID, Name: ls.Name},
+			Text:      text,
+			Lockspace: &ls,
+		})
+	}
+	return recs
+}
+
+// HostStatus returns the HOST records of lockspace name (docs/protocol.md
+// "Commands" #15, "Record texts"), looked up on all three lists; -ENOSPC
+// when there is none.
+func (m *Lockspaces) HostStatus(name string) ([]client.StateRecord, error) {
+	recs, rv := m.hostStatus(name)
+	return recs, codeErr(rv)
+}
+
+func (m *Lockspaces) hostStatus(name string) ([]client.StateRecord, int32) {
+	m.mu.Lock()
+	sp := m.anyByName(name)
+	var run *delta.Lockspace
+	if sp != nil {
+		run = sp.run
+	}
+	m.mu.Unlock()
+	if sp == nil {
+		return nil, client.RvENOSPC
+	}
+	if run == nil {
+		return nil, 0
+	}
+	var recs []client.StateRecord
+	for _, h := range run.HostStatuses() {
+		recs = append(recs, client.StateRecord{
+			State: client.State{Type: client.StateHost, Data32: uint32(h.HostID), Data64: h.Timestamp},
+			Text:  hostStatusText(&h),
+		})
+	}
+	return recs, 0
+}
+
+// hostStatusText is the HOST record text (docs/protocol.md "Record texts").
+func hostStatusText(h *delta.HostStatus) string {
+	name := h.OwnerName
+	if len(name) > client.NameLen {
+		name = name[:client.NameLen]
+	}
+	return fmt.Sprintf("last_check=%d last_live=%d last_req=%d owner_id=%d owner_generation=%d timestamp=%d "+
+		"io_timeout=%d owner_name=%s", h.LastCheck, h.LastLive, h.LastReq, h.OwnerID, h.OwnerGeneration,
+		h.Timestamp, h.IOTimeout, name)
+}
+
+// GetHosts answers GET_HOSTS (docs/delta.md "get_hosts").
+func (m *Lockspaces) GetHosts(name string, hostID uint64) ([]client.Host, error) {
+	h, rv := m.getHosts(name, hostID)
+	return h, codeErr(rv)
+}
+
+func (m *Lockspaces) getHosts(name string, hostID uint64) ([]client.Host, int32) {
+	run, ok := m.Joined(name)
+	if !ok {
+		return nil, client.RvENOENT
+	}
+	infos, err := run.GetHosts(hostID)
+	if err != nil {
+		return nil, int32(diskfmt.CodeOf(err))
+	}
+	out := make([]client.Host, len(infos))
+	for i, h := range infos {
+		out[i] = client.Host{HostID: h.HostID, Generation: h.Generation, Timestamp: h.Timestamp,
+			IOTimeout: h.IOTimeout, Flags: uint32(h.State)}
+	}
+	return out, 0
+}
+
+// Renewals answers RENEWAL: the history and the own io_timeout, or
+// -ENOSPC when no lockspace of that name exists.
+func (m *Lockspaces) Renewals(name string) ([]delta.HistoryEntry, int, error) {
+	h, io, rv := m.renewals(name)
+	return h, io, codeErr(rv)
+}
+
+func (m *Lockspaces) renewals(name string) ([]delta.HistoryEntry, int, int32) {
+	m.mu.Lock()
+	sp := m.anyByName(name)
+	var run *delta.Lockspace
+	if sp != nil {
+		run = sp.run
+	}
+	m.mu.Unlock()
+	if sp == nil {
+		return nil, 0, client.RvENOSPC
+	}
+	if run == nil {
+		return nil, sp.ioTimeout, 0
+	}
+	return run.Renewals(), sp.ioTimeout, 0
+}
+
+// SetEvent answers SET_EVENT (docs/delta.md "set_event").
+func (m *Lockspaces) SetEvent(name string, he client.HostEvent, flags uint32) error {
+	return codeErr(m.setEvent(name, he, flags))
+}
+
+func (m *Lockspaces) setEvent(name string, he client.HostEvent, flags uint32) int32 {
+	if name == "" || he.HostID == 0 || he.HostID > delta.MaxHostID {
+		return client.RvEINVAL
+	}
+	run, ok := m.Joined(name)
+	if !ok {
+		return client.RvENOENT
+	}
+	err := run.SetEvent(delta.HostEvent{HostID: he.HostID, Generation: he.Generation, Event: he.Event, Data: he.Data}, flags)
+	return int32(diskfmt.CodeOf(err))
+}
+
+// SetConfig answers SET_CONFIG (docs/delta.md "set_config").
+func (m *Lockspaces) SetConfig(name string, cmd uint32) error { return codeErr(m.setConfig(name, cmd)) }
+
+func (m *Lockspaces) setConfig(name string, cmd uint32) int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sp := m.byName(listSpaces, name)
+	if sp == nil {
+		return client.RvENOENT
+	}
+	switch cmd {
+	case client.ConfigUsed, client.ConfigUsedByOrphans:
+		if sp.spaceDead {
+			return client.RvENOSPC
+		}
+		if cmd == client.ConfigUsed {
+			sp.externalUsed = true
+		} else {
+			sp.usedByOrphans = true
+		}
+	case client.ConfigUnused:
+		sp.externalUsed = false
+	case client.ConfigUnusedByOrphans:
+		sp.usedByOrphans = false
+	default:
+		return client.RvEINVAL
+	}
+	return 0
+}
+
+// Examine asks the resource side to examine the resources held in
+// lockspace name (EXAMINE_LOCKSPACE); it does not block.
+func (m *Lockspaces) Examine(name string) { m.examine(name) }
+
+// Open opens a lease disk with the lockspace opener (tests inject devices
+// through LockspacesConfig.Open).
+func (m *Lockspaces) Open(path string) (diskfmt.Device, error) { return m.cfg.Open(path) }
+
+// Now is the manager's monotonic clock.
+func (m *Lockspaces) Now() time.Duration { return m.cfg.Clock.Now() }
+
+// SpaceInfo is one lockspace as the metrics see it.
+type SpaceInfo struct {
+	Lockspace client.Lockspace
+	IOTimeout int
+	List      string // "add", "spaces" or "rem"
+	Run       *delta.Lockspace
+}
+
+// Snapshot lists every lockspace, list by list (add, spaces, rem).
+func (m *Lockspaces) Snapshot() []SpaceInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SpaceInfo
+	for _, sps := range m.lists {
+		for _, sp := range sps {
+			out = append(out, SpaceInfo{sp.ls, sp.ioTimeout, sp.list.String(), sp.run})
+		}
+	}
+	return out
+}

@@ -1,0 +1,386 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
+)
+
+// thread is the life of one lockspace: join, then the main-loop checks
+// until it stops, then the release and the freeing of the entry.
+func (sp *space) thread() {
+	m := sp.m
+	defer m.wg.Done()
+	rv := sp.join()
+	sp.addResult = rv
+	if rv != 0 {
+		// Free first: once the caller has its answer, the entry is gone.
+		m.lg().Warn(fmt.Sprintf("s%d add_lockspace fail result %s lockspace %s: %s", sp.id, codeLog(rv),
+			sp.ls.Name, sp.addCauseText()))
+		sp.free()
+		close(sp.addDone)
+		return
+	}
+	close(sp.addDone)
+	m.lg().Warn(fmt.Sprintf("s%d add_lockspace done", sp.id))
+	sp.monitor()
+	sp.stop()
+}
+
+// join opens the disk, starts the runner and waits for the acquire
+// (docs/delta.md "Lockspace start-up"–"Completing the add"). It returns 0 after moving the entry to
+// spaces.
+func (sp *space) join() int32 {
+	m := sp.m
+	cfg := m.conf()
+	dev, err := m.cfg.Open(sp.ls.Disk.Path)
+	if err != nil {
+		sp.addCause = fmt.Sprintf("open %s: %s", sp.disk(), causeLog(err, 0))
+		sp.logf("open error %s: %s", sp.disk(), causeLog(err, 0))
+		return client.RvENODEV
+	}
+	if sp.ls.HostID > delta.MaxHostID {
+		// Beyond any geometry: the sizes decide between a bad lease and
+		// SANLK_ADDLS_INVALID_HOSTID, as in the lockspace thread.
+		ioctx, cancel := context.WithTimeout(sp.ctx, time.Duration(sp.ioTimeout)*time.Second)
+		_, err := diskfmt.LockspaceGeometry(ioctx, dev, int64(sp.ls.Disk.Offset))
+		cancel()
+		_ = dev.Close()
+		if err != nil {
+			sp.addCause = fmt.Sprintf("read of the lockspace geometry at %s: %s", sp.disk(), causeLog(err, sp.ioTimeout))
+			return int32(diskfmt.CodeOf(err))
+		}
+		sp.addCause = fmt.Sprintf("host_id %d is beyond the lockspace at %s", sp.ls.HostID, sp.disk())
+		return int32(diskfmt.ErrAddLSInvalidHostID)
+	}
+	var wd WatchdogSession
+	if cfg.UseWatchdog {
+		var err error
+		if wd, err = m.openWatchdog(sp.ls.Name, sp.ls.HostID); err != nil {
+			sp.addCause = "wdmd_connect failed: " + causeLog(err, 0)
+			sp.logf("wdmd_connect failed %s", causeLog(err, 0))
+			_ = dev.Close()
+			return int32(diskfmt.ErrWatchdog)
+		}
+	}
+	hist := cfg.RenewalHistorySize
+	if hist <= 0 {
+		hist = -1
+	}
+	failSecs := uint64(delta.IDRenewalFailSeconds(sp.ioTimeout))
+	var run *delta.Lockspace
+	dcfg := delta.Config{
+		Dev: dev, Offset: int64(sp.ls.Disk.Offset), Space: sp.ls.Name, HostID: sp.ls.HostID,
+		HostName: m.hostName(), IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
+		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Logf: sp.deltaLogf,
+		DebugRenew: cfg.DebugRenew, OnRenewal: m.renewalHook(sp.ls.Name),
+	}
+	if wd != nil {
+		dcfg.OnAcquired = func(_ context.Context, last uint64) error {
+			if err := wd.Activate(last, last+failSecs); err != nil {
+				sp.logf("wdmd activate failed %s", causeLog(err, 0))
+				return fmt.Errorf("%w: %v", diskfmt.ErrWatchdog, err)
+			}
+			m.mu.Lock()
+			sp.wdActive = true
+			m.mu.Unlock()
+			return nil
+		}
+		dcfg.OnRenewed = func(ts uint64) {
+			if err := wd.Renewed(ts, ts+failSecs); err != nil {
+				// wdmd is gone and the host will be reset: stop renewing
+				// (without releasing) rather than look alive (docs/wdmd.md "wdmd crash").
+				m.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %s: renewals stopped, lockspace %s",
+					sp.id, ts, causeLog(err, 0), sp.ls.Name))
+				run.Halt()
+			}
+		}
+	}
+	run, err = delta.New(dcfg)
+	if err != nil {
+		sp.addCause = fmt.Sprintf("lockspace at %s: %s", sp.disk(), causeLog(err, sp.ioTimeout))
+		_ = dev.Close()
+		if wd != nil {
+			_ = wd.Close()
+		}
+		return int32(diskfmt.CodeOf(err))
+	}
+	m.mu.Lock()
+	sp.run, sp.wd = run, wd
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		err := run.Run(sp.ctx)
+		if st := run.Status(); st.Joined {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				sp.logf("lockspace runner stopped released %d lockspace %s disk %s: %s", b2i(st.Released),
+					sp.ls.Name, sp.disk(), causeLog(err, sp.ioTimeout))
+			} else {
+				sp.logf("lockspace runner stopped released %d", b2i(st.Released))
+			}
+		}
+		if wd != nil {
+			// Still active only if holders may remain (daemon stop): wdmd
+			// then keeps our expiry and the host is reset.
+			_ = wd.Close()
+		}
+		_ = dev.Close()
+	}()
+
+	<-run.Joined()
+	st := run.Status()
+	if st.AcquireLastResult != diskfmt.OK {
+		<-run.Done()
+		sp.addCause = fmt.Sprintf("delta_acquire of host_id %d at %s: %s", sp.ls.HostID, sp.disk(),
+			st.AcquireLastResult.Error())
+		return int32(st.AcquireLastResult)
+	}
+	m.mu.Lock()
+	if sp.removeReq || m.forced || m.stopped {
+		m.mu.Unlock()
+		sp.logf("add_lockspace undo %s", client.LockspaceString(&sp.ls))
+		sp.deactivateWatchdog()
+		sp.cancel()
+		<-run.Done()
+		return client.RvEPERM
+	}
+	m.move(sp, listSpaces)
+	m.mu.Unlock()
+	return 0
+}
+
+// openWatchdog connects lockspace space to the watchdog.
+func (m *Lockspaces) openWatchdog(space string, hostID uint64) (WatchdogSession, error) {
+	if m.cfg.OpenWatchdog != nil {
+		return m.cfg.OpenWatchdog(space, hostID)
+	}
+	sock := m.conf().WdmdSocket
+	if sock == "" {
+		sock = wdmdclient.DefaultSocket
+	}
+	return wdmdclient.Open(sock, space, hostID)
+}
+
+// deactivateWatchdog removes our expiry from the watchdog once nothing
+// uses the lockspace any more (all pids clear, add undone), so the host
+// is not reset (docs/wdmd.md "sanlock side" step 5).
+func (sp *space) deactivateWatchdog() {
+	m := sp.m
+	m.mu.Lock()
+	wd, active := sp.wd, sp.wdActive
+	sp.wdActive = false
+	m.mu.Unlock()
+	if wd == nil || !active {
+		return
+	}
+	sp.logf("wdmd_test_live 0 0 to disable")
+	if err := wd.Deactivate(); err != nil {
+		m.lg().Error(fmt.Sprintf("s%d wdmd deactivate failed %s, lockspace %s", sp.id, causeLog(err, 0), sp.ls.Name))
+	}
+}
+
+// free removes the entry and closes its listeners.
+func (sp *space) free() {
+	m := sp.m
+	sp.cancel()
+	m.mu.Lock()
+	m.unlink(sp)
+	ls := sp.listeners
+	sp.listeners = nil
+	m.mu.Unlock()
+	for _, c := range ls {
+		_ = c.Close()
+	}
+	close(sp.gone)
+}
+
+// stop ends a lockspace that left the spaces list: the runner releases the
+// lease if its last attempt succeeded (docs/delta.md "Removing a lockspace"), then the entry is
+// freed.
+func (sp *space) stop() {
+	sp.cancel()
+	sp.m.mu.Lock()
+	run := sp.run
+	sp.m.mu.Unlock()
+	if run != nil {
+		<-run.Done()
+	}
+	sp.logf("free lockspace")
+	sp.free()
+	if u := sp.m.usage; u != nil {
+		u.SpaceGone(sp.ls.Name)
+	}
+}
+
+// monitor is the per-lockspace main loop (docs/delta.md "Main loop"): every second
+// check our own lease and the other hosts; once the lockspace is dying,
+// signal its holders until none is left, then move it to rem and return.
+func (sp *space) monitor() {
+	m := sp.m
+	run := sp.run
+	for {
+		interval := m.cfg.CheckInterval
+		switch sp.pass(run) {
+		case passStop:
+			return
+		case passKilling:
+			interval /= 5
+		default:
+			interval = sp.untilDeadline(run, interval)
+		}
+		if m.cfg.Clock.Sleep(sp.ctx, interval) != nil {
+			// Daemon stop: leave without waiting for holders.
+			m.mu.Lock()
+			if sp.list == listSpaces {
+				m.move(sp, listRem)
+			}
+			m.mu.Unlock()
+			return
+		}
+	}
+}
+
+// untilDeadline shortens the sleep before the next pass so that it comes
+// right at the failure deadline L + id_renewal_fail_seconds (L = the last
+// successful renewal, docs/delta.md "Own-lease check") instead of up to a CheckInterval
+// later: recovery (kill program, SIGTERM) then starts within a few
+// milliseconds of the deadline and the holders get their whole grace
+// period before the watchdog fires (docs/wdmd.md, TestEscalation). A
+// renewal during the sleep just makes that pass find the lease good.
+func (sp *space) untilDeadline(run *delta.Lockspace, interval time.Duration) time.Duration {
+	st := run.Status()
+	if st.RenewalLastSuccess == 0 {
+		return interval
+	}
+	// Monotime is whole seconds of the same clock, so the check fails
+	// exactly from (L+fail) seconds on.
+	deadline := time.Duration(st.RenewalLastSuccess+uint64(delta.IDRenewalFailSeconds(sp.ioTimeout))) * time.Second
+	if d := deadline - sp.m.cfg.Clock.Now(); d > 0 && d < interval {
+		return d
+	}
+	return interval
+}
+
+type passResult int
+
+const (
+	passOK passResult = iota
+	passKilling
+	passStop
+)
+
+// pass is one main-loop pass for this lockspace.
+func (sp *space) pass(run *delta.Lockspace) passResult {
+	m := sp.m
+	u := m.usage
+	m.mu.Lock()
+	killing := sp.killingPids != 0
+	m.mu.Unlock()
+
+	if !killing {
+		st, _ := run.CheckOwnLease()
+		m.mu.Lock()
+		remove, forced := sp.removeReq, m.forced
+		if st.Failed() || remove || forced {
+			sp.spaceDead, sp.killingPids = true, 1
+			killing = true
+		}
+		m.mu.Unlock()
+		if !killing {
+			sp.processHosts(run)
+			return passOK
+		}
+		sp.logf("set killing_pids check %d remove %d", b2i(st.Failed()), b2i(remove || forced))
+		if u != nil {
+			u.SpaceDead(sp.ls.Name)
+		}
+	}
+
+	var holders []int
+	var orphans int
+	if u != nil {
+		holders = u.SpaceHolders(sp.ls.Name)
+		_, orphans = u.SpaceResources(sp.ls.Name)
+	}
+	if sp.allGone(holders, orphans) {
+		sp.deactivateWatchdog() // as early as possible: no reset needed
+		// Nothing uses the lockspace any more: if it is dying because the
+		// renewals failed, the runner may release the lease once the
+		// storage answers again (bounded, delta.LateReleaseDeadline).
+		// Not for rem_lockspace or a forced shutdown: those return as
+		// before instead of waiting for the storage.
+		m.mu.Lock()
+		late := !sp.removeReq && !m.forced
+		m.mu.Unlock()
+		if late {
+			run.ReleaseWhenBack(m.baseContext())
+		}
+		m.mu.Lock()
+		m.move(sp, listRem)
+		m.mu.Unlock()
+		sp.logf("set thread_stop")
+		return passStop
+	}
+	sp.killPids(run, holders)
+	return passKilling
+}
+
+// allGone is the test of docs/delta.md "All holders gone".
+func (sp *space) allGone(holders []int, orphans int) bool {
+	m := sp.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	live, stuck := 0, 0
+	for _, pid := range holders {
+		if k := sp.kills[pid]; k != nil && k.count >= killCountMax {
+			stuck++
+		} else {
+			live++
+		}
+	}
+	if live == 0 && stuck > 0 && sp.killingPids != 2 {
+		sp.killingPids = 2
+		m.lg().Error(fmt.Sprintf("s%d killing pids stuck %d, lockspace %s", sp.id, stuck, sp.ls.Name))
+	}
+	if live+stuck > 0 {
+		return false
+	}
+	if sp.externalUsed {
+		if sp.usedRetries%1000 == 0 {
+			m.lg().Warn(fmt.Sprintf("s%d used external blocking lockspace removal", sp.id))
+		}
+		sp.usedRetries++
+		return false
+	}
+	if sp.usedByOrphans && orphans > 0 {
+		if sp.usedRetries%1000 == 0 {
+			m.lg().Warn(fmt.Sprintf("s%d used by orphan %d blocking lockspace removal", sp.id, orphans))
+		}
+		sp.usedRetries++
+		return false
+	}
+	m.lg().Warn(fmt.Sprintf("s%d all pids clear", sp.id))
+	return true
+}
+
+// processHosts runs the other-host processing on a new renewal read and
+// hands out its events and requests (docs/delta.md "Watching other hosts", "Receiving events").
+func (sp *space) processHosts(run *delta.Lockspace) {
+	res, ok := run.ProcessHosts()
+	if !ok {
+		return
+	}
+	for _, ev := range res.Events {
+		sp.deliver(ev)
+	}
+	if len(res.Requests) > 0 {
+		sp.m.examine(sp.ls.Name)
+	}
+}
