@@ -1,0 +1,274 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
+)
+
+// DiskOps are the resource-area commands that work on disk without a
+// client's lease set (docs/protocol.md "Commands" #19, #21, #24, #35–#40):
+// writing and reading resource leases and the resource index operations.
+type DiskOps struct {
+	ls          *Lockspaces // nil: no lockspaces (rindex operations that need one get -ENOENT)
+	lg          func() *zap.Logger
+	writeInitIO int // write_init_io_timeout
+
+	mu   sync.Mutex
+	busy map[string]bool // lockspaces with an rindex operation running
+}
+
+// NewDiskOps returns the disk commands. ls may be nil; log returns the
+// logger (it may change at daemon start); writeInitIO is the
+// write_init_io_timeout of WRITE_RESOURCE and FORMAT_RINDEX.
+func NewDiskOps(ls *Lockspaces, log func() *zap.Logger, writeInitIO int) *DiskOps {
+	return &DiskOps{ls: ls, lg: log, writeInitIO: writeInitIO, busy: make(map[string]bool)}
+}
+
+// sizeFlagBits are the ALIGN/SECTOR bits of resource and rindex flags.
+const sizeFlagBits = diskfmt.FlagSector512 | diskfmt.FlagSector4K | diskfmt.FlagAlign1M |
+	diskfmt.FlagAlign2M | diskfmt.FlagAlign4M | diskfmt.FlagAlign8M
+
+// openRaw opens a lease disk with the lockspace manager's opener when
+// there is one (so tests can inject devices). An open failure is returned
+// as its -errno result (sanlock logs "open error -2 <path>").
+func (d *DiskOps) openRaw(path string) (diskfmt.Device, int32) {
+	open := func(p string) (diskfmt.Device, error) { return diskfmt.OpenFile(p) }
+	if d.ls != nil {
+		open = d.ls.Open
+	}
+	dev, err := open(path)
+	if err != nil {
+		rv := int32(diskfmt.CodeOf(err))
+		d.lg().Error(fmt.Sprintf("open error %d %s: %s", rv, path, causeLog(err, 0)))
+		if rv >= 0 {
+			rv = client.RvENODEV
+		}
+		return nil, rv
+	}
+	return dev, 0
+}
+
+// bound gives every single I/O on dev a deadline of ioTimeout seconds (the
+// daemon's io_timeout when 0).
+func (d *DiskOps) bound(dev diskfmt.Device, ioTimeout int) diskfmt.Device {
+	if ioTimeout <= 0 {
+		ioTimeout = DefaultIOTimeout
+	}
+	if ioTimeout <= 0 {
+		ioTimeout = DefaultIOTimeout
+	}
+	return diskfmt.WithIOTimeout(dev, time.Duration(ioTimeout)*time.Second)
+}
+
+// open is openRaw plus bound.
+func (d *DiskOps) open(path string, ioTimeout int) (diskfmt.Device, int32) {
+	dev, rv := d.openRaw(path)
+	if rv < 0 {
+		return nil, rv
+	}
+	return d.bound(dev, ioTimeout), 0
+}
+
+// openDisks opens every disk of res (sanlock opens them all before any
+// I/O, so any missing disk fails the command).
+func (d *DiskOps) openDisks(res *client.Resource, ioTimeout int) ([]diskfmt.ResourceDisk, func(), int32) {
+	var disks []diskfmt.ResourceDisk
+	closeAll := func() {
+		for _, dk := range disks {
+			_ = dk.Dev.Close()
+		}
+	}
+	if len(res.Disks) == 0 || len(res.Disks) > diskfmt.MaxDisks {
+		return nil, closeAll, client.RvERANGE
+	}
+	for _, dk := range res.Disks {
+		dev, rv := d.open(dk.Path, ioTimeout)
+		if rv < 0 {
+			closeAll()
+			return nil, func() {}, rv
+		}
+		disks = append(disks, diskfmt.ResourceDisk{Dev: dev, Offset: int64(dk.Offset)})
+	}
+	return disks, closeAll, 0
+}
+
+// resultOf maps an error to the result sent in a reply.
+func resultOf(err error) int32 { return int32(diskfmt.CodeOf(err)) }
+
+// WriteResource initialises the lease of res on its disks (WRITE_RESOURCE,
+// docs/protocol.md "Commands" #19): numHosts is num_hosts (what libsanlock
+// calls max_hosts); clear writes an invalidated lease (SANLK_WRITE_CLEAR).
+func (d *DiskOps) WriteResource(ctx context.Context, res client.Resource, numHosts uint32, clear bool) error {
+	return codeErr(d.doWriteResource(ctx, res, numHosts, clear))
+}
+
+func (d *DiskOps) doWriteResource(ctx context.Context, res client.Resource, numHosts uint32, clearIt bool) int32 {
+	disks, closeAll, rv := d.openDisks(&res, d.writeInitIO)
+	defer closeAll()
+	if rv < 0 {
+		return rv
+	}
+	p := diskfmt.PaxosInit{SpaceName: res.LockspaceName, ResourceName: res.Name, NumHosts: uint64(numHosts)}
+	if clearIt {
+		p.Clear, p.ClearTime = true, monoSeconds()
+	}
+	return resultOf(diskfmt.WriteResource(ctx, disks, res.Flags, p))
+}
+
+// ReadResource reads the leader of the lease of res (READ_RESOURCE,
+// docs/protocol.md "Commands" #21, docs/paxos.md "read_resource"): on
+// success res gets the names and lver of the leader and its size flags.
+func (d *DiskOps) ReadResource(ctx context.Context, res *client.Resource) error {
+	return codeErr(d.doReadResource(ctx, res))
+}
+
+func (d *DiskOps) doReadResource(ctx context.Context, res *client.Resource) int32 {
+	disks, closeAll, rv := d.openDisks(res, 0)
+	defer closeAll()
+	if rv < 0 {
+		return rv
+	}
+	dev := &dkReadErrDev{Device: disks[0].Dev}
+	ld, flags, err := paxos.ReadResource(ctx, dev, disks[0].Offset, res.LockspaceName, res.Name, res.Flags)
+	if err != nil {
+		return dkReadResult(dev.err, err)
+	}
+	res.LockspaceName = diskfmt.NameString(ld.SpaceName[:])
+	res.Name = diskfmt.NameString(ld.ResourceName[:])
+	res.LVer = ld.Lver
+	res.Flags = flags
+	return 0
+}
+
+// ReadResourceOwners lists the owners of the lease of res
+// (READ_RESOURCE_OWNERS, docs/protocol.md "Commands" #24, docs/paxos.md
+// "read_resource_owners"): res gets the lver of the leader and SHARED when
+// some holder is shared.
+func (d *DiskOps) ReadResourceOwners(ctx context.Context, res *client.Resource) ([]paxos.Owner, error) {
+	o, rv := d.doReadResourceOwners(ctx, res)
+	return o, codeErr(rv)
+}
+
+func (d *DiskOps) doReadResourceOwners(ctx context.Context, res *client.Resource) ([]paxos.Owner, int32) {
+	disks, closeAll, rv := d.openDisks(res, 0)
+	defer closeAll()
+	if rv < 0 {
+		return nil, rv
+	}
+	own, err := dkReadOwners(ctx, disks[0].Dev, disks[0].Offset, res)
+	if err != nil {
+		return nil, resultOf(err)
+	}
+	res.LVer = own.Lver
+	if own.Shared {
+		res.Flags |= client.ResShared
+	}
+	return own.Owners, 0
+}
+
+// dkReadOwners reads the owners of the lease at off the way sanlock 3.8.5
+// does (checked against it for all five geometries, zeroed and cleared
+// leases, and reads past the end of the device): read one area with the
+// sizes the caller gave, 512 and its legacy align standing in for missing
+// ones; take the sizes recorded in the leader, whatever its magic; a size
+// the caller gave that differs is -EINVAL, a guessed one that differs
+// makes it read again with the leader's sizes, and a leader without valid
+// sizes (a zeroed area) is -EINVAL too. Only then is the leader verified
+// (magic, version, names, checksum) and the holders listed
+// (paxos.ResourceOwners). A read past the end of the device is -EMSGSIZE.
+func dkReadOwners(ctx context.Context, dev diskfmt.Device, off int64, res *client.Resource) (paxos.Owners, error) {
+	givenSS, givenAlign := diskfmt.SectorFromFlags(res.Flags), diskfmt.AlignFromFlags(res.Flags)
+	ss, align := givenSS, givenAlign
+	if ss == 0 {
+		ss = diskfmt.SectorSize512
+	}
+	if align == 0 {
+		align = diskfmt.LegacyAlign(ss)
+	}
+	for pass := 0; ; pass++ {
+		if ss <= 0 || align <= 0 || align < ss {
+			return paxos.Owners{}, diskfmt.ErrEINVAL
+		}
+		buf := make([]byte, align)
+		if err := dev.ReadAt(ctx, buf, off); err != nil {
+			if diskfmt.IsShortRead(err) {
+				return paxos.Owners{}, rvEMSGSIZE
+			}
+			if diskfmt.CodeOf(err) == diskfmt.ErrGeneric {
+				return paxos.Owners{}, fmt.Errorf("%w: %w", err, diskfmt.ErrEIO)
+			}
+			return paxos.Owners{}, err
+		}
+		ld, _ := diskfmt.DecodeLeader(buf)
+		lss, lalign := int(ld.SectorSize), -1
+		if g, err := diskfmt.GeometryFromLeader(&ld); err == nil {
+			lalign = g.AlignSize
+		}
+		if lss != ss || lalign != align {
+			if (givenSS != 0 && lss != givenSS) || (givenAlign != 0 && lalign != givenAlign) || pass > 0 {
+				return paxos.Owners{}, diskfmt.ErrEINVAL
+			}
+			ss, align = lss, lalign
+			continue
+		}
+		ld, err := diskfmt.VerifyPaxos(buf, res.LockspaceName, res.Name, 0)
+		if err != nil {
+			return paxos.Owners{}, err
+		}
+		return paxos.ResourceOwners(buf, &ld, ss), nil
+	}
+}
+
+// rvEMSGSIZE is what sanlock answers for a read that ends past the end of
+// the device.
+const rvEMSGSIZE diskfmt.Code = -90
+
+// dkReadErrDev keeps the last read error, which the paxos layer reports
+// as a plain I/O error (-5) when it is not a timeout.
+type dkReadErrDev struct {
+	diskfmt.Device
+	err error
+}
+
+func (d *dkReadErrDev) ReadAt(ctx context.Context, p []byte, off int64) error {
+	err := d.Device.ReadAt(ctx, p, off)
+	if err != nil {
+		d.err = err
+	}
+	return err
+}
+
+// dkReadResult is the result sanlock gives for a failed read: -EMSGSIZE
+// for a read past the end of the device, the errno of the read (e.g.
+// -EINVAL for an O_DIRECT read at an unaligned offset), or else the
+// result the paxos layer found.
+func dkReadResult(readErr, err error) int32 {
+	switch c := diskfmt.CodeOf(readErr); {
+	case readErr == nil || c == diskfmt.ErrAIOTimeout:
+		return resultOf(err)
+	case diskfmt.IsShortRead(readErr):
+		return int32(rvEMSGSIZE)
+	case c < 0 && c > -200:
+		return int32(c)
+	}
+	return resultOf(err)
+}
+
+// monoSeconds is CLOCK_MONOTONIC in whole seconds (the timestamp of a
+// cleared lease).
+func monoSeconds() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Sec)
+}

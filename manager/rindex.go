@@ -1,0 +1,360 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
+)
+
+// FormatRindex writes an empty resource index: FORMAT_RINDEX (docs/protocol.md "Commands" #35, docs/ondisk.md
+// "Resource index operations"). No lockspace is needed.
+func (d *DiskOps) FormatRindex(ctx context.Context, rx client.RIndex) error {
+	dev, rv := d.open(rx.Disk.Path, d.writeInitIO)
+	if rv < 0 {
+		d.lg().Error(fmt.Sprintf("rindex_format open failed %d %s: %s", rv, diskLog(rx.Disk.Path, rx.Disk.Offset),
+			diskfmt.Code(rv).Error()))
+		return codeErr(rv)
+	}
+	defer dev.Close()
+	err := diskfmt.FormatRindex(ctx, dev, int64(rx.Disk.Offset), rx.Flags, rx.LockspaceName, rx.MaxResources)
+	return codeErr(resultOf(err))
+}
+
+// rindexOp is one rindex operation in progress: the opened index, and,
+// unless the caller asked for SANLK_RX_NO_LOCKSPACE, our membership of its
+// lockspace (which is then marked busy until done is called).
+type rindexOp struct {
+	rx   *diskfmt.Rindex
+	path string      // the index's disk, for log lines
+	host *paxos.Host // nil with SANLK_RX_NO_LOCKSPACE
+	done func()
+}
+
+// beginRindex opens the rindex disk and, when needLS, checks that the
+// lockspace is joined and takes its rindex slot: -ENOENT when not joined,
+// -EBUSY when another rindex operation runs on it, -ENOSPC when it is
+// failing. Then the header is read (with the lockspace's sector size, 4096
+// without one) and verified (-274..-277). Order as sanlock 3.8.5: open,
+// lockspace, header.
+func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *client.RIndex, needLS bool) (*rindexOp, int32) {
+	op := &rindexOp{}
+	dev, rv := d.openRaw(rxa.Disk.Path)
+	if rv < 0 {
+		d.lg().Error(fmt.Sprintf("%s open failed %d %s: %s", what, rv, diskLog(rxa.Disk.Path, rxa.Disk.Offset),
+			diskfmt.Code(rv).Error()))
+		return nil, rv
+	}
+	closeDev := func() { _ = dev.Close() }
+	ss, ioTimeout := 0, 0
+	op.done = closeDev
+	if needLS {
+		h, rv := d.paxosHost(rxa.LockspaceName)
+		if rv == client.RvENOENT {
+			d.lg().Error(fmt.Sprintf("%s lockspace not available %d %s: not joined (rindex %s)", what, rv, rxa.LockspaceName,
+				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
+		}
+		if rv < 0 {
+			closeDev()
+			return nil, rv
+		}
+		if !d.lockRindex(rxa.LockspaceName) {
+			closeDev()
+			d.lg().Error(fmt.Sprintf("%s lockspace %s busy with another rindex op (rindex %s)", what, rxa.LockspaceName,
+				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
+			return nil, client.RvEBUSY
+		}
+		op.host, ss, ioTimeout = h, h.Geometry.SectorSize, h.IOTimeout
+		op.done = func() { d.unlockRindex(rxa.LockspaceName); closeDev() }
+	}
+	dev = d.bound(dev, ioTimeout)
+	rx, err := diskfmt.OpenRindex(ctx, dev, int64(rxa.Disk.Offset), rxa.LockspaceName, ss)
+	if err != nil {
+		op.done()
+		d.lg().Error(fmt.Sprintf("%s read of the rindex header error %d lockspace %s disk %s: %s", what, resultOf(err),
+			rxa.LockspaceName, diskLog(rxa.Disk.Path, rxa.Disk.Offset), causeLog(err, ioTimeout)))
+		return nil, resultOf(err)
+	}
+	op.rx, op.path = rx, rxa.Disk.Path
+	return op, 0
+}
+
+// paxosHost is our membership of lockspace name: -ENOENT when it is not
+// joined, -ENOSPC when it is failing.
+func (d *DiskOps) paxosHost(name string) (*paxos.Host, int32) {
+	if d.ls == nil {
+		return nil, client.RvENOENT
+	}
+	if _, joined := d.ls.Joined(name); !joined {
+		return nil, client.RvENOENT
+	}
+	return d.ls.paxosHost(name)
+}
+
+func (d *DiskOps) lockRindex(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy[name] {
+		return false
+	}
+	d.busy[name] = true
+	return true
+}
+
+func (d *DiskOps) unlockRindex(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.busy, name)
+}
+
+// withRindexLease runs f while holding the index's internal lease
+// "rindex_lease" (owner-nowait), and releases it afterwards. sanlock 3.8.5
+// takes it once per create, delete and rebuild (failed ones included), so
+// its lver grows by one per operation.
+//
+// Two details follow sanlock: the lease's first read uses the index's
+// sizes, not the lockspace's (a 4096/8M index in a 512/1M lockspace works),
+// and the release rewrites only the leader, leaving our dblock without the
+// RELEASED flag (sanlock frees this lease as paxos_lease_release alone
+// does, unlike a client's lease).
+func (d *DiskOps) withRindexLease(ctx context.Context, op *rindexOp, f func() int32) int32 {
+	h := op.host
+	host := &paxos.Host{
+		ID: h.ID, Generation: h.Generation, Space: h.Space, Geometry: op.rx.Geo,
+		IOTimeout: h.IOTimeout, WatchdogFireTimeout: h.WatchdogFireTimeout, ShRetries: h.ShRetries,
+		Clock: h.Clock, Live: h.Live, Log: h.Log,
+		Rand: rand.New(rand.NewPCG(h.ID, uint64(time.Now().UnixNano()))),
+	}
+	leaseOff := op.rx.Offset + int64(op.rx.Geo.AlignSize)
+	lease := paxos.Lease{Host: host, Name: diskfmt.RindexLeaseName, Disks: []paxos.Disk{{Dev: op.rx.Dev, Offset: leaseOff}}}
+	held, err := lease.Acquire(ctx, paxos.AcquireRequest{OwnerNowait: true})
+	if err != nil {
+		rv := resultOf(err)
+		d.lg().Error(fmt.Sprintf("rindex_lease acquire error %d lockspace %s disk %s: %s", rv, h.Space,
+			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
+		return rv
+	}
+	rv := f()
+	// Release even when the daemon is stopping: a lease left held would
+	// keep the other hosts out of the index for as long as we live.
+	if err := dkReleaseLeader(context.WithoutCancel(ctx), host, held, op.rx.Dev, leaseOff); err != nil {
+		d.lg().Error(fmt.Sprintf("rindex_lease release error %d lockspace %s disk %s: %s", resultOf(err), h.Space,
+			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
+	}
+	return rv
+}
+
+// dkReleaseLeader frees a held lease by rewriting its leader only
+// (docs/paxos.md "Leader release"): read the leader, and write it free if we are still the
+// writer of the leader we hold (paxos.DecideRelease, paxos.ReleaseLeader).
+func dkReleaseLeader(ctx context.Context, h *paxos.Host, held *paxos.Held, dev diskfmt.Device, off int64) error {
+	ss := held.Geometry.SectorSize
+	cur, raw, err := diskfmt.ReadPaxosLeader(ctx, dev, off, ss, h.Space, diskfmt.RindexLeaseName, h.ID)
+	if err != nil {
+		return err
+	}
+	write, err := paxos.DecideRelease(&cur, &held.Leader, h.ID, h.Generation)
+	if err != nil || !write {
+		return err
+	}
+	nl := paxos.ReleaseLeader(cur, h.ID, h.Generation, delta.Monotime(h.Clock), "")
+	clear(raw)
+	nl.Seal(raw)
+	return dev.WriteAt(ctx, raw, off)
+}
+
+// RebuildRindex rebuilds the entries of a resource index from the leases: REBUILD_RINDEX (docs/protocol.md "Commands" #40). With SANLK_RX_NO_LOCKSPACE no
+// lockspace and no rindex_lease are needed.
+func (d *DiskOps) RebuildRindex(ctx context.Context, rxa client.RIndex, noLockspace bool) error {
+	needLS := !noLockspace
+	op, rv := d.beginRindex(ctx, "rindex_rebuild", &rxa, needLS)
+	if rv < 0 {
+		return codeErr(rv)
+	}
+	defer op.done()
+	rebuild := func() int32 { return resultOf(op.rx.Rebuild(ctx)) }
+	if needLS {
+		rv = d.withRindexLease(ctx, op, rebuild)
+	} else {
+		rv = rebuild()
+	}
+	return codeErr(rv)
+}
+
+// misaligned reports a given resource offset that is not a multiple of the
+// index's align size (-277 before anything else is done).
+func misaligned(op *rindexOp, off uint64) bool {
+	return off != 0 && off%uint64(op.rx.Geo.AlignSize) != 0
+}
+
+// LookupRindex: LOOKUP_RINDEX (docs/protocol.md "Commands" #37). Read-only; see diskfmt
+// Rindex.Lookup for the four forms.
+func (d *DiskOps) LookupRindex(ctx context.Context, rxa client.RIndex, e client.REntry, flags uint32) (client.REntry, error) {
+	out, rv := d.lookupRindex(ctx, rxa, e, flags)
+	return out, codeErr(rv)
+}
+
+func (d *DiskOps) lookupRindex(ctx context.Context, rxa client.RIndex, e client.REntry, flags uint32) (client.REntry, int32) {
+	op, rv := d.beginRindex(ctx, "rindex_lookup", &rxa, flags&client.RXNoLockspace == 0)
+	if rv < 0 {
+		return client.REntry{}, rv
+	}
+	defer op.done()
+	found, err := op.rx.Lookup(ctx, e.Name, e.Offset)
+	if err != nil {
+		rv := resultOf(err)
+		if rv == client.RvENOSPC {
+			rv = client.RvENOENT // no free entry: sanlock 3.8.5 says -ENOENT
+		}
+		return client.REntry{}, rv
+	}
+	return client.REntry{Name: diskfmt.NameString(found.Name[:]), Offset: found.ResOffset}, 0
+}
+
+// UpdateRindex: UPDATE_RINDEX (docs/protocol.md "Commands" #36). RXUP_REM frees the entry of the
+// offset (and wins when both flags are set), RXUP_ADD records name there;
+// rindex_lease is not taken. The reply echoes the added entry.
+func (d *DiskOps) UpdateRindex(ctx context.Context, rxa client.RIndex, e client.REntry, flags uint32) (client.REntry, error) {
+	out, rv := d.updateRindex(ctx, rxa, e, flags)
+	return out, codeErr(rv)
+}
+
+func (d *DiskOps) updateRindex(ctx context.Context, rxa client.RIndex, e client.REntry, flags uint32) (client.REntry, int32) {
+	op, rv := d.beginRindex(ctx, "rindex_update", &rxa, flags&client.RXNoLockspace == 0)
+	if rv < 0 {
+		return client.REntry{}, rv
+	}
+	defer op.done()
+	if misaligned(op, e.Offset) {
+		return client.REntry{}, int32(diskfmt.ErrRindexOffset)
+	}
+	remove := flags&client.RXUpRem != 0
+	if !remove && flags&client.RXUpAdd == 0 {
+		return client.REntry{}, client.RvEINVAL
+	}
+	if err := op.rx.UpdateEntry(ctx, e.Name, e.Offset, remove); err != nil {
+		return client.REntry{}, resultOf(err)
+	}
+	if remove {
+		return client.REntry{}, 0
+	}
+	return client.REntry{Name: e.Name, Offset: e.Offset}, 0
+}
+
+// CreateResource: CREATE_RESOURCE (docs/protocol.md "Commands" #38). Under rindex_lease: take the
+// first free entry, initialise the lease it stands for (num_hosts from
+// header data2, 0 = max_hosts), then record the entry. The reply carries
+// the new lease's offset. Any name is accepted, even an empty one (as
+// sanlock does).
+func (d *DiskOps) CreateResource(ctx context.Context, rxa client.RIndex, e client.REntry, numHosts uint32) (client.REntry, error) {
+	out, rv := d.createResource(ctx, rxa, e, numHosts)
+	return out, codeErr(rv)
+}
+
+func (d *DiskOps) createResource(ctx context.Context, rxa client.RIndex, e client.REntry, numHosts uint32) (client.REntry, int32) {
+	op, rv := d.beginRindex(ctx, "rindex_create", &rxa, true)
+	if rv < 0 {
+		return client.REntry{}, rv
+	}
+	defer op.done()
+	var off uint64
+	rv = d.withRindexLease(ctx, op, func() int32 {
+		es, err := op.rx.Entries(ctx)
+		if err != nil {
+			return resultOf(err)
+		}
+		i := -1
+		for j := range es {
+			if es[j].IsFree() {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			// sanlock 3.8.5 answers a full index with -ENOENT.
+			d.lg().Error(fmt.Sprintf("rindex_create no free entry for %s lockspace %s disk %s", e.Name, rxa.LockspaceName,
+				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
+			return client.RvENOENT
+		}
+		off = diskfmt.RindexResourceOffset(op.rx.Geo, op.rx.Header.RxOffset, i)
+		p := diskfmt.PaxosInit{SpaceName: rxa.LockspaceName, ResourceName: e.Name, NumHosts: uint64(numHosts)}
+		disks := []diskfmt.ResourceDisk{{Dev: op.rx.Dev, Offset: int64(off)}}
+		if err := diskfmt.WriteResource(ctx, disks, diskfmt.SizeFlags(op.rx.Geo), p); err != nil {
+			return resultOf(err)
+		}
+		name, err := diskfmt.Name(e.Name)
+		if err != nil {
+			return resultOf(err)
+		}
+		d.lg().Info(fmt.Sprintf("rindex_create found offset %d for %s:%s", off, rxa.LockspaceName, e.Name))
+		return resultOf(dkWriteEntry(ctx, op.rx, i, diskfmt.RindexEntry{ResOffset: off, Name: name}))
+	})
+	if rv < 0 {
+		return client.REntry{}, rv
+	}
+	return client.REntry{Offset: off}, 0
+}
+
+// DeleteResource: DELETE_RESOURCE (docs/protocol.md "Commands" #39). A given offset must be an
+// align multiple (-277, checked before rindex_lease is taken) but is
+// otherwise ignored: the entry is found by name. Under rindex_lease the
+// entry is freed, then its lease is invalidated (PAXOS_DISK_CLEAR, name
+// kept).
+func (d *DiskOps) DeleteResource(ctx context.Context, rxa client.RIndex, e client.REntry) (client.REntry, error) {
+	out, rv := d.deleteResource(ctx, rxa, e)
+	return out, codeErr(rv)
+}
+
+func (d *DiskOps) deleteResource(ctx context.Context, rxa client.RIndex, e client.REntry) (client.REntry, int32) {
+	op, rv := d.beginRindex(ctx, "rindex_delete", &rxa, true)
+	if rv < 0 {
+		return client.REntry{}, rv
+	}
+	defer op.done()
+	if misaligned(op, e.Offset) {
+		return client.REntry{}, int32(diskfmt.ErrRindexOffset)
+	}
+	rv = d.withRindexLease(ctx, op, func() int32 {
+		if e.Name == "" {
+			return client.RvENOENT
+		}
+		es, err := op.rx.Entries(ctx)
+		if err != nil {
+			return resultOf(err)
+		}
+		for i := range es {
+			if es[i].IsFree() || !diskfmt.NameEqual(es[i].Name[:], e.Name) {
+				continue
+			}
+			if err := dkWriteEntry(ctx, op.rx, i, diskfmt.RindexEntry{}); err != nil {
+				return resultOf(err)
+			}
+			off := diskfmt.RindexResourceOffset(op.rx.Geo, op.rx.Header.RxOffset, i)
+			p := diskfmt.PaxosInit{SpaceName: rxa.LockspaceName, ResourceName: e.Name, Clear: true, ClearTime: monoSeconds()}
+			disks := []diskfmt.ResourceDisk{{Dev: op.rx.Dev, Offset: int64(off)}}
+			return resultOf(diskfmt.WriteResource(ctx, disks, diskfmt.SizeFlags(op.rx.Geo), p))
+		}
+		return client.RvENOENT
+	})
+	return client.REntry{}, rv
+}
+
+// dkWriteEntry rewrites the one sector that holds entry i with e. (Unlike
+// diskfmt's Rindex.UpdateEntry it records an entry whatever its name,
+// which create needs: sanlock creates leases with an empty name too.)
+func dkWriteEntry(ctx context.Context, rx *diskfmt.Rindex, i int, e diskfmt.RindexEntry) error {
+	eo := diskfmt.RindexEntryOffset(rx.Geo, i)
+	ss := int64(rx.Geo.SectorSize)
+	secOff := rx.Offset + eo/ss*ss
+	b, err := diskfmt.ReadSector(ctx, rx.Dev, secOff, rx.Geo.SectorSize)
+	if err != nil {
+		return err
+	}
+	e.Encode(b[eo%ss:])
+	return rx.Dev.WriteAt(ctx, b, secOff)
+}
