@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -76,7 +77,7 @@ const drainTimeout = 20 * time.Millisecond
 // Conn is one accepted connection: a client record in STATUS (docs/protocol.md "Record texts").
 type Conn struct {
 	srv     *Server
-	uc      *net.UnixConn
+	uc      net.Conn // a *net.UnixConn, except with Serve on another listener
 	slot    int
 	fd      int
 	peerPid int // SO_PEERCRED pid at accept
@@ -210,7 +211,19 @@ func (c *Conn) Close() error {
 }
 
 // Raw returns the underlying connection (for held connections).
-func (c *Conn) Raw() *net.UnixConn { return c.uc }
+func (c *Conn) Raw() net.Conn { return c.uc }
+
+// errNoSocket: the connection is not a socket (an in-memory connection of
+// Serve), so it has no descriptor to read or send without blocking.
+var errNoSocket = errors.New("daemon: connection is not a socket")
+
+// rawConn returns the descriptor access of a socket connection.
+func (c *Conn) rawConn() (syscall.RawConn, error) {
+	if sc, ok := c.uc.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errNoSocket
+}
 
 // serve reads requests one at a time and dispatches them. A bad header, an
 // unknown command, an oversized or truncated payload, or a handler error

@@ -54,7 +54,7 @@ func headerReply(q *client.Request, rv int32) []byte {
 
 // listenerEnded reads at most 4 bytes from c without blocking.
 func listenerEnded(c *Conn) bool {
-	rc, err := c.uc.SyscallConn()
+	rc, err := c.rawConn()
 	if err != nil {
 		return true
 	}
@@ -84,7 +84,7 @@ func listenerEnded(c *Conn) bool {
 func sendNoWait(c *Conn, b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	rc, err := c.uc.SyscallConn()
+	rc, err := c.rawConn()
 	if err != nil {
 		return err
 	}

@@ -165,7 +165,7 @@ func (s *Server) acceptExhausted() bool {
 	}
 	g.mu.Unlock()
 	took := false
-	if uc, err := s.ln.AcceptUnix(); err == nil {
+	if uc, err := s.ln.Accept(); err == nil {
 		_ = uc.Close()
 		took = true
 	}

@@ -73,7 +73,7 @@ type Server struct {
 	waiters []*Conn // SHUTDOWN_WAIT connections, answered at exit
 	closing bool
 
-	ln     *net.UnixListener
+	ln     net.Listener // a *net.UnixListener, except with Serve
 	lnFD   int
 	fds    *fdGuard // descriptor rules (nofile.go); nil before Start
 	nofile uint64   // soft RLIMIT_NOFILE after the raise at start
@@ -230,10 +230,7 @@ func (s *Server) Start() (err error) {
 
 	s.setPriority()
 
-	if mg := s.deps.Manager; mg != nil {
-		mg.Start(manager.Env{Log: s.lg, Context: s.ctx, HostName: s.hostName, Settings: cfg.managerSettings(),
-			Clients: s, GuardOpen: s.guardOpen, OnRenewal: s.renewalHook})
-	}
+	s.startManager()
 	if err := s.listen(); err != nil {
 		return err
 	}
@@ -241,6 +238,50 @@ func (s *Server) Start() (err error) {
 	s.conns.Add(1)
 	go s.acceptLoop()
 	return nil
+}
+
+// startManager binds the lease manager to the running daemon.
+func (s *Server) startManager() {
+	if mg := s.deps.Manager; mg != nil {
+		mg.Start(manager.Env{Log: s.lg, Context: s.ctx, HostName: s.hostName, Settings: s.cfg.managerSettings(),
+			Clients: s, GuardOpen: s.guardOpen, OnRenewal: s.renewalHook})
+	}
+}
+
+// Serve runs the daemon on ln, a listener the caller made, until ctx ends
+// or the daemon stops; it returns ErrServerClosed. It is Start without the
+// process setup (no run directory, lock file, privileges, socket file or
+// limits): logging, the lease manager and the accept loop only, so that
+// protocol tests can run over in-memory connections (net.Pipe). A
+// connection that is not a Unix socket has no peer credentials (REGISTER
+// fails) unless it has a method PeerPid() int, and cannot be an event
+// listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.started {
+		return errors.New("daemon: already started")
+	}
+	s.started = true
+	s.logs = newLogSinks(&s.cfg, s.deps.Stderr, s.deps.LogCore)
+	s.lg = s.logs.lg
+	s.startMon = monoSeconds()
+	s.nodename = Nodename()
+	s.hostName = s.cfg.OurHostName
+	if s.hostName == "" {
+		var err error
+		if s.hostName, err = GenerateHostName(s.nodename); err != nil {
+			err = fmt.Errorf("cannot generate host name: %w", err)
+			s.lg.Error(err.Error())
+			s.releaseStartup()
+			close(s.done)
+			return err
+		}
+	}
+	s.startManager()
+	s.ln = ln
+	s.fds = newFDGuard()
+	s.conns.Add(1)
+	go s.acceptLoop()
+	return s.Wait(ctx)
 }
 
 // releaseStartup undoes a partial Start.
@@ -296,7 +337,7 @@ func (s *Server) acceptLoop() {
 	defer s.conns.Done()
 	var delay time.Duration
 	for {
-		uc, err := s.ln.AcceptUnix()
+		uc, err := s.ln.Accept()
 		if err != nil {
 			select {
 			case <-s.stopCh:
@@ -327,9 +368,12 @@ func (s *Server) acceptLoop() {
 // addConn records the peer pid (SO_PEERCRED), takes the lowest free slot
 // and starts the connection goroutine. With a full table the connection is
 // closed.
-func (s *Server) addConn(uc *net.UnixConn) {
+func (s *Server) addConn(uc net.Conn) {
 	c := &Conn{srv: s, uc: uc, fd: -1, pid: -1, peerPid: -1, id: manager.ClientID(s.lastID.Add(1))}
-	if rc, err := uc.SyscallConn(); err == nil {
+	if p, ok := uc.(interface{ PeerPid() int }); ok {
+		c.peerPid = p.PeerPid() // an in-memory connection of Serve
+	}
+	if rc, err := c.rawConn(); err == nil {
 		_ = rc.Control(func(fd uintptr) {
 			c.fd = int(fd)
 			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)

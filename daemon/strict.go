@@ -76,7 +76,7 @@ type peerIdentity struct {
 // peerIdentityOf reads the identity the kernel recorded at connect.
 func peerIdentityOf(c *Conn) peerIdentity {
 	id := peerIdentity{pid: c.PeerPid(), uid: -1, gid: -1}
-	rc, err := c.uc.SyscallConn()
+	rc, err := c.rawConn()
 	if err != nil {
 		return id
 	}
