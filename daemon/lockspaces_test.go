@@ -260,41 +260,6 @@ func (hangDev) WriteAt(ctx context.Context, _ []byte, _ int64) error {
 func (hangDev) SectorSize() int { return 512 }
 func (hangDev) Close() error    { return nil }
 
-// A lockspace on a hung disk must not delay the other lockspaces or the
-// socket.
-func TestHungLockspaceIsolated(t *testing.T) {
-	t.Parallel()
-	open := func(p string) (diskfmt.Device, error) {
-		if strings.HasSuffix(p, "/hung") {
-			return hangDev{}, nil
-		}
-		return diskfmt.OpenFile(p)
-	}
-	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
-	cl := td.cl
-	good := leaseFile(t, 1<<20)
-	require.NoError(t, cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: good}}, 0, 1))
-
-	hung := &client.Lockspace{Name: "HUNG", HostID: 1, Disk: client.Disk{Path: "/var/tmp/hung"}}
-	errc := make(chan error, 1)
-	start := time.Now()
-	go func() { errc <- cl.AddLockspace(hung, 0, 3) }()
-	require.Eventually(t, func() bool { return code(cl.InqLockspace(hung, 0)) == client.RvEINPROGRESS }, 5*time.Second, 10*time.Millisecond)
-
-	ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: good}}
-	require.NoError(t, cl.AddLockspace(ls, client.AddAsync, 1))
-	list, err := cl.GetLockspaces()
-	require.NoError(t, err)
-	assert.Len(t, list, 2)
-	_, err = cl.Status(0)
-	require.NoError(t, err)
-
-	assert.Equal(t, client.SanlkAIOTimeout, code(<-errc), "the hung add times out after its io_timeout")
-	assert.GreaterOrEqual(t, time.Since(start), 3*time.Second)
-	require.NoError(t, cl.InqLockspace(ls, client.InqWait))
-	require.NoError(t, cl.RemLockspace(ls, 0))
-}
-
 // fakeUsage is a LockspaceUsage with one holder pid.
 type fakeUsage struct {
 	NoResources

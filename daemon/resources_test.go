@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -381,49 +380,6 @@ func TestWatchdogLifecycle(t *testing.T) {
 			_ = reg.Close()
 			regMu.Unlock()
 		})
-	}
-}
-
-// TestResourceSlowDiskIsolated: while the disk of one resource hangs, an
-// acquire of a resource on another disk completes at once; the hung one
-// fails with -202 after io_timeout.
-func TestResourceSlowDiskIsolated(t *testing.T) {
-	t.Parallel()
-	slow := leaseFile(t, 2<<20)
-	rc := newResCluster(t, 1, 1, manager.Config{Resources: manager.ResourcesConfig{Open: func(p string) (diskfmt.Device, error) {
-		if p == slow {
-			return hangDev{}, nil
-		}
-		return diskfmt.OpenFile(p)
-	}}})
-	out, err := exec.Command("/usr/sbin/sanlock", "direct", "init", "-r", "LS:SLOW:"+slow+":1048576").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	a := rc.tds[0].cl
-	hung := make(chan error, 1)
-	go func() {
-		reg, err := a.Register()
-		if err != nil {
-			hung <- err
-			return
-		}
-		defer reg.Close()
-		hung <- reg.Acquire([]client.Resource{{LockspaceName: "LS", Name: "SLOW",
-			Disks: []client.Disk{{Path: slow, Offset: 1 << 20}}}}, 0, nil)
-	}()
-	time.Sleep(100 * time.Millisecond) // the slow acquire is on its disk
-	reg, err := a.Register()
-	require.NoError(t, err)
-	defer reg.Close()
-	start := time.Now()
-	require.NoError(t, reg.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil))
-	_, err = reg.Release([]client.Resource{rc.res(0, 0)}, 0)
-	require.NoError(t, err)
-	assert.Less(t, time.Since(start), 900*time.Millisecond, "other disk not delayed by the hung one")
-	select {
-	case err := <-hung:
-		assert.Equal(t, int(diskfmt.ErrAIOTimeout), code(err))
-	case <-time.After(10 * time.Second):
-		t.Fatal("hung acquire did not time out")
 	}
 }
 

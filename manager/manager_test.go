@@ -1,0 +1,228 @@
+package manager
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/testdisk"
+)
+
+// testClient is a registered client as the daemon would present it.
+type testClient struct {
+	id  ClientID
+	pid int
+
+	mu       sync.Mutex
+	name     string
+	kills    int
+	restrict uint32
+}
+
+func (c *testClient) ID() ClientID                       { return c.id }
+func (c *testClient) Pid() int                           { return c.pid }
+func (c *testClient) Restricted() uint32                 { return c.restrict }
+func (c *testClient) Killpath() (string, string, uint32) { return "", "", 0 }
+func (c *testClient) NoteKill(count int, _ uint64, _ bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kills = count
+}
+func (c *testClient) ResetKill() {}
+func (c *testClient) SetName(n string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.name = n
+}
+
+type testClients map[int]*testClient
+
+func (m testClients) ClientByPid(pid int) (Client, bool) {
+	c, ok := m[pid]
+	return c, ok
+}
+
+// testDisk is an in-memory lease disk that can be made to fail every I/O
+// (lost storage) and stays open when the manager closes it.
+type testDisk struct {
+	*testdisk.Mem
+	dead *atomic.Bool
+}
+
+func (d testDisk) ReadAt(ctx context.Context, p []byte, off int64) error {
+	if d.dead.Load() {
+		return syscall.EIO
+	}
+	return d.Mem.ReadAt(ctx, p, off)
+}
+
+func (d testDisk) WriteAt(ctx context.Context, p []byte, off int64) error {
+	if d.dead.Load() {
+		return syscall.EIO
+	}
+	return d.Mem.WriteAt(ctx, p, off)
+}
+
+func (testDisk) Close() error { return nil }
+
+// newTestManager formats a lockspace LS (io_timeout 1) and resources R0..R2
+// on one in-memory disk and starts a manager on it, joined to LS as host 1.
+func newTestManager(t *testing.T, kill func(pid int, sig syscall.Signal) error, clients testClients, st Settings) (*Manager, *atomic.Bool, context.CancelFunc) {
+	t.Helper()
+	ctx := context.Background()
+	mem := testdisk.NewMem(8<<20, 512)
+	require.NoError(t, diskfmt.WriteLockspace(ctx, mem, 0, 0, "LS", 1))
+	g, err := diskfmt.GeometryForWrite(0, 512)
+	require.NoError(t, err)
+	for i, name := range []string{"R0", "R1", "R2"} {
+		require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: mem, Offset: int64(i+1) << 20}}, 0,
+			diskfmt.PaxosInit{Geometry: g, SpaceName: "LS", ResourceName: name}))
+	}
+	dead := &atomic.Bool{}
+	open := func(string) (diskfmt.Device, error) { return testDisk{mem, dead}, nil }
+	m := New(Config{
+		Lockspaces: LockspacesConfig{Open: open, Kill: kill},
+		Resources:  ResourcesConfig{Open: open, Kill: kill, RunKillpath: func([]string) error { return nil }},
+	})
+	mctx, cancel := context.WithCancel(ctx)
+	st.WatchdogFireTimeout = 60 // the daemon's default
+	m.Start(Env{Context: mctx, HostName: "hostA", Clients: clients, Settings: st})
+	require.NoError(t, m.Lockspaces.Add(ctx, AddRequest{Lockspace: testLS, IOTimeout: 1}))
+	return m, dead, func() { cancel(); m.Stop() }
+}
+
+// testLS is the lockspace of newTestManager. The disk path must exist (a
+// release checks it): any directory does.
+var testLS = client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: "/"}}
+
+func testRes(i int, flags uint32) client.Resource {
+	return client.Resource{LockspaceName: "LS", Name: []string{"R0", "R1", "R2"}[i], Flags: flags,
+		Disks: []client.Disk{{Path: "/", Offset: uint64(i+1) << 20}}}
+}
+
+// lists returns the list= of every RESOURCE record.
+func lists(m *Manager) []string {
+	var out []string
+	for _, r := range m.Resources.StatusRecords() {
+		var l string
+		for _, f := range []string{"held", "add", "rem", "orphan"} {
+			if len(r.Text) > 5+len(f) && r.Text[:5+len(f)] == "list="+f {
+				l = f
+			}
+		}
+		out = append(out, r.Resource.Name+":"+l)
+	}
+	return out
+}
+
+// TestManagerLeases: acquire, inquire, release and client death with
+// persistent leases (orphans), in simulated time without a daemon.
+func TestManagerLeases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := &testClient{id: 1, pid: 100}, &testClient{id: 2, pid: 200}
+		m, _, stop := newTestManager(t, nil, testClients{100: a, 200: b}, Settings{})
+		defer stop()
+		ctx := context.Background()
+		r := m.Resources
+
+		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []client.Resource{testRes(0, 0)}, OwnerName: "vm1"}))
+		assert.Equal(t, "vm1", a.name)
+		err := r.Acquire(ctx, b, AcquireRequest{Resources: []client.Resource{testRes(0, 0)}})
+		assert.Error(t, err, "a second exclusive holder on the same host")
+		held, err := r.Inquire(a)
+		require.NoError(t, err)
+		require.Len(t, held, 1)
+		assert.Equal(t, "R0", held[0].Name)
+		assert.Equal(t, []int{100}, r.SpaceHolders("LS"))
+
+		// Shared by both clients, then released by one.
+		sh := testRes(1, client.ResShared)
+		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []client.Resource{sh}}))
+		require.NoError(t, r.Acquire(ctx, b, AcquireRequest{Resources: []client.Resource{sh}}))
+		n, err := r.Release(ctx, b, ReleaseRequest{Resources: []client.Resource{sh}})
+		require.NoError(t, err)
+		assert.Zero(t, n)
+		_, err = r.Release(ctx, b, ReleaseRequest{Resources: []client.Resource{sh}})
+		assert.Equal(t, diskfmt.Code(client.RvEPERM), diskfmt.CodeOf(err), "not held by b any more")
+
+		// A persistent lease becomes an orphan when its client dies; the
+		// others are released in the background.
+		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []client.Resource{testRes(2, client.ResPersistent)}}))
+		r.ClientDead(a.ID())
+		synctest.Wait()
+		assert.Equal(t, []string{"R2:orphan"}, lists(m))
+		all, orphans := r.SpaceResources("LS")
+		assert.Equal(t, 1, all)
+		assert.Equal(t, 1, orphans)
+		_, err = r.Inquire(b)
+		require.NoError(t, err)
+		// The orphan is adopted by an ORPHAN acquire, then released.
+		require.NoError(t, r.Acquire(ctx, b, AcquireRequest{Resources: []client.Resource{testRes(2, client.ResPersistent)},
+			Flags: client.AcquireOrphan}))
+		assert.Equal(t, []string{"R2:held"}, lists(m))
+		_, err = r.Release(ctx, b, ReleaseRequest{Flags: client.RelAll})
+		require.NoError(t, err)
+		assert.Empty(t, lists(m))
+
+		require.NoError(t, m.Lockspaces.Rem(ctx, RemRequest{Lockspace: testLS}))
+		assert.Zero(t, m.Lockspaces.Count())
+	})
+}
+
+// TestManagerEscalation: when the lockspace storage is lost, the holder
+// gets SIGTERM from the renewal failure deadline on and SIGKILL once the
+// grace period ends; once it is gone the lockspace leaves. Simulated time:
+// the 8 s, the grace and the late-release wait pass instantly.
+func TestManagerEscalation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		type sent struct {
+			at  time.Duration
+			sig syscall.Signal
+		}
+		var sigs []sent
+		var m *Manager
+		start := time.Now()
+		a := &testClient{id: 1, pid: 100}
+		kill := func(pid int, sig syscall.Signal) error {
+			mu.Lock()
+			defer mu.Unlock()
+			sigs = append(sigs, sent{time.Since(start).Round(time.Second), sig})
+			if sig == syscall.SIGKILL {
+				go m.Resources.ClientDead(a.ID()) // the holder dies
+			}
+			return nil
+		}
+		m, dead, stop := newTestManager(t, kill, testClients{100: a}, Settings{KillGraceSeconds: 3})
+		defer stop()
+		ctx := context.Background()
+		require.NoError(t, m.Resources.Acquire(ctx, a, AcquireRequest{Resources: []client.Resource{testRes(0, 0)}}))
+		start = time.Now()
+		dead.Store(true)
+		require.NoError(t, m.Lockspaces.Inq(ctx, InqRequest{Lockspace: testLS}))
+		time.Sleep(2 * time.Minute) // past the late-release deadline (host_dead_seconds - 2 io_timeout)
+		synctest.Wait()
+
+		mu.Lock()
+		defer mu.Unlock()
+		require.NotEmpty(t, sigs)
+		last := sigs[len(sigs)-1]
+		assert.Equal(t, syscall.SIGKILL, last.sig)
+		for _, s := range sigs[:len(sigs)-1] {
+			assert.Equal(t, syscall.SIGTERM, s.sig)
+		}
+		assert.Less(t, sigs[0].at, last.at, "SIGTERM first, SIGKILL after the grace period")
+		assert.Equal(t, len(sigs), a.kills)
+		assert.Zero(t, m.Lockspaces.Count(), "the lockspace left once its holder was gone")
+		assert.Empty(t, lists(m))
+	})
+}
