@@ -19,6 +19,12 @@ type spaceLiveness struct{ run *delta.Lockspace }
 
 var _ paxos.Liveness = spaceLiveness{}
 
+// Liveness is the paxos.Liveness of a joined lockspace's runner: the host
+// status table of our renewals and fresh reads of a host's delta lease
+// (the one adapter the manager gives every paxos.Host; the simulator
+// uses it too).
+func Liveness(run *delta.Lockspace) paxos.Liveness { return spaceLiveness{run} }
+
 func (l spaceLiveness) Host(hostID uint64) (paxos.HostView, bool) {
 	h, first, ok := l.run.HostWithFirstCheck(hostID)
 	return paxos.HostView{HostStatus: h, FirstCheck: first}, ok

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
@@ -281,19 +282,6 @@ func (s *Sim) killInstance(in *inst, why string) {
 	s.tracef(in.name, "down (%s)", why)
 }
 
-// liveness is the paxos layer's view of the other hosts: the host table of
-// our renewals and fresh delta-lease reads, as the daemon gives it.
-type liveness struct{ ls *delta.Lockspace }
-
-func (l liveness) Host(id uint64) (paxos.HostView, bool) {
-	h, first, ok := l.ls.HostWithFirstCheck(id)
-	return paxos.HostView{HostStatus: h, FirstCheck: first}, ok
-}
-
-func (l liveness) ReadDeltaLease(ctx context.Context, id uint64) (diskfmt.Leader, error) {
-	return l.ls.ReadHostLease(ctx, id)
-}
-
 func (in *inst) sleep(d time.Duration) {
 	hostClock{in.slot}.Sleep(in.ctx, d)
 }
@@ -326,7 +314,7 @@ func (in *inst) mainLoop() {
 			in.px = &paxos.Host{
 				ID: in.slot.id, Generation: st.HostGeneration, Space: space, Geometry: s.geo,
 				IOTimeout: s.cfg.IOTimeout, WatchdogFireTimeout: s.cfg.W, ShRetries: paxos.DefaultShRetries,
-				Clock: hostClock{in.slot}, Live: liveness{in.ls},
+				Clock: hostClock{in.slot}, Live: manager.Liveness(in.ls),
 				Rand:     rand.New(rand.NewPCG(s.cfg.Seed^0xba110, in.slot.id<<32|st.HostGeneration)),
 				TestBugs: s.cfg.Bugs, ContendedWait: s.cfg.ContendedWait,
 			}
