@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
@@ -162,7 +163,7 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 		rec = rec2
 	}
 
-	now := Monotime(l.Clock)
+	now := clock.Monotime(l.Clock)
 	mine := NewAcquireRecord(rec, l.HostID, hostName, l.Timing.IOTimeout, now)
 	sector := buildSector(&mine, l.Geometry.SectorSize, nil)
 	written := recordBytes(&mine)

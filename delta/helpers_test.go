@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/testdisk"
@@ -83,7 +84,7 @@ func (d *faultDev) crash() {
 type host struct {
 	name  string
 	dev   *faultDev
-	clock *delta.SystemClock
+	clock *clock.System
 	ls    *delta.Lockspace
 
 	cancel context.CancelFunc
@@ -123,11 +124,11 @@ func startHost(t *testing.T, ctx context.Context, m *testdisk.Mem, o hostOpts) *
 	// base when the host starts.
 	const half = 500 * time.Millisecond
 	delay := (half - time.Duration(time.Now().UnixNano())%half) % half
-	h := &host{name: o.name, dev: newFaultDev(m), clock: delta.NewClockAt(o.base - delay)}
+	h := &host{name: o.name, dev: newFaultDev(m), clock: clock.NewAt(o.base - delay)}
 	ls, err := delta.New(delta.Config{
 		Dev: h.dev, Space: space, HostID: o.hostID, HostName: o.name, IOTimeout: o.io,
 		SetBitmapSeconds: o.sbs, Geometry: o.geometry, Clock: h.clock,
-		Logf: func(f string, a ...any) { t.Logf("%s %d: %s", o.name, delta.Monotime(h.clock), fmt.Sprintf(f, a...)) },
+		Logf: func(f string, a ...any) { t.Logf("%s %d: %s", o.name, clock.Monotime(h.clock), fmt.Sprintf(f, a...)) },
 	})
 	require.NoError(t, err)
 	h.ls = ls
@@ -153,7 +154,7 @@ func (h *host) mainLoop(ctx context.Context) {
 	}
 	for h.clock.Sleep(ctx, time.Second) == nil {
 		st, gap := h.ls.CheckOwnLease()
-		now := delta.Monotime(h.clock)
+		now := clock.Monotime(h.clock)
 		h.mu.Lock()
 		h.checks = append(h.checks, check{now, st, gap})
 		h.mu.Unlock()
@@ -181,7 +182,7 @@ func (h *host) stop() error {
 	return h.runErr
 }
 
-func (h *host) now() uint64 { return delta.Monotime(h.clock) }
+func (h *host) now() uint64 { return clock.Monotime(h.clock) }
 
 func (h *host) receivedEvents() ([]delta.ReceivedEvent, []uint64) {
 	h.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
@@ -27,7 +28,7 @@ type Lease struct {
 	Space    string           // lockspace name
 	HostID   uint64           // 1..Geometry.MaxHosts
 	Timing   Timing           // own io_timeout and W
-	Clock    Clock
+	Clock    clock.Clock
 	// Logf, if set, receives the operations' log lines (sanlock's wording
 	// where the spec gives it).
 	Logf func(format string, args ...any)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
@@ -32,7 +33,7 @@ type Config struct {
 	// HistorySize is the renewal history length (0: the default 180;
 	// negative: no history).
 	HistorySize int
-	Clock       Clock
+	Clock       clock.Clock
 	// Logf receives log lines; nil discards them.
 	Logf func(format string, args ...any)
 	// DebugRenew logs every successful renewal ("renewed T delta_length D
@@ -171,7 +172,7 @@ func (ls *Lockspace) logf(format string, args ...any) {
 	}
 }
 
-func (ls *Lockspace) now() uint64 { return Monotime(ls.cfg.Clock) }
+func (ls *Lockspace) now() uint64 { return clock.Monotime(ls.cfg.Clock) }
 
 // Timing returns the own timing.
 func (ls *Lockspace) Timing() Timing { return ls.timing }

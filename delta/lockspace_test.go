@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
@@ -24,7 +25,7 @@ func TestAcquireFree(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				m := newLockspaceDisk(t, geo512, io)
 				dev := newFaultDev(m)
-				clk := delta.NewClockAt(500 * time.Second)
+				clk := clock.NewAt(500 * time.Second)
 				l := delta.Lease{Dev: dev, Geometry: geo512, Space: space, HostID: 3,
 					Timing: delta.NewTiming(io, 0), Clock: clk}
 				start := clk.Now()
@@ -53,7 +54,7 @@ func TestAcquireFree(t *testing.T) {
 
 				// Reacquire by another host: free, so no long wait; generation 2.
 				l2 := l
-				l2.Clock = delta.NewClockAt(9000 * time.Second)
+				l2.Clock = clock.NewAt(9000 * time.Second)
 				acq2, err := l2.Acquire(t.Context(), "hostB")
 				require.NoError(t, err)
 				assert.Equal(t, uint64(2), acq2.Leader.OwnerGeneration)
@@ -66,7 +67,7 @@ func TestAcquireFree(t *testing.T) {
 func TestAcquireMixedIOTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newLockspaceDisk(t, geo512, 10)
-		clk := delta.NewClockAt(500 * time.Second)
+		clk := clock.NewAt(500 * time.Second)
 		l := delta.Lease{Dev: m, Geometry: geo512, Space: space, HostID: 1,
 			Timing: delta.NewTiming(1, 0), Clock: clk}
 		acq, err := l.Acquire(t.Context(), "hostA")
@@ -399,7 +400,7 @@ func TestIOHang(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				m := newLockspaceDisk(t, geo512, io)
 				dev := newFaultDev(m)
-				clk := delta.NewClockAt(500 * time.Second)
+				clk := clock.NewAt(500 * time.Second)
 				l := delta.Lease{Dev: dev, Geometry: geo512, Space: space, HostID: 2,
 					Timing: delta.NewTiming(io, 0), Clock: clk}
 				acq, err := l.Acquire(t.Context(), "hostA")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
@@ -121,7 +122,7 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	if int(cur.IOTimeout) != l.Timing.IOTimeout {
 		l.logf("delta_renew io_timeout changed disk %d sp %d", cur.IOTimeout, l.Timing.IOTimeout)
 	}
-	now := Monotime(l.Clock)
+	now := clock.Monotime(l.Clock)
 	if cur.Timestamp >= now {
 		l.logf("delta_renew timestamp too small %d %d", cur.Timestamp, now)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
@@ -50,7 +50,7 @@ type Host struct {
 	// ShRetries is how often a shared acquire blocked by a short hold is
 	// retried (sanlock.conf sh_retries; the daemon default is 8).
 	ShRetries int
-	Clock     delta.Clock
+	Clock     clock.Clock
 	Live      Liveness
 	// Rand draws the random backoff delays. Access is serialised by Host.
 	Rand *rand.Rand
@@ -142,7 +142,7 @@ const SuggestedContendedWait = time.Second
 // DefaultShRetries is sanlock's default sh_retries.
 const DefaultShRetries = 8
 
-func (h *Host) now() uint64 { return delta.Monotime(h.Clock) }
+func (h *Host) now() uint64 { return clock.Monotime(h.Clock) }
 
 func (h *Host) log() *zap.Logger {
 	if h.Log == nil {

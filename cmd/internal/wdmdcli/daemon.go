@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/internal/sdnotify"
 	"github.com/gosanlock/gosanlock/wdmd"
 )
@@ -81,7 +82,7 @@ func daemon(o *options, stderr io.Writer) int {
 	}
 	m := wdmd.New(wdmd.Config{
 		Driver:        o.driver(),
-		Clock:         wdmd.NewSystemClock(),
+		Clock:         clock.NewSystem(),
 		Log:           log,
 		Scripts:       execRunner{},
 		FirstDevice:   o.device,
