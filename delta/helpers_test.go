@@ -14,6 +14,7 @@ import (
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -44,7 +45,7 @@ func newFaultDev(m *testdisk.Mem) *faultDev { return &faultDev{Mem: m} }
 
 func hang(ctx context.Context) error {
 	<-ctx.Done()
-	return fmt.Errorf("%w: %v", diskfmt.ErrIOTimeout, ctx.Err())
+	return fmt.Errorf("%w: %v", rescode.ErrIOTimeout, ctx.Err())
 }
 
 func (d *faultDev) ReadAt(ctx context.Context, p []byte, off int64) error {
@@ -149,7 +150,7 @@ func (h *host) mainLoop(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	if h.ls.Status().AcquireLastResult != diskfmt.OK {
+	if h.ls.Status().AcquireLastResult != rescode.OK {
 		return
 	}
 	for h.clock.Sleep(ctx, time.Second) == nil {
@@ -209,7 +210,7 @@ func leaseOnDisk(t *testing.T, m *testdisk.Mem, g diskfmt.Geometry, id uint64) (
 
 // waitJoined waits for h's acquire to finish and returns its result code.
 // It then moves the test off the half-second grid (see offGrid).
-func waitJoined(h *host) diskfmt.Code {
+func waitJoined(h *host) rescode.Code {
 	<-h.ls.Joined()
 	offGrid()
 	return h.ls.Status().AcquireLastResult

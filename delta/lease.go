@@ -8,6 +8,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Lease is one host_id's delta lease in a lockspace, with what the
@@ -117,11 +118,11 @@ func sameRecord(a, b []byte) bool {
 func (l *Lease) validate() error {
 	switch {
 	case l.Dev == nil || l.Clock == nil:
-		return fmt.Errorf("delta: lease without device or clock: %w", diskfmt.ErrEINVAL)
+		return fmt.Errorf("delta: lease without device or clock: %w", rescode.ErrEINVAL)
 	case l.HostID == 0 || l.Geometry.SectorSize <= 0:
-		return diskfmt.ErrEINVAL
+		return rescode.ErrEINVAL
 	case l.Timing.IOTimeout <= 0 || l.Timing.WatchdogFireTimeout <= 0:
-		return fmt.Errorf("delta: timing not set: %w", diskfmt.ErrEINVAL)
+		return fmt.Errorf("delta: timing not set: %w", rescode.ErrEINVAL)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -314,7 +315,7 @@ func (d *gateDev) WriteAt(ctx context.Context, p []byte, off int64) error {
 }
 
 // code is the sanlock result of err.
-func code(err error) diskfmt.Code { return diskfmt.CodeOf(err) }
+func code(err error) rescode.Code { return rescode.CodeOf(err) }
 
 // leaderOf returns the Leader carried by a paxos *Error.
 func leaderOf(t *testing.T, err error) diskfmt.Leader {

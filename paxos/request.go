@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // RequestResult is what a request did.
@@ -30,7 +31,7 @@ func DecideRequest(ld *diskfmt.Leader, lver uint64, nextLver bool) (owner, reqLv
 		lver = ld.Lver + 1
 	}
 	if ld.Lver >= lver {
-		return 0, lver, diskfmt.ErrRequestOld
+		return 0, lver, rescode.ErrRequestOld
 	}
 	return ld.OwnerID, lver, nil
 }
@@ -68,13 +69,13 @@ func (l *Lease) Request(ctx context.Context, lver uint64, forceMode uint32, next
 		return RequestResult{}, wrap("request", err, nil)
 	}
 	if !clear && rec.Lver > lver {
-		return RequestResult{}, wrap("request", diskfmt.ErrRequestLver, nil)
+		return RequestResult{}, wrap("request", rescode.ErrRequestLver, nil)
 	}
 	out := diskfmt.Request{Magic: rec.Magic, Version: diskfmt.RequestVersion, Lver: lver, ForceMode: forceMode}
 	b := sectorBuf(ss)
 	out.Encode(b)
 	if err := l.write(ctx, 0, b, int64(ss)); err != nil {
-		return RequestResult{}, wrap("request", ioErr(err, diskfmt.ErrEIO), nil)
+		return RequestResult{}, wrap("request", ioErr(err, rescode.ErrEIO), nil)
 	}
 	res.Lver, res.Written = lver, true
 	return res, nil
@@ -83,7 +84,7 @@ func (l *Lease) Request(ctx context.Context, lver uint64, forceMode uint32, next
 func (l *Lease) readRequestRecord(ctx context.Context, ss int) (diskfmt.Request, error) {
 	b, err := l.read(ctx, 0, ss, int64(ss))
 	if err != nil {
-		return diskfmt.Request{}, ioErr(err, diskfmt.ErrEIO)
+		return diskfmt.Request{}, ioErr(err, rescode.ErrEIO)
 	}
 	defer b.Release()
 	return diskfmt.DecodeRequest(b.Bytes())
