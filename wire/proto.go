@@ -1,7 +1,6 @@
-// Package client implements the sanlock 3.8.5 client/daemon socket protocol
-// (described in docs/protocol.md) and a Go client for it.
-//
-// The package has three layers:
+// Package wire is the codec of the sanlock 3.8.5 client/daemon socket
+// protocol (described in docs/protocol.md), shared by the client library and
+// the daemon:
 //
 //   - the frame codec: the 32-byte [Header], every fixed structure of
 //     docs/protocol.md "Structures" ([Disk], [Resource], [Lockspace], [Options], [Host], [HostEvent], [RIndex],
@@ -11,8 +10,8 @@
 //     framing by command, never by the length field) and [Request.MarshalBinary]
 //     (client side, reproducing libsanlock's bytes and length values), and
 //     [ReadReply] / [Reply.MarshalBinary] for the other direction;
-//   - [Client], a libsanlock-like API: one new connection per call, except the
-//     registered connection ([Reg]) and event listeners ([EventConn]).
+//   - the text forms of resources and lockspaces ([ParseResource],
+//     [FormatState], [LockspaceString], ...).
 //
 // Header layout (docs/protocol.md "Header"), all fields little-endian u32:
 //
@@ -21,20 +20,11 @@
 //	+-------+---------+-----+-----------+--------+-----+------+-------+
 //	0       4         8     12          16       20    24     28     32
 //
-// Result codes travel in data as i32; negative values are reported as *Error,
-// which matches the per-code sentinels ([ErrAcquireIDLive], [ErrNotFound],
-// ...) and syscall.Errno values with errors.Is.
-//
-// Contexts: [Client.WithContext] and [Reg.WithContext] return views whose
-// calls are bounded by a context (dial, send, wait for the reply); the *Ctx
-// methods ([Reg.AcquireCtx], [Client.AddLockspaceCtx], ...) take the context
-// and typed flags ([AcquireFlags], [ReleaseFlags], [AddFlags], [RemFlags],
-// [ForceMode]) directly. The older uint32-flag methods are unchanged.
-//
-// Programs that hold leases should normally use the lease package, which
-// builds sessions, blocking acquire, fencing tokens and loss notices on top
-// of this one.
-package client
+// Result codes travel in data as i32; negative values are reported as
+// *rescode.Error, which matches syscall.Errno values with errors.Is. The
+// package does no I/O of its own beyond the io.Reader and io.Writer it is
+// given, and imports nothing that touches disks.
+package wire
 
 import (
 	"encoding/binary"
