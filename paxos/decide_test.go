@@ -10,6 +10,7 @@ import (
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 func TestMajority(t *testing.T) {
@@ -308,11 +309,11 @@ func TestDecideExamine(t *testing.T) {
 	sig, run := ExamineSignal(ExamineForce, 0, true)
 	assert.Equal(t, "killed", sig.String())
 	assert.False(t, run)
-	sig, _ = ExamineSignal(ExamineForce, RestrictSigkill, false)
+	sig, _ = ExamineSignal(ExamineForce, wire.RestrictSigkill, false)
 	assert.Equal(t, "terminated", sig.String())
 	_, run = ExamineSignal(ExamineGraceful, 0, true)
 	assert.True(t, run)
-	sig, _ = ExamineSignal(ExamineGraceful, RestrictSigterm, false)
+	sig, _ = ExamineSignal(ExamineGraceful, wire.RestrictSigterm, false)
 	assert.Equal(t, "killed", sig.String())
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // RequestResult is what a request did.
@@ -123,24 +124,13 @@ func DecideExamine(rec diskfmt.Request, recErr error, heldLver uint64, pid int) 
 	return ExamineIgnore
 }
 
-// Restrict flags of a client (SANLK_RESTRICT_*).
-const (
-	RestrictAll     = 0x1
-	RestrictSigkill = 0x2
-	RestrictSigterm = 0x4
-)
-
 // ExamineSignal maps an examine action to what the daemon does to the
 // holder: a signal, or running the client's killpath (runKillpath, then
-// sig is 0). Restrict flags swap SIGKILL and SIGTERM.
+// sig is 0). The client's restrict flags (wire.Restrict*) swap SIGKILL and
+// SIGTERM (wire.RestrictSignal).
 func ExamineSignal(a ExamineAction, restrict uint32, hasKillpath bool) (sig syscall.Signal, runKillpath bool) {
-	kill, term := syscall.SIGKILL, syscall.SIGTERM
-	if restrict&RestrictSigkill != 0 {
-		kill = syscall.SIGTERM
-	}
-	if restrict&RestrictSigterm != 0 {
-		term = syscall.SIGKILL
-	}
+	kill := wire.RestrictSignal(restrict, syscall.SIGKILL)
+	term := wire.RestrictSignal(restrict, syscall.SIGTERM)
 	switch a {
 	case ExamineForce:
 		return kill, false

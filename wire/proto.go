@@ -181,9 +181,7 @@ const (
 
 	WriteClear = 0x1 // SANLK_WRITE_CLEAR
 
-	RestrictAll     = 0x1 // SANLK_RESTRICT_ALL
-	RestrictSigkill = 0x2 // SANLK_RESTRICT_SIGKILL
-	RestrictSigterm = 0x4 // SANLK_RESTRICT_SIGTERM
+	// RestrictAll, RestrictSigkill, RestrictSigterm: restrict.go.
 
 	KillpathPID = 0x1 // SANLK_KILLPATH_PID
 
