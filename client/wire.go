@@ -10,169 +10,169 @@ import (
 )
 
 // Re-exports of package wire that are part of this package's API: the
-// types its methods take and return, their flags, limits and text forms.
+// types its methods take and return, their flags, limits, codec errors and
+// text forms. Each is the wire identifier of the same name.
 
-// AcquireLVB is wire.AcquireLVB.
-const AcquireLVB = wire.AcquireLVB
+type (
+	Cmd         = wire.Cmd
+	Disk        = wire.Disk
+	EventCB     = wire.EventCB
+	Header      = wire.Header
+	Host        = wire.Host
+	HostEvent   = wire.HostEvent
+	Killpath    = wire.Killpath
+	Lockspace   = wire.Lockspace
+	Options     = wire.Options
+	REntry      = wire.REntry
+	RIndex      = wire.RIndex
+	Reply       = wire.Reply
+	Request     = wire.Request
+	Resource    = wire.Resource
+	State       = wire.State
+	StateRecord = wire.StateRecord
+)
 
-// AcquireOrphan is wire.AcquireOrphan.
-const AcquireOrphan = wire.AcquireOrphan
+const (
+	AcquireLVB            = wire.AcquireLVB
+	AcquireOrphan         = wire.AcquireOrphan
+	AcquireOrphanOnly     = wire.AcquireOrphanOnly
+	AcquireOwnerNowait    = wire.AcquireOwnerNowait
+	AddAsync              = wire.AddAsync
+	CBGetEvent            = wire.CBGetEvent
+	CBProto               = wire.CBProto
+	CmdAcquire            = wire.CmdAcquire
+	CmdAddLockspace       = wire.CmdAddLockspace
+	CmdAlign              = wire.CmdAlign
+	CmdConvert            = wire.CmdConvert
+	CmdCreateResource     = wire.CmdCreateResource
+	CmdDeleteResource     = wire.CmdDeleteResource
+	CmdEndEvent           = wire.CmdEndEvent
+	CmdExamineLockspace   = wire.CmdExamineLockspace
+	CmdExamineResource    = wire.CmdExamineResource
+	CmdFormatRIndex       = wire.CmdFormatRIndex
+	CmdGetHosts           = wire.CmdGetHosts
+	CmdGetLVB             = wire.CmdGetLVB
+	CmdGetLockspaces      = wire.CmdGetLockspaces
+	CmdHostStatus         = wire.CmdHostStatus
+	CmdInqLockspace       = wire.CmdInqLockspace
+	CmdInquire            = wire.CmdInquire
+	CmdKillpath           = wire.CmdKillpath
+	CmdLogDump            = wire.CmdLogDump
+	CmdLookupRIndex       = wire.CmdLookupRIndex
+	CmdReadLockspace      = wire.CmdReadLockspace
+	CmdReadResource       = wire.CmdReadResource
+	CmdReadResourceOwners = wire.CmdReadResourceOwners
+	CmdRebuildRIndex      = wire.CmdRebuildRIndex
+	CmdRegEvent           = wire.CmdRegEvent
+	CmdRegister           = wire.CmdRegister
+	CmdRelease            = wire.CmdRelease
+	CmdRemLockspace       = wire.CmdRemLockspace
+	CmdRenewal            = wire.CmdRenewal
+	CmdRequest            = wire.CmdRequest
+	CmdRestrict           = wire.CmdRestrict
+	CmdSetConfig          = wire.CmdSetConfig
+	CmdSetEvent           = wire.CmdSetEvent
+	CmdSetLVB             = wire.CmdSetLVB
+	CmdShutdown           = wire.CmdShutdown
+	CmdShutdownWait       = wire.CmdShutdownWait
+	CmdStatus             = wire.CmdStatus
+	CmdUpdateRIndex       = wire.CmdUpdateRIndex
+	CmdVersion            = wire.CmdVersion
+	CmdWriteLockspace     = wire.CmdWriteLockspace
+	CmdWriteResource      = wire.CmdWriteResource
+	ConfigUnused          = wire.ConfigUnused
+	ConfigUnusedByOrphans = wire.ConfigUnusedByOrphans
+	ConfigUsed            = wire.ConfigUsed
+	ConfigUsedByOrphans   = wire.ConfigUsedByOrphans
+	ConvertOwnerNowait    = wire.ConvertOwnerNowait
+	DaemonVersion         = wire.DaemonVersion
+	DiskSize              = wire.DiskSize
+	EventCBSize           = wire.EventCBSize
+	HeaderSize            = wire.HeaderSize
+	HelperPathLen         = wire.HelperPathLen
+	HostDead              = wire.HostDead
+	HostEventSize         = wire.HostEventSize
+	HostFail              = wire.HostFail
+	HostFree              = wire.HostFree
+	HostLive              = wire.HostLive
+	HostMask              = wire.HostMask
+	HostSize              = wire.HostSize
+	HostUnknown           = wire.HostUnknown
+	InqWait               = wire.InqWait
+	KillpathPID           = wire.KillpathPID
+	KillpathSize          = wire.KillpathSize
+	LSFAdd                = wire.LSFAdd
+	LSFRem                = wire.LSFRem
+	LockspaceSize         = wire.LockspaceSize
+	Magic                 = wire.Magic
+	MaxCmd                = wire.MaxCmd
+	MaxDisks              = wire.MaxDisks
+	MaxHosts              = wire.MaxHosts
+	MaxInquireText        = wire.MaxInquireText
+	MaxLVB                = wire.MaxLVB
+	MaxLogDump            = wire.MaxLogDump
+	MaxResources          = wire.MaxResources
+	MaxStateRecords       = wire.MaxStateRecords
+	MaxStateText          = wire.MaxStateText
+	NameLen               = wire.NameLen
+	OptionsSize           = wire.OptionsSize
+	PathLen               = wire.PathLen
+	ProtoVersion          = wire.ProtoVersion
+	REntrySize            = wire.REntrySize
+	RIndexSize            = wire.RIndexSize
+	RXNoLockspace         = wire.RXNoLockspace
+	RXUpAdd               = wire.RXUpAdd
+	RXUpRem               = wire.RXUpRem
+	RelAll                = wire.RelAll
+	RelOrphan             = wire.RelOrphan
+	RelRename             = wire.RelRename
+	RemAsync              = wire.RemAsync
+	RemUnused             = wire.RemUnused
+	ReqForce              = wire.ReqForce
+	ReqGraceful           = wire.ReqGraceful
+	RequestNextLVer       = wire.RequestNextLVer
+	ResAlign1M            = wire.ResAlign1M
+	ResAlign2M            = wire.ResAlign2M
+	ResAlign4M            = wire.ResAlign4M
+	ResAlign8M            = wire.ResAlign8M
+	ResLVer               = wire.ResLVer
+	ResNumHosts           = wire.ResNumHosts
+	ResPersistent         = wire.ResPersistent
+	ResSector4K           = wire.ResSector4K
+	ResSector512          = wire.ResSector512
+	ResShared             = wire.ResShared
+	ResourceSize          = wire.ResourceSize
+	RestrictAll           = wire.RestrictAll
+	RestrictSigkill       = wire.RestrictSigkill
+	RestrictSigterm       = wire.RestrictSigterm
+	SetevAllHosts         = wire.SetevAllHosts
+	SetevClearEvent       = wire.SetevClearEvent
+	SetevClearHostID      = wire.SetevClearHostID
+	SetevCurGeneration    = wire.SetevCurGeneration
+	SetevReplaceEvent     = wire.SetevReplaceEvent
+	StateClient           = wire.StateClient
+	StateDaemon           = wire.StateDaemon
+	StateHost             = wire.StateHost
+	StateLockspace        = wire.StateLockspace
+	StateRenewal          = wire.StateRenewal
+	StateResource         = wire.StateResource
+	StateSize             = wire.StateSize
+	WriteClear            = wire.WriteClear
+)
 
-// AcquireOrphanOnly is wire.AcquireOrphanOnly.
-const AcquireOrphanOnly = wire.AcquireOrphanOnly
-
-// AcquireOwnerNowait is wire.AcquireOwnerNowait.
-const AcquireOwnerNowait = wire.AcquireOwnerNowait
-
-// AddAsync is wire.AddAsync.
-const AddAsync = wire.AddAsync
-
-// CBGetEvent is wire.CBGetEvent.
-const CBGetEvent = wire.CBGetEvent
-
-// CBProto is wire.CBProto.
-const CBProto = wire.CBProto
-
-// Cmd is wire.Cmd.
-type Cmd = wire.Cmd
-
-// CmdAcquire is wire.CmdAcquire.
-const CmdAcquire = wire.CmdAcquire
-
-// CmdAddLockspace is wire.CmdAddLockspace.
-const CmdAddLockspace = wire.CmdAddLockspace
-
-// CmdAlign is wire.CmdAlign.
-const CmdAlign = wire.CmdAlign
-
-// CmdConvert is wire.CmdConvert.
-const CmdConvert = wire.CmdConvert
-
-// CmdCreateResource is wire.CmdCreateResource.
-const CmdCreateResource = wire.CmdCreateResource
-
-// CmdDeleteResource is wire.CmdDeleteResource.
-const CmdDeleteResource = wire.CmdDeleteResource
-
-// CmdEndEvent is wire.CmdEndEvent.
-const CmdEndEvent = wire.CmdEndEvent
-
-// CmdExamineLockspace is wire.CmdExamineLockspace.
-const CmdExamineLockspace = wire.CmdExamineLockspace
-
-// CmdExamineResource is wire.CmdExamineResource.
-const CmdExamineResource = wire.CmdExamineResource
-
-// CmdFormatRIndex is wire.CmdFormatRIndex.
-const CmdFormatRIndex = wire.CmdFormatRIndex
-
-// CmdGetHosts is wire.CmdGetHosts.
-const CmdGetHosts = wire.CmdGetHosts
-
-// CmdGetLVB is wire.CmdGetLVB.
-const CmdGetLVB = wire.CmdGetLVB
-
-// CmdGetLockspaces is wire.CmdGetLockspaces.
-const CmdGetLockspaces = wire.CmdGetLockspaces
-
-// CmdHostStatus is wire.CmdHostStatus.
-const CmdHostStatus = wire.CmdHostStatus
-
-// CmdInqLockspace is wire.CmdInqLockspace.
-const CmdInqLockspace = wire.CmdInqLockspace
-
-// CmdInquire is wire.CmdInquire.
-const CmdInquire = wire.CmdInquire
-
-// CmdKillpath is wire.CmdKillpath.
-const CmdKillpath = wire.CmdKillpath
-
-// CmdLogDump is wire.CmdLogDump.
-const CmdLogDump = wire.CmdLogDump
-
-// CmdLookupRIndex is wire.CmdLookupRIndex.
-const CmdLookupRIndex = wire.CmdLookupRIndex
-
-// CmdReadLockspace is wire.CmdReadLockspace.
-const CmdReadLockspace = wire.CmdReadLockspace
-
-// CmdReadResource is wire.CmdReadResource.
-const CmdReadResource = wire.CmdReadResource
-
-// CmdReadResourceOwners is wire.CmdReadResourceOwners.
-const CmdReadResourceOwners = wire.CmdReadResourceOwners
-
-// CmdRebuildRIndex is wire.CmdRebuildRIndex.
-const CmdRebuildRIndex = wire.CmdRebuildRIndex
-
-// CmdRegEvent is wire.CmdRegEvent.
-const CmdRegEvent = wire.CmdRegEvent
-
-// CmdRegister is wire.CmdRegister.
-const CmdRegister = wire.CmdRegister
-
-// CmdRelease is wire.CmdRelease.
-const CmdRelease = wire.CmdRelease
-
-// CmdRemLockspace is wire.CmdRemLockspace.
-const CmdRemLockspace = wire.CmdRemLockspace
-
-// CmdRenewal is wire.CmdRenewal.
-const CmdRenewal = wire.CmdRenewal
-
-// CmdRequest is wire.CmdRequest.
-const CmdRequest = wire.CmdRequest
-
-// CmdRestrict is wire.CmdRestrict.
-const CmdRestrict = wire.CmdRestrict
-
-// CmdSetConfig is wire.CmdSetConfig.
-const CmdSetConfig = wire.CmdSetConfig
-
-// CmdSetEvent is wire.CmdSetEvent.
-const CmdSetEvent = wire.CmdSetEvent
-
-// CmdSetLVB is wire.CmdSetLVB.
-const CmdSetLVB = wire.CmdSetLVB
-
-// CmdShutdown is wire.CmdShutdown.
-const CmdShutdown = wire.CmdShutdown
-
-// CmdShutdownWait is wire.CmdShutdownWait.
-const CmdShutdownWait = wire.CmdShutdownWait
-
-// CmdStatus is wire.CmdStatus.
-const CmdStatus = wire.CmdStatus
-
-// CmdUpdateRIndex is wire.CmdUpdateRIndex.
-const CmdUpdateRIndex = wire.CmdUpdateRIndex
-
-// CmdVersion is wire.CmdVersion.
-const CmdVersion = wire.CmdVersion
-
-// CmdWriteLockspace is wire.CmdWriteLockspace.
-const CmdWriteLockspace = wire.CmdWriteLockspace
-
-// CmdWriteResource is wire.CmdWriteResource.
-const CmdWriteResource = wire.CmdWriteResource
-
-// ConfigUnused is wire.ConfigUnused.
-const ConfigUnused = wire.ConfigUnused
-
-// ConfigUnusedByOrphans is wire.ConfigUnusedByOrphans.
-const ConfigUnusedByOrphans = wire.ConfigUnusedByOrphans
-
-// ConfigUsed is wire.ConfigUsed.
-const ConfigUsed = wire.ConfigUsed
-
-// ConfigUsedByOrphans is wire.ConfigUsedByOrphans.
-const ConfigUsedByOrphans = wire.ConfigUsedByOrphans
-
-// ConvertOwnerNowait is wire.ConvertOwnerNowait.
-const ConvertOwnerNowait = wire.ConvertOwnerNowait
-
-// DaemonVersion is wire.DaemonVersion.
-const DaemonVersion = wire.DaemonVersion
+var (
+	ErrBadMagic        = wire.ErrBadMagic
+	ErrBadRecord       = wire.ErrBadRecord
+	ErrBadVersion      = wire.ErrBadVersion
+	ErrLength          = wire.ErrLength
+	ErrNameTooLong     = wire.ErrNameTooLong
+	ErrPathTooLong     = wire.ErrPathTooLong
+	ErrPayloadTooLarge = wire.ErrPayloadTooLarge
+	ErrShortBuffer     = wire.ErrShortBuffer
+	ErrTooMany         = wire.ErrTooMany
+	ErrTooManyDisks    = wire.ErrTooManyDisks
+	ErrUnknownCmd      = wire.ErrUnknownCmd
+)
 
 // DecodeName is wire.DecodeName.
 func DecodeName(b []byte) string { return wire.DecodeName(b) }
@@ -185,56 +185,11 @@ func DecodeResourceWithDisks(src []byte) (Resource, int, error) {
 	return wire.DecodeResourceWithDisks(src)
 }
 
-// Disk is wire.Disk.
-type Disk = wire.Disk
-
-// DiskSize is wire.DiskSize.
-const DiskSize = wire.DiskSize
-
 // EncodeName is wire.EncodeName.
 func EncodeName(s string) ([NameLen]byte, error) { return wire.EncodeName(s) }
 
-// ErrBadMagic is wire.ErrBadMagic.
-var ErrBadMagic = wire.ErrBadMagic
-
-// ErrBadRecord is wire.ErrBadRecord.
-var ErrBadRecord = wire.ErrBadRecord
-
-// ErrBadVersion is wire.ErrBadVersion.
-var ErrBadVersion = wire.ErrBadVersion
-
-// ErrLength is wire.ErrLength.
-var ErrLength = wire.ErrLength
-
-// ErrNameTooLong is wire.ErrNameTooLong.
-var ErrNameTooLong = wire.ErrNameTooLong
-
-// ErrPathTooLong is wire.ErrPathTooLong.
-var ErrPathTooLong = wire.ErrPathTooLong
-
-// ErrPayloadTooLarge is wire.ErrPayloadTooLarge.
-var ErrPayloadTooLarge = wire.ErrPayloadTooLarge
-
-// ErrShortBuffer is wire.ErrShortBuffer.
-var ErrShortBuffer = wire.ErrShortBuffer
-
-// ErrTooMany is wire.ErrTooMany.
-var ErrTooMany = wire.ErrTooMany
-
-// ErrTooManyDisks is wire.ErrTooManyDisks.
-var ErrTooManyDisks = wire.ErrTooManyDisks
-
-// ErrUnknownCmd is wire.ErrUnknownCmd.
-var ErrUnknownCmd = wire.ErrUnknownCmd
-
 // EscapePath is wire.EscapePath.
 func EscapePath(p string) string { return wire.EscapePath(p) }
-
-// EventCB is wire.EventCB.
-type EventCB = wire.EventCB
-
-// EventCBSize is wire.EventCBSize.
-const EventCBSize = wire.EventCBSize
 
 // FormatState is wire.FormatState.
 func FormatState(res []Resource) (string, error) { return wire.FormatState(res) }
@@ -242,107 +197,11 @@ func FormatState(res []Resource) (string, error) { return wire.FormatState(res) 
 // HasReply is wire.HasReply.
 func HasReply(cmd Cmd) bool { return wire.HasReply(cmd) }
 
-// Header is wire.Header.
-type Header = wire.Header
-
-// HeaderSize is wire.HeaderSize.
-const HeaderSize = wire.HeaderSize
-
-// HelperPathLen is wire.HelperPathLen.
-const HelperPathLen = wire.HelperPathLen
-
-// Host is wire.Host.
-type Host = wire.Host
-
-// HostDead is wire.HostDead.
-const HostDead = wire.HostDead
-
-// HostEvent is wire.HostEvent.
-type HostEvent = wire.HostEvent
-
-// HostEventSize is wire.HostEventSize.
-const HostEventSize = wire.HostEventSize
-
-// HostFail is wire.HostFail.
-const HostFail = wire.HostFail
-
-// HostFree is wire.HostFree.
-const HostFree = wire.HostFree
-
-// HostLive is wire.HostLive.
-const HostLive = wire.HostLive
-
-// HostMask is wire.HostMask.
-const HostMask = wire.HostMask
-
-// HostSize is wire.HostSize.
-const HostSize = wire.HostSize
-
-// HostUnknown is wire.HostUnknown.
-const HostUnknown = wire.HostUnknown
-
 // ImportPath is wire.ImportPath.
 func ImportPath(p string) string { return wire.ImportPath(p) }
 
-// InqWait is wire.InqWait.
-const InqWait = wire.InqWait
-
-// Killpath is wire.Killpath.
-type Killpath = wire.Killpath
-
-// KillpathPID is wire.KillpathPID.
-const KillpathPID = wire.KillpathPID
-
-// KillpathSize is wire.KillpathSize.
-const KillpathSize = wire.KillpathSize
-
-// LSFAdd is wire.LSFAdd.
-const LSFAdd = wire.LSFAdd
-
-// LSFRem is wire.LSFRem.
-const LSFRem = wire.LSFRem
-
-// Lockspace is wire.Lockspace.
-type Lockspace = wire.Lockspace
-
-// LockspaceSize is wire.LockspaceSize.
-const LockspaceSize = wire.LockspaceSize
-
 // LockspaceString is wire.LockspaceString.
 func LockspaceString(ls *Lockspace) string { return wire.LockspaceString(ls) }
-
-// Magic is wire.Magic.
-const Magic = wire.Magic
-
-// MaxCmd is wire.MaxCmd.
-const MaxCmd = wire.MaxCmd
-
-// MaxDisks is wire.MaxDisks.
-const MaxDisks = wire.MaxDisks
-
-// MaxHosts is wire.MaxHosts.
-const MaxHosts = wire.MaxHosts
-
-// MaxInquireText is wire.MaxInquireText.
-const MaxInquireText = wire.MaxInquireText
-
-// MaxLVB is wire.MaxLVB.
-const MaxLVB = wire.MaxLVB
-
-// MaxLogDump is wire.MaxLogDump.
-const MaxLogDump = wire.MaxLogDump
-
-// MaxResources is wire.MaxResources.
-const MaxResources = wire.MaxResources
-
-// MaxStateRecords is wire.MaxStateRecords.
-const MaxStateRecords = wire.MaxStateRecords
-
-// MaxStateText is wire.MaxStateText.
-const MaxStateText = wire.MaxStateText
-
-// NameLen is wire.NameLen.
-const NameLen = wire.NameLen
 
 // NewEventCB is wire.NewEventCB.
 func NewEventCB(he HostEvent, fromHostID, fromGeneration uint64) EventCB {
@@ -353,12 +212,6 @@ func NewEventCB(he HostEvent, fromHostID, fromGeneration uint64) EventCB {
 func NewRequest(cmd Cmd, cmdFlags, data, data2 uint32) *Request {
 	return wire.NewRequest(cmd, cmdFlags, data, data2)
 }
-
-// Options is wire.Options.
-type Options = wire.Options
-
-// OptionsSize is wire.OptionsSize.
-const OptionsSize = wire.OptionsSize
 
 // ParseLockspace is wire.ParseLockspace.
 func ParseLockspace(s string) *Lockspace { return wire.ParseLockspace(s) }
@@ -375,164 +228,17 @@ func ParseResource(s string) (*Resource, error) { return wire.ParseResource(s) }
 // ParseState is wire.ParseState.
 func ParseState(s string) ([]Resource, error) { return wire.ParseState(s) }
 
-// PathLen is wire.PathLen.
-const PathLen = wire.PathLen
-
-// ProtoVersion is wire.ProtoVersion.
-const ProtoVersion = wire.ProtoVersion
-
-// REntry is wire.REntry.
-type REntry = wire.REntry
-
-// REntrySize is wire.REntrySize.
-const REntrySize = wire.REntrySize
-
-// RIndex is wire.RIndex.
-type RIndex = wire.RIndex
-
-// RIndexSize is wire.RIndexSize.
-const RIndexSize = wire.RIndexSize
-
-// RXNoLockspace is wire.RXNoLockspace.
-const RXNoLockspace = wire.RXNoLockspace
-
-// RXUpAdd is wire.RXUpAdd.
-const RXUpAdd = wire.RXUpAdd
-
-// RXUpRem is wire.RXUpRem.
-const RXUpRem = wire.RXUpRem
-
 // ReadReply is wire.ReadReply.
 func ReadReply(r io.Reader, cmd Cmd) (*Reply, error) { return wire.ReadReply(r, cmd) }
 
 // ReadStateRecords is wire.ReadStateRecords.
 func ReadStateRecords(r io.Reader) ([]StateRecord, error) { return wire.ReadStateRecords(r) }
 
-// RelAll is wire.RelAll.
-const RelAll = wire.RelAll
-
-// RelOrphan is wire.RelOrphan.
-const RelOrphan = wire.RelOrphan
-
-// RelRename is wire.RelRename.
-const RelRename = wire.RelRename
-
-// RemAsync is wire.RemAsync.
-const RemAsync = wire.RemAsync
-
-// RemUnused is wire.RemUnused.
-const RemUnused = wire.RemUnused
-
-// Reply is wire.Reply.
-type Reply = wire.Reply
-
-// ReqForce is wire.ReqForce.
-const ReqForce = wire.ReqForce
-
-// ReqGraceful is wire.ReqGraceful.
-const ReqGraceful = wire.ReqGraceful
-
-// Request is wire.Request.
-type Request = wire.Request
-
-// RequestNextLVer is wire.RequestNextLVer.
-const RequestNextLVer = wire.RequestNextLVer
-
-// ResAlign1M is wire.ResAlign1M.
-const ResAlign1M = wire.ResAlign1M
-
-// ResAlign2M is wire.ResAlign2M.
-const ResAlign2M = wire.ResAlign2M
-
-// ResAlign4M is wire.ResAlign4M.
-const ResAlign4M = wire.ResAlign4M
-
-// ResAlign8M is wire.ResAlign8M.
-const ResAlign8M = wire.ResAlign8M
-
-// ResLVer is wire.ResLVer.
-const ResLVer = wire.ResLVer
-
-// ResNumHosts is wire.ResNumHosts.
-const ResNumHosts = wire.ResNumHosts
-
-// ResPersistent is wire.ResPersistent.
-const ResPersistent = wire.ResPersistent
-
-// ResSector4K is wire.ResSector4K.
-const ResSector4K = wire.ResSector4K
-
-// ResSector512 is wire.ResSector512.
-const ResSector512 = wire.ResSector512
-
-// ResShared is wire.ResShared.
-const ResShared = wire.ResShared
-
-// Resource is wire.Resource.
-type Resource = wire.Resource
-
-// ResourceSize is wire.ResourceSize.
-const ResourceSize = wire.ResourceSize
-
 // ResourceString is wire.ResourceString.
 func ResourceString(r *Resource) string { return wire.ResourceString(r) }
 
-// RestrictAll is wire.RestrictAll.
-const RestrictAll = wire.RestrictAll
-
-// RestrictSigkill is wire.RestrictSigkill.
-const RestrictSigkill = wire.RestrictSigkill
-
-// RestrictSigterm is wire.RestrictSigterm.
-const RestrictSigterm = wire.RestrictSigterm
-
-// SetevAllHosts is wire.SetevAllHosts.
-const SetevAllHosts = wire.SetevAllHosts
-
-// SetevClearEvent is wire.SetevClearEvent.
-const SetevClearEvent = wire.SetevClearEvent
-
-// SetevClearHostID is wire.SetevClearHostID.
-const SetevClearHostID = wire.SetevClearHostID
-
-// SetevCurGeneration is wire.SetevCurGeneration.
-const SetevCurGeneration = wire.SetevCurGeneration
-
-// SetevReplaceEvent is wire.SetevReplaceEvent.
-const SetevReplaceEvent = wire.SetevReplaceEvent
-
 // SplitUnescaped is wire.SplitUnescaped.
 func SplitUnescaped(s string, n int) []string { return wire.SplitUnescaped(s, n) }
-
-// State is wire.State.
-type State = wire.State
-
-// StateClient is wire.StateClient.
-const StateClient = wire.StateClient
-
-// StateDaemon is wire.StateDaemon.
-const StateDaemon = wire.StateDaemon
-
-// StateHost is wire.StateHost.
-const StateHost = wire.StateHost
-
-// StateLockspace is wire.StateLockspace.
-const StateLockspace = wire.StateLockspace
-
-// StateRecord is wire.StateRecord.
-type StateRecord = wire.StateRecord
-
-// StateRenewal is wire.StateRenewal.
-const StateRenewal = wire.StateRenewal
-
-// StateResource is wire.StateResource.
-const StateResource = wire.StateResource
-
-// StateSize is wire.StateSize.
-const StateSize = wire.StateSize
-
-// WriteClear is wire.WriteClear.
-const WriteClear = wire.WriteClear
 
 // Transitional re-exports of package wire for daemon/ (it will import wire
 // itself after the manager split).
