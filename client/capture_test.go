@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Byte-exact checks against the annotated captures of docs/protocol.md "Captures".
@@ -65,11 +67,11 @@ func TestCaptureAddLockspace(t *testing.T) { // docs/protocol.md "Captures"
 	if err != nil || p.Result() != 0 {
 		t.Fatalf("reply: %+v %v", p, err)
 	}
-	rq, err := ReadRequest(bytes.NewReader(want), 0)
+	rq, err := wire.ReadRequest(bytes.NewReader(want), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := (&Reply{Header: ResultReply(rq.Header, 0)}).MarshalBinary(CmdAddLockspace)
+	enc, _ := (&Reply{Header: wire.ResultReply(rq.Header, 0)}).MarshalBinary(CmdAddLockspace)
 	diff(t, "add_lockspace reply", enc, reply)
 }
 
@@ -100,11 +102,11 @@ func TestCaptureAcquireInquire(t *testing.T) { // docs/protocol.md "Captures"
 	diff(t, "acquire", got, want)
 
 	acqReply := unhex(t, "10 20 28 04 01 00 00 00 07 00 00 00 01 00 00 00 20 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00")
-	rq, err := ReadRequest(bytes.NewReader(want), 0)
+	rq, err := wire.ReadRequest(bytes.NewReader(want), 0)
 	if err != nil || len(rq.Resources) != 1 || rq.Resources[0].Disks[0].Offset != 3145728 || rq.Options == nil {
-		t.Fatalf("ReadRequest(acquire) = %+v %v", rq, err)
+		t.Fatalf("wire.ReadRequest(acquire) = %+v %v", rq, err)
 	}
-	enc, _ := (&Reply{Header: ResultReply(rq.Header, 0)}).MarshalBinary(CmdAcquire)
+	enc, _ := (&Reply{Header: wire.ResultReply(rq.Header, 0)}).MarshalBinary(CmdAcquire)
 	diff(t, "acquire reply", enc, acqReply)
 
 	inq := unhex(t, "10 20 28 04 01 00 00 00 09 00 00 00 00 00 00 00 | 20 00 00 00 00 00 00 00 00 00 00 00 ff ff ff ff")
@@ -121,8 +123,8 @@ func TestCaptureAcquireInquire(t *testing.T) { // docs/protocol.md "Captures"
 	if err != nil || string(p.Data) != state || p.Header.Data2 != 1 {
 		t.Fatalf("inquire reply = %+v %v", p, err)
 	}
-	rq, _ = ReadRequest(bytes.NewReader(inq), 0)
-	h := ResultReply(rq.Header, 0)
+	rq, _ = wire.ReadRequest(bytes.NewReader(inq), 0)
+	h := wire.ResultReply(rq.Header, 0)
 	h.Data2 = 1
 	enc, _ = (&Reply{Header: h, Data: []byte(state)}).MarshalBinary(CmdInquire)
 	diff(t, "inquire reply", enc, inqReply)
@@ -196,7 +198,7 @@ func TestCaptureVersion(t *testing.T) { // docs/protocol.md "Captures"
 	got, _ := NewRequest(CmdVersion, 0, 0, 0).MarshalBinary()
 	diff(t, "version", got, req)
 	reply := unhex(t, "10 20 28 04 01 00 00 00 1c 00 00 00 00 00 00 00 20 00 00 00 00 00 00 00 00 00 00 00 00 05 08 03")
-	h := VersionReply(DaemonVersion)
+	h := wire.VersionReply(DaemonVersion)
 	diff(t, "version reply", h.Bytes(), reply)
 	p, err := DecodeReply(CmdVersion, reply)
 	if err != nil || p.Header.Data2 != 0x03080500 || p.Header.Version != 1 {
@@ -212,13 +214,13 @@ func TestCaptureHostStatus(t *testing.T) { // docs/protocol.md "Captures"
 	got, _ := q.MarshalBinary()
 	diff(t, "host_status", got, want)
 	// The daemon reads the lockspace although length says 32.
-	rq, err := ReadRequest(bytes.NewReader(want), 0)
+	rq, err := wire.ReadRequest(bytes.NewReader(want), 0)
 	if err != nil || rq.Lockspace.Name != "LS" || rq.Consumed != LockspaceSize || rq.DrainLen() != 0 {
 		t.Fatalf("%+v %v", rq, err)
 	}
 
 	text := "last_check=548 last_live=548 last_req=0 owner_id=1 owner_generation=1 timestamp=526 io_timeout=10 owner_name=a5f2.vm"
-	rep := Reply{Header: ResultReply(rq.Header, 0), Records: []StateRecord{{
+	rep := Reply{Header: wire.ResultReply(rq.Header, 0), Records: []StateRecord{{
 		State: State{Type: StateHost, Data32: 1, Data64: 0x20e}, Text: text}}}
 	enc, _ := rep.MarshalBinary(CmdHostStatus)
 	hdr := unhex(t, "10 20 28 04 01 00 00 00 0f 00 00 00 00 00 00 00 20 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00")
@@ -264,7 +266,7 @@ func TestCaptureLVB(t *testing.T) { // docs/protocol.md "Captures"
 	if len(got) != 0xa5 || q.Header.Length != 0xa5 || le.Uint32(got[HeaderSize+124:]) != 1 {
 		t.Fatalf("set_lvb length %#x header %#x", len(got), q.Header.Length)
 	}
-	rq, err := ReadRequest(bytes.NewReader(got), 0)
+	rq, err := wire.ReadRequest(bytes.NewReader(got), 0)
 	if err != nil || string(rq.LVB) != "hello" || rq.Resources[0].NumDisks != 1 || rq.Resources[0].Disks != nil {
 		t.Fatalf("%+v %v", rq, err)
 	}
@@ -277,7 +279,7 @@ func TestCaptureLVB(t *testing.T) { // docs/protocol.md "Captures"
 	}
 	lvb := make([]byte, 512)
 	copy(lvb, "hello")
-	rep := Reply{Header: ResultReply(g.Header, 0), Data: lvb}
+	rep := Reply{Header: wire.ResultReply(g.Header, 0), Data: lvb}
 	enc, _ := rep.MarshalBinary(CmdGetLVB)
 	if le.Uint32(enc[hdrLength:]) != 0x220 {
 		t.Fatalf("get_lvb reply length %#x", le.Uint32(enc[hdrLength:]))

@@ -1,7 +1,32 @@
+// Package client implements a Go client for the sanlock 3.8.5 client/daemon
+// socket protocol (described in docs/protocol.md); the codec itself is
+// package wire, whose types and constants this package re-exports
+// (wire.go), so users need only this import.
+//
+//   - [Client], a libsanlock-like API: one new connection per call, except the
+//     registered connection ([Reg]) and event listeners ([EventConn]).
+//   - the frame codec, re-exported from package wire: [Header], the fixed
+//     structures ([Disk], [Resource], [Lockspace], [Options], [Host], ...),
+//     [Request] / [Reply] and the text forms.
+//
+// Result codes travel in data as i32; negative values are reported as *Error,
+// which matches the per-code sentinels ([ErrAcquireIDLive], [ErrNotFound],
+// ...) and syscall.Errno values with errors.Is.
+//
+// Contexts: [Client.WithContext] and [Reg.WithContext] return views whose
+// calls are bounded by a context (dial, send, wait for the reply); the *Ctx
+// methods ([Reg.AcquireCtx], [Client.AddLockspaceCtx], ...) take the context
+// and typed flags ([AcquireFlags], [ReleaseFlags], [AddFlags], [RemFlags],
+// [ForceMode]) directly. The older uint32-flag methods are unchanged.
+//
+// Programs that hold leases should normally use the lease package, which
+// builds sessions, blocking acquire, fencing tokens and loss notices on top
+// of this one.
 package client
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -683,7 +708,10 @@ func (e *EventConn) GetEvent() (EventCB, error) {
 	if n != EventCBSize {
 		// A partial record: wait for the rest.
 		if _, err := io.ReadFull(e.conn, buf[n:]); err != nil {
-			return ev, unexpected(err)
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return ev, err
 		}
 	}
 	_ = ev.UnmarshalBinary(buf[:])
@@ -710,7 +738,7 @@ func (e *EventConn) WaitEvent(timeout time.Duration) (EventCB, error) {
 // the listener, close it, then send END_EVENT on a new connection.
 func (c *Client) EndEvent(e *EventConn) error {
 	var one [4]byte
-	le.PutUint32(one[:], 1)
+	binary.LittleEndian.PutUint32(one[:], 1)
 	_, werr := e.conn.Write(one[:])
 	e.conn.Close()
 	if werr != nil {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // ctxDaemon listens on a socket in a temp dir and hands each accepted
@@ -38,7 +40,7 @@ func ctxDaemon(t *testing.T, serve func(net.Conn)) *Client {
 }
 
 func reply(t *testing.T, conn net.Conn, q *Request, result int32) {
-	h := ResultReply(q.Header, result)
+	h := wire.ResultReply(q.Header, result)
 	if _, err := conn.Write(h.Bytes()); err != nil {
 		t.Errorf("reply: %v", err)
 	}
@@ -50,7 +52,7 @@ func TestClientWithContext(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	c := ctxDaemon(t, func(conn net.Conn) {
-		if _, err := ReadRequest(conn, 0); err != nil {
+		if _, err := wire.ReadRequest(conn, 0); err != nil {
 			return
 		}
 		<-hold // never answer
@@ -76,7 +78,7 @@ func TestRegAbandonedAcquire(t *testing.T) {
 	released := make(chan string, 1)
 	c := ctxDaemon(t, func(conn net.Conn) {
 		for {
-			q, err := ReadRequest(conn, 0)
+			q, err := wire.ReadRequest(conn, 0)
 			if err != nil {
 				return
 			}

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"testing"
+
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Differential test: the same calls made through python3-sanlock (the real
@@ -56,7 +58,7 @@ func (fd *fakeDaemon) serve(c *net.UnixConn) {
 	defer c.Close()
 	for {
 		var raw bytes.Buffer
-		q, err := ReadRequest(io.TeeReader(c, &raw), 0)
+		q, err := wire.ReadRequest(io.TeeReader(c, &raw), 0)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				fd.mu.Lock()
@@ -75,7 +77,7 @@ func (fd *fakeDaemon) serve(c *net.UnixConn) {
 			}
 			continue
 		}
-		p := &Reply{Header: ResultReply(q.Header, 0)}
+		p := &Reply{Header: wire.ResultReply(q.Header, 0)}
 		res := Resource{LockspaceName: "LS", Name: "R1", LVer: 3, Flags: ResAlign1M | ResSector512, NumDisks: 1}
 		switch cmd {
 		case CmdReadLockspace:

@@ -1,5 +1,106 @@
 package client
 
+import "github.com/gosanlock/gosanlock/rescode"
+
+// The result codes are defined once, in package rescode; the names below
+// re-export them for users of this package (docs/protocol.md "Result codes").
+
+// Errno results used on the wire, as they appear in data.
+const (
+	RvEPERM        = rescode.RvEPERM
+	RvENOENT       = rescode.RvENOENT
+	RvESRCH        = rescode.RvESRCH
+	RvE2BIG        = rescode.RvE2BIG
+	RvEAGAIN       = rescode.RvEAGAIN
+	RvENOMEM       = rescode.RvENOMEM
+	RvEBUSY        = rescode.RvEBUSY
+	RvEEXIST       = rescode.RvEEXIST
+	RvENODEV       = rescode.RvENODEV
+	RvEINVAL       = rescode.RvEINVAL
+	RvENOTTY       = rescode.RvENOTTY
+	RvENOSPC       = rescode.RvENOSPC
+	RvERANGE       = rescode.RvERANGE
+	RvENOCSI       = rescode.RvENOCSI
+	RvELIBACC      = rescode.RvELIBACC
+	RvELIBBAD      = rescode.RvELIBBAD
+	RvELIBSCN      = rescode.RvELIBSCN
+	RvENOTCONN     = rescode.RvENOTCONN
+	RvECONNREFUSED = rescode.RvECONNREFUSED
+	RvEALREADY     = rescode.RvEALREADY
+	RvEINPROGRESS  = rescode.RvEINPROGRESS
+	RvESTALE       = rescode.RvESTALE
+	RvEUCLEAN      = rescode.RvEUCLEAN
+)
+
+// sanlock result codes.
+const (
+	SanlkOK                 = int(rescode.OK)
+	SanlkError              = int(rescode.ErrGeneric)
+	SanlkAIOTimeout         = int(rescode.ErrAIOTimeout)
+	SanlkWDError            = int(rescode.ErrWatchdog)
+	SanlkDblockRead         = int(rescode.ErrDblockRead)
+	SanlkDblockWrite        = int(rescode.ErrDblockWrite)
+	SanlkDblockLVer         = int(rescode.ErrDblockLver)
+	SanlkDblockMbal         = int(rescode.ErrDblockMbal)
+	SanlkDblockChecksum     = int(rescode.ErrDblockChecksum)
+	SanlkLeaderRead         = int(rescode.ErrLeaderRead)
+	SanlkLeaderWrite        = int(rescode.ErrLeaderWrite)
+	SanlkLeaderDiff         = int(rescode.ErrLeaderDiff)
+	SanlkLeaderMagic        = int(rescode.ErrLeaderMagic)
+	SanlkLeaderVersion      = int(rescode.ErrLeaderVersion)
+	SanlkLeaderSectorSize   = int(rescode.ErrLeaderSectorSize)
+	SanlkLeaderLockspace    = int(rescode.ErrLeaderLockspace)
+	SanlkLeaderResource     = int(rescode.ErrLeaderResource)
+	SanlkLeaderNumHosts     = int(rescode.ErrLeaderNumHosts)
+	SanlkLeaderChecksum     = int(rescode.ErrLeaderChecksum)
+	SanlkAddLSSizes         = int(rescode.ErrAddLSSizes)
+	SanlkAddLSInvalidHostID = int(rescode.ErrAddLSInvalidHostID)
+	SanlkAcquireLVer        = int(rescode.ErrAcquireLver)
+	SanlkAcquireLockspace   = int(rescode.ErrAcquireLockspace)
+	SanlkAcquireIDDisk      = int(rescode.ErrAcquireIDDisk)
+	SanlkAcquireIDLive      = int(rescode.ErrAcquireIDLive)
+	SanlkAcquireOwned       = int(rescode.ErrAcquireOwned)
+	SanlkAcquireOther       = int(rescode.ErrAcquireOther)
+	SanlkAcquireShRetry     = int(rescode.ErrAcquireShRetry)
+	SanlkAcquireOwnedRetry  = int(rescode.ErrAcquireOwnedRetry)
+	SanlkReleaseLVer        = int(rescode.ErrReleaseLver)
+	SanlkReleaseOwner       = int(rescode.ErrReleaseOwner)
+	SanlkRenewOwner         = int(rescode.ErrRenewOwner)
+	SanlkRenewDiff          = int(rescode.ErrRenewDiff)
+	SanlkHostIDBusy         = int(rescode.ErrHostIDBusy)
+	SanlkRequestMagic       = int(rescode.ErrRequestMagic)
+	SanlkRequestVersion     = int(rescode.ErrRequestVersion)
+	SanlkRequestOld         = int(rescode.ErrRequestOld)
+	SanlkRequestLVer        = int(rescode.ErrRequestLver)
+	SanlkRIndexMagic        = int(rescode.ErrRindexMagic)
+	SanlkRIndexVersion      = int(rescode.ErrRindexVersion)
+	SanlkRIndexLockspace    = int(rescode.ErrRindexLockspace)
+	SanlkRIndexOffset       = int(rescode.ErrRindexOffset)
+	SanlkRIndexDiff         = int(rescode.ErrRindexDiff)
+)
+
+// CodeName returns the symbolic name of a result code ("SANLK_LEADER_MAGIC",
+// "ENOENT"), or "" when unknown.
+func CodeName(code int) string { return rescode.CodeName(code) }
+
+// Strerror returns the text for a result code: the sanlock_strerror text for
+// sanlock codes (docs/protocol.md "Result codes") and the Linux strerror text for -errno values.
+func Strerror(code int) string { return rescode.Strerror(code) }
+
+// Error is a negative result code returned by the daemon (or a connection
+// failure mapped to -errno, as libsanlock does). errors.Is(err, syscall.ENOENT)
+// matches an *Error{Code: -2}, and two *Error values match when their codes
+// are equal.
+type Error = rescode.Error
+
+// resultErr converts a wire result into an error (nil for >= 0).
+func resultErr(rv int32) error { return rescode.ResultErr(rv) }
+
+// ErrorCode extracts the result code from err: the Code of an *Error, -errno
+// for a syscall.Errno, -1 (EPERM, libsanlock's generic failure) for others,
+// 0 for nil.
+func ErrorCode(err error) int { return rescode.ErrorCode(err) }
+
 // Sentinel errors, one per result code the daemons send (docs/protocol.md
 // "Result codes"). A reply with that code matches with errors.Is:
 //

@@ -3,7 +3,9 @@ package delta
 import (
 	"context"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // AcquirePlan is what acquire decides after its first read (docs/delta.md
@@ -52,7 +54,7 @@ func CheckHeldLease(before, after []byte) error {
 	if rec, err := diskfmt.DecodeLeader(after); err == nil && rec.Timestamp == 0 {
 		return nil
 	}
-	return diskfmt.ErrHostIDBusy
+	return rescode.ErrHostIDBusy
 }
 
 // NewAcquireRecord builds the record acquire writes (docs/delta.md "Acquiring a host_id" step 8)
@@ -94,7 +96,7 @@ func CheckAcquired(written, read []byte) error {
 	if sameRecord(written, read) {
 		return nil
 	}
-	return diskfmt.ErrHostIDBusy
+	return rescode.ErrHostIDBusy
 }
 
 // Acquired is the outcome of a successful acquire.
@@ -113,16 +115,16 @@ type Acquired struct {
 //
 //  1. read the lease; if it is free or ours, go to 3;
 //  2. otherwise watch it for max(8N+W, 8N) seconds (N = the lease's
-//     io_timeout), read it again, and fail with diskfmt.ErrHostIDBusy if it
+//     io_timeout), read it again, and fail with rescode.ErrHostIDBusy if it
 //     changed and was not released (a live owner renewed it);
 //  3. write our record (next generation, our name, our timestamp);
 //  4. wait 2N (N = the lease's io_timeout before our write), read it back and
-//     fail with diskfmt.ErrHostIDBusy if another host overwrote it.
+//     fail with rescode.ErrHostIDBusy if another host overwrote it.
 //
-// Cancelling ctx during a wait aborts with diskfmt.ErrGeneric (-201); a
+// Cancelling ctx during a wait aborts with rescode.ErrGeneric (-201); a
 // record written before the abort stays on disk. Read and verify errors
 // (diskfmt.ErrLeader*, I/O errors, timeouts) are returned as they come;
-// diskfmt.CodeOf maps them to result values.
+// rescode.CodeOf maps them to result values.
 func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) {
 	if err := l.validate(); err != nil {
 		return Acquired{}, err
@@ -148,7 +150,7 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 			DeltaLargeDelay(plan.OtherIOTimeout), plan.Wait)
 		if err := sleepFor(ctx, l.Clock, seconds(plan.Wait)); err != nil {
 			l.logf("delta_acquire abort1 remove %s:%d", l.Space, l.HostID)
-			return Acquired{}, diskfmt.ErrGeneric
+			return Acquired{}, rescode.ErrGeneric
 		}
 		rec2, raw2, err := l.readOwn(ctx)
 		if err != nil {
@@ -162,7 +164,7 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 		rec = rec2
 	}
 
-	now := Monotime(l.Clock)
+	now := clock.Monotime(l.Clock)
 	mine := NewAcquireRecord(rec, l.HostID, hostName, l.Timing.IOTimeout, now)
 	sector := buildSector(&mine, l.Geometry.SectorSize, nil)
 	written := recordBytes(&mine)
@@ -175,7 +177,7 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 	l.logf("delta_acquire delta_short_delay %d", plan.ShortDelay)
 	if err := sleepFor(ctx, l.Clock, seconds(plan.ShortDelay)); err != nil {
 		l.logf("delta_acquire abort2 remove %s:%d", l.Space, l.HostID)
-		return Acquired{}, diskfmt.ErrGeneric
+		return Acquired{}, rescode.ErrGeneric
 	}
 	rec3, raw3, err := l.readOwn(ctx)
 	if err != nil {

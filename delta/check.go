@@ -1,6 +1,8 @@
 package delta
 
-import "github.com/gosanlock/gosanlock/diskfmt"
+import (
+	"github.com/gosanlock/gosanlock/rescode"
+)
 
 // OwnLeaseState is the result of the own-lease check (docs/delta.md "Own-lease check").
 type OwnLeaseState int
@@ -36,11 +38,11 @@ func (s OwnLeaseState) Failed() bool { return s == OwnLeaseFailed || s == OwnLea
 // IsCorrupt reports whether a renewal result means our lease was
 // overwritten or damaged (docs/delta.md "Corrupt lease"), which fails the lockspace at
 // once instead of after 8N.
-func IsCorrupt(c diskfmt.Code) bool {
+func IsCorrupt(c rescode.Code) bool {
 	switch c {
-	case diskfmt.ErrRenewOwner, diskfmt.ErrRenewDiff, diskfmt.ErrLeaderMagic,
-		diskfmt.ErrLeaderVersion, diskfmt.ErrLeaderSectorSize, diskfmt.ErrLeaderLockspace,
-		diskfmt.ErrLeaderChecksum:
+	case rescode.ErrRenewOwner, rescode.ErrRenewDiff, rescode.ErrLeaderMagic,
+		rescode.ErrLeaderVersion, rescode.ErrLeaderSectorSize, rescode.ErrLeaderLockspace,
+		rescode.ErrLeaderChecksum:
 		return true
 	}
 	return false
@@ -49,7 +51,7 @@ func IsCorrupt(c diskfmt.Code) bool {
 // CheckOwnLease is check_our_lease as a pure function of our clock (now,
 // whole seconds), the timestamp of our last successful renewal, the sticky
 // corrupt result and the own io_timeout. It returns the state and the gap.
-func CheckOwnLease(now, lastSuccess uint64, corrupt diskfmt.Code, ownIO int) (OwnLeaseState, uint64) {
+func CheckOwnLease(now, lastSuccess uint64, corrupt rescode.Code, ownIO int) (OwnLeaseState, uint64) {
 	var gap uint64
 	if now > lastSuccess {
 		gap = now - lastSuccess

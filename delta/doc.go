@@ -27,14 +27,14 @@
 // timeout (own io_timeout; host_dead_seconds for the renewal write). Each
 // I/O uses a freshly allocated buffer that is dropped if the I/O fails, so
 // a device that completes late can never write into memory we reuse. A
-// failed I/O returns an error that diskfmt.CodeOf maps to the sanlock
+// failed I/O returns an error that rescode.CodeOf maps to the sanlock
 // result (SANLK_AIO_TIMEOUT -202 for a timeout).
 //
 // # Results
 //
-// Functions return errors; diskfmt.CodeOf gives the sanlock value:
-// diskfmt.ErrHostIDBusy (-262) when another live host holds or wins the
-// host_id, diskfmt.ErrGeneric (-201) for an acquire aborted by ctx,
-// diskfmt.ErrRenewOwner (-260) / diskfmt.ErrRenewDiff (-261) when our lease
+// Functions return errors; rescode.CodeOf gives the sanlock value:
+// rescode.ErrHostIDBusy (-262) when another live host holds or wins the
+// host_id, rescode.ErrGeneric (-201) for an acquire aborted by ctx,
+// rescode.ErrRenewOwner (-260) / rescode.ErrRenewDiff (-261) when our lease
 // was overwritten, and the diskfmt.ErrLeader* verify codes.
 package delta

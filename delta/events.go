@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // set_event flags (sanlock_admin.h values).
@@ -39,10 +40,10 @@ func NewNotifier(maxHosts, setBitmapSeconds int) *Notifier {
 // that host as owner). The caller has checked that the lockspace is joined.
 func (n *Notifier) Request(hostID, now uint64) error {
 	if hostID == 0 || hostID > MaxHostID {
-		return diskfmt.ErrEINVAL
+		return rescode.ErrEINVAL
 	}
 	if hostID > uint64(len(n.setBitTime)) {
-		return diskfmt.ErrEINVAL
+		return rescode.ErrEINVAL
 	}
 	n.setBitTime[hostID-1] = now
 	return nil
@@ -56,7 +57,7 @@ func (n *Notifier) Request(hostID, now uint64) error {
 // event can be sent to several hosts by calling once per host.
 func (n *Notifier) SetEvent(now uint64, ev HostEvent, flags uint32, curGen func(hostID uint64) uint64) error {
 	if ev.HostID == 0 || ev.HostID > MaxHostID || ev.HostID > uint64(len(n.setBitTime)) {
-		return diskfmt.ErrEINVAL
+		return rescode.ErrEINVAL
 	}
 	if flags&SetEventCurGeneration != 0 && ev.Generation == 0 && curGen != nil {
 		ev.Generation = curGen(ev.HostID)
@@ -73,7 +74,7 @@ func (n *Notifier) SetEvent(now uint64, ev HostEvent, flags uint32, curGen func(
 	if flags&SetEventReplaceEvent == 0 && EventClash(n.event, ev, n.setEventTime, now, n.setBitmapSeconds) {
 		return fmt.Errorf("event %d %d %d %d replaced by %d %d %d %d t %d: %w",
 			n.event.HostID, n.event.Generation, n.event.Event, n.event.Data,
-			ev.HostID, ev.Generation, ev.Event, ev.Data, n.setEventTime, diskfmt.ErrEBUSY)
+			ev.HostID, ev.Generation, ev.Event, ev.Data, n.setEventTime, rescode.ErrEBUSY)
 	}
 	n.setEventTime = now
 	n.setBitTime[ev.HostID-1] = now

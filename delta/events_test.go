@@ -11,6 +11,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // set_event on host 1 for host 2: host 2 receives it once per renewal of
@@ -29,7 +30,7 @@ func TestHostEvents(t *testing.T) {
 					hs = append(hs, startHost(t, ctx, m, hostOpts{hostID: id, name: fmt.Sprint("host", id), io: io}))
 				}
 				for _, h := range hs {
-					require.Equal(t, diskfmt.OK, waitJoined(h))
+					require.Equal(t, rescode.OK, waitJoined(h))
 				}
 				sleep(seconds(5 * io))
 				sender, target, other := hs[0], hs[1], hs[2]
@@ -39,7 +40,7 @@ func TestHostEvents(t *testing.T) {
 				require.NoError(t, sender.ls.SetEvent(delta.HostEvent{HostID: 2, Event: 5, Data: 7}, delta.SetEventCurGeneration))
 				// A different event within set_bitmap_seconds clashes.
 				err := sender.ls.SetEvent(delta.HostEvent{HostID: 3, Event: 6}, 0)
-				assert.Equal(t, diskfmt.Code(-16), diskfmt.CodeOf(err))
+				assert.Equal(t, rescode.Code(-16), rescode.CodeOf(err))
 
 				sleep(seconds(6*io + 4*io))
 				evs, at := target.receivedEvents()
@@ -103,7 +104,7 @@ func TestBitmapExpiry(t *testing.T) {
 				ctx := t.Context()
 				m := newLockspaceDisk(t, geo512, io)
 				h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "host1", io: io})
-				require.Equal(t, diskfmt.OK, waitJoined(h))
+				require.Equal(t, rescode.OK, waitJoined(h))
 				sleep(seconds(3 * io))
 				reqAt := h.now()
 				require.NoError(t, h.ls.Request(9))
@@ -153,7 +154,7 @@ func TestSetBitmapSecondsOverride(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newLockspaceDisk(t, geo512, 1)
 		h := startHost(t, t.Context(), m, hostOpts{hostID: 1, name: "host1", io: 1, sbs: 2})
-		require.Equal(t, diskfmt.OK, waitJoined(h))
+		require.Equal(t, rescode.OK, waitJoined(h))
 		assert.Equal(t, 2, h.ls.Status().SetBitmapSeconds)
 		require.NoError(t, h.ls.Request(2))
 		sleep(6 * time.Second)

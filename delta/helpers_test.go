@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -43,7 +45,7 @@ func newFaultDev(m *testdisk.Mem) *faultDev { return &faultDev{Mem: m} }
 
 func hang(ctx context.Context) error {
 	<-ctx.Done()
-	return fmt.Errorf("%w: %v", diskfmt.ErrIOTimeout, ctx.Err())
+	return fmt.Errorf("%w: %v", rescode.ErrIOTimeout, ctx.Err())
 }
 
 func (d *faultDev) ReadAt(ctx context.Context, p []byte, off int64) error {
@@ -83,7 +85,7 @@ func (d *faultDev) crash() {
 type host struct {
 	name  string
 	dev   *faultDev
-	clock *delta.SystemClock
+	clock *clock.System
 	ls    *delta.Lockspace
 
 	cancel context.CancelFunc
@@ -123,11 +125,11 @@ func startHost(t *testing.T, ctx context.Context, m *testdisk.Mem, o hostOpts) *
 	// base when the host starts.
 	const half = 500 * time.Millisecond
 	delay := (half - time.Duration(time.Now().UnixNano())%half) % half
-	h := &host{name: o.name, dev: newFaultDev(m), clock: delta.NewClockAt(o.base - delay)}
+	h := &host{name: o.name, dev: newFaultDev(m), clock: clock.NewAt(o.base - delay)}
 	ls, err := delta.New(delta.Config{
 		Dev: h.dev, Space: space, HostID: o.hostID, HostName: o.name, IOTimeout: o.io,
 		SetBitmapSeconds: o.sbs, Geometry: o.geometry, Clock: h.clock,
-		Logf: func(f string, a ...any) { t.Logf("%s %d: %s", o.name, delta.Monotime(h.clock), fmt.Sprintf(f, a...)) },
+		Logf: func(f string, a ...any) { t.Logf("%s %d: %s", o.name, clock.Monotime(h.clock), fmt.Sprintf(f, a...)) },
 	})
 	require.NoError(t, err)
 	h.ls = ls
@@ -148,12 +150,12 @@ func (h *host) mainLoop(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	if h.ls.Status().AcquireLastResult != diskfmt.OK {
+	if h.ls.Status().AcquireLastResult != rescode.OK {
 		return
 	}
 	for h.clock.Sleep(ctx, time.Second) == nil {
 		st, gap := h.ls.CheckOwnLease()
-		now := delta.Monotime(h.clock)
+		now := clock.Monotime(h.clock)
 		h.mu.Lock()
 		h.checks = append(h.checks, check{now, st, gap})
 		h.mu.Unlock()
@@ -181,7 +183,7 @@ func (h *host) stop() error {
 	return h.runErr
 }
 
-func (h *host) now() uint64 { return delta.Monotime(h.clock) }
+func (h *host) now() uint64 { return clock.Monotime(h.clock) }
 
 func (h *host) receivedEvents() ([]delta.ReceivedEvent, []uint64) {
 	h.mu.Lock()
@@ -208,7 +210,7 @@ func leaseOnDisk(t *testing.T, m *testdisk.Mem, g diskfmt.Geometry, id uint64) (
 
 // waitJoined waits for h's acquire to finish and returns its result code.
 // It then moves the test off the half-second grid (see offGrid).
-func waitJoined(h *host) diskfmt.Code {
+func waitJoined(h *host) rescode.Code {
 	<-h.ls.Joined()
 	offGrid()
 	return h.ls.Status().AcquireLastResult

@@ -3,7 +3,7 @@ package delta
 import (
 	"fmt"
 
-	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // HistoryEntry is one successful acquire or renewal (docs/delta.md "Renewal history"),
@@ -50,11 +50,11 @@ func (h *History) Success(ts uint64, readMs, writeMs int64) {
 }
 
 // Failure counts a failed renewal against the last successful one.
-func (h *History) Failure(result diskfmt.Code) {
+func (h *History) Failure(result rescode.Code) {
 	if len(h.entries) == 0 {
 		return
 	}
-	if result == diskfmt.ErrAIOTimeout {
+	if result == rescode.ErrAIOTimeout {
 		h.entries[h.prev].NextTimeouts++
 	} else {
 		h.entries[h.prev].NextErrors++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // HostState is what we think of another host of the lockspace (spec:
@@ -224,7 +225,7 @@ func HostStateOf(h *HostStatus, firstCheck, now, ourID uint64, w int) HostState 
 // Before the first processing it fails with -EAGAIN.
 func (t *HostTable) GetHosts(hostID, now, ourID uint64, w int) ([]HostInfo, error) {
 	if !t.Ready() {
-		return nil, diskfmt.ErrEAGAIN
+		return nil, rescode.ErrEAGAIN
 	}
 	info := func(h *HostStatus) HostInfo {
 		return HostInfo{HostID: h.HostID, Generation: h.OwnerGeneration, Timestamp: h.Timestamp,

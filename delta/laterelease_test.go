@@ -10,6 +10,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // failAndStop joins as host 1 (io 1), makes every I/O fail, waits until
@@ -18,7 +19,7 @@ import (
 func failAndStop(t *testing.T, late bool, restoreAfter time.Duration, foreign bool) (*host, diskfmt.Leader) {
 	m := newLockspaceDisk(t, geo512, 1)
 	h := startHost(t, t.Context(), m, hostOpts{hostID: 1, name: "hostA", io: 1})
-	require.Equal(t, diskfmt.OK, waitJoined(h))
+	require.Equal(t, rescode.OK, waitJoined(h))
 	time.Sleep(3 * time.Second)
 	h.dev.crash()
 	time.Sleep(10 * time.Second) // past the fail deadline L+8
@@ -86,6 +87,6 @@ func TestLateReleaseNotOurs(t *testing.T) {
 		h, ld := failAndStop(t, true, 3*time.Second, true)
 		assert.NotZero(t, ld.Timestamp)
 		assert.False(t, h.ls.Status().Released)
-		assert.Equal(t, diskfmt.ErrRenewOwner, diskfmt.CodeOf(h.runErr))
+		assert.Equal(t, rescode.ErrRenewOwner, rescode.CodeOf(h.runErr))
 	})
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Lease is one host_id's delta lease in a lockspace, with what the
@@ -27,7 +29,7 @@ type Lease struct {
 	Space    string           // lockspace name
 	HostID   uint64           // 1..Geometry.MaxHosts
 	Timing   Timing           // own io_timeout and W
-	Clock    Clock
+	Clock    clock.Clock
 	// Logf, if set, receives the operations' log lines (sanlock's wording
 	// where the spec gives it).
 	Logf func(format string, args ...any)
@@ -116,11 +118,11 @@ func sameRecord(a, b []byte) bool {
 func (l *Lease) validate() error {
 	switch {
 	case l.Dev == nil || l.Clock == nil:
-		return fmt.Errorf("delta: lease without device or clock: %w", diskfmt.ErrEINVAL)
+		return fmt.Errorf("delta: lease without device or clock: %w", rescode.ErrEINVAL)
 	case l.HostID == 0 || l.Geometry.SectorSize <= 0:
-		return diskfmt.ErrEINVAL
+		return rescode.ErrEINVAL
 	case l.Timing.IOTimeout <= 0 || l.Timing.WatchdogFireTimeout <= 0:
-		return fmt.Errorf("delta: timing not set: %w", diskfmt.ErrEINVAL)
+		return fmt.Errorf("delta: timing not set: %w", rescode.ErrEINVAL)
 	}
 	return nil
 }

@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Config describes one lockspace membership of this host.
@@ -32,7 +34,7 @@ type Config struct {
 	// HistorySize is the renewal history length (0: the default 180;
 	// negative: no history).
 	HistorySize int
-	Clock       Clock
+	Clock       clock.Clock
 	// Logf receives log lines; nil discards them.
 	Logf func(format string, args ...any)
 	// DebugRenew logs every successful renewal ("renewed T delta_length D
@@ -41,7 +43,7 @@ type Config struct {
 	DebugRenew bool
 	// OnAcquired runs after a successful acquire, before the first renewal
 	// (the daemon registers with wdmd here). An error fails the acquire with
-	// diskfmt.CodeOf(err) and the lease is released.
+	// rescode.CodeOf(err) and the lease is released.
 	OnAcquired func(ctx context.Context, lastSuccess uint64) error
 	// OnRenewed runs after each successful renewal while not stopping, with
 	// the new timestamp (the daemon calls wdmd test_live here). It runs on
@@ -54,7 +56,7 @@ type Config struct {
 }
 
 // Status is the published state of a lockspace (docs/delta.md "Lockspace state").
-// Results are 0 before the first attempt, then diskfmt.OK or an error code;
+// Results are 0 before the first attempt, then rescode.OK or an error code;
 // times are our monotime in seconds.
 type Status struct {
 	Space              string
@@ -65,11 +67,11 @@ type Status struct {
 	SetBitmapSeconds   int
 	HostGeneration     uint64
 	RenewFail          bool         // the own-lease check has failed once
-	CorruptResult      diskfmt.Code // first corrupt renewal result, sticky
-	AcquireLastResult  diskfmt.Code
+	CorruptResult      rescode.Code // first corrupt renewal result, sticky
+	AcquireLastResult  rescode.Code
 	AcquireLastAttempt uint64
 	AcquireLastSuccess uint64
-	RenewalLastResult  diskfmt.Code
+	RenewalLastResult  rescode.Code
 	RenewalLastAttempt uint64
 	RenewalLastSuccess uint64
 	Reads              uint64 // successful renewal reads published
@@ -87,7 +89,7 @@ type Status struct {
 // # Usage
 //
 //  1. New(cfg), then go Run(ctx).
-//  2. Wait for Joined(); check Status().AcquireLastResult (diskfmt.OK) or
+//  2. Wait for Joined(); check Status().AcquireLastResult (rescode.OK) or
 //     Run's error.
 //  3. Every second: CheckOwnLease(); if it fails, start recovery; otherwise
 //     ProcessHosts() and deliver its events and requests.
@@ -134,10 +136,10 @@ func (ls *Lockspace) ReleaseWhenBack(abort context.Context) { ls.lateAbort.Store
 // New validates cfg and returns a lockspace that is not running yet.
 func New(cfg Config) (*Lockspace, error) {
 	if cfg.Dev == nil || cfg.Clock == nil {
-		return nil, fmt.Errorf("delta: config needs a device and a clock: %w", diskfmt.ErrEINVAL)
+		return nil, fmt.Errorf("delta: config needs a device and a clock: %w", rescode.ErrEINVAL)
 	}
 	if cfg.Space == "" || cfg.HostID == 0 || cfg.HostID > MaxHostID {
-		return nil, diskfmt.ErrEINVAL
+		return nil, rescode.ErrEINVAL
 	}
 	t := NewTiming(cfg.IOTimeout, cfg.WatchdogFireTimeout)
 	sbs := cfg.SetBitmapSeconds
@@ -171,7 +173,7 @@ func (ls *Lockspace) logf(format string, args ...any) {
 	}
 }
 
-func (ls *Lockspace) now() uint64 { return Monotime(ls.cfg.Clock) }
+func (ls *Lockspace) now() uint64 { return clock.Monotime(ls.cfg.Clock) }
 
 // Timing returns the own timing.
 func (ls *Lockspace) Timing() Timing { return ls.timing }
@@ -192,7 +194,7 @@ func (ls *Lockspace) setGeometry(g diskfmt.Geometry) {
 }
 
 // Run joins the lockspace and renews our lease until ctx is cancelled. It
-// returns the acquire error (a diskfmt result via diskfmt.CodeOf), or the
+// returns the acquire error (a diskfmt result via rescode.CodeOf), or the
 // release error, or nil. Run may be called once.
 func (ls *Lockspace) Run(ctx context.Context) error {
 	defer close(ls.done)
@@ -202,15 +204,15 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 	ls.status.AcquireLastAttempt = begin
 	ls.status.RenewalLastAttempt = begin
 	if err != nil {
-		ls.status.AcquireLastResult = diskfmt.CodeOf(err)
+		ls.status.AcquireLastResult = rescode.CodeOf(err)
 		ls.status.RenewalLastResult = ls.status.AcquireLastResult
 		ls.status.Stopped = true
 		ls.mu.Unlock()
-		ls.logf("add_lockspace fail result %d: %s", diskfmt.CodeOf(err), diskfmt.Cause(err, ls.timing.IOTimeout))
+		ls.logf("add_lockspace fail result %d: %s", rescode.CodeOf(err), diskfmt.Cause(err, ls.timing.IOTimeout))
 		close(ls.joined)
 		return err
 	}
-	ls.status.AcquireLastResult, ls.status.RenewalLastResult = diskfmt.OK, diskfmt.OK
+	ls.status.AcquireLastResult, ls.status.RenewalLastResult = rescode.OK, rescode.OK
 	ls.status.AcquireLastSuccess, ls.status.RenewalLastSuccess = acq.LastSuccess, acq.LastSuccess
 	ls.status.HostGeneration = acq.Leader.OwnerGeneration
 	ls.history.Success(acq.LastSuccess, 0, 0)
@@ -261,7 +263,7 @@ func (ls *Lockspace) join(ctx context.Context) (Acquired, error) {
 		ls.setGeometry(g)
 	}
 	if ls.cfg.HostID > uint64(ls.lease.Geometry.MaxHosts) {
-		return Acquired{}, diskfmt.ErrAddLSInvalidHostID
+		return Acquired{}, rescode.ErrAddLSInvalidHostID
 	}
 	acq, err := ls.lease.Acquire(ctx, ls.cfg.HostName)
 	if err != nil {
@@ -327,8 +329,8 @@ func (r *renewer) releaseLate(abort context.Context) error {
 			ls.logf("delta_release after storage returned, %d s after last_success", ls.now()-r.lastSuccess)
 			return nil
 		}
-		code := diskfmt.CodeOf(err)
-		if code == diskfmt.ErrRenewOwner || IsCorrupt(code) {
+		code := rescode.CodeOf(err)
+		if code == rescode.ErrRenewOwner || IsCorrupt(code) {
 			ls.logf("delta_release not done: %s", diskfmt.Cause(err, ls.timing.IOTimeout))
 			return err
 		}
@@ -356,12 +358,12 @@ func (r *renewer) renew(ctx context.Context) {
 	ls.mu.Unlock()
 
 	out, err := ls.lease.Renew(ctx, RenewInput{Last: r.last, PrevOK: r.prevOK, Bitmap: bitmap, Event: ev})
-	code := diskfmt.CodeOf(err)
+	code := rescode.CodeOf(err)
 
 	ls.mu.Lock()
 	ls.status.RenewalLastAttempt = begin
 	if err == nil {
-		ls.status.RenewalLastResult = diskfmt.OK
+		ls.status.RenewalLastResult = rescode.OK
 		ls.status.RenewalLastSuccess = out.Timestamp
 		ls.history.Success(out.Timestamp, out.ReadMs, out.WriteMs)
 	} else {
@@ -464,7 +466,7 @@ func (ls *Lockspace) GetHosts(hostID uint64) ([]HostInfo, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.hosts == nil {
-		return nil, diskfmt.ErrEAGAIN
+		return nil, rescode.ErrEAGAIN
 	}
 	return ls.hosts.GetHosts(hostID, now, ls.cfg.HostID, ls.timing.WatchdogFireTimeout)
 }
@@ -503,7 +505,7 @@ func (ls *Lockspace) Host(hostID uint64) (HostStatus, bool) {
 }
 
 // errNotJoined is returned by notification calls before the sizes are known.
-var errNotJoined = fmt.Errorf("delta: lockspace not joined: %w", diskfmt.ErrENOENT)
+var errNotJoined = fmt.Errorf("delta: lockspace not joined: %w", rescode.ErrENOENT)
 
 // SetEvent queues a host event for ev.HostID (docs/delta.md "set_event"); it is
 // written by the following renewals while the target's bit is set.
@@ -518,7 +520,7 @@ func (ls *Lockspace) SetEvent(ev HostEvent, flags uint32) error {
 		h, _ := ls.hosts.Host(id)
 		return h.OwnerGeneration
 	})
-	if errors.Is(err, diskfmt.ErrEBUSY) {
+	if errors.Is(err, rescode.ErrEBUSY) {
 		ls.logf("%s", diskfmt.Cause(err, 0))
 	}
 	return err
@@ -551,14 +553,14 @@ func (ls *Lockspace) HostWithFirstCheck(hostID uint64) (HostStatus, uint64, bool
 
 // ReadHostLease reads and verifies hostID's delta lease from the lockspace
 // disk now (one sector). Before the geometry is known it fails with
-// diskfmt.ErrAcquireLockspace.
+// rescode.ErrAcquireLockspace.
 func (ls *Lockspace) ReadHostLease(ctx context.Context, hostID uint64) (diskfmt.Leader, error) {
 	ls.mu.Lock()
 	g := ls.lease.Geometry
 	joined := ls.hosts != nil
 	ls.mu.Unlock()
 	if !joined || g.SectorSize == 0 {
-		return diskfmt.Leader{}, diskfmt.ErrAcquireLockspace
+		return diskfmt.Leader{}, rescode.ErrAcquireLockspace
 	}
 	ld, _, err := diskfmt.ReadDeltaLeader(ctx, ls.cfg.Dev, ls.cfg.Offset, g, ls.cfg.Space, hostID)
 	return ld, err

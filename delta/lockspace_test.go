@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 var ioTimeouts = []int{1, 10}
@@ -24,7 +26,7 @@ func TestAcquireFree(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				m := newLockspaceDisk(t, geo512, io)
 				dev := newFaultDev(m)
-				clk := delta.NewClockAt(500 * time.Second)
+				clk := clock.NewAt(500 * time.Second)
 				l := delta.Lease{Dev: dev, Geometry: geo512, Space: space, HostID: 3,
 					Timing: delta.NewTiming(io, 0), Clock: clk}
 				start := clk.Now()
@@ -53,7 +55,7 @@ func TestAcquireFree(t *testing.T) {
 
 				// Reacquire by another host: free, so no long wait; generation 2.
 				l2 := l
-				l2.Clock = delta.NewClockAt(9000 * time.Second)
+				l2.Clock = clock.NewAt(9000 * time.Second)
 				acq2, err := l2.Acquire(t.Context(), "hostB")
 				require.NoError(t, err)
 				assert.Equal(t, uint64(2), acq2.Leader.OwnerGeneration)
@@ -66,7 +68,7 @@ func TestAcquireFree(t *testing.T) {
 func TestAcquireMixedIOTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newLockspaceDisk(t, geo512, 10)
-		clk := delta.NewClockAt(500 * time.Second)
+		clk := clock.NewAt(500 * time.Second)
 		l := delta.Lease{Dev: m, Geometry: geo512, Space: space, HostID: 1,
 			Timing: delta.NewTiming(1, 0), Clock: clk}
 		acq, err := l.Acquire(t.Context(), "hostA")
@@ -92,7 +94,7 @@ func TestJoinRenewsFirstWhenDue(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 10)
 		h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
-		require.Equal(t, diskfmt.OK, waitJoined(h))
+		require.Equal(t, rescode.OK, waitJoined(h))
 		st, gap := h.ls.CheckOwnLease()
 		assert.Equal(t, delta.OwnLeaseGood, st)
 		assert.Less(t, gap, uint64(2))
@@ -112,7 +114,7 @@ func TestRenewalCadence(t *testing.T) {
 				ctx := t.Context()
 				m := newLockspaceDisk(t, geo512, io)
 				h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: io})
-				require.Equal(t, diskfmt.OK, waitJoined(h))
+				require.Equal(t, rescode.OK, waitJoined(h))
 				sleep(seconds(40 * io))
 
 				hist := h.ls.Renewals()
@@ -132,7 +134,7 @@ func TestRenewalCadence(t *testing.T) {
 				s := h.ls.Status()
 				assert.Equal(t, s.RenewalLastSuccess, rec.Timestamp)
 				assert.Equal(t, hist[len(hist)-1].Timestamp, rec.Timestamp)
-				assert.Equal(t, diskfmt.OK, s.RenewalLastResult)
+				assert.Equal(t, rescode.OK, s.RenewalLastResult)
 				assert.Equal(t, uint64(1), s.HostGeneration)
 				for _, c := range h.ownChecks() {
 					assert.Equal(t, delta.OwnLeaseGood, c.state)
@@ -158,7 +160,7 @@ func TestRenewalFailState(t *testing.T) {
 				ctx := t.Context()
 				m := newLockspaceDisk(t, geo512, io)
 				h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: io})
-				require.Equal(t, diskfmt.OK, waitJoined(h))
+				require.Equal(t, rescode.OK, waitJoined(h))
 				sleep(seconds(5 * io))
 				h.dev.failWrites.Store(true)
 				last := h.ls.Status().RenewalLastSuccess
@@ -182,7 +184,7 @@ func TestRenewalFailState(t *testing.T) {
 				s := h.ls.Status()
 				assert.True(t, s.RenewFail)
 				assert.Equal(t, last, s.RenewalLastSuccess)
-				assert.Equal(t, diskfmt.ErrEIO, s.RenewalLastResult)
+				assert.Equal(t, rescode.ErrEIO, s.RenewalLastResult)
 				assert.Zero(t, s.CorruptResult)
 
 				// Retries every 0.5 s once the renewal is due (from last+2N).
@@ -212,9 +214,9 @@ func TestConcurrentClaims(t *testing.T) {
 				a := startHost(t, ctx, m, hostOpts{hostID: 4, name: "hostA", io: io, base: 1000 * time.Second})
 				b := startHost(t, ctx, m, hostOpts{hostID: 4, name: "hostB", io: io, base: 7777 * time.Second})
 				ra, rb := waitJoined(a), waitJoined(b)
-				assert.ElementsMatch(t, []diskfmt.Code{diskfmt.OK, diskfmt.ErrHostIDBusy}, []diskfmt.Code{ra, rb})
+				assert.ElementsMatch(t, []rescode.Code{rescode.OK, rescode.ErrHostIDBusy}, []rescode.Code{ra, rb})
 				winner := a
-				if rb == diskfmt.OK {
+				if rb == rescode.OK {
 					winner = b
 				}
 				rec, _ := leaseOnDisk(t, m, geo512, 4)
@@ -223,7 +225,7 @@ func TestConcurrentClaims(t *testing.T) {
 				// The winner keeps renewing without noticing anything.
 				sleep(seconds(10 * io))
 				s := winner.ls.Status()
-				assert.Equal(t, diskfmt.OK, s.RenewalLastResult)
+				assert.Equal(t, rescode.OK, s.RenewalLastResult)
 				assert.Zero(t, s.CorruptResult)
 				require.NoError(t, winner.stop())
 				loser := a
@@ -231,7 +233,7 @@ func TestConcurrentClaims(t *testing.T) {
 					loser = b
 				}
 				<-loser.exited
-				assert.Equal(t, diskfmt.ErrHostIDBusy, diskfmt.CodeOf(loser.runErr))
+				assert.Equal(t, rescode.ErrHostIDBusy, rescode.CodeOf(loser.runErr))
 			})
 		})
 	}
@@ -246,12 +248,12 @@ func TestClaimLiveHostID(t *testing.T) {
 				ctx := t.Context()
 				m := newLockspaceDisk(t, geo512, io)
 				a := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: io})
-				require.Equal(t, diskfmt.OK, waitJoined(a))
+				require.Equal(t, rescode.OK, waitJoined(a))
 				b := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostB", io: io})
-				require.Equal(t, diskfmt.ErrHostIDBusy, waitJoined(b))
+				require.Equal(t, rescode.ErrHostIDBusy, waitJoined(b))
 				assert.Equal(t, uint64(delta.HostDeadSeconds(io, 60)), b.now()-b.ls.Status().AcquireLastAttempt)
 				assert.Zero(t, b.dev.writes.Load())
-				assert.Equal(t, diskfmt.OK, a.ls.Status().RenewalLastResult)
+				assert.Equal(t, rescode.OK, a.ls.Status().RenewalLastResult)
 				require.NoError(t, a.stop())
 			})
 		})
@@ -270,8 +272,8 @@ func TestDeadHost(t *testing.T) {
 				// Very different clock origins: nothing may compare them.
 				a := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: io, base: 100000 * time.Second})
 				b := startHost(t, ctx, m, hostOpts{hostID: 2, name: "hostB", io: io, base: 50 * time.Second})
-				require.Equal(t, diskfmt.OK, waitJoined(a))
-				require.Equal(t, diskfmt.OK, waitJoined(b))
+				require.Equal(t, rescode.OK, waitJoined(a))
+				require.Equal(t, rescode.OK, waitJoined(b))
 				sleep(seconds(8 * io))
 				assert.Equal(t, delta.HostLive, b.ls.HostState(1))
 				hs, err := b.ls.GetHosts(0)
@@ -322,7 +324,7 @@ func TestDeadHost(t *testing.T) {
 				require.NoError(t, a.stop())
 				assert.False(t, a.ls.Status().Released)
 				c := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostC", io: io})
-				require.Equal(t, diskfmt.OK, waitJoined(c))
+				require.Equal(t, rescode.OK, waitJoined(c))
 				cs := c.ls.Status()
 				assert.Equal(t, uint64(8*io+60), cs.AcquireLastSuccess-cs.AcquireLastAttempt, "watched 8N+W")
 				rec, _ := leaseOnDisk(t, m, geo512, 1)
@@ -352,13 +354,13 @@ func TestHostStatesOnJoin(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
 		a := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
-		require.Equal(t, diskfmt.OK, waitJoined(a))
+		require.Equal(t, rescode.OK, waitJoined(a))
 		b := startHost(t, ctx, m, hostOpts{hostID: 2, name: "hostB", io: 1})
 		_, err := b.ls.GetHosts(0)
-		assert.Equal(t, diskfmt.Code(-11), diskfmt.CodeOf(err))
-		require.Equal(t, diskfmt.OK, waitJoined(b))
+		assert.Equal(t, rescode.Code(-11), rescode.CodeOf(err))
+		require.Equal(t, rescode.OK, waitJoined(b))
 		_, err = b.ls.GetHosts(0)
-		assert.Equal(t, diskfmt.Code(-11), diskfmt.CodeOf(err), "not processed yet")
+		assert.Equal(t, rescode.Code(-11), rescode.CodeOf(err), "not processed yet")
 
 		var states []delta.HostState
 		for range 6 {
@@ -399,7 +401,7 @@ func TestIOHang(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				m := newLockspaceDisk(t, geo512, io)
 				dev := newFaultDev(m)
-				clk := delta.NewClockAt(500 * time.Second)
+				clk := clock.NewAt(500 * time.Second)
 				l := delta.Lease{Dev: dev, Geometry: geo512, Space: space, HostID: 2,
 					Timing: delta.NewTiming(io, 0), Clock: clk}
 				acq, err := l.Acquire(t.Context(), "hostA")
@@ -408,7 +410,7 @@ func TestIOHang(t *testing.T) {
 				dev.hangReads.Store(true)
 				start := clk.Now()
 				out, err := l.Renew(t.Context(), delta.RenewInput{Last: acq.Leader, PrevOK: true})
-				assert.Equal(t, diskfmt.ErrAIOTimeout, diskfmt.CodeOf(err))
+				assert.Equal(t, rescode.ErrAIOTimeout, rescode.CodeOf(err))
 				assert.Equal(t, seconds(io), clk.Now()-start)
 				assert.Nil(t, out.Area)
 				dev.hangReads.Store(false)
@@ -416,7 +418,7 @@ func TestIOHang(t *testing.T) {
 				dev.hangWrites.Store(true)
 				start = clk.Now()
 				out, err = l.Renew(t.Context(), delta.RenewInput{Last: acq.Leader, PrevOK: false})
-				assert.Equal(t, diskfmt.ErrAIOTimeout, diskfmt.CodeOf(err))
+				assert.Equal(t, rescode.ErrAIOTimeout, rescode.CodeOf(err))
 				assert.Equal(t, seconds(delta.HostDeadSeconds(io, 60)), clk.Now()-start)
 				assert.NotNil(t, out.Area, "the read part succeeded")
 				dev.hangWrites.Store(false)
@@ -427,7 +429,7 @@ func TestIOHang(t *testing.T) {
 				cancel()
 				start = clk.Now()
 				_, err = l.Renew(ctx, delta.RenewInput{Last: acq.Leader})
-				assert.Equal(t, diskfmt.ErrAIOTimeout, diskfmt.CodeOf(err))
+				assert.Equal(t, rescode.ErrAIOTimeout, rescode.CodeOf(err))
 				assert.Equal(t, seconds(io), clk.Now()-start)
 			})
 		})
@@ -441,14 +443,14 @@ func TestRunnerReadTimeouts(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
 		h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
-		require.Equal(t, diskfmt.OK, waitJoined(h))
+		require.Equal(t, rescode.OK, waitJoined(h))
 		sleep(4 * time.Second)
 		h.dev.hangReads.Store(true)
 		sleep(4 * time.Second)
-		assert.Equal(t, diskfmt.ErrAIOTimeout, h.ls.Status().RenewalLastResult)
+		assert.Equal(t, rescode.ErrAIOTimeout, h.ls.Status().RenewalLastResult)
 		h.dev.hangReads.Store(false)
 		sleep(3 * time.Second)
-		assert.Equal(t, diskfmt.OK, h.ls.Status().RenewalLastResult)
+		assert.Equal(t, rescode.OK, h.ls.Status().RenewalLastResult)
 		var timeouts int
 		for _, e := range h.ls.Renewals() {
 			timeouts += e.NextTimeouts
@@ -466,14 +468,14 @@ func TestRenewOwnerCorrupt(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
 		h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
-		require.Equal(t, diskfmt.OK, waitJoined(h))
+		require.Equal(t, rescode.OK, waitJoined(h))
 		sleep(3 * time.Second)
 		rec, _ := leaseOnDisk(t, m, geo512, 1)
 		rec.ResourceName = diskfmt.MustName("intruder")
 		m.Load(sealed(rec, 512), 0)
 		sleep(3 * time.Second)
 		s := h.ls.Status()
-		assert.Equal(t, diskfmt.ErrRenewOwner, s.CorruptResult)
+		assert.Equal(t, rescode.ErrRenewOwner, s.CorruptResult)
 		st, _ := h.ls.CheckOwnLease()
 		assert.Equal(t, delta.OwnLeaseCorrupt, st)
 		require.NoError(t, h.stop())
@@ -487,12 +489,12 @@ func TestRenewDiff(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
 		h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
-		require.Equal(t, diskfmt.OK, waitJoined(h))
+		require.Equal(t, rescode.OK, waitJoined(h))
 		sleep(3 * time.Second)
 		rec, _ := leaseOnDisk(t, m, geo512, 1)
 		m.Load(sealed(delta.NewReleaseRecord(rec), 512), 0)
 		sleep(3 * time.Second)
-		assert.Equal(t, diskfmt.ErrRenewDiff, h.ls.Status().CorruptResult)
+		assert.Equal(t, rescode.ErrRenewDiff, h.ls.Status().CorruptResult)
 		require.NoError(t, h.stop())
 	})
 }
@@ -503,11 +505,11 @@ func TestAcquireAbort(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
 		a := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
-		require.Equal(t, diskfmt.OK, waitJoined(a))
+		require.Equal(t, rescode.OK, waitJoined(a))
 		b := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostB", io: 1})
 		sleep(10 * time.Second)
-		require.Equal(t, diskfmt.ErrGeneric, diskfmt.CodeOf(b.stop()))
-		assert.Equal(t, diskfmt.ErrGeneric, b.ls.Status().AcquireLastResult)
+		require.Equal(t, rescode.ErrGeneric, rescode.CodeOf(b.stop()))
+		assert.Equal(t, rescode.ErrGeneric, b.ls.Status().AcquireLastResult)
 		require.NoError(t, a.stop())
 	})
 }
@@ -520,9 +522,9 @@ func TestJoinSizes(t *testing.T) {
 		g4k := diskfmt.Geometry{SectorSize: 4096, AlignSize: diskfmt.Align1M, MaxHosts: 250}
 		m := newLockspaceDisk(t, g4k, 1)
 		h := startHost(t, ctx, m, hostOpts{hostID: 251, name: "hostA", io: 1})
-		assert.Equal(t, diskfmt.ErrAddLSInvalidHostID, waitJoined(h))
+		assert.Equal(t, rescode.ErrAddLSInvalidHostID, waitJoined(h))
 		h = startHost(t, ctx, m, hostOpts{hostID: 250, name: "hostA", io: 1})
-		require.Equal(t, diskfmt.OK, waitJoined(h))
+		require.Equal(t, rescode.OK, waitJoined(h))
 		s := h.ls.Status()
 		assert.Equal(t, 4096, s.SectorSize)
 		assert.Equal(t, diskfmt.Align1M, s.AlignSize)
@@ -531,6 +533,6 @@ func TestJoinSizes(t *testing.T) {
 		blank := newLockspaceDisk(t, geo512, 1)
 		blank.Load(make([]byte, 512), 0)
 		h = startHost(t, ctx, blank, hostOpts{hostID: 1, name: "hostA", io: 1})
-		assert.Equal(t, diskfmt.ErrLeaderMagic, waitJoined(h))
+		assert.Equal(t, rescode.ErrLeaderMagic, waitJoined(h))
 	})
 }

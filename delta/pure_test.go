@@ -8,6 +8,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // See docs/timing.md "The numbers".
@@ -110,13 +111,13 @@ func TestAcquireDecisions(t *testing.T) {
 	free.Timestamp = 0
 	require.NoError(t, delta.CheckHeldLease(sealed(a, 512), sealed(a, 512)))
 	require.NoError(t, delta.CheckHeldLease(sealed(a, 512), sealed(free, 512)))
-	assert.Equal(t, diskfmt.ErrHostIDBusy, delta.CheckHeldLease(sealed(a, 512), sealed(b, 512)))
+	assert.Equal(t, rescode.ErrHostIDBusy, delta.CheckHeldLease(sealed(a, 512), sealed(b, 512)))
 	// Any byte of the 200 counts, even outside the checksum.
 	c := a
 	c.WriteGeneration = 1
-	assert.Equal(t, diskfmt.ErrHostIDBusy, delta.CheckHeldLease(sealed(a, 512), sealed(c, 512)))
+	assert.Equal(t, rescode.ErrHostIDBusy, delta.CheckHeldLease(sealed(a, 512), sealed(c, 512)))
 	assert.NoError(t, delta.CheckAcquired(sealed(a, 512)[:200], sealed(a, 512)))
-	assert.Equal(t, diskfmt.ErrHostIDBusy, delta.CheckAcquired(sealed(a, 512)[:200], sealed(b, 512)))
+	assert.Equal(t, rescode.ErrHostIDBusy, delta.CheckAcquired(sealed(a, 512)[:200], sealed(b, 512)))
 }
 
 // See docs/delta.md "One renewal" steps 2–4.
@@ -132,25 +133,25 @@ func TestCheckRenewRecord(t *testing.T) {
 	other := last
 	other.ResourceName = diskfmt.MustName("you")
 	_, err = delta.CheckRenewRecord(sealed(other, 512), space, &last, false)
-	assert.Equal(t, diskfmt.ErrRenewOwner, err)
+	assert.Equal(t, rescode.ErrRenewOwner, err)
 	other = last
 	other.OwnerGeneration = 3
 	_, err = delta.CheckRenewRecord(sealed(other, 512), space, &last, false)
-	assert.Equal(t, diskfmt.ErrRenewOwner, err)
+	assert.Equal(t, rescode.ErrRenewOwner, err)
 
 	diff := last
 	diff.Timestamp = 0 // e.g. freed by `direct release_id`
 	_, err = delta.CheckRenewRecord(sealed(diff, 512), space, &last, true)
-	assert.Equal(t, diskfmt.ErrRenewDiff, err)
+	assert.Equal(t, rescode.ErrRenewDiff, err)
 	_, err = delta.CheckRenewRecord(sealed(diff, 512), space, &last, false)
 	assert.NoError(t, err, "no RENEW_DIFF after a failed attempt")
 
 	_, err = delta.CheckRenewRecord(sealed(last, 512), "other", &last, true)
-	assert.Equal(t, diskfmt.ErrLeaderLockspace, err)
+	assert.Equal(t, rescode.ErrLeaderLockspace, err)
 	bad := sealed(last, 512)
 	bad[20] ^= 1
 	_, err = delta.CheckRenewRecord(bad, space, &last, true)
-	assert.Equal(t, diskfmt.ErrLeaderChecksum, err)
+	assert.Equal(t, rescode.ErrLeaderChecksum, err)
 
 	rec := delta.NewRenewRecord(last, 300, 77, delta.HostEvent{HostID: 9, Generation: 4, Event: 0x11, Data: 0x22})
 	assert.Equal(t, uint64(77), rec.Timestamp)
@@ -170,7 +171,7 @@ func TestCheckOwnLease(t *testing.T) {
 	for _, c := range []struct {
 		io      int
 		gap     uint64
-		corrupt diskfmt.Code
+		corrupt rescode.Code
 		want    delta.OwnLeaseState
 	}{
 		{1, 0, 0, delta.OwnLeaseGood},
@@ -181,18 +182,18 @@ func TestCheckOwnLease(t *testing.T) {
 		{10, 59, 0, delta.OwnLeaseGood},
 		{10, 60, 0, delta.OwnLeaseWarn},
 		{10, 80, 0, delta.OwnLeaseFailed},
-		{10, 0, diskfmt.ErrRenewOwner, delta.OwnLeaseCorrupt},
+		{10, 0, rescode.ErrRenewOwner, delta.OwnLeaseCorrupt},
 	} {
 		st, gap := delta.CheckOwnLease(1000+c.gap, 1000, c.corrupt, c.io)
 		assert.Equal(t, c.want, st, "%+v", c)
 		assert.Equal(t, c.gap, gap)
 	}
-	for _, c := range []diskfmt.Code{diskfmt.ErrRenewOwner, diskfmt.ErrRenewDiff, diskfmt.ErrLeaderMagic,
-		diskfmt.ErrLeaderVersion, diskfmt.ErrLeaderSectorSize, diskfmt.ErrLeaderLockspace, diskfmt.ErrLeaderChecksum} {
+	for _, c := range []rescode.Code{rescode.ErrRenewOwner, rescode.ErrRenewDiff, rescode.ErrLeaderMagic,
+		rescode.ErrLeaderVersion, rescode.ErrLeaderSectorSize, rescode.ErrLeaderLockspace, rescode.ErrLeaderChecksum} {
 		assert.True(t, delta.IsCorrupt(c), "%v", c)
 	}
-	assert.False(t, delta.IsCorrupt(diskfmt.ErrAIOTimeout))
-	assert.False(t, delta.IsCorrupt(diskfmt.ErrEIO))
+	assert.False(t, delta.IsCorrupt(rescode.ErrAIOTimeout))
+	assert.False(t, delta.IsCorrupt(rescode.ErrEIO))
 }
 
 // See docs/delta.md "Host states" rules, in order.
@@ -234,9 +235,9 @@ func TestHistory(t *testing.T) {
 	h := delta.NewHistory(3)
 	assert.Empty(t, h.Entries())
 	h.Success(465, 0, 0)
-	h.Failure(diskfmt.ErrAIOTimeout)
-	h.Failure(diskfmt.ErrEIO)
-	h.Failure(diskfmt.ErrEIO)
+	h.Failure(rescode.ErrAIOTimeout)
+	h.Failure(rescode.ErrEIO)
+	h.Failure(rescode.ErrEIO)
 	h.Success(470, 1, 2)
 	es := h.Entries()
 	require.Len(t, es, 2)
@@ -269,17 +270,17 @@ func TestNotifier(t *testing.T) {
 	assert.Equal(t, byte(0), bm[1], "expired")
 	assert.Empty(t, n.Pending())
 
-	assert.Equal(t, diskfmt.ErrEINVAL, n.Request(0, 1))
-	assert.Equal(t, diskfmt.ErrEINVAL, n.Request(2001, 1))
+	assert.Equal(t, rescode.ErrEINVAL, n.Request(0, 1))
+	assert.Equal(t, rescode.ErrEINVAL, n.Request(2001, 1))
 	small := delta.NewNotifier(250, 6)
-	assert.Equal(t, diskfmt.ErrEINVAL, small.Request(251, 1))
+	assert.Equal(t, rescode.ErrEINVAL, small.Request(251, 1))
 
 	// set_event and the -EBUSY clash window.
 	gen := func(id uint64) uint64 { return 40 + id }
 	require.NoError(t, n.SetEvent(200, delta.HostEvent{HostID: 2, Event: 5, Data: 7}, delta.SetEventCurGeneration, gen))
 	assert.Equal(t, delta.HostEvent{HostID: 2, Generation: 42, Event: 5, Data: 7}, n.Event())
 	err := n.SetEvent(201, delta.HostEvent{HostID: 3, Event: 6}, 0, gen)
-	assert.Equal(t, diskfmt.Code(-16), diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.Code(-16), rescode.CodeOf(err))
 	// The same event value to another host is fine; the extras are shared.
 	require.NoError(t, n.SetEvent(201, delta.HostEvent{HostID: 3, Event: 5, Data: 7}, 0, gen))
 	assert.Equal(t, []uint64{2, 3}, n.Pending())
@@ -295,5 +296,5 @@ func TestNotifier(t *testing.T) {
 	assert.Len(t, n.Pending(), 2000)
 	bm, _ = n.Build(210, 1)
 	assert.Equal(t, byte(0xFE), bm[0], "all hosts but ourselves")
-	assert.Equal(t, diskfmt.ErrEINVAL, n.SetEvent(210, delta.HostEvent{HostID: 0}, 0, gen))
+	assert.Equal(t, rescode.ErrEINVAL, n.SetEvent(210, delta.HostEvent{HostID: 0}, 0, gen))
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // HostEvent is a sanlk_host_event: a small message for one host, carried in
@@ -53,8 +55,8 @@ type RenewOutput struct {
 // CheckRenewRecord verifies our record as found by a renewal read (spec:
 // docs/delta.md "One renewal" steps 2–4) against our last good record: a damaged record
 // gives the verify code, another owner/generation/host name
-// diskfmt.ErrRenewOwner, and (only when prevOK) any other difference in the
-// 200 record bytes diskfmt.ErrRenewDiff.
+// rescode.ErrRenewOwner, and (only when prevOK) any other difference in the
+// 200 record bytes rescode.ErrRenewDiff.
 func CheckRenewRecord(raw []byte, space string, last *diskfmt.Leader, prevOK bool) (diskfmt.Leader, error) {
 	rec, err := diskfmt.VerifyDelta(raw, space)
 	if err != nil {
@@ -62,10 +64,10 @@ func CheckRenewRecord(raw []byte, space string, last *diskfmt.Leader, prevOK boo
 	}
 	if rec.OwnerID != last.OwnerID || rec.OwnerGeneration != last.OwnerGeneration ||
 		rec.ResourceName != last.ResourceName {
-		return rec, diskfmt.ErrRenewOwner
+		return rec, rescode.ErrRenewOwner
 	}
 	if prevOK && !bytes.Equal(raw[:diskfmt.LeaderSize], recordBytes(last)) {
-		return rec, diskfmt.ErrRenewDiff
+		return rec, rescode.ErrRenewDiff
 	}
 	return rec, nil
 }
@@ -93,7 +95,7 @@ func NewRenewRecord(cur diskfmt.Leader, ownIO int, now uint64, ev HostEvent) dis
 //
 // Out.Area is set whenever the read succeeded, even if a later step failed,
 // so the caller can still look at the other hosts. A read that timed out is
-// abandoned (diskfmt.ErrAIOTimeout via diskfmt.CodeOf); the next renewal
+// abandoned (rescode.ErrAIOTimeout via rescode.CodeOf); the next renewal
 // issues a fresh one.
 func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	out := RenewOutput{ReadMs: -1, WriteMs: -1}
@@ -102,7 +104,7 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	}
 	off := diskfmt.DeltaSectorOffset(l.HostID, l.Geometry.SectorSize)
 	if off+int64(l.Geometry.SectorSize) > int64(l.Geometry.AlignSize) {
-		return out, diskfmt.ErrEINVAL
+		return out, rescode.ErrEINVAL
 	}
 	ab, took, err := l.read(ctx, l.Geometry.AlignSize, l.Offset, l.Timing.IOTimeoutDuration())
 	if err != nil {
@@ -113,7 +115,7 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	raw := area[off : off+int64(l.Geometry.SectorSize)]
 	cur, err := CheckRenewRecord(raw, l.Space, &in.Last, in.PrevOK)
 	if err != nil {
-		if diskfmt.CodeOf(err) == diskfmt.ErrRenewOwner {
+		if rescode.CodeOf(err) == rescode.ErrRenewOwner {
 			l.logf("delta_renew not owner")
 		}
 		return out, err
@@ -121,7 +123,7 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	if int(cur.IOTimeout) != l.Timing.IOTimeout {
 		l.logf("delta_renew io_timeout changed disk %d sp %d", cur.IOTimeout, l.Timing.IOTimeout)
 	}
-	now := Monotime(l.Clock)
+	now := clock.Monotime(l.Clock)
 	if cur.Timestamp >= now {
 		l.logf("delta_renew timestamp too small %d %d", cur.Timestamp, now)
 	}
@@ -130,7 +132,7 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	wtook, err := l.write(ctx, sector, l.sectorOffset(), l.Timing.RenewWriteTimeout())
 	out.WriteMs = ms(wtook)
 	if err != nil {
-		l.logf("delta_renew write time %d error %d offset %d: %s", int64(wtook.Seconds()), diskfmt.CodeOf(err),
+		l.logf("delta_renew write time %d error %d offset %d: %s", int64(wtook.Seconds()), rescode.CodeOf(err),
 			l.sectorOffset(), diskfmt.Cause(err, l.Timing.IOTimeout))
 		return out, fmt.Errorf("delta_renew write %s:%d: %w", l.Space, l.HostID, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Linux native AIO, as sanlock uses it through libaio: requests are
@@ -324,5 +326,5 @@ func (d *File) submit(e *aioEngine, r *aioReq) error {
 }
 
 func timeoutErr(ctx context.Context) error {
-	return fmt.Errorf("%w: %v", ErrIOTimeout, context.Cause(ctx))
+	return fmt.Errorf("%w: %v", rescode.ErrIOTimeout, context.Cause(ctx))
 }

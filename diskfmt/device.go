@@ -12,6 +12,8 @@ import (
 
 	"github.com/ncw/directio"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Device is shared lease storage: a block device or a file, read and written
@@ -65,10 +67,6 @@ func (t timeoutDevice) WriteAt(ctx context.Context, p []byte, off int64) error {
 	defer cancel()
 	return t.Device.WriteAt(ctx, p, off)
 }
-
-// ErrIOTimeout is returned (wrapped) by a Device call that outlived its
-// context deadline.
-var ErrIOTimeout = errors.New("disk I/O timed out")
 
 // File is a Device over a regular file or block device opened with
 // O_DIRECT|O_SYNC, as sanlock opens its disks. It is safe for concurrent
@@ -192,7 +190,7 @@ func (d *File) ReadAt(ctx context.Context, p []byte, off int64) error {
 	b := GetBuf(len(p))
 	n, err := d.io(ctx, false, b, off)
 	if err != nil {
-		if !errors.Is(err, ErrIOTimeout) {
+		if !errors.Is(err, rescode.ErrIOTimeout) {
 			b.Release()
 		}
 		return fmt.Errorf("read %s at %d: %w", d.path, off, err)
@@ -213,7 +211,7 @@ func (d *File) ReadBuf(ctx context.Context, n int, off int64) (*Buf, error) {
 	b := GetBuf(n)
 	got, err := d.io(ctx, false, b, off)
 	if err != nil {
-		if !errors.Is(err, ErrIOTimeout) {
+		if !errors.Is(err, rescode.ErrIOTimeout) {
 			b.Release()
 		}
 		return nil, fmt.Errorf("read %s at %d: %w", d.path, off, err)
@@ -235,7 +233,7 @@ func (d *File) WriteAt(ctx context.Context, p []byte, off int64) error {
 		if n < len(p) {
 			err = io.ErrShortWrite
 		}
-	} else if !errors.Is(err, ErrIOTimeout) {
+	} else if !errors.Is(err, rescode.ErrIOTimeout) {
 		b.Release()
 	}
 	if err != nil {
@@ -284,7 +282,7 @@ func (d *File) admit(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %d earlier I/Os on %s still pending: %v", ErrIOTimeout, n, d.path, context.Cause(ctx))
+			return fmt.Errorf("%w: %d earlier I/Os on %s still pending: %v", rescode.ErrIOTimeout, n, d.path, context.Cause(ctx))
 		}
 	}
 	select {
@@ -433,7 +431,7 @@ func ReadBuf(ctx context.Context, dev Device, n int, off int64) (*Buf, error) {
 	if err := dev.ReadAt(ctx, b.Bytes(), off); err != nil {
 		// A device that gave up on its context (deadline or cancel) may
 		// still be filling b: drop it, never pool it.
-		if !errors.Is(err, ErrIOTimeout) && !errors.Is(err, context.DeadlineExceeded) &&
+		if !errors.Is(err, rescode.ErrIOTimeout) && !errors.Is(err, context.DeadlineExceeded) &&
 			!errors.Is(err, context.Canceled) {
 			b.Release()
 		}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // TestRunTimeoutAbandonsBuffer checks the I/O timeout contract: a call that
@@ -34,8 +36,8 @@ func TestRunTimeoutAbandonsBuffer(t *testing.T) {
 		close(finished)
 		return len(own), nil
 	})
-	require.ErrorIs(t, err, ErrIOTimeout)
-	require.Equal(t, ErrAIOTimeout, CodeOf(err))
+	require.ErrorIs(t, err, rescode.ErrIOTimeout)
+	require.Equal(t, rescode.ErrAIOTimeout, rescode.CodeOf(err))
 	require.Less(t, time.Since(start), 2*time.Second)
 
 	close(release)
@@ -79,7 +81,7 @@ func TestFileReadWriteAndShortRead(t *testing.T) {
 	// Unaligned I/O is refused by O_DIRECT with EINVAL (-22).
 	err = d.WriteAt(ctx, make([]byte, 100), 0)
 	require.Error(t, err)
-	require.Equal(t, ErrEINVAL, CodeOf(err))
+	require.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(err))
 
 	_, err = OpenFile(filepath.Join(dir, "missing"))
 	require.True(t, errors.Is(err, os.ErrNotExist))
@@ -90,12 +92,12 @@ type hangDevice struct{ Device }
 
 func (hangDevice) ReadAt(ctx context.Context, _ []byte, _ int64) error {
 	<-ctx.Done()
-	return ErrIOTimeout
+	return rescode.ErrIOTimeout
 }
 
 func (hangDevice) WriteAt(ctx context.Context, _ []byte, _ int64) error {
 	<-ctx.Done()
-	return ErrIOTimeout
+	return rescode.ErrIOTimeout
 }
 
 // TestWithIOTimeout: each single I/O ends at its own io_timeout even when
@@ -107,7 +109,7 @@ func TestWithIOTimeout(t *testing.T) {
 		func() error { return dev.WriteAt(context.Background(), make([]byte, 512), 0) },
 	} {
 		start := time.Now()
-		require.ErrorIs(t, op(), ErrIOTimeout)
+		require.ErrorIs(t, op(), rescode.ErrIOTimeout)
 		require.Less(t, time.Since(start), 2*time.Second)
 	}
 }
@@ -134,7 +136,7 @@ func TestCloseDoesNotWaitForAbandonedIO(t *testing.T) {
 		// kernel does.
 		return 0, rc.Read(func(uintptr) bool { <-release; return true })
 	})
-	require.ErrorIs(t, err, ErrIOTimeout)
+	require.ErrorIs(t, err, rescode.ErrIOTimeout)
 
 	closed := make(chan error, 1)
 	go func() { closed <- d.Close() }()
@@ -173,7 +175,7 @@ func TestFileSyncFallback(t *testing.T) {
 		require.True(t, IsShortRead(err), "err = %v", err)
 		// A misaligned buffer length fails with EINVAL on both paths.
 		err = d.WriteAt(ctx, make([]byte, 100), 0)
-		require.Equal(t, ErrEINVAL, CodeOf(err))
+		require.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(err))
 		cancel()
 		require.NoError(t, d.Close())
 	}
@@ -195,7 +197,7 @@ func TestStuckLimit(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		_, err := d.run(ctx, hang)
 		cancel()
-		require.ErrorIs(t, err, ErrIOTimeout)
+		require.ErrorIs(t, err, rescode.ErrIOTimeout)
 	}
 	require.EqualValues(t, maxStuck, started.Load(), "I/Os started on a device with stuck ones")
 	require.Equal(t, maxStuck, d.Stuck())

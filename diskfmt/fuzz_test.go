@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Fuzz targets for every decoder. Each is seeded from the golden images
@@ -106,7 +107,7 @@ func FuzzDecodeLeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, space, res string, host uint64) {
 		l, err := diskfmt.DecodeLeader(raw)
 		if len(raw) < diskfmt.LeaderSize {
-			if diskfmt.CodeOf(err) != diskfmt.ErrEIO {
+			if rescode.CodeOf(err) != rescode.ErrEIO {
 				t.Fatalf("short input: %v", err)
 			}
 			return
@@ -124,7 +125,7 @@ func FuzzDecodeLeader(f *testing.F) {
 			t.Fatal("decode(encode(x)) != x")
 		}
 
-		check := func(what string, v diskfmt.Leader, err error, wantMagic uint32, codes ...diskfmt.Code) {
+		check := func(what string, v diskfmt.Leader, err error, wantMagic uint32, codes ...rescode.Code) {
 			if v != l {
 				t.Fatalf("%s returned other fields than DecodeLeader", what)
 			}
@@ -141,7 +142,7 @@ func FuzzDecodeLeader(f *testing.F) {
 				}
 				return
 			}
-			c := diskfmt.CodeOf(err)
+			c := rescode.CodeOf(err)
 			for _, w := range codes {
 				if c == w {
 					return
@@ -172,7 +173,7 @@ func FuzzDecodeDblock(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		d, err := diskfmt.DecodeDblock(raw)
 		if len(raw) < diskfmt.DblockSize {
-			if diskfmt.CodeOf(err) != diskfmt.ErrEIO {
+			if rescode.CodeOf(err) != rescode.ErrEIO {
 				t.Fatalf("short input: %v", err)
 			}
 			return
@@ -192,7 +193,7 @@ func FuzzDecodeDblock(f *testing.F) {
 					t.Fatal("accepted dblock does not re-seal to the same bytes")
 				}
 			}
-		case diskfmt.CodeOf(err) == diskfmt.ErrDblockChecksum:
+		case rescode.CodeOf(err) == rescode.ErrDblockChecksum:
 			if d.IsZero() || diskfmt.Checksum(raw[:48]) == d.Checksum {
 				t.Fatal("checksum error on a valid dblock")
 			}
@@ -211,7 +212,7 @@ func FuzzDecodeModeBlock(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		m, err := diskfmt.DecodeModeBlock(raw)
 		if len(raw) < diskfmt.ModeBlockSize {
-			if diskfmt.CodeOf(err) != diskfmt.ErrEIO {
+			if rescode.CodeOf(err) != rescode.ErrEIO {
 				t.Fatalf("short input: %v", err)
 			}
 			return
@@ -245,7 +246,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		r, err := diskfmt.DecodeRequest(raw)
 		if len(raw) < diskfmt.RequestSize {
-			if diskfmt.CodeOf(err) != diskfmt.ErrEIO {
+			if rescode.CodeOf(err) != rescode.ErrEIO {
 				t.Fatalf("short input: %v", err)
 			}
 			return
@@ -257,16 +258,16 @@ func FuzzDecodeRequest(f *testing.F) {
 		if !bytes.Equal(enc[:], want) {
 			t.Fatal("decode/encode not stable")
 		}
-		switch c := diskfmt.CodeOf(err); c {
+		switch c := rescode.CodeOf(err); c {
 		case 0:
 			if r.Magic != diskfmt.RequestMagic || r.Version>>16 != 1 {
 				t.Fatal("accepted a bad request record")
 			}
-		case diskfmt.ErrRequestMagic:
+		case rescode.ErrRequestMagic:
 			if r.Magic == diskfmt.RequestMagic {
 				t.Fatal("magic error on good magic")
 			}
-		case diskfmt.ErrRequestVersion:
+		case rescode.ErrRequestVersion:
 			if r.Magic != diskfmt.RequestMagic || r.Version>>16 == 1 {
 				t.Fatal("version error out of order")
 			}
@@ -290,7 +291,7 @@ func FuzzDecodeRindexHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, space string, rx uint64) {
 		h, err := diskfmt.DecodeRindexHeader(raw)
 		if len(raw) < diskfmt.RindexHeaderSize {
-			if diskfmt.CodeOf(err) != diskfmt.ErrEIO {
+			if rescode.CodeOf(err) != rescode.ErrEIO {
 				t.Fatalf("short input: %v", err)
 			}
 			return
@@ -309,7 +310,7 @@ func FuzzDecodeRindexHeader(f *testing.F) {
 		if vh != h {
 			t.Fatal("verify returned other fields")
 		}
-		switch c := diskfmt.CodeOf(err); c {
+		switch c := rescode.CodeOf(err); c {
 		case 0:
 			if h.Magic != diskfmt.RindexMagic || h.Version>>16 != 1 || h.RxOffset != rx ||
 				diskfmt.NameString(h.LockspaceName[:]) != space {
@@ -333,7 +334,7 @@ func FuzzDecodeRindexEntry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		e, err := diskfmt.DecodeRindexEntry(raw)
 		if len(raw) < diskfmt.RindexEntrySize {
-			if diskfmt.CodeOf(err) != diskfmt.ErrEIO {
+			if rescode.CodeOf(err) != rescode.ErrEIO {
 				t.Fatalf("short input: %v", err)
 			}
 			return
@@ -365,7 +366,7 @@ func FuzzGeometryFromLeader(f *testing.F) {
 			return
 		}
 		g, err := diskfmt.GeometryFromLeader(&l)
-		switch c := diskfmt.CodeOf(err); c {
+		switch c := rescode.CodeOf(err); c {
 		case 0:
 			if l.SectorSize != 512 && l.SectorSize != 4096 {
 				t.Fatalf("accepted sector size %d", l.SectorSize)
@@ -380,11 +381,11 @@ func FuzzGeometryFromLeader(f *testing.F) {
 			if g.SectorsPerArea() < g.MaxHosts+2 {
 				t.Fatalf("geometry %+v cannot hold a paxos lease", g)
 			}
-		case diskfmt.ErrLeaderSectorSize:
+		case rescode.ErrLeaderSectorSize:
 			if l.SectorSize == 512 || l.SectorSize == 4096 {
 				t.Fatal("-225 for a valid sector size")
 			}
-		case diskfmt.ErrAddLSSizes:
+		case rescode.ErrAddLSSizes:
 		default:
 			t.Fatalf("unexpected code %d", c)
 		}
@@ -400,7 +401,7 @@ func FuzzGeometryFromLeader(f *testing.F) {
 			if fg, ok := diskfmt.GeometryFromFlags(diskfmt.SizeFlags(wg)); ok && (fg.SectorSize != wg.SectorSize || fg.AlignSize != wg.AlignSize) {
 				t.Fatal("SizeFlags does not round-trip")
 			}
-		} else if diskfmt.CodeOf(err) != diskfmt.ErrEPERM {
+		} else if rescode.CodeOf(err) != rescode.ErrEPERM {
 			t.Fatalf("GeometryForWrite: %v", err)
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -125,7 +126,7 @@ func TestGoldenReadLeader(t *testing.T) {
 				}
 				raw := make([]byte, 512)
 				copy(raw, gi.img[min(int(sectorOff), len(gi.img)):])
-				assert.Equal(t, rv, int(diskfmt.CodeOf(verify(raw))), "result code")
+				assert.Equal(t, rv, int(rescode.CodeOf(verify(raw))), "result code")
 				assert.Equal(t, rv != 0, r.Exit != 0, "exit status follows the result")
 
 				l, err := diskfmt.DecodeLeader(raw)
@@ -379,7 +380,7 @@ func TestGoldenChecksums(t *testing.T) {
 					raw := gi.img[off : off+int64(g.SectorSize)]
 					_, err = diskfmt.VerifyPaxos(raw, diskfmt.NameString(l.SpaceName[:]), diskfmt.NameString(l.ResourceName[:]), l.NumHosts)
 					if l.Magic == diskfmt.PaxosClear {
-						assert.Equal(t, diskfmt.ErrLeaderMagic, diskfmt.CodeOf(err))
+						assert.Equal(t, rescode.ErrLeaderMagic, rescode.CodeOf(err))
 						assert.Equal(t, l.ComputeChecksum(), l.Checksum, "CLEAR leader checksum")
 						assert.NotZero(t, l.WriteTimestamp, "CLEAR records the clear time")
 					} else {
@@ -455,7 +456,7 @@ func TestGoldenLookup(t *testing.T) {
 				rx, err := diskfmt.OpenRindex(ctx, m, off, sp[0], 0)
 				require.NoError(t, err)
 				e, err := rx.Lookup(ctx, name, resOff)
-				assert.Equal(t, rv, int(diskfmt.CodeOf(err)))
+				assert.Equal(t, rv, int(rescode.CodeOf(err)))
 				if rv == 0 {
 					require.Len(t, lines, 2)
 					p := lookupRe.FindStringSubmatch(lines[1])

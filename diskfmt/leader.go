@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Magic numbers and versions. They are part of the on-disk format and must
@@ -123,7 +125,7 @@ func (l *Leader) ComputeChecksum() uint32 {
 func DecodeLeader(b []byte) (Leader, error) {
 	var l Leader
 	if len(b) < LeaderSize {
-		return l, ErrEIO
+		return l, rescode.ErrEIO
 	}
 	le := binary.LittleEndian
 	l.Magic = le.Uint32(b[0:])
@@ -163,13 +165,13 @@ func VerifyDelta(raw []byte, spaceName string) (Leader, error) {
 	}
 	switch {
 	case l.Magic != DeltaMagic:
-		return l, ErrLeaderMagic
+		return l, rescode.ErrLeaderMagic
 	case l.Version&VersionMajorMask != DeltaVersion&VersionMajorMask:
-		return l, ErrLeaderVersion
+		return l, rescode.ErrLeaderVersion
 	case !NameEqual(l.SpaceName[:], spaceName):
-		return l, ErrLeaderLockspace
+		return l, rescode.ErrLeaderLockspace
 	case !checksumOK(raw):
-		return l, ErrLeaderChecksum
+		return l, rescode.ErrLeaderChecksum
 	}
 	return l, nil
 }
@@ -184,17 +186,17 @@ func VerifyPaxos(raw []byte, spaceName, resName string, hostID uint64) (Leader, 
 	}
 	switch {
 	case l.Magic == PaxosClear, l.Magic != PaxosMagic:
-		return l, ErrLeaderMagic
+		return l, rescode.ErrLeaderMagic
 	case l.Version&VersionMajorMask != PaxosVersion&VersionMajorMask:
-		return l, ErrLeaderVersion
+		return l, rescode.ErrLeaderVersion
 	case !NameEqual(l.SpaceName[:], spaceName):
-		return l, ErrLeaderLockspace
+		return l, rescode.ErrLeaderLockspace
 	case !NameEqual(l.ResourceName[:], resName):
-		return l, ErrLeaderResource
+		return l, rescode.ErrLeaderResource
 	case hostID != 0 && l.NumHosts < hostID:
-		return l, ErrLeaderNumHosts
+		return l, rescode.ErrLeaderNumHosts
 	case !checksumOK(raw):
-		return l, ErrLeaderChecksum
+		return l, rescode.ErrLeaderChecksum
 	}
 	return l, nil
 }
@@ -207,7 +209,7 @@ func AlignFlag(align int) uint32 { return alignBits(align, LeaderAlign1M) }
 func Name(s string) ([NameLen]byte, error) {
 	var n [NameLen]byte
 	if len(s) > NameLen {
-		return n, ErrEINVAL
+		return n, rescode.ErrEINVAL
 	}
 	copy(n[:], s)
 	return n, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 var le = binary.LittleEndian
@@ -105,7 +106,7 @@ func TestLeaderRoundTrip(t *testing.T) {
 	assert.Equal(t, s.Checksum, l.ComputeChecksum())
 
 	_, err = diskfmt.DecodeLeader(b[:199])
-	assert.Equal(t, diskfmt.ErrEIO, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrEIO, rescode.CodeOf(err))
 }
 
 func sealed(l diskfmt.Leader) []byte {
@@ -143,7 +144,7 @@ func TestVerifyDelta(t *testing.T) {
 		name  string
 		raw   []byte
 		space string
-		want  diskfmt.Code
+		want  rescode.Code
 	}{
 		{"good", sealed(good), "LS1", 0},
 		{"minor version differs", sealed(with(func(l *diskfmt.Leader) { l.Version = 0x0003ffff })), "LS1", 0},
@@ -171,14 +172,14 @@ func TestVerifyDelta(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := diskfmt.VerifyDelta(tc.raw, tc.space)
-			assert.Equal(t, tc.want, diskfmt.CodeOf(err))
+			assert.Equal(t, tc.want, rescode.CodeOf(err))
 			// The decoded fields come back even on failure (read_leader prints them).
 			d, _ := diskfmt.DecodeLeader(tc.raw)
 			assert.Equal(t, d, l)
 		})
 	}
 	_, err := diskfmt.VerifyDelta(make([]byte, 100), "LS1")
-	assert.Equal(t, diskfmt.ErrEIO, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrEIO, rescode.CodeOf(err))
 }
 
 func TestVerifyPaxos(t *testing.T) {
@@ -190,7 +191,7 @@ func TestVerifyPaxos(t *testing.T) {
 		raw        []byte
 		space, res string
 		host       uint64
-		want       diskfmt.Code
+		want       rescode.Code
 	}{
 		{"good", sealed(good), "LS1", "RES1", 1, 0},
 		{"host equal num_hosts", sealed(good), "LS1", "RES1", 10, 0},
@@ -214,7 +215,7 @@ func TestVerifyPaxos(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := diskfmt.VerifyPaxos(tc.raw, tc.space, tc.res, tc.host)
-			assert.Equal(t, tc.want, diskfmt.CodeOf(err))
+			assert.Equal(t, tc.want, rescode.CodeOf(err))
 		})
 	}
 }
@@ -228,7 +229,7 @@ func TestNameSemantics(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []byte(n48), n[:], "48-byte name fills the field, no terminator")
 	_, err = diskfmt.Name(n48 + "x")
-	assert.Equal(t, diskfmt.ErrEINVAL, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(err))
 	assert.Equal(t, n, diskfmt.MustName(n48+"xyz"), "MustName truncates at 48")
 	assert.Equal(t, n48, diskfmt.NameString(n[:]))
 
@@ -254,7 +255,7 @@ func TestNameSemantics(t *testing.T) {
 	// The junk is under the checksum: changing it is detected.
 	raw[60] ^= 1
 	_, err = diskfmt.VerifyDelta(raw, "LS1")
-	assert.Equal(t, diskfmt.ErrLeaderChecksum, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrLeaderChecksum, rescode.CodeOf(err))
 
 	p := paxosLeader(n48, n48, 5)
 	_, err = diskfmt.VerifyPaxos(sealed(p), n48, n48, 1)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // This file holds the whole-area operations that both the direct tool and
@@ -39,7 +41,7 @@ type ResourceDisk struct {
 // flags and the first disk's sector size.
 func WriteResource(ctx context.Context, disks []ResourceDisk, flags uint32, p PaxosInit) error {
 	if len(disks) == 0 || len(disks) > MaxDisks {
-		return ErrEINVAL
+		return rescode.ErrEINVAL
 	}
 	g, err := GeometryForWrite(flags, disks[0].Dev.SectorSize())
 	if err != nil {
@@ -87,10 +89,10 @@ func LockspaceGeometry(ctx context.Context, dev Device, off int64) (Geometry, er
 		return Geometry{}, err
 	}
 	if l.Magic != DeltaMagic {
-		return Geometry{}, ErrLeaderMagic
+		return Geometry{}, rescode.ErrLeaderMagic
 	}
 	if l.Version&VersionMajorMask != DeltaVersion&VersionMajorMask {
-		return Geometry{}, ErrLeaderVersion
+		return Geometry{}, rescode.ErrLeaderVersion
 	}
 	return GeometryFromLeader(&l)
 }
@@ -111,14 +113,14 @@ func GeometryFromFlags(flags uint32) (Geometry, bool) {
 func DetectLeaderGeometry(ctx context.Context, dev Device, off int64) (Geometry, error) {
 	l, err := ProbeLeader(ctx, dev, off)
 	if err != nil {
-		return Geometry{}, ErrEPERM
+		return Geometry{}, rescode.ErrEPERM
 	}
 	if l.Magic != DeltaMagic && l.Magic != PaxosMagic {
-		return Geometry{}, ErrEPERM
+		return Geometry{}, rescode.ErrEPERM
 	}
 	g, err := GeometryFromLeader(&l)
 	if err != nil {
-		return Geometry{}, ErrEPERM
+		return Geometry{}, rescode.ErrEPERM
 	}
 	return g, nil
 }
@@ -128,7 +130,7 @@ func DetectLeaderGeometry(ctx context.Context, dev Device, off int64) (Geometry,
 // read even when verification fails.
 func ReadDeltaLeader(ctx context.Context, dev Device, off int64, g Geometry, space string, hostID uint64) (Leader, []byte, error) {
 	if hostID == 0 {
-		return Leader{}, nil, ErrEINVAL
+		return Leader{}, nil, rescode.ErrEINVAL
 	}
 	b, err := ReadSector(ctx, dev, off+DeltaSectorOffset(hostID, g.SectorSize), g.SectorSize)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -209,14 +210,14 @@ func TestWriteLockspace512On4K(t *testing.T) {
 	m, rec := newFilled(2*diskfmt.Align1M, 4096)
 	err := diskfmt.WriteLockspace(ctx, rec, 0, diskfmt.FlagSector512|diskfmt.FlagAlign1M, "LS", 10)
 	require.Error(t, err)
-	assert.Equal(t, diskfmt.Code(-22), diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.Code(-22), rescode.CodeOf(err))
 	require.Len(t, rec.writes, 2)
 	img := m.Bytes()
 	assert.Equal(t, uint32(0), le.Uint32(img[0:]), "sector 0 magic")
 	assert.Equal(t, diskfmt.DeltaMagic, le.Uint32(img[512:]), "sector 1 magic")
 	requireFill(t, img[diskfmt.Align1M:], "after")
 	_, err = diskfmt.LockspaceGeometry(ctx, m, 0)
-	assert.Equal(t, diskfmt.ErrLeaderMagic, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrLeaderMagic, rescode.CodeOf(err))
 }
 
 func TestWriteLockspaceErrors(t *testing.T) {
@@ -224,7 +225,7 @@ func TestWriteLockspaceErrors(t *testing.T) {
 	m, rec := newFilled(diskfmt.Align1M, 512)
 	for _, f := range []uint32{diskfmt.FlagSector512, diskfmt.FlagAlign1M, diskfmt.FlagSector512 | diskfmt.FlagAlign2M} {
 		err := diskfmt.WriteLockspace(ctx, rec, 0, f, "LS", 10)
-		assert.Equal(t, diskfmt.Code(-1), diskfmt.CodeOf(err), "flags %#x", f)
+		assert.Equal(t, rescode.Code(-1), rescode.CodeOf(err), "flags %#x", f)
 	}
 	err := diskfmt.WriteLockspace(ctx, rec, 0, 0, string(bytes.Repeat([]byte("n"), 49)), 10)
 	assert.Error(t, err)
@@ -271,7 +272,7 @@ func TestWriteResourceLayout(t *testing.T) {
 					raw := img[off : off+int64(g.SectorSize)]
 					_, err = diskfmt.VerifyPaxos(raw, "LS1", v.resource, v.wantNum)
 					if v.clear {
-						assert.Equal(t, diskfmt.ErrLeaderMagic, diskfmt.CodeOf(err))
+						assert.Equal(t, rescode.ErrLeaderMagic, rescode.CodeOf(err))
 					} else {
 						assert.NoError(t, err)
 					}
@@ -301,11 +302,11 @@ func TestWriteResourceMultiDisk(t *testing.T) {
 	}
 
 	err := diskfmt.WriteResource(ctx, append(disks, disks[0]), 0, diskfmt.PaxosInit{SpaceName: "S", ResourceName: "R"})
-	assert.Equal(t, diskfmt.ErrEINVAL, diskfmt.CodeOf(err), "more than 4 disks")
+	assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(err), "more than 4 disks")
 	err = diskfmt.WriteResource(ctx, nil, 0, diskfmt.PaxosInit{SpaceName: "S", ResourceName: "R"})
-	assert.Equal(t, diskfmt.ErrEINVAL, diskfmt.CodeOf(err), "no disks")
+	assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(err), "no disks")
 	err = diskfmt.WriteResource(ctx, disks[:1], diskfmt.FlagSector4K, diskfmt.PaxosInit{SpaceName: "S", ResourceName: "R"})
-	assert.Equal(t, diskfmt.Code(-1), diskfmt.CodeOf(err), "half flags")
+	assert.Equal(t, rescode.Code(-1), rescode.CodeOf(err), "half flags")
 }
 
 func TestWriteResourceDefaults(t *testing.T) {
@@ -378,7 +379,7 @@ func TestFormatRindexMaxResources(t *testing.T) {
 
 	// Half flags and long names write nothing.
 	m2, rec := newFilled(2*diskfmt.Align1M, 512)
-	assert.Equal(t, diskfmt.Code(-1), diskfmt.CodeOf(diskfmt.FormatRindex(ctx, rec, 0, diskfmt.FlagAlign1M, "LS", 0)))
+	assert.Equal(t, rescode.Code(-1), rescode.CodeOf(diskfmt.FormatRindex(ctx, rec, 0, diskfmt.FlagAlign1M, "LS", 0)))
 	assert.Error(t, diskfmt.FormatRindex(ctx, rec, 0, 0, string(bytes.Repeat([]byte("x"), 49)), 0))
 	assert.Empty(t, rec.writes)
 	requireFill(t, m2.Bytes(), "device")
@@ -447,11 +448,11 @@ func TestRindexLookupAndUpdate(t *testing.T) {
 				_, err = r.Lookup(ctx, "RX1", base)
 				assert.NoError(t, err)
 				_, err = r.Lookup(ctx, "RX2", base)
-				assert.Equal(t, diskfmt.Code(-278), diskfmt.CodeOf(err))
+				assert.Equal(t, rescode.Code(-278), rescode.CodeOf(err))
 				_, err = r.Lookup(ctx, "NOPE", 0)
-				assert.Equal(t, diskfmt.Code(-2), diskfmt.CodeOf(err))
+				assert.Equal(t, rescode.Code(-2), rescode.CodeOf(err))
 				_, err = r.Lookup(ctx, "", base+1)
-				assert.Equal(t, diskfmt.Code(-277), diskfmt.CodeOf(err), "not a multiple of align")
+				assert.Equal(t, rescode.Code(-277), rescode.CodeOf(err), "not a multiple of align")
 				// Aligned offsets outside the entry range read as free slots
 				// (verified with the real binary: lookup -e :<rindex_lease
 				// offset> prints "name - offset N", done 0).
@@ -460,11 +461,11 @@ func TestRindexLookupAndUpdate(t *testing.T) {
 				assert.Equal(t, "", diskfmt.NameString(e.Name[:]))
 				assert.Equal(t, rx+a, e.ResOffset)
 				_, err = r.Lookup(ctx, "RX1", rx+a)
-				assert.Equal(t, diskfmt.Code(-278), diskfmt.CodeOf(err), "name given, slot outside the range")
+				assert.Equal(t, rescode.Code(-278), rescode.CodeOf(err), "name given, slot outside the range")
 
-				assert.Equal(t, diskfmt.Code(-277), diskfmt.CodeOf(r.UpdateEntry(ctx, "X", base+a/2, false)))
-				assert.Equal(t, diskfmt.Code(-22), diskfmt.CodeOf(r.UpdateEntry(ctx, "", base, false)))
-				assert.Equal(t, diskfmt.Code(-22), diskfmt.CodeOf(r.UpdateEntry(ctx, "X", 0, true)))
+				assert.Equal(t, rescode.Code(-277), rescode.CodeOf(r.UpdateEntry(ctx, "X", base+a/2, false)))
+				assert.Equal(t, rescode.Code(-22), rescode.CodeOf(r.UpdateEntry(ctx, "", base, false)))
+				assert.Equal(t, rescode.Code(-22), rescode.CodeOf(r.UpdateEntry(ctx, "X", 0, true)))
 
 				// Remove frees the slot; it becomes the first free again.
 				require.NoError(t, r.UpdateEntry(ctx, "", base, true))
@@ -472,7 +473,7 @@ func TestRindexLookupAndUpdate(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, base, e.ResOffset)
 				_, err = r.Lookup(ctx, "RX1", 0)
-				assert.Equal(t, diskfmt.ErrENOENT, diskfmt.CodeOf(err))
+				assert.Equal(t, rescode.ErrENOENT, rescode.CodeOf(err))
 				img = m.Bytes()
 				assert.Equal(t, make([]byte, 64), img[rx+uint64(g.SectorSize):rx+uint64(g.SectorSize)+64])
 				// The header is untouched by entry updates.
@@ -509,7 +510,7 @@ func TestRindexEntriesAcrossSectors(t *testing.T) {
 	assert.Equal(t, past, got.ResOffset)
 	assert.True(t, got.Name[0] == 0)
 	_, err = r.Lookup(ctx, "", past+1)
-	assert.Equal(t, diskfmt.ErrRindexOffset, diskfmt.CodeOf(err), "not a multiple of align")
+	assert.Equal(t, rescode.ErrRindexOffset, rescode.CodeOf(err), "not a multiple of align")
 }
 
 func TestOpenRindexErrors(t *testing.T) {
@@ -518,20 +519,20 @@ func TestOpenRindexErrors(t *testing.T) {
 	m := testdisk.NewMem(4*diskfmt.Align1M, 512)
 	require.NoError(t, diskfmt.FormatRindex(ctx, m, diskfmt.Align1M, diskfmt.SizeFlags(g), "LS", 0))
 	_, err := diskfmt.OpenRindex(ctx, m, diskfmt.Align1M, "LSX", 0)
-	assert.Equal(t, diskfmt.Code(-276), diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.Code(-276), rescode.CodeOf(err))
 	_, err = diskfmt.OpenRindex(ctx, m, 0, "LS", 0)
-	assert.Equal(t, diskfmt.Code(-274), diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.Code(-274), rescode.CodeOf(err))
 	// A header copied elsewhere keeps its rx_offset: -277.
 	img := m.Bytes()
 	m.Load(img[diskfmt.Align1M:diskfmt.Align1M+512], 3*diskfmt.Align1M)
 	_, err = diskfmt.OpenRindex(ctx, m, 3*diskfmt.Align1M, "LS", 0)
-	assert.Equal(t, diskfmt.Code(-277), diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.Code(-277), rescode.CodeOf(err))
 	// Version major 2.
 	bad := append([]byte(nil), img[diskfmt.Align1M:diskfmt.Align1M+512]...)
 	le.PutUint32(bad[4:], 0x00020002)
 	m.Load(bad, diskfmt.Align1M)
 	_, err = diskfmt.OpenRindex(ctx, m, diskfmt.Align1M, "LS", 0)
-	assert.Equal(t, diskfmt.Code(-275), diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.Code(-275), rescode.CodeOf(err))
 }
 
 func TestRindexRebuild(t *testing.T) {
@@ -595,39 +596,39 @@ func TestProbeAndDetect(t *testing.T) {
 
 	for _, tc := range []struct {
 		off  int64
-		want diskfmt.Code
+		want rescode.Code
 	}{
 		{0, 0}, {diskfmt.Align1M, 0}, {2 * diskfmt.Align1M, -1}, {3 * diskfmt.Align1M, -1}, {4 * diskfmt.Align1M, 0},
 		{6 * diskfmt.Align1M, -1}, {8*diskfmt.Align1M - 512, -1},
 	} {
 		gg, err := diskfmt.DetectLeaderGeometry(ctx, m, tc.off)
-		assert.Equal(t, tc.want, diskfmt.CodeOf(err), "offset %d", tc.off)
+		assert.Equal(t, tc.want, rescode.CodeOf(err), "offset %d", tc.off)
 		if err == nil {
 			assert.Equal(t, g, gg)
 		}
 	}
 
 	_, err := diskfmt.LockspaceGeometry(ctx, m, diskfmt.Align1M)
-	assert.Equal(t, diskfmt.ErrLeaderMagic, diskfmt.CodeOf(err), "paxos is not a lockspace")
+	assert.Equal(t, rescode.ErrLeaderMagic, rescode.CodeOf(err), "paxos is not a lockspace")
 
 	l, raw, err := diskfmt.ReadPaxosLeader(ctx, m, diskfmt.Align1M, 512, "LS", "R", 2000)
 	require.NoError(t, err)
 	assert.Equal(t, "R", diskfmt.NameString(l.ResourceName[:]))
 	assert.Len(t, raw, 512)
 	_, _, err = diskfmt.ReadPaxosLeader(ctx, m, 2*diskfmt.Align1M, 512, "LS", "C", 1)
-	assert.Equal(t, diskfmt.ErrLeaderMagic, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrLeaderMagic, rescode.CodeOf(err))
 	_, _, err = diskfmt.ReadPaxosLeader(ctx, m, diskfmt.Align1M, 512, "LS", "R", 2001)
-	assert.Equal(t, diskfmt.ErrLeaderNumHosts, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrLeaderNumHosts, rescode.CodeOf(err))
 
 	_, _, err = diskfmt.ReadDeltaLeader(ctx, m, 0, g, "LS", 0)
-	assert.Equal(t, diskfmt.Code(-22), diskfmt.CodeOf(err), "host_id 0")
+	assert.Equal(t, rescode.Code(-22), rescode.CodeOf(err), "host_id 0")
 	_, _, err = diskfmt.ReadDeltaLeader(ctx, m, 0, g, "LSX", 3)
-	assert.Equal(t, diskfmt.ErrLeaderLockspace, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrLeaderLockspace, rescode.CodeOf(err))
 	_, _, err = diskfmt.ReadDeltaLeader(ctx, m, 0, g, "LS", 2001)
-	assert.Equal(t, diskfmt.ErrLeaderMagic, diskfmt.CodeOf(err), "past max_hosts the sectors are zero")
+	assert.Equal(t, rescode.ErrLeaderMagic, rescode.CodeOf(err), "past max_hosts the sectors are zero")
 
 	// Crafted lockspace leaders for the add_lockspace size checks.
-	craft := func(f func(*diskfmt.Leader)) diskfmt.Code {
+	craft := func(f func(*diskfmt.Leader)) rescode.Code {
 		l := deltaLeader("LS")
 		f(&l)
 		b := make([]byte, 4096)
@@ -635,15 +636,15 @@ func TestProbeAndDetect(t *testing.T) {
 		mm := testdisk.NewMem(diskfmt.Align1M, 512)
 		mm.Load(b, 0)
 		_, err := diskfmt.LockspaceGeometry(ctx, mm, 0)
-		return diskfmt.CodeOf(err)
+		return rescode.CodeOf(err)
 	}
-	assert.Equal(t, diskfmt.Code(0), craft(func(*diskfmt.Leader) {}))
-	assert.Equal(t, diskfmt.Code(-224), craft(func(l *diskfmt.Leader) { l.Version = 0x00040004 }))
-	assert.Equal(t, diskfmt.Code(-225), craft(func(l *diskfmt.Leader) { l.SectorSize = 1024 }))
-	assert.Equal(t, diskfmt.Code(-230), craft(func(l *diskfmt.Leader) { l.Flags = 0x80 }))
+	assert.Equal(t, rescode.Code(0), craft(func(*diskfmt.Leader) {}))
+	assert.Equal(t, rescode.Code(-224), craft(func(l *diskfmt.Leader) { l.Version = 0x00040004 }))
+	assert.Equal(t, rescode.Code(-225), craft(func(l *diskfmt.Leader) { l.SectorSize = 1024 }))
+	assert.Equal(t, rescode.Code(-230), craft(func(l *diskfmt.Leader) { l.Flags = 0x80 }))
 
 	// Reads past the end of the device are short reads.
 	_, err = diskfmt.ProbeLeader(ctx, m, 8*diskfmt.Align1M)
 	assert.True(t, diskfmt.IsShortRead(err))
-	assert.Equal(t, diskfmt.ErrEIO, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrEIO, rescode.CodeOf(err))
 }

@@ -1,6 +1,10 @@
 package diskfmt
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/gosanlock/gosanlock/rescode"
+)
 
 // Paxos lease layout: sector 0 leader, sector 1 request record, sector
 // 2+(h-1) the dblock (and mode block) of host h, sector 2002 the LVB.
@@ -71,7 +75,7 @@ func (d *Dblock) IsZero() bool {
 func DecodeDblock(b []byte) (Dblock, error) {
 	var d Dblock
 	if len(b) < DblockSize {
-		return d, ErrEIO
+		return d, rescode.ErrEIO
 	}
 	le := binary.LittleEndian
 	d.Mbal = le.Uint64(b[0:])
@@ -83,7 +87,7 @@ func DecodeDblock(b []byte) (Dblock, error) {
 	d.Checksum = le.Uint32(b[48:])
 	d.Flags = le.Uint32(b[52:])
 	if !d.IsZero() && Checksum(b[:DblockChecksumLen]) != d.Checksum {
-		return d, ErrDblockChecksum
+		return d, rescode.ErrDblockChecksum
 	}
 	return d, nil
 }
@@ -106,7 +110,7 @@ func (m *ModeBlock) Encode(b []byte) {
 // DecodeModeBlock parses the 16 bytes of a mode block; padding is ignored.
 func DecodeModeBlock(b []byte) (ModeBlock, error) {
 	if len(b) < ModeBlockSize {
-		return ModeBlock{}, ErrEIO
+		return ModeBlock{}, rescode.ErrEIO
 	}
 	le := binary.LittleEndian
 	return ModeBlock{Flags: le.Uint32(b[0:]), Generation: le.Uint64(b[8:])}, nil
@@ -139,7 +143,7 @@ func (r *Request) Encode(b []byte) {
 func DecodeRequest(b []byte) (Request, error) {
 	var r Request
 	if len(b) < RequestSize {
-		return r, ErrEIO
+		return r, rescode.ErrEIO
 	}
 	le := binary.LittleEndian
 	r.Magic = le.Uint32(b[0:])
@@ -148,9 +152,9 @@ func DecodeRequest(b []byte) (Request, error) {
 	r.ForceMode = le.Uint32(b[16:])
 	switch {
 	case r.Magic != RequestMagic:
-		return r, ErrRequestMagic
+		return r, rescode.ErrRequestMagic
 	case r.Version&VersionMajorMask != RequestVersion&VersionMajorMask:
-		return r, ErrRequestVersion
+		return r, rescode.ErrRequestVersion
 	}
 	return r, nil
 }

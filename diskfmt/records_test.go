@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 func TestDblockOffsetsAndRoundTrip(t *testing.T) {
@@ -38,7 +39,7 @@ func TestDblockOffsetsAndRoundTrip(t *testing.T) {
 	assert.Equal(t, b[:56], b2[:])
 
 	_, err = diskfmt.DecodeDblock(b[:55])
-	assert.Equal(t, diskfmt.ErrEIO, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrEIO, rescode.CodeOf(err))
 }
 
 func TestDblockRules(t *testing.T) {
@@ -68,19 +69,19 @@ func TestDblockRules(t *testing.T) {
 		c := append([]byte(nil), b...)
 		c[off] ^= 0x80
 		got, err := diskfmt.DecodeDblock(c)
-		assert.Equal(t, diskfmt.Code(-214), diskfmt.CodeOf(err), "offset %d", off)
+		assert.Equal(t, rescode.Code(-214), rescode.CodeOf(err), "offset %d", off)
 		assert.NotZero(t, got.Lver|got.Mbal)
 	}
 	// A zeroed checksum on a used dblock is an error too.
 	c := append([]byte(nil), b...)
 	le.PutUint32(c[48:], 0)
 	_, err = diskfmt.DecodeDblock(c)
-	assert.Equal(t, diskfmt.ErrDblockChecksum, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrDblockChecksum, rescode.CodeOf(err))
 	// Only the checksum non-zero: not "never used", so checked.
 	c = make([]byte, 56)
 	le.PutUint32(c[48:], 1)
 	_, err = diskfmt.DecodeDblock(c)
-	assert.Equal(t, diskfmt.ErrDblockChecksum, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrDblockChecksum, rescode.CodeOf(err))
 	// Only flags non-zero: still the valid empty dblock.
 	c = make([]byte, 56)
 	le.PutUint32(c[52:], 1)
@@ -119,7 +120,7 @@ func TestModeBlock(t *testing.T) {
 	assert.Equal(t, 136, diskfmt.ModeBlockOffset+8)
 
 	_, err = diskfmt.DecodeModeBlock(b[:15])
-	assert.Equal(t, diskfmt.ErrEIO, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrEIO, rescode.CodeOf(err))
 }
 
 func TestRequestRecord(t *testing.T) {
@@ -148,7 +149,7 @@ func TestRequestRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		magic, version uint32
-		want           diskfmt.Code
+		want           rescode.Code
 	}{
 		{"minor differs", diskfmt.RequestMagic, 0x00010007, 0},
 		{"magic", 0x08292012, diskfmt.RequestVersion, -270},
@@ -162,11 +163,11 @@ func TestRequestRecord(t *testing.T) {
 			var cb [24]byte
 			c.Encode(cb[:])
 			_, err := diskfmt.DecodeRequest(cb[:])
-			assert.Equal(t, tc.want, diskfmt.CodeOf(err))
+			assert.Equal(t, tc.want, rescode.CodeOf(err))
 		})
 	}
 	_, err = diskfmt.DecodeRequest(b[:23])
-	assert.Equal(t, diskfmt.ErrEIO, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrEIO, rescode.CodeOf(err))
 }
 
 func TestBitmap(t *testing.T) {
@@ -229,7 +230,7 @@ func TestRindexHeader(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, h, got)
 	_, err = diskfmt.DecodeRindexHeader(b[:79])
-	assert.Equal(t, diskfmt.ErrEIO, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrEIO, rescode.CodeOf(err))
 }
 
 func TestVerifyRindexHeader(t *testing.T) {
@@ -251,7 +252,7 @@ func TestVerifyRindexHeader(t *testing.T) {
 		raw   []byte
 		space string
 		off   uint64
-		want  diskfmt.Code
+		want  rescode.Code
 	}{
 		{"good", enc(nil), "LS2", 3 << 20, 0},
 		{"minor version", enc(func(h *diskfmt.RindexHeader) { h.Version = 0x00010000 }), "LS2", 3 << 20, 0},
@@ -267,7 +268,7 @@ func TestVerifyRindexHeader(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := diskfmt.VerifyRindexHeader(tc.raw, tc.space, tc.off)
-			assert.Equal(t, tc.want, diskfmt.CodeOf(err))
+			assert.Equal(t, tc.want, rescode.CodeOf(err))
 		})
 	}
 
@@ -299,7 +300,7 @@ func TestRindexEntry(t *testing.T) {
 	assert.Equal(t, e, got)
 	assert.False(t, got.IsFree())
 	_, err = diskfmt.DecodeRindexEntry(b[:63])
-	assert.Equal(t, diskfmt.ErrEIO, diskfmt.CodeOf(err))
+	assert.Equal(t, rescode.ErrEIO, rescode.CodeOf(err))
 
 	assert.True(t, (&diskfmt.RindexEntry{}).IsFree())
 	assert.True(t, (&diskfmt.RindexEntry{Flags: 3}).IsFree(), "free is offset 0 and empty name")

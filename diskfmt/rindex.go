@@ -1,6 +1,10 @@
 package diskfmt
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/gosanlock/gosanlock/rescode"
+)
 
 // Resource index layout: sector 0 of the rindex area holds the header, the
 // following sectors hold 64-byte entries; entry i describes the resource
@@ -68,7 +72,7 @@ func (h *RindexHeader) Encode(b []byte) {
 func DecodeRindexHeader(b []byte) (RindexHeader, error) {
 	var h RindexHeader
 	if len(b) < RindexHeaderSize {
-		return h, ErrEIO
+		return h, rescode.ErrEIO
 	}
 	le := binary.LittleEndian
 	h.Magic = le.Uint32(b[0:])
@@ -91,13 +95,13 @@ func VerifyRindexHeader(b []byte, space string, rxOffset uint64) (RindexHeader, 
 	}
 	switch {
 	case h.Magic != RindexMagic:
-		return h, ErrRindexMagic
+		return h, rescode.ErrRindexMagic
 	case h.Version&VersionMajorMask != RindexVersion&VersionMajorMask:
-		return h, ErrRindexVersion
+		return h, rescode.ErrRindexVersion
 	case NameString(h.LockspaceName[:]) != space:
-		return h, ErrRindexLockspace
+		return h, rescode.ErrRindexLockspace
 	case h.RxOffset != rxOffset:
-		return h, ErrRindexOffset
+		return h, rescode.ErrRindexOffset
 	}
 	return h, nil
 }
@@ -106,7 +110,7 @@ func VerifyRindexHeader(b []byte, space string, rxOffset uint64) (RindexHeader, 
 func (h *RindexHeader) Geometry() (Geometry, error) {
 	g, ok := LookupGeometry(int(h.SectorSize), RindexAlignFromFlags(h.Flags))
 	if !ok {
-		return Geometry{}, ErrEINVAL
+		return Geometry{}, rescode.ErrEINVAL
 	}
 	return g, nil
 }
@@ -136,7 +140,7 @@ func (e *RindexEntry) Encode(b []byte) {
 func DecodeRindexEntry(b []byte) (RindexEntry, error) {
 	var e RindexEntry
 	if len(b) < RindexEntrySize {
-		return e, ErrEIO
+		return e, rescode.ErrEIO
 	}
 	le := binary.LittleEndian
 	e.ResOffset = le.Uint64(b[0:])

@@ -2,6 +2,8 @@ package diskfmt
 
 import (
 	"context"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // FormatRindex writes an empty resource index at off (header plus zeroed
@@ -105,7 +107,7 @@ func (r *Rindex) EntryIndex(resOffset uint64) (int, error) {
 		return 0, err
 	}
 	if i >= r.maxEntries() {
-		return 0, ErrRindexOffset
+		return 0, rescode.ErrRindexOffset
 	}
 	return i, nil
 }
@@ -118,11 +120,11 @@ func (r *Rindex) entrySlot(resOffset uint64) (int, error) {
 	a := uint64(r.Geo.AlignSize)
 	base := uint64(r.Offset) + 2*a
 	if resOffset%a != 0 || resOffset < base {
-		return 0, ErrRindexOffset
+		return 0, rescode.ErrRindexOffset
 	}
 	i := (resOffset - base) / a
 	if i >= uint64(MaxRindexEntries(r.Geo)) {
-		return 0, ErrRindexOffset
+		return 0, rescode.ErrRindexOffset
 	}
 	return int(i), nil
 }
@@ -146,17 +148,17 @@ func (r *Rindex) Lookup(ctx context.Context, name string, resOffset uint64) (Rin
 				return RindexEntry{ResOffset: RindexResourceOffset(r.Geo, r.Header.RxOffset, i)}, nil
 			}
 		}
-		return RindexEntry{}, ErrENOSPC
+		return RindexEntry{}, rescode.ErrENOSPC
 	case resOffset != 0:
 		if resOffset%uint64(r.Geo.AlignSize) != 0 {
-			return RindexEntry{}, ErrRindexOffset
+			return RindexEntry{}, rescode.ErrRindexOffset
 		}
 		var e RindexEntry
 		if i, err := r.EntryIndex(resOffset); err == nil {
 			e = es[i]
 		}
 		if name != "" && !NameEqual(e.Name[:], name) {
-			return e, ErrRindexDiff
+			return e, rescode.ErrRindexDiff
 		}
 		e.ResOffset = resOffset
 		return e, nil
@@ -166,7 +168,7 @@ func (r *Rindex) Lookup(ctx context.Context, name string, resOffset uint64) (Rin
 				return es[i], nil
 			}
 		}
-		return RindexEntry{}, ErrENOENT
+		return RindexEntry{}, rescode.ErrENOENT
 	}
 }
 
@@ -174,7 +176,7 @@ func (r *Rindex) Lookup(ctx context.Context, name string, resOffset uint64) (Rin
 // remove false it records name there, with remove true it frees the slot.
 func (r *Rindex) UpdateEntry(ctx context.Context, name string, resOffset uint64, remove bool) error {
 	if resOffset == 0 || (!remove && name == "") {
-		return ErrEINVAL
+		return rescode.ErrEINVAL
 	}
 	i, err := r.entrySlot(resOffset)
 	if err != nil {

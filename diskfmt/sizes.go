@@ -1,6 +1,10 @@
 package diskfmt
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gosanlock/gosanlock/rescode"
+)
 
 // Sector and align sizes.
 const (
@@ -156,15 +160,15 @@ func GeometryForWrite(flags uint32, deviceSector int) (Geometry, error) {
 	case align == 0 && sector == 0:
 		a := LegacyAlign(deviceSector)
 		if a < 0 {
-			return Geometry{}, ErrEPERM
+			return Geometry{}, rescode.ErrEPERM
 		}
 		return Geometry{SectorSize: deviceSector, AlignSize: a, MaxHosts: DefaultMaxHosts}, nil
 	case align == 0 || sector == 0:
-		return Geometry{}, ErrEPERM
+		return Geometry{}, rescode.ErrEPERM
 	}
 	g, ok := LookupGeometry(sector, align)
 	if !ok {
-		return Geometry{}, ErrEPERM
+		return Geometry{}, rescode.ErrEPERM
 	}
 	return g, nil
 }
@@ -177,7 +181,7 @@ func GeometryForWrite(flags uint32, deviceSector int) (Geometry, error) {
 func GeometryFromLeader(l *Leader) (Geometry, error) {
 	sector := int(l.SectorSize)
 	if sector != SectorSize512 && sector != SectorSize4K {
-		return Geometry{}, ErrLeaderSectorSize
+		return Geometry{}, rescode.ErrLeaderSectorSize
 	}
 	align := alignFromBits(l.Flags, LeaderAlign1M)
 	if align == 0 {
@@ -185,7 +189,7 @@ func GeometryFromLeader(l *Leader) (Geometry, error) {
 	}
 	g, ok := LookupGeometry(sector, align)
 	if !ok {
-		return Geometry{}, ErrAddLSSizes
+		return Geometry{}, rescode.ErrAddLSSizes
 	}
 	return g, nil
 }

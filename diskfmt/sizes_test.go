@@ -1,14 +1,13 @@
 package diskfmt_test
 
 import (
-	"errors"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // pairs is the exact table of docs/ondisk.md "Conventions".
@@ -133,7 +132,7 @@ func TestGeometryForWrite(t *testing.T) {
 			g, err := diskfmt.GeometryForWrite(tc.flags, tc.device)
 			if tc.want == nil {
 				require.Error(t, err)
-				assert.Equal(t, diskfmt.Code(-1), diskfmt.CodeOf(err))
+				assert.Equal(t, rescode.Code(-1), rescode.CodeOf(err))
 				return
 			}
 			require.NoError(t, err)
@@ -159,24 +158,11 @@ func TestGeometryFromLeader(t *testing.T) {
 
 	for _, ss := range []uint32{0, 1024, 2048, 8192, 513} {
 		_, err := diskfmt.GeometryFromLeader(&diskfmt.Leader{SectorSize: ss, Flags: 0x10})
-		assert.Equal(t, diskfmt.ErrLeaderSectorSize, diskfmt.CodeOf(err), "sector %d", ss)
-		assert.Equal(t, diskfmt.Code(-225), diskfmt.CodeOf(err))
+		assert.Equal(t, rescode.ErrLeaderSectorSize, rescode.CodeOf(err), "sector %d", ss)
+		assert.Equal(t, rescode.Code(-225), rescode.CodeOf(err))
 	}
 	for _, f := range []uint32{0x20, 0x40, 0x80} {
 		_, err := diskfmt.GeometryFromLeader(&diskfmt.Leader{SectorSize: 512, Flags: f})
-		assert.Equal(t, diskfmt.Code(-230), diskfmt.CodeOf(err), "flags %#x", f)
+		assert.Equal(t, rescode.Code(-230), rescode.CodeOf(err), "flags %#x", f)
 	}
-}
-
-func TestCodeOf(t *testing.T) {
-	assert.Equal(t, diskfmt.Code(0), diskfmt.CodeOf(nil))
-	assert.Equal(t, diskfmt.Code(-223), diskfmt.CodeOf(diskfmt.ErrLeaderMagic))
-	assert.Equal(t, diskfmt.Code(-22), diskfmt.CodeOf(syscall.EINVAL))
-	assert.Equal(t, diskfmt.Code(-22), diskfmt.CodeOf(errors.Join(errors.New("x"), syscall.EINVAL)))
-	assert.Equal(t, diskfmt.Code(-2), diskfmt.CodeOf(syscall.ENOENT))
-	assert.Equal(t, diskfmt.Code(-202), diskfmt.CodeOf(diskfmt.ErrIOTimeout))
-	assert.Equal(t, diskfmt.Code(-201), diskfmt.CodeOf(errors.New("other")))
-	assert.Equal(t, "SANLK_LEADER_MAGIC", diskfmt.ErrLeaderMagic.Name())
-	assert.Equal(t, "EINVAL", diskfmt.ErrEINVAL.Name())
-	assert.Contains(t, diskfmt.ErrLeaderChecksum.Error(), "-229")
 }

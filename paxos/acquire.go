@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // acquireOpts are the inputs of one paxos acquire (docs/paxos.md "Acquire algorithm").
@@ -52,7 +53,7 @@ func (l *Lease) paxosAcquire(ctx context.Context, o acquireOpts, st *acquireStat
 restart:
 	for {
 		if err := ctx.Err(); err != nil {
-			return diskfmt.Leader{}, fmt.Errorf("acquire: %v: %w", err, diskfmt.ErrEPERM)
+			return diskfmt.Leader{}, fmt.Errorf("acquire: %v: %w", err, rescode.ErrEPERM)
 		}
 		first, maxMbal, err := l.fullRead(ctx, st.ss, st.align)
 		if err != nil {
@@ -71,7 +72,7 @@ restart:
 		if (first.NumHosts+2)*uint64(st.ss) > uint64(st.align) {
 			// A checksummed leader whose num_hosts does not fit its area:
 			// refuse rather than size a ballot read from it.
-			return first, fmt.Errorf("num_hosts %d does not fit the lease: %w", first.NumHosts, diskfmt.ErrLeaderNumHosts)
+			return first, fmt.Errorf("num_hosts %d does not fit the lease: %w", first.NumHosts, rescode.ErrLeaderNumHosts)
 		}
 		st.numHosts = first.NumHosts
 		if seen := h.seenLeader(l.Name); DecideRollback(&first, &seen) && h.TestBugs&BugRepeatLver == 0 {
@@ -130,12 +131,12 @@ restart:
 				h.noteGrant(l.Name, true)
 				return tmp, nil
 			case RetryOwned:
-				return tmp, diskfmt.ErrAcquireOwned
+				return tmp, rescode.ErrAcquireOwned
 			case RetryRestart:
 				continue restart
 			}
 			d, err := l.ballot(ctx, &first, nextLver, mbal, o, st)
-			if c := diskfmt.CodeOf(err); c == diskfmt.ErrDblockMbal || c == diskfmt.ErrDblockLver {
+			if c := rescode.CodeOf(err); c == rescode.ErrDblockMbal || c == rescode.ErrDblockLver {
 				st.contended = true
 				delay := h.backoff()
 				lg.Debug("ballot aborted, retrying", zap.Uint64("mbal", mbal), zap.Error(err),
@@ -156,7 +157,7 @@ restart:
 			}
 			h.noteLeader(l.Name, &nl)
 			if !Ours(&nl, h.ID, h.Generation) && (h.TestBugs&BugRepeatLver == 0 || nl.OwnerID != h.ID) {
-				return nl, diskfmt.ErrAcquireOther
+				return nl, rescode.ErrAcquireOther
 			}
 			h.noteGrant(l.Name, st.contended)
 			lg.Debug("commit self", zap.Uint64("lver", nl.Lver), zap.Uint64("mbal", d.Mbal))
@@ -171,7 +172,7 @@ restart:
 func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireOpts, st *acquireState) (bool, error) {
 	h := l.Host
 	if h.Live == nil {
-		return false, diskfmt.ErrAcquireLockspace
+		return false, rescode.ErrAcquireLockspace
 	}
 	v, ok := h.Live.Host(first.OwnerID)
 	w := NewOwnerWait(v, ok, first, h.now(), h.IOTimeout, h.WatchdogFireTimeout)
@@ -193,10 +194,10 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 			if first.WriteID != first.OwnerID && l.ownerReleased(ctx, first.OwnerID, st.ss) {
 				return true, nil
 			}
-			return false, diskfmt.ErrAcquireIDLive
+			return false, rescode.ErrAcquireIDLive
 		case OwnerWaiting:
 			if o.ownerNowait {
-				return false, diskfmt.ErrAcquireOwnedRetry
+				return false, rescode.ErrAcquireOwnedRetry
 			}
 		}
 		if err := h.sleep(ctx, time.Second); err != nil {
@@ -237,7 +238,7 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 	d := diskfmt.Dblock{Mbal: mbal, Lver: nextLver}
 	st.dblock = d
 	if ok := l.writeBallotBlock(ctx, hostSector(&d, o.carry, ss), ss); !Majority(n, ok) {
-		return d, fmt.Errorf("phase 1 write on %d of %d disks: %w", ok, n, diskfmt.ErrDblockWrite)
+		return d, fmt.Errorf("phase 1 write on %d of %d disks: %w", ok, n, rescode.ErrDblockWrite)
 	}
 	var best PhaseResult
 	reads := 0
@@ -262,7 +263,7 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 		best = BetterValue(best, r)
 	}
 	if !Majority(n, reads) {
-		return d, fmt.Errorf("phase 1 read on %d of %d disks: %w", reads, n, diskfmt.ErrDblockRead)
+		return d, fmt.Errorf("phase 1 read on %d of %d disks: %w", reads, n, rescode.ErrDblockRead)
 	}
 	if h.TestBugs&BugLeaderBeforePhase2 != 0 {
 		d = Phase2Dblock(best, mbal, nextLver, h.ID, h.Generation, h.now())
@@ -275,7 +276,7 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 	st.dblock = d
 	if ok := l.writeBallotBlock(ctx, hostSector(&d, o.carry, ss), ss); !Majority(n, ok) {
 		st.retract = true
-		return d, fmt.Errorf("phase 2 write on %d of %d disks: %w", ok, n, diskfmt.ErrDblockWrite)
+		return d, fmt.Errorf("phase 2 write on %d of %d disks: %w", ok, n, rescode.ErrDblockWrite)
 	}
 	if h.TestBugs&BugSkipPhase2Read != 0 {
 		return d, nil
@@ -298,13 +299,13 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 	}
 	if !Majority(n, reads) {
 		st.retract = true
-		return d, fmt.Errorf("phase 2 read on %d of %d disks: %w", reads, n, diskfmt.ErrDblockRead)
+		return d, fmt.Errorf("phase 2 read on %d of %d disks: %w", reads, n, rescode.ErrDblockRead)
 	}
 	return d, nil
 }
 
 // errCode reports whether err carries one of codes.
-func errCode(err error, codes ...diskfmt.Code) bool {
+func errCode(err error, codes ...rescode.Code) bool {
 	for _, c := range codes {
 		if errors.Is(err, c) {
 			return true

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
@@ -50,12 +50,12 @@ func BenchmarkAcquireReleaseFile(b *testing.B) {
 func benchAcquireRelease(b *testing.B, dev diskfmt.Device, g diskfmt.Geometry) {
 	w := newWorld()
 	w.join(1, 1)
-	clock := delta.NewClockAt(1000 * time.Second)
+	clk := clock.NewAt(1000 * time.Second)
 	h := &Host{
 		ID: 1, Generation: 1, Space: testSpace, Geometry: g,
 		IOTimeout: 10, WatchdogFireTimeout: testW, ShRetries: DefaultShRetries,
-		Clock: clock, Rand: rand.New(rand.NewPCG(1, 42)),
-		Live: &view{w: w, clock: clock, first: delta.Monotime(clock)},
+		Clock: clk, Rand: rand.New(rand.NewPCG(1, 42)),
+		Live: &view{w: w, clock: clk, first: clock.Monotime(clk)},
 	}
 	l := &Lease{Host: h, Name: testRes, Disks: []Disk{{Dev: dev, Offset: 0}}}
 	b.ReportAllocs()

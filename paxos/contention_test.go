@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // TestContention runs several live hosts against one lease for many rounds.
@@ -70,10 +71,10 @@ func TestContention(t *testing.T) {
 								pe, ok := err.(*Error)
 								if assert.True(t, ok) && assert.NotNil(t, pe.Leader) {
 									switch pe.Code {
-									case diskfmt.ErrAcquireOwned, diskfmt.ErrAcquireOther:
+									case rescode.ErrAcquireOwned, rescode.ErrAcquireOther:
 										assert.NotEqual(t, id, pe.Leader.OwnerID)
 										claim(pe.Leader.Lver, pe.Leader.OwnerID)
-									case diskfmt.ErrAcquireIDLive:
+									case rescode.ErrAcquireIDLive:
 										assert.NotEqual(t, id, pe.Leader.OwnerID)
 									default:
 										t.Errorf("host %d: unexpected %v", id, err)
@@ -125,7 +126,7 @@ func TestDeadOwnerTakeover(t *testing.T) {
 		// alive: -243 at once, with or without OWNER_NOWAIT
 		for _, nowait := range []bool{false, true} {
 			_, err = h2.Acquire(bg, AcquireRequest{OwnerNowait: nowait})
-			require.Equal(t, diskfmt.ErrAcquireIDLive, code(err))
+			require.Equal(t, rescode.ErrAcquireIDLive, code(err))
 			assert.Equal(t, uint64(1), leaderOf(t, err).OwnerID)
 		}
 
@@ -135,7 +136,7 @@ func TestDeadOwnerTakeover(t *testing.T) {
 		// not yet dead: OWNER_NOWAIT fails at once
 		start := time.Now()
 		_, err = h2.Acquire(bg, AcquireRequest{OwnerNowait: true})
-		require.Equal(t, diskfmt.ErrAcquireOwnedRetry, code(err))
+		require.Equal(t, rescode.ErrAcquireOwnedRetry, code(err))
 		assert.Equal(t, start, time.Now(), "OWNER_NOWAIT must not wait")
 
 		r, err := h2.Acquire(bg, AcquireRequest{})
@@ -200,7 +201,7 @@ func TestReleaseWrittenByOther(t *testing.T) {
 		<-gate.reached
 
 		_, err := h2.Acquire(bg, AcquireRequest{})
-		require.Equal(t, diskfmt.ErrAcquireOther, code(err))
+		require.Equal(t, rescode.ErrAcquireOther, code(err))
 		ld := leaderOf(t, err)
 		assert.Equal(t, uint64(1), ld.OwnerID)
 		assert.Equal(t, uint64(2), ld.WriteID)
@@ -242,7 +243,7 @@ func TestManyHostsSameLver(t *testing.T) {
 				assert.Equal(t, uint64(1), got[id].Leader.Lver)
 				continue
 			}
-			assert.Contains(t, []diskfmt.Code{diskfmt.ErrAcquireIDLive, diskfmt.ErrAcquireOwned, diskfmt.ErrAcquireOther},
+			assert.Contains(t, []rescode.Code{rescode.ErrAcquireIDLive, rescode.ErrAcquireOwned, rescode.ErrAcquireOther},
 				code(res[id]), fmt.Sprint(res[id]))
 		}
 		assert.Equal(t, 1, winners)

@@ -3,6 +3,7 @@ package paxos
 import (
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // This file holds the pure decisions of the paxos lease algorithm. None of
@@ -58,7 +59,7 @@ const (
 func DecideStart(ld *diskfmt.Leader, acquireLver, hostID, gen uint64) (Start, error) {
 	switch {
 	case acquireLver != 0 && ld.Lver != acquireLver:
-		return 0, diskfmt.ErrAcquireLver
+		return 0, rescode.ErrAcquireLver
 	case ld.Timestamp == 0:
 		return StartRun, nil
 	case ld.OwnerID == hostID && ld.OwnerGeneration == gen:
@@ -210,9 +211,9 @@ func (r *PhaseResult) add(s *Slot, nextLver, mbal uint64, phase1 bool) error {
 	case d.Lver < nextLver:
 		return nil
 	case d.Lver > nextLver:
-		return diskfmt.ErrDblockLver
+		return rescode.ErrDblockLver
 	case d.Mbal > mbal:
-		return diskfmt.ErrDblockMbal
+		return rescode.ErrDblockMbal
 	}
 	r.Ballots++
 	if !phase1 || d.Inp == 0 || d.Bal == 0 {
@@ -415,13 +416,13 @@ func DecideRelease(cur, last *diskfmt.Leader, hostID, gen uint64) (write bool, e
 	case cur.WriteID != hostID:
 		return false, nil
 	case cur.Lver != last.Lver:
-		return false, diskfmt.ErrReleaseLver
+		return false, rescode.ErrReleaseLver
 	case cur.Timestamp == 0:
-		return false, diskfmt.ErrReleaseOwner
+		return false, rescode.ErrReleaseOwner
 	case cur.OwnerID != hostID || cur.OwnerGeneration != gen:
-		return false, diskfmt.ErrReleaseOwner
+		return false, rescode.ErrReleaseOwner
 	case *cur != *last:
-		return false, diskfmt.ErrReleaseOwner
+		return false, rescode.ErrReleaseOwner
 	}
 	return true, nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 func TestMajority(t *testing.T) {
@@ -70,7 +72,7 @@ func TestDecideStart(t *testing.T) {
 		err     error
 	}{
 		{"free", free, 0, 1, 1, StartRun, nil},
-		{"lver mismatch on free", free, 2, 1, 1, 0, diskfmt.ErrAcquireLver},
+		{"lver mismatch on free", free, 2, 1, 1, 0, rescode.ErrAcquireLver},
 		{"lver match", held, 3, 1, 1, StartCheckOwner, nil},
 		{"ours", held, 0, 2, 1, StartRun, nil},
 		{"old local", held, 0, 2, 4, StartRun, nil},
@@ -119,15 +121,15 @@ func TestEvalBallotRead(t *testing.T) {
 	}{
 		{"empty", []Slot{{}, {}}, true, 0, nil, nil},
 		{"older lver skipped", []Slot{db(9000, 9000, 3, 4)}, true, 0, nil, nil},
-		{"newer lver aborts", []Slot{db(1, 1, 3, 6)}, true, 0, nil, diskfmt.ErrDblockLver},
-		{"higher mbal aborts", []Slot{db(2002, 0, 0, 5)}, true, 0, nil, diskfmt.ErrDblockMbal},
+		{"newer lver aborts", []Slot{db(1, 1, 3, 6)}, true, 0, nil, rescode.ErrDblockLver},
+		{"higher mbal aborts", []Slot{db(2002, 0, 0, 5)}, true, 0, nil, rescode.ErrDblockMbal},
 		{"equal mbal does not abort", []Slot{db(2001, 2001, 2, 5)}, true, 2001, nil, nil},
 		{"highest bal wins", []Slot{db(1, 1, 2, 5), db(2000, 1001, 3, 5), db(3, 3, 4, 5)}, true, 1001, nil, nil},
 		{"bal 0 with value skipped", []Slot{db(5, 0, 3, 5)}, true, 0, nil, nil},
 		{"bad checksum skipped", []Slot{{Bad: true, Dblock: diskfmt.Dblock{Lver: 99}}}, true, 0, nil, nil},
 		{"shared recorded", []Slot{sh(db(1, 0, 0, 2), 4), sh(Slot{}, 7)}, true, 0, []uint64{4, 7}, nil},
 		{"phase 2 no best", []Slot{db(1, 1, 2, 5)}, false, 0, nil, nil},
-		{"phase 2 abort", []Slot{db(4001, 0, 0, 5)}, false, 0, nil, diskfmt.ErrDblockMbal},
+		{"phase 2 abort", []Slot{db(4001, 0, 0, 5)}, false, 0, nil, rescode.ErrDblockMbal},
 	}
 	for _, c := range cases {
 		r, err := EvalBallotRead(c.slots, 5, 2001, c.phase1)
@@ -243,11 +245,11 @@ func TestDecideRelease(t *testing.T) {
 	}{
 		{"ours", last, true, nil},
 		{"written by other", mod(func(l *diskfmt.Leader) { l.WriteID = 2 }), false, nil},
-		{"lver moved", mod(func(l *diskfmt.Leader) { l.Lver = 4 }), false, diskfmt.ErrReleaseLver},
-		{"already free", mod(func(l *diskfmt.Leader) { l.Timestamp = 0 }), false, diskfmt.ErrReleaseOwner},
-		{"other owner", mod(func(l *diskfmt.Leader) { l.OwnerID = 2 }), false, diskfmt.ErrReleaseOwner},
-		{"other generation", mod(func(l *diskfmt.Leader) { l.OwnerGeneration = 1 }), false, diskfmt.ErrReleaseOwner},
-		{"changed", mod(func(l *diskfmt.Leader) { l.WriteTimestamp = 9 }), false, diskfmt.ErrReleaseOwner},
+		{"lver moved", mod(func(l *diskfmt.Leader) { l.Lver = 4 }), false, rescode.ErrReleaseLver},
+		{"already free", mod(func(l *diskfmt.Leader) { l.Timestamp = 0 }), false, rescode.ErrReleaseOwner},
+		{"other owner", mod(func(l *diskfmt.Leader) { l.OwnerID = 2 }), false, rescode.ErrReleaseOwner},
+		{"other generation", mod(func(l *diskfmt.Leader) { l.OwnerGeneration = 1 }), false, rescode.ErrReleaseOwner},
+		{"changed", mod(func(l *diskfmt.Leader) { l.WriteTimestamp = 9 }), false, rescode.ErrReleaseOwner},
 	}
 	for _, c := range cases {
 		w, err := DecideRelease(&c.cur, &last, 1, 2)
@@ -283,9 +285,9 @@ func TestDecideRequest(t *testing.T) {
 	assert.Equal(t, [2]uint64{3, 5}, [2]uint64{o, l})
 	assert.NoError(t, err)
 	_, _, err = DecideRequest(&held, 4, false)
-	assert.Equal(t, diskfmt.ErrRequestOld, err)
+	assert.Equal(t, rescode.ErrRequestOld, err)
 	_, _, err = DecideRequest(&held, 0, false)
-	assert.Equal(t, diskfmt.ErrRequestOld, err)
+	assert.Equal(t, rescode.ErrRequestOld, err)
 	o, _, err = DecideRequest(&diskfmt.Leader{Lver: 4}, 9, false)
 	assert.Zero(t, o)
 	assert.NoError(t, err)
@@ -302,16 +304,16 @@ func TestDecideExamine(t *testing.T) {
 	assert.Equal(t, ExamineIgnore, DecideExamine(rec(0, 1), nil, 0, 10), "no lver")
 	assert.Equal(t, ExamineIgnore, DecideExamine(rec(5, 0), nil, 4, 10), "cleared")
 	assert.Equal(t, ExamineIgnore, DecideExamine(rec(5, 1), nil, 0, 0), "shared: pid 0")
-	assert.Equal(t, ExamineIgnore, DecideExamine(rec(5, 1), diskfmt.ErrRequestMagic, 4, 10))
+	assert.Equal(t, ExamineIgnore, DecideExamine(rec(5, 1), rescode.ErrRequestMagic, 4, 10))
 
 	sig, run := ExamineSignal(ExamineForce, 0, true)
 	assert.Equal(t, "killed", sig.String())
 	assert.False(t, run)
-	sig, _ = ExamineSignal(ExamineForce, RestrictSigkill, false)
+	sig, _ = ExamineSignal(ExamineForce, wire.RestrictSigkill, false)
 	assert.Equal(t, "terminated", sig.String())
 	_, run = ExamineSignal(ExamineGraceful, 0, true)
 	assert.True(t, run)
-	sig, _ = ExamineSignal(ExamineGraceful, RestrictSigterm, false)
+	sig, _ = ExamineSignal(ExamineGraceful, wire.RestrictSigterm, false)
 	assert.Equal(t, "killed", sig.String())
 }
 
@@ -322,10 +324,10 @@ func TestCheckLocal(t *testing.T) {
 		shared bool
 		flags  uint32
 		act    LocalAction
-		code   diskfmt.Code
+		code   rescode.Code
 	}{
-		{"rem", LocalState{OnRem: true}, false, 0, LocalFail, diskfmt.ErrEAGAIN},
-		{"add", LocalState{OnAdd: true}, false, 0, LocalFail, diskfmt.ErrEBUSY},
+		{"rem", LocalState{OnRem: true}, false, 0, LocalFail, rescode.ErrEAGAIN},
+		{"add", LocalState{OnAdd: true}, false, 0, LocalFail, rescode.ErrEBUSY},
 		{"held SH join", LocalState{Held: true, HeldShared: true}, true, 0, LocalJoin, 0},
 		{"held SH, want EX", LocalState{Held: true, HeldShared: true}, false, 0, LocalFail, ErrEEXIST},
 		{"held EX", LocalState{Held: true}, false, 0, LocalFail, ErrEEXIST},
@@ -335,7 +337,7 @@ func TestCheckLocal(t *testing.T) {
 		{"adopt EX", LocalState{Orphan: true}, false, AcquireOrphan, LocalAdopt, 0},
 		{"adopt SH with ORPHAN_ONLY", LocalState{Orphan: true, OrphanShared: true}, true, AcquireOrphanOnly, LocalAdopt, 0},
 		{"ORPHAN_ONLY alone: normal acquire (Q1)", LocalState{}, false, AcquireOrphanOnly, LocalDisk, 0},
-		{"ORPHAN_ONLY|LVB", LocalState{}, false, AcquireOrphanOnly | AcquireLVB, LocalFail, diskfmt.ErrENOENT},
+		{"ORPHAN_ONLY|LVB", LocalState{}, false, AcquireOrphanOnly | AcquireLVB, LocalFail, rescode.ErrENOENT},
 		{"new", LocalState{}, true, AcquireLVB, LocalDisk, 0},
 	}
 	for _, c := range cases {
@@ -360,10 +362,10 @@ func TestTestResourceOwners(t *testing.T) {
 		{Owner{HostID: 9}, 0, nil},
 		{Owner{HostID: 1, Generation: 1}, 0, nil},
 		{Owner{HostID: 1, Generation: 2}, TRFFail, nil},
-		{Owner{HostID: 1, Generation: 3}, 0, diskfmt.ErrEINVAL},
+		{Owner{HostID: 1, Generation: 3}, 0, rescode.ErrEINVAL},
 		{Owner{HostID: 2, Generation: 1}, 0, nil},
 		{Owner{HostID: 3, Generation: 5}, TRFFail, nil},
-		{Owner{HostID: 4, Generation: 1}, 0, diskfmt.ErrEINVAL},
+		{Owner{HostID: 4, Generation: 1}, 0, rescode.ErrEINVAL},
 	}
 	for _, c := range cases {
 		f, err := TestResourceOwners([]Owner{c.owner}, hosts)
@@ -379,9 +381,9 @@ func TestReadResource(t *testing.T) {
 	assert.Equal(t, testRes, diskfmt.NameString(ld.ResourceName[:]))
 	assert.Equal(t, diskfmt.FlagSector4K|diskfmt.FlagAlign1M, flags)
 	_, _, err = ReadResource(bg, c.mems[0], c.off, testSpace, "other", 0)
-	assert.Equal(t, diskfmt.ErrLeaderResource, code(err))
+	assert.Equal(t, rescode.ErrLeaderResource, code(err))
 	_, _, err = ReadResource(bg, c.mems[0], 0, "", "", 0)
-	assert.Equal(t, diskfmt.ErrLeaderMagic, code(err))
+	assert.Equal(t, rescode.ErrLeaderMagic, code(err))
 
 	// owners: the 512 guess is reread with the lease's 4K sizes
 	h := c.host(2, 4, nil)
@@ -392,9 +394,9 @@ func TestReadResource(t *testing.T) {
 	assert.Equal(t, []Owner{{HostID: 2, Generation: 4, Timestamp: r.Leader.Timestamp}}, own.Owners)
 	assert.Equal(t, geo4K, own.Geometry)
 	_, err = ReadResourceOwners(bg, c.mems[0], c.off, testSpace, testRes, diskfmt.FlagSector512|diskfmt.FlagAlign1M)
-	assert.Equal(t, diskfmt.ErrEINVAL, code(err))
+	assert.Equal(t, rescode.ErrEINVAL, code(err))
 	_, err = ReadResourceOwners(bg, c.mems[0], c.off, "", testRes, 0)
-	assert.Equal(t, diskfmt.ErrLeaderLockspace, code(err), "names must be given")
+	assert.Equal(t, rescode.ErrLeaderLockspace, code(err), "names must be given")
 	require.NoError(t, r.Release(bg, ReleaseOptions{}))
 	own, err = ReadResourceOwners(bg, c.mems[0], c.off, testSpace, testRes, diskfmt.FlagSector4K|diskfmt.FlagAlign1M)
 	require.NoError(t, err)

@@ -35,7 +35,7 @@
 //
 // # Results
 //
-// Failures are *Error values whose Code (diskfmt.CodeOf) is the sanlock
+// Failures are *Error values whose Code (rescode.CodeOf) is the sanlock
 // result; for -243..-247 Error.Leader is the leader that decided it, so a
 // loser learns the owner.
 //

@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -76,7 +77,7 @@ func (w *world) tsLocked(h *worldHost) uint64 {
 // view is one host's Liveness over the world, on that host's clock.
 type view struct {
 	w     *world
-	clock delta.Clock
+	clock clock.Clock
 	first uint64
 }
 
@@ -87,7 +88,7 @@ func (v *view) Host(id uint64) (HostView, bool) {
 	if !ok {
 		return HostView{}, false
 	}
-	now := delta.Monotime(v.clock)
+	now := clock.Monotime(v.clock)
 	hv := HostView{FirstCheck: v.first}
 	hv.HostID, hv.OwnerID, hv.OwnerGeneration, hv.IOTimeout = id, id, h.gen, testIO
 	hv.LastCheck, hv.LastLive, hv.Timestamp = now, now, v.w.tsLocked(h)
@@ -152,12 +153,12 @@ func newClusterSize(t *testing.T, g diskfmt.Geometry, ndisks int, numHosts uint6
 // handle. wrap, if set, wraps each of its devices.
 func (c *cluster) host(id, gen uint64, wrap func(i int, d diskfmt.Device) diskfmt.Device) *Lease {
 	c.world.join(id, gen)
-	clock := delta.NewClockAt(time.Duration(1000*id) * time.Second) // every host has its own clock
+	clk := clock.NewAt(time.Duration(1000*id) * time.Second) // every host has its own clock
 	h := &Host{
 		ID: id, Generation: gen, Space: testSpace, Geometry: c.g,
 		IOTimeout: testIO, WatchdogFireTimeout: testW, ShRetries: DefaultShRetries,
-		Clock: clock, Rand: rand.New(rand.NewPCG(id, 42)),
-		Live: &view{w: c.world, clock: clock, first: delta.Monotime(clock)},
+		Clock: clk, Rand: rand.New(rand.NewPCG(id, 42)),
+		Live: &view{w: c.world, clock: clk, first: clock.Monotime(clk)},
 		Log:  zaptest.NewLogger(c.t).Named(fmt.Sprintf("h%d", id)),
 	}
 	l := &Lease{Host: h, Name: testRes}
@@ -314,7 +315,7 @@ func (d *gateDev) WriteAt(ctx context.Context, p []byte, off int64) error {
 }
 
 // code is the sanlock result of err.
-func code(err error) diskfmt.Code { return diskfmt.CodeOf(err) }
+func code(err error) rescode.Code { return rescode.CodeOf(err) }
 
 // leaderOf returns the Leader carried by a paxos *Error.
 func leaderOf(t *testing.T, err error) diskfmt.Leader {

@@ -10,8 +10,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Liveness is the lockspace's view of the other hosts, which the paxos
@@ -25,8 +26,8 @@ type Liveness interface {
 	Host(hostID uint64) (HostView, bool)
 	// ReadDeltaLease reads hostID's delta lease from the lockspace disk now
 	// (one sector at sector hostID-1) and verifies it (magic, version,
-	// lockspace name, checksum). Errors: diskfmt.ErrAcquireLockspace when
-	// the lockspace is gone, diskfmt.ErrAcquireIDDisk when its disk cannot
+	// lockspace name, checksum). Errors: rescode.ErrAcquireLockspace when
+	// the lockspace is gone, rescode.ErrAcquireIDDisk when its disk cannot
 	// be opened, a verify code, or the I/O error.
 	ReadDeltaLease(ctx context.Context, hostID uint64) (diskfmt.Leader, error)
 }
@@ -50,7 +51,7 @@ type Host struct {
 	// ShRetries is how often a shared acquire blocked by a short hold is
 	// retried (sanlock.conf sh_retries; the daemon default is 8).
 	ShRetries int
-	Clock     delta.Clock
+	Clock     clock.Clock
 	Live      Liveness
 	// Rand draws the random backoff delays. Access is serialised by Host.
 	Rand *rand.Rand
@@ -142,7 +143,7 @@ const SuggestedContendedWait = time.Second
 // DefaultShRetries is sanlock's default sh_retries.
 const DefaultShRetries = 8
 
-func (h *Host) now() uint64 { return delta.Monotime(h.Clock) }
+func (h *Host) now() uint64 { return clock.Monotime(h.Clock) }
 
 func (h *Host) log() *zap.Logger {
 	if h.Log == nil {
@@ -167,7 +168,7 @@ func (h *Host) backoff() time.Duration {
 // ends the operation with -1, as sanlock's wait loop does.
 func (h *Host) sleep(ctx context.Context, d time.Duration) error {
 	if err := h.Clock.Sleep(ctx, d); err != nil {
-		return fmt.Errorf("paxos: %v: %w", err, diskfmt.ErrEPERM)
+		return fmt.Errorf("paxos: %v: %w", err, rescode.ErrEPERM)
 	}
 	return nil
 }
@@ -175,11 +176,11 @@ func (h *Host) sleep(ctx context.Context, d time.Duration) error {
 func (h *Host) validate() error {
 	switch {
 	case h == nil || h.Clock == nil:
-		return fmt.Errorf("paxos: host without clock: %w", diskfmt.ErrEINVAL)
+		return fmt.Errorf("paxos: host without clock: %w", rescode.ErrEINVAL)
 	case h.ID == 0:
-		return fmt.Errorf("paxos: host_id 0: %w", diskfmt.ErrEINVAL)
+		return fmt.Errorf("paxos: host_id 0: %w", rescode.ErrEINVAL)
 	case h.IOTimeout <= 0 || h.WatchdogFireTimeout <= 0:
-		return fmt.Errorf("paxos: timing not set: %w", diskfmt.ErrEINVAL)
+		return fmt.Errorf("paxos: timing not set: %w", rescode.ErrEINVAL)
 	}
 	return nil
 }
@@ -203,11 +204,11 @@ func (l *Lease) validate() error {
 		return err
 	}
 	if len(l.Disks) == 0 || len(l.Disks) > diskfmt.MaxDisks {
-		return fmt.Errorf("paxos: %d disks: %w", len(l.Disks), diskfmt.ErrERANGE)
+		return fmt.Errorf("paxos: %d disks: %w", len(l.Disks), rescode.ErrERANGE)
 	}
 	for _, d := range l.Disks {
 		if d.Dev == nil {
-			return fmt.Errorf("paxos: nil device: %w", diskfmt.ErrEINVAL)
+			return fmt.Errorf("paxos: nil device: %w", rescode.ErrEINVAL)
 		}
 	}
 	return nil
@@ -224,13 +225,13 @@ func (l *Lease) hints() (ss, align int) {
 	return ss, diskfmt.LegacyAlign(ss)
 }
 
-// Error is a failed operation. Code is the sanlock result (diskfmt.CodeOf
+// Error is a failed operation. Code is the sanlock result (rescode.CodeOf
 // finds it through Unwrap). Leader, when set, is the leader that decided the
 // result: the blocking leader for -243/-247, the committed one for
 // -244/-245, the last one seen for -246.
 type Error struct {
 	Op     string
-	Code   diskfmt.Code
+	Code   rescode.Code
 	Leader *diskfmt.Leader
 	Err    error // underlying detail, may be nil
 }
@@ -247,7 +248,7 @@ func (e *Error) Error() string {
 	return s
 }
 
-// Unwrap returns the Code, so errors.Is(err, diskfmt.ErrAcquireIDLive) works.
+// Unwrap returns the Code, so errors.Is(err, rescode.ErrAcquireIDLive) works.
 func (e *Error) Unwrap() error { return e.Code }
 
 // wrap turns err into an *Error for op, keeping an existing *Error.
@@ -259,7 +260,7 @@ func wrap(op string, err error, ld *diskfmt.Leader) error {
 	if errors.As(err, &pe) {
 		return err
 	}
-	e := &Error{Op: op, Code: diskfmt.CodeOf(err), Err: err}
+	e := &Error{Op: op, Code: rescode.CodeOf(err), Err: err}
 	if ld != nil {
 		c := *ld
 		e.Leader = &c
@@ -269,8 +270,8 @@ func wrap(op string, err error, ld *diskfmt.Leader) error {
 
 // Errno results used by this package that diskfmt does not name.
 const (
-	ErrE2BIG    diskfmt.Code = -7
-	ErrEEXIST   diskfmt.Code = -17
-	ErrEALREADY diskfmt.Code = -114
-	ErrEUCLEAN  diskfmt.Code = -117
+	ErrE2BIG    rescode.Code = -7
+	ErrEEXIST   rescode.Code = -17
+	ErrEALREADY rescode.Code = -114
+	ErrEUCLEAN  rescode.Code = -117
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // This file is the multi-disk I/O of a lease (docs/paxos.md "Several disks"). Every I/O is
@@ -16,14 +17,14 @@ import (
 // completion cannot corrupt later data.
 
 func isTimeout(err error) bool {
-	return errors.Is(err, diskfmt.ErrIOTimeout) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, rescode.ErrIOTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // ioErr maps an I/O error to the result code of its kind: a timeout is
 // SANLK_AIO_TIMEOUT, anything else the given code.
-func ioErr(err error, code diskfmt.Code) error {
+func ioErr(err error, code rescode.Code) error {
 	if isTimeout(err) {
-		return fmt.Errorf("%v: %w", err, diskfmt.ErrAIOTimeout)
+		return fmt.Errorf("%v: %w", err, rescode.ErrAIOTimeout)
 	}
 	return fmt.Errorf("%v: %w", err, code)
 }
@@ -105,7 +106,7 @@ func MaxMbalFull(buf []byte, ss int, numHosts uint64) (uint64, error) {
 	for q := uint64(0); q < numHosts; q++ {
 		off := (2 + q) * uint64(ss)
 		if off+diskfmt.DblockSize > uint64(len(buf)) {
-			return 0, fmt.Errorf("dblock %d beyond the %d-byte read: %w", q+1, len(buf), diskfmt.ErrDblockChecksum)
+			return 0, fmt.Errorf("dblock %d beyond the %d-byte read: %w", q+1, len(buf), rescode.ErrDblockChecksum)
 		}
 		d, err := diskfmt.DecodeDblock(buf[off:])
 		if err != nil {
@@ -132,7 +133,7 @@ func DecodeSlots(buf []byte, ss int, numHosts uint64) []Slot {
 // (ours answers -210 for the other read errors).
 func checkAligned(d Disk) error {
 	if ss := int64(d.Dev.SectorSize()); ss > 0 && d.Offset%ss != 0 {
-		return fmt.Errorf("offset %d is not a multiple of the %d-byte sector: %w", d.Offset, ss, diskfmt.ErrEINVAL)
+		return fmt.Errorf("offset %d is not a multiple of the %d-byte sector: %w", d.Offset, ss, rescode.ErrEINVAL)
 	}
 	return nil
 }
@@ -170,7 +171,7 @@ func (l *Lease) fullRead(ctx context.Context, ss, align int) (diskfmt.Leader, ui
 		}
 		b, err := l.read(ctx, i, align, 0)
 		if err != nil {
-			lastErr = ioErr(err, diskfmt.ErrDblockRead)
+			lastErr = ioErr(err, rescode.ErrDblockRead)
 			continue
 		}
 		buf := b.Bytes()
@@ -194,11 +195,11 @@ func (l *Lease) fullRead(ctx context.Context, ss, align int) (diskfmt.Leader, ui
 		if len(l.Disks) == 1 {
 			return diskfmt.Leader{}, 0, lastErr
 		}
-		return diskfmt.Leader{}, 0, fmt.Errorf("no disk readable: %v: %w", lastErr, diskfmt.ErrDblockRead)
+		return diskfmt.Leader{}, 0, fmt.Errorf("no disk readable: %v: %w", lastErr, rescode.ErrDblockRead)
 	}
 	ld, ok := majorityLeader(good, len(l.Disks))
 	if !ok {
-		return good[0].ld, 0, diskfmt.ErrLeaderDiff
+		return good[0].ld, 0, rescode.ErrLeaderDiff
 	}
 	return ld, maxMbal, nil
 }
@@ -212,7 +213,7 @@ func (l *Lease) leaderRead(ctx context.Context, ss int) (diskfmt.Leader, error) 
 	for i := range l.Disks {
 		b, err := l.read(ctx, i, ss, 0)
 		if err != nil {
-			lastErr = ioErr(err, diskfmt.ErrLeaderRead)
+			lastErr = ioErr(err, rescode.ErrLeaderRead)
 			continue
 		}
 		ld, err := diskfmt.VerifyPaxos(b.Bytes(), h.Space, l.Name, h.ID)
@@ -229,11 +230,11 @@ func (l *Lease) leaderRead(ctx context.Context, ss int) (diskfmt.Leader, error) 
 		if len(l.Disks) == 1 {
 			return diskfmt.Leader{}, lastErr
 		}
-		return diskfmt.Leader{}, fmt.Errorf("%d of %d leaders read: %v: %w", len(good), len(l.Disks), lastErr, diskfmt.ErrLeaderRead)
+		return diskfmt.Leader{}, fmt.Errorf("%d of %d leaders read: %v: %w", len(good), len(l.Disks), lastErr, rescode.ErrLeaderRead)
 	}
 	ld, ok := majorityLeader(good, len(l.Disks))
 	if !ok {
-		return good[0].ld, diskfmt.ErrLeaderDiff
+		return good[0].ld, rescode.ErrLeaderDiff
 	}
 	return ld, nil
 }
@@ -256,9 +257,9 @@ func (l *Lease) writeLeader(ctx context.Context, ld *diskfmt.Leader, ss int) err
 		return nil
 	}
 	if timedOut {
-		return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrAIOTimeout)
+		return fmt.Errorf("leader write: %v: %w", lastErr, rescode.ErrAIOTimeout)
 	}
-	return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrLeaderWrite)
+	return fmt.Errorf("leader write: %v: %w", lastErr, rescode.ErrLeaderWrite)
 }
 
 // writeBallotBlock writes our dblock sector to every disk and returns how
@@ -282,7 +283,7 @@ func (l *Lease) writeHostBlock(ctx context.Context, hostID uint64, sector []byte
 	for i := range l.Disks {
 		b := append([]byte(nil), sector...)
 		if err := l.write(ctx, i, b, hostOffset(hostID, ss)); err != nil {
-			return ioErr(err, diskfmt.ErrDblockWrite)
+			return ioErr(err, rescode.ErrDblockWrite)
 		}
 	}
 	return nil

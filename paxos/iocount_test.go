@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 func ops(ss ...any) []ioOp {
@@ -56,7 +57,7 @@ func TestIOCounts(t *testing.T) {
 	cd1.take()
 	before := c.world.reads.Load()
 	_, err = h2.Acquire(bg, AcquireRequest{})
-	assert.Equal(t, diskfmt.ErrAcquireIDLive, code(err))
+	assert.Equal(t, rescode.ErrAcquireIDLive, code(err))
 	assert.Equal(t, ops("R", MiB, 0), cd2.take())
 	assert.Equal(t, int64(1), c.world.reads.Load()-before)
 	require.NoError(t, r.Release(bg, ReleaseOptions{}))

@@ -1,6 +1,8 @@
 package paxos
 
-import "github.com/gosanlock/gosanlock/diskfmt"
+import (
+	"github.com/gosanlock/gosanlock/rescode"
+)
 
 // Acquire command flags (SANLK_ACQUIRE_*, header cmd_flags).
 const (
@@ -33,13 +35,13 @@ const (
 // CheckLocal is the table of docs/paxos.md "Local checks" for one resource: shared asks
 // for SH, cmdFlags are the acquire flags. Quirk Q1 is kept: ORPHAN_ONLY
 // only refuses a missing orphan when the LVB bit (0x1) is also set.
-func CheckLocal(s LocalState, shared bool, cmdFlags uint32) (LocalAction, diskfmt.Code) {
+func CheckLocal(s LocalState, shared bool, cmdFlags uint32) (LocalAction, rescode.Code) {
 	orphanFlags := cmdFlags&(AcquireOrphan|AcquireOrphanOnly) != 0
 	switch {
 	case s.OnRem:
-		return LocalFail, diskfmt.ErrEAGAIN
+		return LocalFail, rescode.ErrEAGAIN
 	case s.OnAdd:
-		return LocalFail, diskfmt.ErrEBUSY
+		return LocalFail, rescode.ErrEBUSY
 	case s.Held && shared && s.HeldShared:
 		return LocalJoin, 0
 	case s.Held:
@@ -51,7 +53,7 @@ func CheckLocal(s LocalState, shared bool, cmdFlags uint32) (LocalAction, diskfm
 	case s.Orphan:
 		return LocalAdopt, 0
 	case cmdFlags&AcquireLVB != 0 && cmdFlags&AcquireOrphanOnly != 0:
-		return LocalFail, diskfmt.ErrENOENT
+		return LocalFail, rescode.ErrENOENT
 	}
 	return LocalDisk, 0
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 var geometries = []struct {
@@ -47,7 +48,7 @@ func TestShared(t *testing.T) {
 			assert.Equal(t, []Owner{{HostID: 1, Generation: 1}, {HostID: 2, Generation: 5}}, own.Owners)
 
 			_, err = h3.Acquire(bg, AcquireRequest{})
-			assert.Equal(t, diskfmt.ErrEAGAIN, code(err))
+			assert.Equal(t, rescode.ErrEAGAIN, code(err))
 			assert.Equal(t, uint64(3), c.leader(0).Lver, "the failed EX acquire used up lver 3")
 			assert.Zero(t, c.leader(0).Timestamp)
 
@@ -60,7 +61,7 @@ func TestShared(t *testing.T) {
 			require.NoError(t, err)
 			before, _ := c.hostBlock(0, 1)
 			_, err = h1.Acquire(bg, AcquireRequest{Shared: true})
-			assert.Equal(t, diskfmt.ErrAcquireIDLive, code(err))
+			assert.Equal(t, rescode.ErrAcquireIDLive, code(err))
 			// unlike sanlock (quirk Q2, a zero dblock), a failed SH acquire
 			// that ran no ballot leaves our dblock as it was
 			d, mb := c.hostBlock(0, 1)
@@ -102,7 +103,7 @@ func TestSharedShortHoldRetry(t *testing.T) {
 
 		start := time.Now()
 		_, err := h1.Acquire(bg, AcquireRequest{Shared: true})
-		assert.Equal(t, diskfmt.ErrAcquireShRetry, code(err))
+		assert.Equal(t, rescode.ErrAcquireShRetry, code(err))
 		assert.Less(t, time.Since(start), 9*time.Second)
 		assert.Greater(t, time.Since(start), time.Duration(0), "retries sleep")
 
@@ -125,7 +126,7 @@ func TestDeadSharedHolderCleared(t *testing.T) {
 		c.world.kill(2)
 		time.Sleep(10 * time.Second)
 		_, err = h1.Acquire(bg, AcquireRequest{})
-		require.Equal(t, diskfmt.ErrEAGAIN, code(err))
+		require.Equal(t, rescode.ErrEAGAIN, code(err))
 
 		time.Sleep(60 * time.Second) // now 70 s > 68 s since host 2 was last seen live
 		r, err := h1.Acquire(bg, AcquireRequest{})
@@ -149,7 +150,7 @@ func TestConvert(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, ErrEALREADY, code(s1.Convert(bg, true, false)))
 
-			assert.Equal(t, diskfmt.ErrEAGAIN, code(s1.Convert(bg, false, false)))
+			assert.Equal(t, rescode.ErrEAGAIN, code(s1.Convert(bg, false, false)))
 			assert.True(t, s1.Shared())
 			ld := c.leader(0)
 			assert.Zero(t, ld.Timestamp, "leader freed again")
@@ -168,7 +169,7 @@ func TestConvert(t *testing.T) {
 			_, mb = c.hostBlock(0, 1)
 			assert.Zero(t, mb.Flags)
 			_, err = h2.Acquire(bg, AcquireRequest{Shared: true})
-			assert.Equal(t, diskfmt.ErrAcquireIDLive, code(err))
+			assert.Equal(t, rescode.ErrAcquireIDLive, code(err))
 
 			require.NoError(t, s1.Convert(bg, true, false))
 			assert.True(t, s1.Shared())
@@ -190,11 +191,11 @@ func TestReleaseRules(t *testing.T) {
 	r1, err := h1.Acquire(bg, AcquireRequest{})
 	require.NoError(t, err)
 	require.NoError(t, r1.Release(bg, ReleaseOptions{}))
-	assert.Equal(t, diskfmt.ErrReleaseOwner, code(r1.Release(bg, ReleaseOptions{})), "already free")
+	assert.Equal(t, rescode.ErrReleaseOwner, code(r1.Release(bg, ReleaseOptions{})), "already free")
 
 	r2, err := h1.Acquire(bg, AcquireRequest{})
 	require.NoError(t, err)
-	assert.Equal(t, diskfmt.ErrReleaseLver, code(r1.Release(bg, ReleaseOptions{})), "stale hold")
+	assert.Equal(t, rescode.ErrReleaseLver, code(r1.Release(bg, ReleaseOptions{})), "stale hold")
 	require.NoError(t, r2.Release(bg, ReleaseOptions{Rename: "R2"}))
 	ld := c.leader(0)
 	assert.Equal(t, "R2", diskfmt.NameString(ld.ResourceName[:]))
@@ -205,7 +206,7 @@ func TestReleaseRules(t *testing.T) {
 
 	// the renamed lease is no longer R1
 	_, err = h1.Acquire(bg, AcquireRequest{})
-	assert.Equal(t, diskfmt.ErrLeaderResource, code(err))
+	assert.Equal(t, rescode.ErrLeaderResource, code(err))
 }
 
 // TestAcquireLver: a required lver that differs fails with -240, even on a
@@ -214,7 +215,7 @@ func TestAcquireLver(t *testing.T) {
 	c := newCluster(t, geo512, 1, 8)
 	h1 := c.host(1, 1, nil)
 	_, err := h1.Acquire(bg, AcquireRequest{Lver: 5})
-	assert.Equal(t, diskfmt.ErrAcquireLver, code(err))
+	assert.Equal(t, rescode.ErrAcquireLver, code(err))
 	r, err := h1.Acquire(bg, AcquireRequest{Lver: 0})
 	require.NoError(t, err)
 	require.NoError(t, r.Release(bg, ReleaseOptions{}))
@@ -223,7 +224,7 @@ func TestAcquireLver(t *testing.T) {
 	assert.Equal(t, uint64(6), c.leader(0).NumHosts)
 	require.NoError(t, r.Release(bg, ReleaseOptions{}))
 	_, err = c.host(7, 1, nil).Acquire(bg, AcquireRequest{})
-	assert.Equal(t, diskfmt.ErrLeaderNumHosts, code(err))
+	assert.Equal(t, rescode.ErrLeaderNumHosts, code(err))
 }
 
 // TestLVB: the value set by an exclusive holder is written at release and
@@ -259,9 +260,9 @@ func TestLVB(t *testing.T) {
 
 			r3, err := h2.Acquire(bg, AcquireRequest{})
 			require.NoError(t, err)
-			assert.Equal(t, diskfmt.ErrEINVAL, code(r3.SetLVB([]byte("x"))))
+			assert.Equal(t, rescode.ErrEINVAL, code(r3.SetLVB([]byte("x"))))
 			_, err = r3.LVB(0)
-			assert.Equal(t, diskfmt.ErrEINVAL, code(err))
+			assert.Equal(t, rescode.ErrEINVAL, code(err))
 			require.NoError(t, r3.Release(bg, ReleaseOptions{}))
 
 			s, err := h1.Acquire(bg, AcquireRequest{Shared: true, LVB: true})
@@ -300,13 +301,13 @@ func TestRequest(t *testing.T) {
 	assert.Equal(t, ExamineIgnore, DecideExamine(rec, nil, r1.Lver(), 0), "never signal pid 0")
 
 	_, err = h2.Request(bg, 1, diskfmt.ReqForce, false)
-	assert.Equal(t, diskfmt.ErrRequestOld, code(err))
+	assert.Equal(t, rescode.ErrRequestOld, code(err))
 	_, err = h2.Request(bg, 2, diskfmt.ReqGraceful, false)
 	require.NoError(t, err, "the same lver may be requested again")
 	_, err = h2.Request(bg, 5, diskfmt.ReqForce, false)
 	require.NoError(t, err)
 	_, err = h2.Request(bg, 3, diskfmt.ReqForce, false)
-	assert.Equal(t, diskfmt.ErrRequestLver, code(err))
+	assert.Equal(t, rescode.ErrRequestLver, code(err))
 
 	res, err = h2.Request(bg, 0, 0, false)
 	require.NoError(t, err)
@@ -317,9 +318,9 @@ func TestRequest(t *testing.T) {
 
 	c.mems[0].Load([]byte{1, 2, 3, 4}, c.off+4096)
 	_, err = h2.Request(bg, 7, diskfmt.ReqForce, false)
-	assert.Equal(t, diskfmt.ErrRequestMagic, code(err))
+	assert.Equal(t, rescode.ErrRequestMagic, code(err))
 	_, err = r1.ReadRequest(bg)
-	assert.Equal(t, diskfmt.ErrRequestMagic, code(err))
+	assert.Equal(t, rescode.ErrRequestMagic, code(err))
 }
 
 // TestCorruptDblock: one bad dblock checksum fails the acquire with -214.
@@ -329,7 +330,7 @@ func TestCorruptDblock(t *testing.T) {
 			c := newCluster(t, gc.g, 1, 8)
 			c.mems[0].Load([]byte{9}, c.off+hostOffset(5, gc.g.SectorSize))
 			_, err := c.host(1, 1, nil).Acquire(bg, AcquireRequest{})
-			assert.Equal(t, diskfmt.ErrDblockChecksum, code(err))
+			assert.Equal(t, rescode.ErrDblockChecksum, code(err))
 		})
 	}
 }
@@ -341,11 +342,11 @@ func TestSizeHints(t *testing.T) {
 	geo4K8M := diskfmt.Geometry{SectorSize: 4096, AlignSize: diskfmt.Align8M, MaxHosts: 2000}
 	cases := []struct {
 		lease, space diskfmt.Geometry
-		want         diskfmt.Code
+		want         rescode.Code
 	}{
-		{geo4K, geo512, diskfmt.ErrDblockChecksum},
-		{geo512, geo4K, diskfmt.ErrDblockChecksum},
-		{geo4K8M, geo4K, diskfmt.ErrDblockChecksum},
+		{geo4K, geo512, rescode.ErrDblockChecksum},
+		{geo512, geo4K, rescode.ErrDblockChecksum},
+		{geo4K8M, geo4K, rescode.ErrDblockChecksum},
 		{geo4K, geo4K8M, 0},
 	}
 	for _, tc := range cases {

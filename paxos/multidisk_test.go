@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // TestMultiDisk: with 4 disks one failing disk is tolerated (3 is a
@@ -44,10 +45,10 @@ func TestMultiDisk(t *testing.T) {
 	}
 	assert.Equal(t, uint64(1), c.leader(3).Lver, "the failing disk missed the commit")
 	_, err = h2.Acquire(bg, AcquireRequest{})
-	assert.Equal(t, diskfmt.ErrAcquireIDLive, code(err), "other hosts read the majority leader")
+	assert.Equal(t, rescode.ErrAcquireIDLive, code(err), "other hosts read the majority leader")
 
 	fd[2].failing.Store(true)
-	assert.Equal(t, diskfmt.ErrLeaderRead, code(r.Release(bg, ReleaseOptions{})), "2 of 4 leaders is no majority")
+	assert.Equal(t, rescode.ErrLeaderRead, code(r.Release(bg, ReleaseOptions{})), "2 of 4 leaders is no majority")
 	fd[2].failing.Store(false)
 	require.NoError(t, r.Release(bg, ReleaseOptions{}))
 
@@ -63,11 +64,11 @@ func TestMultiDisk(t *testing.T) {
 	fd[0].failing.Store(true)
 	fd[1].failing.Store(true)
 	_, err = h1.Acquire(bg, AcquireRequest{})
-	assert.Equal(t, diskfmt.ErrLeaderDiff, code(err), "2 of 4 leaders is no majority")
+	assert.Equal(t, rescode.ErrLeaderDiff, code(err), "2 of 4 leaders is no majority")
 	fd[1].failing.Store(false)
 	fd[2].failing.Store(true)
 	_, err = h1.Acquire(bg, AcquireRequest{})
-	assert.Equal(t, diskfmt.ErrLeaderDiff, code(err))
+	assert.Equal(t, rescode.ErrLeaderDiff, code(err))
 }
 
 func TestTwoDisks(t *testing.T) {
@@ -85,7 +86,7 @@ func TestTwoDisks(t *testing.T) {
 	require.NoError(t, r.Release(bg, ReleaseOptions{}))
 	fd.failing.Store(true)
 	_, err = h1.Acquire(bg, AcquireRequest{})
-	assert.Equal(t, diskfmt.ErrLeaderDiff, code(err), "one of two is not a majority")
+	assert.Equal(t, rescode.ErrLeaderDiff, code(err), "one of two is not a majority")
 }
 
 // hangDev blocks writes from the n-th on (1-based) until their deadline,
@@ -99,7 +100,7 @@ type hangDev struct {
 func (d *hangDev) WriteAt(ctx context.Context, p []byte, off int64) error {
 	if d.writes.Add(1) >= d.from {
 		<-ctx.Done()
-		return fmt.Errorf("%w: %v", diskfmt.ErrIOTimeout, ctx.Err())
+		return fmt.Errorf("%w: %v", rescode.ErrIOTimeout, ctx.Err())
 	}
 	return d.Device.WriteAt(ctx, p, off)
 }
@@ -111,11 +112,11 @@ func TestIOTimeouts(t *testing.T) {
 		c := newCluster(t, geo512, 1, 8)
 		h1 := c.host(1, 1, func(_ int, d diskfmt.Device) diskfmt.Device { return &hangDev{Device: d, from: 1} })
 		_, err := h1.Acquire(bg, AcquireRequest{})
-		assert.Equal(t, diskfmt.ErrDblockWrite, code(err))
+		assert.Equal(t, rescode.ErrDblockWrite, code(err))
 
 		h2 := c.host(2, 1, func(_ int, d diskfmt.Device) diskfmt.Device { return &hangDev{Device: d, from: 3} })
 		_, err = h2.Acquire(bg, AcquireRequest{})
-		assert.Equal(t, diskfmt.ErrAIOTimeout, code(err))
+		assert.Equal(t, rescode.ErrAIOTimeout, code(err))
 		assert.Zero(t, c.leader(0).Timestamp, "the commit never landed")
 	})
 }
@@ -133,7 +134,7 @@ func TestRetractAfterFailedCommit(t *testing.T) {
 		h1.Disks[i].Dev = &nthWriteFails{Device: h1.Disks[i].Dev, n: 3}
 	}
 	_, err := h1.Acquire(bg, AcquireRequest{})
-	assert.Equal(t, diskfmt.ErrLeaderWrite, code(err))
+	assert.Equal(t, rescode.ErrLeaderWrite, code(err))
 	d, _ := c.hostBlock(0, 1)
 	assert.Equal(t, diskfmt.Dblock{Checksum: 0xcb5ad842, Flags: diskfmt.DblockReleased}, d, "proposal erased on disk 0")
 	h2 := c.host(2, 1, nil)
@@ -151,7 +152,7 @@ type nthWriteFails struct {
 func (d *nthWriteFails) WriteAt(ctx context.Context, p []byte, off int64) error {
 	d.count++
 	if d.count == d.n {
-		return fmt.Errorf("injected: %w", diskfmt.ErrEIO)
+		return fmt.Errorf("injected: %w", rescode.ErrEIO)
 	}
 	return d.Device.WriteAt(ctx, p, off)
 }
@@ -165,7 +166,7 @@ func TestMisalignedOffset(t *testing.T) {
 	h := c.host(1, 1, nil)
 	h.Disks[0].Offset += 100
 	_, err := h.Acquire(bg, AcquireRequest{})
-	assert.Equal(t, diskfmt.ErrEINVAL, code(err))
+	assert.Equal(t, rescode.ErrEINVAL, code(err))
 
 	c = newCluster(t, geo512, 3, 8)
 	h = c.host(1, 1, nil)

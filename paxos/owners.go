@@ -6,6 +6,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Owner is one holder of a lease as read_resource_owners reports it (a
@@ -67,7 +68,7 @@ func ReadResourceOwners(ctx context.Context, dev diskfmt.Device, off int64, spac
 	for pass := 0; ; pass++ {
 		b, err := diskfmt.ReadBuf(ctx, dev, align, off)
 		if err != nil {
-			return Owners{}, wrap("read_resource_owners", ioErr(err, diskfmt.ErrEIO), nil)
+			return Owners{}, wrap("read_resource_owners", ioErr(err, rescode.ErrEIO), nil)
 		}
 		res, again, err := resourceOwners(b.Bytes(), space, name, ss, align, given || pass > 0)
 		b.Release()
@@ -93,7 +94,7 @@ func resourceOwners(buf []byte, space, name string, ss, align int, fixed bool) (
 	if g.SectorSize != ss || g.AlignSize != align {
 		if fixed {
 			return Owners{}, false, wrap("read_resource_owners",
-				fmt.Errorf("lease sizes %v, asked %d/%d: %w", g, ss, align, diskfmt.ErrEINVAL), &ld)
+				fmt.Errorf("lease sizes %v, asked %d/%d: %w", g, ss, align, rescode.ErrEINVAL), &ld)
 		}
 		return Owners{Geometry: g}, true, nil
 	}
@@ -114,7 +115,7 @@ func ReadResource(ctx context.Context, dev diskfmt.Device, off int64, space, nam
 	}
 	buf := make([]byte, n)
 	if err := dev.ReadAt(ctx, buf, off); err != nil {
-		return diskfmt.Leader{}, flags, wrap("read_resource", ioErr(err, diskfmt.ErrEIO), nil)
+		return diskfmt.Leader{}, flags, wrap("read_resource", ioErr(err, rescode.ErrEIO), nil)
 	}
 	raw, err := diskfmt.DecodeLeader(buf)
 	if err != nil {
@@ -159,12 +160,12 @@ func TestResourceOwners(owners []Owner, hosts []delta.HostInfo) (uint32, error) 
 		case h == nil:
 		case h.Generation > o.Generation:
 		case h.Generation < o.Generation:
-			return flags, diskfmt.ErrEINVAL
+			return flags, rescode.ErrEINVAL
 		case h.State == delta.HostFree || h.State == delta.HostDead:
 		case h.State == delta.HostLive || h.State == delta.HostFail || h.State == delta.HostUnknown:
 			flags |= TRFFail
 		default:
-			return flags, diskfmt.ErrEINVAL
+			return flags, rescode.ErrEINVAL
 		}
 	}
 	return flags, nil

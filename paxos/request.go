@@ -6,6 +6,8 @@ import (
 	"syscall"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // RequestResult is what a request did.
@@ -30,7 +32,7 @@ func DecideRequest(ld *diskfmt.Leader, lver uint64, nextLver bool) (owner, reqLv
 		lver = ld.Lver + 1
 	}
 	if ld.Lver >= lver {
-		return 0, lver, diskfmt.ErrRequestOld
+		return 0, lver, rescode.ErrRequestOld
 	}
 	return ld.OwnerID, lver, nil
 }
@@ -68,13 +70,13 @@ func (l *Lease) Request(ctx context.Context, lver uint64, forceMode uint32, next
 		return RequestResult{}, wrap("request", err, nil)
 	}
 	if !clear && rec.Lver > lver {
-		return RequestResult{}, wrap("request", diskfmt.ErrRequestLver, nil)
+		return RequestResult{}, wrap("request", rescode.ErrRequestLver, nil)
 	}
 	out := diskfmt.Request{Magic: rec.Magic, Version: diskfmt.RequestVersion, Lver: lver, ForceMode: forceMode}
 	b := sectorBuf(ss)
 	out.Encode(b)
 	if err := l.write(ctx, 0, b, int64(ss)); err != nil {
-		return RequestResult{}, wrap("request", ioErr(err, diskfmt.ErrEIO), nil)
+		return RequestResult{}, wrap("request", ioErr(err, rescode.ErrEIO), nil)
 	}
 	res.Lver, res.Written = lver, true
 	return res, nil
@@ -83,7 +85,7 @@ func (l *Lease) Request(ctx context.Context, lver uint64, forceMode uint32, next
 func (l *Lease) readRequestRecord(ctx context.Context, ss int) (diskfmt.Request, error) {
 	b, err := l.read(ctx, 0, ss, int64(ss))
 	if err != nil {
-		return diskfmt.Request{}, ioErr(err, diskfmt.ErrEIO)
+		return diskfmt.Request{}, ioErr(err, rescode.ErrEIO)
 	}
 	defer b.Release()
 	return diskfmt.DecodeRequest(b.Bytes())
@@ -122,24 +124,13 @@ func DecideExamine(rec diskfmt.Request, recErr error, heldLver uint64, pid int) 
 	return ExamineIgnore
 }
 
-// Restrict flags of a client (SANLK_RESTRICT_*).
-const (
-	RestrictAll     = 0x1
-	RestrictSigkill = 0x2
-	RestrictSigterm = 0x4
-)
-
 // ExamineSignal maps an examine action to what the daemon does to the
 // holder: a signal, or running the client's killpath (runKillpath, then
-// sig is 0). Restrict flags swap SIGKILL and SIGTERM.
+// sig is 0). The client's restrict flags (wire.Restrict*) swap SIGKILL and
+// SIGTERM (wire.RestrictSignal).
 func ExamineSignal(a ExamineAction, restrict uint32, hasKillpath bool) (sig syscall.Signal, runKillpath bool) {
-	kill, term := syscall.SIGKILL, syscall.SIGTERM
-	if restrict&RestrictSigkill != 0 {
-		kill = syscall.SIGTERM
-	}
-	if restrict&RestrictSigterm != 0 {
-		term = syscall.SIGKILL
-	}
+	kill := wire.RestrictSignal(restrict, syscall.SIGKILL)
+	term := wire.RestrictSignal(restrict, syscall.SIGTERM)
 	switch a {
 	case ExamineForce:
 		return kill, false

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // AcquireRequest is one resource acquire as the daemon passes it down
@@ -58,7 +59,7 @@ func (r *Held) Lver() uint64 {
 func (r *Held) Lease() *Lease { return r.lease }
 
 func isOwnedCode(err error) bool {
-	return errCode(err, diskfmt.ErrAcquireIDLive, diskfmt.ErrAcquireOwned, diskfmt.ErrAcquireOther)
+	return errCode(err, rescode.ErrAcquireIDLive, rescode.ErrAcquireOwned, rescode.ErrAcquireOther)
 }
 
 // Acquire acquires the lease (docs/paxos.md "Local checks" steps 1–10 after the local
@@ -84,7 +85,7 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 		}
 		if tries >= h.ShRetries {
 			l.sharedGiveUp(ctx, st)
-			return nil, wrap("acquire", diskfmt.ErrAcquireShRetry, &ld)
+			return nil, wrap("acquire", rescode.ErrAcquireShRetry, &ld)
 		}
 		delay := h.backoff()
 		lg.Debug("shared acquire retry", zap.Int("try", tries+1), zap.Duration("delay", delay))
@@ -138,7 +139,7 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 		}
 		if live > 0 {
 			r.release(ctx, "")
-			return nil, wrap("acquire", diskfmt.ErrEAGAIN, &r.Leader)
+			return nil, wrap("acquire", rescode.ErrEAGAIN, &r.Leader)
 		}
 	}
 	if req.LVB {
@@ -203,7 +204,7 @@ func (l *Lease) clearDeadShared(ctx context.Context, st *acquireState) (int, err
 	for _, id := range ids {
 		b, err := l.read(ctx, 0, st.ss, hostOffset(id, st.ss))
 		if err != nil {
-			return live, ioErr(err, diskfmt.ErrDblockRead)
+			return live, ioErr(err, rescode.ErrDblockRead)
 		}
 		mb, _ := diskfmt.DecodeModeBlock(b.Bytes()[diskfmt.ModeBlockOffset:])
 		b.Release()
@@ -331,7 +332,7 @@ func (r *Held) toExclusive(ctx context.Context, ownerNowait bool) error {
 			if err := l.paxosRelease(ctx, ss, &r.Leader, ""); err != nil {
 				h.log().Warn("convert release failed", zap.String("resource", l.Name), zap.Error(err))
 			}
-			return wrap("convert", diskfmt.ErrEAGAIN, &ld)
+			return wrap("convert", rescode.ErrEAGAIN, &ld)
 		}
 	}
 	if err := l.writeHostBlock(ctx, h.ID, hostSector(&r.Dblock, nil, ss), ss); err != nil {
@@ -356,7 +357,7 @@ func (r *Held) retractConvert(ctx context.Context, ld *diskfmt.Leader) {
 		if err == nil {
 			return
 		}
-		if !errCode(err, diskfmt.ErrAIOTimeout) {
+		if !errCode(err, rescode.ErrAIOTimeout) {
 			r.eraseAll = true
 			return
 		}
@@ -387,8 +388,8 @@ func (r *Held) toShared(ctx context.Context) error {
 		if err == nil {
 			break
 		}
-		if !errCode(err, diskfmt.ErrAIOTimeout) || try > h.IOTimeout {
-			if !errCode(err, diskfmt.ErrAIOTimeout) {
+		if !errCode(err, rescode.ErrAIOTimeout) || try > h.IOTimeout {
+			if !errCode(err, rescode.ErrAIOTimeout) {
 				r.eraseAll = true
 			}
 			return err
@@ -406,7 +407,7 @@ func (r *Held) toShared(ctx context.Context) error {
 // was acquired without SANLK_ACQUIRE_LVB.
 func (r *Held) LVB(n int) ([]byte, error) {
 	if r.lvb == nil {
-		return nil, wrap("get_lvb", diskfmt.ErrEINVAL, nil)
+		return nil, wrap("get_lvb", rescode.ErrEINVAL, nil)
 	}
 	if n <= 0 || n > len(r.lvb) {
 		n = len(r.lvb)
@@ -421,7 +422,7 @@ func (r *Held) SetLVB(b []byte) error {
 	case len(b) > 4096:
 		return wrap("set_lvb", ErrE2BIG, nil)
 	case r.lvb == nil:
-		return wrap("set_lvb", diskfmt.ErrEINVAL, nil)
+		return wrap("set_lvb", rescode.ErrEINVAL, nil)
 	case len(b) > len(r.lvb):
 		return wrap("set_lvb", fmt.Errorf("lvb of %d bytes: %w", len(b), ErrE2BIG), nil)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // This file is shared storage that fails on purpose. A Disk is one Mem
@@ -498,13 +499,13 @@ func (d *Disk) Apply(op Op, o Outcome, p []byte) error {
 
 // TimeoutError is what a hung call returns when its deadline passes.
 func TimeoutError(cause error) error {
-	return fmt.Errorf("%w: %v", diskfmt.ErrIOTimeout, cause)
+	return fmt.Errorf("%w: %v", rescode.ErrIOTimeout, cause)
 }
 
 // Port returns host's view of the disk as a diskfmt.Device. Each call is
 // decided, then delayed by its latency on package time, then applied; a
 // Hang (or a latency past the context deadline) blocks until the deadline
-// and fails with diskfmt.ErrIOTimeout. Inside a synctest bubble every delay
+// and fails with rescode.ErrIOTimeout. Inside a synctest bubble every delay
 // runs on fake time.
 func (d *Disk) Port(host int) diskfmt.Device { return &port{d: d, host: host} }
 

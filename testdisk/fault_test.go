@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 func sector(n int, b byte) []byte {
@@ -132,7 +132,7 @@ func TestPortTiming(t *testing.T) {
 		slow := NewDisk(m, Latency(1, Uniform{Min: 5 * time.Second, Max: 5*time.Second + 1}), 1).Port(1)
 		start = time.Now()
 		err := slow.WriteAt(ctx, sector(ss, 2), ss)
-		require.ErrorIs(t, err, diskfmt.ErrIOTimeout)
+		require.ErrorIs(t, err, rescode.ErrIOTimeout)
 		require.Equal(t, 700*time.Millisecond, time.Since(start))
 		require.Equal(t, make([]byte, ss), m.Bytes()[ss:2*ss], "a call that timed out in its latency never lands")
 
@@ -140,7 +140,7 @@ func TestPortTiming(t *testing.T) {
 		ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel2()
 		start = time.Now()
-		require.ErrorIs(t, hang.Port(1).ReadAt(ctx2, make([]byte, ss), 0), diskfmt.ErrIOTimeout)
+		require.ErrorIs(t, hang.Port(1).ReadAt(ctx2, make([]byte, ss), 0), rescode.ErrIOTimeout)
 		require.Equal(t, 2*time.Second, time.Since(start))
 		require.Equal(t, uint64(1), hang.Stats().Faults[Hang])
 
@@ -150,7 +150,7 @@ func TestPortTiming(t *testing.T) {
 			ctx3, cancel3 := context.WithTimeout(context.Background(), time.Second)
 			err := cut.Port(1).WriteAt(ctx3, sector(ss, 9), 2*ss)
 			cancel3()
-			require.True(t, errors.Is(err, ErrInjected) || errors.Is(err, diskfmt.ErrIOTimeout), "%v", err)
+			require.True(t, errors.Is(err, ErrInjected) || errors.Is(err, rescode.ErrIOTimeout), "%v", err)
 		}
 		require.Equal(t, make([]byte, ss), m.Bytes()[2*ss:3*ss])
 		require.NoError(t, cut.Port(2).WriteAt(context.Background(), sector(ss, 9), 2*ss), "other hosts are not cut")

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Mem is an in-memory diskfmt.Device of fixed size. It rejects I/O whose
@@ -44,7 +45,7 @@ func (m *Mem) Close() error {
 
 func (m *Mem) check(ctx context.Context, n int, off int64) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %v", diskfmt.ErrIOTimeout, err)
+		return fmt.Errorf("%w: %v", rescode.ErrIOTimeout, err)
 	}
 	if m.closed {
 		return syscall.EBADF

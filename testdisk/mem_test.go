@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -54,7 +55,7 @@ func TestMemAlignment(t *testing.T) {
 	}{{512, 0}, {4096, 512}, {4097, 0}, {1, 0}, {4096, -4096}, {8192 + 512, 4096}} {
 		err := m.WriteAt(ctx, make([]byte, tc.n), tc.off)
 		assert.ErrorIs(t, err, syscall.EINVAL, "write %d@%d", tc.n, tc.off)
-		assert.Equal(t, diskfmt.Code(-22), diskfmt.CodeOf(err))
+		assert.Equal(t, rescode.Code(-22), rescode.CodeOf(err))
 		err = m.ReadAt(ctx, make([]byte, tc.n), tc.off)
 		assert.ErrorIs(t, err, syscall.EINVAL, "read %d@%d", tc.n, tc.off)
 	}
@@ -94,10 +95,10 @@ func TestMemContextAndClose(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := m.WriteAt(ctx, make([]byte, 512), 0)
-	assert.ErrorIs(t, err, diskfmt.ErrIOTimeout)
-	assert.Equal(t, diskfmt.ErrAIOTimeout, diskfmt.CodeOf(err))
+	assert.ErrorIs(t, err, rescode.ErrIOTimeout)
+	assert.Equal(t, rescode.ErrAIOTimeout, rescode.CodeOf(err))
 	err = m.ReadAt(ctx, make([]byte, 512), 0)
-	assert.ErrorIs(t, err, diskfmt.ErrIOTimeout)
+	assert.ErrorIs(t, err, rescode.ErrIOTimeout)
 
 	m.Load([]byte{1, 2, 3}, 10)
 	require.NoError(t, m.Close())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/wdmd"
 	"github.com/gosanlock/gosanlock/wdmd/testdev"
 )
@@ -86,7 +87,7 @@ func (c *fakeConn) isClosed() bool {
 // Monitor fed through events.
 type world struct {
 	t      *testing.T
-	clock  *wdmd.SystemClock
+	clock  *clock.System
 	bank   *testdev.Bank
 	log    *recLogger
 	mon    *wdmd.Monitor
@@ -98,7 +99,7 @@ type world struct {
 // startWorld must run inside a synctest bubble.
 func startWorld(t *testing.T, cfg wdmd.Config, opts testdev.Options) *world {
 	t.Helper()
-	clock := wdmd.NewClockAt(base * time.Second)
+	clock := clock.NewAt(base * time.Second)
 	opts.Clock = clock
 	if opts.Paths == nil {
 		opts.Paths = []string{"/dev/watchdog0"}

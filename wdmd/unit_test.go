@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/wdmd"
 	"github.com/gosanlock/gosanlock/wdmd/testdev"
 )
@@ -109,7 +110,7 @@ func (l *lines) Debugf(f string, a ...any) {}
 // a timeout other than 60 is set, a refused SetTimeout disarms.
 func TestArm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clock := wdmd.NewClockAt(base * time.Second)
+		clock := clock.NewAt(base * time.Second)
 		bank := testdev.NewBank(testdev.Options{Clock: clock, Paths: []string{"/dev/watchdog1", "/dev/watchdog"}, InitialTimeout: 30})
 		busy, err := bank.Driver().Open("/dev/watchdog1")
 		require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestArm(t *testing.T) {
 
 func TestProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clock := wdmd.NewClockAt(base * time.Second)
+		clock := clock.NewAt(base * time.Second)
 		bank := testdev.NewBank(testdev.Options{Clock: clock, Paths: []string{"/dev/watchdog"}, InitialTimeout: 30})
 		var out, errb bytes.Buffer
 		require.True(t, wdmd.Probe(bank.Driver(), "", 60, &out, &errb))
@@ -161,7 +162,7 @@ func TestProbe(t *testing.T) {
 // it stands for.
 func TestDeviceRules(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clock := wdmd.NewClockAt(base * time.Second)
+		clock := clock.NewAt(base * time.Second)
 		bank := testdev.NewBank(testdev.Options{Clock: clock})
 		drv := bank.Driver()
 		wd, err := drv.Open("/dev/watchdog0")
@@ -275,7 +276,7 @@ func (f *fakeRunner) Kill(pid int) { f.killed[pid] = true }
 // as taking too long and killed after -k seconds.
 func TestScripts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clock := wdmd.NewClockAt(base * time.Second)
+		clock := clock.NewAt(base * time.Second)
 		fr := &fakeRunner{clock: clock,
 			entries: []wdmd.ScriptEntry{{Name: "b-fail", Regular: true, OwnerExec: true}, {Name: "a-ok", Regular: true, OwnerExec: true},
 				{Name: ".hidden", Regular: true, OwnerExec: true}, {Name: "noexec", Regular: true}, {Name: "c-slow", Regular: true, OwnerExec: true}},
@@ -301,7 +302,7 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-func startWorldScripts(t *testing.T, clock *wdmd.SystemClock, fr *fakeRunner) *world {
+func startWorldScripts(t *testing.T, clock *clock.System, fr *fakeRunner) *world {
 	w := &world{t: t, clock: clock, bank: testdev.NewBank(testdev.Options{Clock: clock, Paths: []string{"/dev/watchdog0"}}),
 		events: make(chan wdmd.Event), done: make(chan error, 1)}
 	w.log = &recLogger{clock: clock}

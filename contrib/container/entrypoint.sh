@@ -39,7 +39,9 @@ emulated)
 	wdmd-testdev -socket /run/wdmd-testdev.sock -exit-on-fire &
 	pids+=($!)
 	for _ in $(seq 50); do [ -S /run/wdmd-testdev.sock ] && break; sleep 0.1; done
-	wdmd -D --test-device /run/wdmd-testdev.sock $wdmd_opts &
+	# wdmd-emulated: wdmd built with -tags wdmd_testdev (the production wdmd
+	# does not link the emulated device).
+	wdmd-emulated -D --test-device /run/wdmd-testdev.sock $wdmd_opts &
 	pids+=($!)
 	;;
 none)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
 
@@ -114,7 +115,7 @@ func TestHungDiskThreads(t *testing.T) {
 					defer wg.Done()
 					for range rounds {
 						err := renew(d, 30*time.Millisecond)
-						if !errors.Is(err, diskfmt.ErrIOTimeout) {
+						if !errors.Is(err, rescode.ErrIOTimeout) {
 							errs <- fmt.Errorf("%s: got %v, want a timeout", d.Path(), err)
 						}
 					}

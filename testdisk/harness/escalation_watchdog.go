@@ -84,8 +84,10 @@ func BuildEscalation(dir string) (wdmd, holder string, err error) {
 	}
 	wdmd = filepath.Join(dir, "wdmd")
 	holder = filepath.Join(dir, "escalationholder")
-	for _, b := range [][2]string{{wdmd, "./cmd/wdmd"}, {holder, "./testdisk/harness/escalationholder"}} {
-		cmd := exec.Command("go", "build", "-o", b[0], b[1])
+	// wdmd with -tags wdmd_testdev: the production binary cannot use the
+	// emulated watchdog (--test-device).
+	for _, b := range [][3]string{{wdmd, "./cmd/wdmd", "wdmd_testdev"}, {holder, "./testdisk/harness/escalationholder", ""}} {
+		cmd := exec.Command("go", "build", "-tags", b[2], "-o", b[0], b[1])
 		cmd.Dir = filepath.Dir(gomod)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", "", fmt.Errorf("go build %s: %v: %s", b[1], err, out)

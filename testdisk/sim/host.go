@@ -80,7 +80,7 @@ type inst struct {
 	busy    []bool // per resource: a worker of this instance is on it
 }
 
-// hostClock is a host's delta.Clock.
+// hostClock is a host's clock.Clock.
 type hostClock struct{ sl *slot }
 
 func (c hostClock) Now() time.Duration { return c.sl.local(c.sl.s.now) }

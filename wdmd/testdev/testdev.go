@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/wdmd"
 )
 
@@ -80,7 +81,7 @@ type Options struct {
 	RejectSetTimeout bool
 	// Nowayout makes every close leave the timer running.
 	Nowayout bool
-	// Clock gives event times; nil means wdmd.NewSystemClock().
+	// Clock gives event times; nil means clock.NewSystem().
 	Clock wdmd.Clock
 	// OnFire is called (without locks held) when a device fires.
 	OnFire func(Event)
@@ -118,7 +119,7 @@ func NewBank(o Options) *Bank {
 	}
 	b := &Bank{opts: o, clock: o.Clock, devs: map[string]*dev{}, fired: make(chan struct{})}
 	if b.clock == nil {
-		b.clock = wdmd.NewSystemClock()
+		b.clock = clock.NewSystem()
 	}
 	return b
 }

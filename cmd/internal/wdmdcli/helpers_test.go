@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,7 +32,7 @@ func TestMain(m *testing.M) {
 	}
 	wdmdBin = filepath.Join(dir, "wdmd")
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(gobin, "build", "-o", wdmdBin, "github.com/gosanlock/gosanlock/cmd/wdmd").CombinedOutput()
+	out, err := exec.Command(gobin, "build", "-tags", "wdmd_testdev", "-o", wdmdBin, "github.com/gosanlock/gosanlock/cmd/wdmd").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build wdmd: %v\n%s", err, out)
 		os.Exit(1)
@@ -210,4 +212,13 @@ func clockGettime(ts *syscall.Timespec) error {
 	err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &u)
 	ts.Sec, ts.Nsec = u.Sec, u.Nsec
 	return err
+}
+
+// lookupGroup is the gid the daemon gives its socket for group name.
+func lookupGroup(name string) (int, error) {
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(g.Gid)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosanlock/gosanlock/wdmd"
-	"github.com/gosanlock/gosanlock/wdmd/testdev"
 	"github.com/gosanlock/gosanlock/wdmd/watchdog"
 	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
 )
@@ -67,17 +66,26 @@ func run(argv0 string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, text)
 		return 0
 	}
+	if o.testDevice != "" && testDevice == nil {
+		fmt.Fprintln(stderr, "wdmd: --test-device: this wdmd is built without test device support (go build -tags wdmd_testdev)")
+		return 1
+	}
 	if o.probe {
 		return probe(o, stdout, stderr)
 	}
 	return daemon(o, stderr)
 }
 
+// testDevice dials a served emulated device bank (--test-device). It is
+// nil in the production binary: only a wdmd built with -tags wdmd_testdev
+// (testdevice.go) links the emulated device.
+var testDevice func(socket string) wdmd.Driver
+
 // driver is the watchdog driver: the real /dev/watchdog*, or a served
 // test device bank.
 func (o *options) driver() wdmd.Driver {
 	if o.testDevice != "" {
-		return testdev.Dial(o.testDevice)
+		return testDevice(o.testDevice)
 	}
 	return watchdog.Driver{}
 }

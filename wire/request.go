@@ -1,9 +1,11 @@
-package client
+package wire
 
 import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // DefaultMaxPayload bounds the length field ReadRequest accepts when the
@@ -309,7 +311,7 @@ func (rd *reader) resourceDisks() (Resource, error) {
 		return r, err
 	}
 	if r.NumDisks < 1 || r.NumDisks > MaxDisks {
-		return r, &Error{Code: RvERANGE}
+		return r, &rescode.Error{Code: rescode.RvERANGE}
 	}
 	r.Disks = make([]Disk, r.NumDisks)
 	for i := range r.Disks {
@@ -381,7 +383,7 @@ func (q *Request) readPayload(rd *reader) error {
 		err = q.HostEvent.UnmarshalBinary(b)
 	case plAcquire:
 		if h.Data > MaxResources {
-			return &Error{Code: RvE2BIG}
+			return &rescode.Error{Code: rescode.RvE2BIG}
 		}
 		for i := uint32(0); i < h.Data; i++ {
 			res, err := rd.resourceDisks()
@@ -399,7 +401,7 @@ func (q *Request) readPayload(rd *reader) error {
 	case plRelease:
 		n := releaseCount(h)
 		if n > MaxResources {
-			return &Error{Code: RvE2BIG}
+			return &rescode.Error{Code: rescode.RvE2BIG}
 		}
 		for i := uint32(0); i < n; i++ {
 			res, err := rd.resource()
@@ -430,7 +432,7 @@ func (q *Request) readPayload(rd *reader) error {
 		}
 		n := h.Length - HeaderSize - ResourceSize
 		if n > MaxLVB {
-			return &Error{Code: RvE2BIG}
+			return &rescode.Error{Code: rescode.RvE2BIG}
 		}
 		q.LVB, err = rd.read(int(n))
 	case plDisk:

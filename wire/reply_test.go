@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"reflect"
 	"testing"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // replyCases returns a sample reply for every command that has one.
@@ -111,18 +113,18 @@ func TestReplyLengths(t *testing.T) {
 		t.Errorf("log_dump data %d", le.Uint32(b[hdrData:]))
 	}
 	// INQUIRE formatting error: 33-byte reply, data2 = count.
-	h := ResultReply(NewHeader(CmdInquire, 0, 0, self), RvELIBSCN)
+	h := ResultReply(NewHeader(CmdInquire, 0, 0, self), rescode.RvELIBSCN)
 	h.Data2 = 1
 	b, _ = (&Reply{Header: h, Data: []byte{}}).MarshalBinary(CmdInquire)
 	if len(b) != 33 || le.Uint32(b[hdrLength:]) != 33 {
 		t.Errorf("inquire -81: %d bytes", len(b))
 	}
 	p, err := DecodeReply(CmdInquire, b)
-	if err != nil || ErrorCode(p.Err()) != RvELIBSCN || p.Header.Data2 != 1 {
+	if err != nil || rescode.ErrorCode(p.Err()) != rescode.RvELIBSCN || p.Header.Data2 != 1 {
 		t.Errorf("inquire -81 decode: %+v %v", p, err)
 	}
 	// GET_LVB error: no payload.
-	h = ResultReply(NewHeader(CmdGetLVB, 0, 0, 0), RvENOENT)
+	h = ResultReply(NewHeader(CmdGetLVB, 0, 0, 0), rescode.RvENOENT)
 	b, _ = (&Reply{Header: h}).MarshalBinary(CmdGetLVB)
 	if len(b) != 32 {
 		t.Errorf("get_lvb error %d bytes", len(b))
@@ -175,9 +177,9 @@ func TestReadReplyErrors(t *testing.T) {
 	}
 	// Negative results skip payloads the daemon does not send.
 	for _, cmd := range []Cmd{CmdReadLockspace, CmdGetLVB, CmdLookupRIndex, CmdReadResourceOwners} {
-		h := ResultReply(NewHeader(cmd, 0, 0, 0), int32(SanlkLeaderMagic))
+		h := ResultReply(NewHeader(cmd, 0, 0, 0), int32(rescode.ErrLeaderMagic))
 		p, err := DecodeReply(cmd, h.Bytes())
-		if err != nil || ErrorCode(p.Err()) != SanlkLeaderMagic {
+		if err != nil || rescode.ErrorCode(p.Err()) != int(rescode.ErrLeaderMagic) {
 			t.Errorf("%s error reply: %v", cmd, err)
 		}
 	}

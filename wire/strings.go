@@ -1,10 +1,11 @@
-package client
+package wire
 
 import (
 	"strconv"
 	"strings"
 
 	"github.com/gosanlock/gosanlock/internal/cnum"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Argument and state strings of the sanlock tools (docs/protocol.md "Text forms"). Paths are
@@ -87,10 +88,10 @@ func FormatState(res []Resource) (string, error) {
 	for i := range res {
 		s := ResourceString(&res[i])
 		if len(s) > maxResString {
-			return "", &Error{Code: RvELIBBAD}
+			return "", &rescode.Error{Code: rescode.RvELIBBAD}
 		}
 		if strings.IndexByte(s, ' ') >= 0 {
-			return "", &Error{Code: RvELIBSCN}
+			return "", &rescode.Error{Code: rescode.RvELIBSCN}
 		}
 		parts = append(parts, s)
 	}
@@ -231,7 +232,7 @@ func LockspaceString(ls *Lockspace) string {
 func ParseResource(s string) (*Resource, error) {
 	s = rewriteM(s)
 	if len(s) < 3 {
-		return nil, &Error{Code: rvENXIO}
+		return nil, &rescode.Error{Code: rvENXIO}
 	}
 	colons := 0
 	for i := 0; i < len(s); i++ {
@@ -243,11 +244,11 @@ func ParseResource(s string) (*Resource, error) {
 		}
 	}
 	if colons == 0 || colons == 2 {
-		return nil, &Error{Code: RvEPERM}
+		return nil, &rescode.Error{Code: rescode.RvEPERM}
 	}
 	nd := (colons - 1) / 2
 	if nd > MaxDisks {
-		return nil, &Error{Code: RvENOENT}
+		return nil, &rescode.Error{Code: rescode.RvENOENT}
 	}
 	hasLVer := (colons-1)%2 == 1
 
@@ -259,7 +260,7 @@ func ParseResource(s string) (*Resource, error) {
 		case '\\':
 			i++
 			if i >= len(s) {
-				return nil, &Error{Code: RvEPERM}
+				return nil, &rescode.Error{Code: rescode.RvEPERM}
 			}
 			cur.WriteByte(s[i])
 		case ':':
@@ -273,7 +274,7 @@ func ParseResource(s string) (*Resource, error) {
 
 	r := &Resource{LockspaceName: fields[0], Name: fields[1], NumDisks: uint32(nd)}
 	if len(r.LockspaceName) > NameLen || len(r.Name) > NameLen {
-		return nil, &Error{Code: RvEPERM}
+		return nil, &rescode.Error{Code: rescode.RvEPERM}
 	}
 	if nd > 0 {
 		r.Disks = make([]Disk, nd)
@@ -281,11 +282,11 @@ func ParseResource(s string) (*Resource, error) {
 	for i := 0; i < nd; i++ {
 		p, off := fields[2+2*i], fields[3+2*i]
 		if len(p) == 0 || len(p) >= PathLen {
-			return nil, &Error{Code: RvEPERM}
+			return nil, &rescode.Error{Code: rescode.RvEPERM}
 		}
 		v, ok := cnum.Strtoull(off, 10) // sscanf "%llu"
 		if !ok {
-			return nil, &Error{Code: RvEPERM}
+			return nil, &rescode.Error{Code: rescode.RvEPERM}
 		}
 		r.Disks[i] = Disk{Path: p, Offset: v}
 	}

@@ -1,4 +1,4 @@
-package wdmdcli
+package server
 
 import (
 	"os"
@@ -10,10 +10,10 @@ import (
 	"github.com/gosanlock/gosanlock/wdmd"
 )
 
-// highPriority applies -H 1: lock memory and use SCHED_RR at the maximum
+// HighPriority applies -H 1: lock memory and use SCHED_RR at the maximum
 // priority with reset-on-fork (scripts run normally). Failures are only
 // logged.
-func highPriority(log wdmd.Logger) {
+func HighPriority(log wdmd.Logger) {
 	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
 		log.Errorf("mlockall failed")
 	}
@@ -29,10 +29,11 @@ func highPriority(log wdmd.Logger) {
 	}
 }
 
-// execRunner runs script tests as child processes.
-type execRunner struct{}
+// ExecRunner is the wdmd.ScriptRunner of the real daemon: it runs script
+// tests as child processes.
+type ExecRunner struct{}
 
-func (execRunner) ReadDir(dir string) ([]wdmd.ScriptEntry, error) {
+func (ExecRunner) ReadDir(dir string) ([]wdmd.ScriptEntry, error) {
 	ents, err := os.ReadDir(dir) // sorted by name
 	if err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func (execRunner) ReadDir(dir string) ([]wdmd.ScriptEntry, error) {
 	return out, nil
 }
 
-func (execRunner) Check(path string) error {
+func (ExecRunner) Check(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -60,7 +61,7 @@ func (execRunner) Check(path string) error {
 	return nil
 }
 
-func (execRunner) Start(path string) (int, error) {
+func (ExecRunner) Start(path string) (int, error) {
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return 0, err
@@ -78,7 +79,7 @@ func (execRunner) Start(path string) (int, error) {
 	return pid, nil
 }
 
-func (execRunner) Reap(pid int) (bool, wdmd.ScriptStatus) {
+func (ExecRunner) Reap(pid int) (bool, wdmd.ScriptStatus) {
 	var ws unix.WaitStatus
 	got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 	if err != nil {
@@ -94,4 +95,4 @@ func (execRunner) Reap(pid int) (bool, wdmd.ScriptStatus) {
 	return true, wdmd.ScriptStatus{Exited: true, Code: ws.ExitStatus()}
 }
 
-func (execRunner) Kill(pid int) { _ = unix.Kill(pid, unix.SIGKILL) }
+func (ExecRunner) Kill(pid int) { _ = unix.Kill(pid, unix.SIGKILL) }

@@ -1,9 +1,11 @@
-package client
+package wire
 
 import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Bounds applied when reading replies, so a hostile or broken peer cannot
@@ -40,7 +42,7 @@ type Reply struct {
 func (p *Reply) Result() int32 { return p.Header.Result() }
 
 // Err returns *Error for a negative result, else nil.
-func (p *Reply) Err() error { return resultErr(p.Result()) }
+func (p *Reply) Err() error { return rescode.ResultErr(p.Result()) }
 
 type replyKind int
 

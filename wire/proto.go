@@ -1,7 +1,6 @@
-// Package client implements the sanlock 3.8.5 client/daemon socket protocol
-// (described in docs/protocol.md) and a Go client for it.
-//
-// The package has three layers:
+// Package wire is the codec of the sanlock 3.8.5 client/daemon socket
+// protocol (described in docs/protocol.md), shared by the client library and
+// the daemon:
 //
 //   - the frame codec: the 32-byte [Header], every fixed structure of
 //     docs/protocol.md "Structures" ([Disk], [Resource], [Lockspace], [Options], [Host], [HostEvent], [RIndex],
@@ -11,8 +10,8 @@
 //     framing by command, never by the length field) and [Request.MarshalBinary]
 //     (client side, reproducing libsanlock's bytes and length values), and
 //     [ReadReply] / [Reply.MarshalBinary] for the other direction;
-//   - [Client], a libsanlock-like API: one new connection per call, except the
-//     registered connection ([Reg]) and event listeners ([EventConn]).
+//   - the text forms of resources and lockspaces ([ParseResource],
+//     [FormatState], [LockspaceString], ...).
 //
 // Header layout (docs/protocol.md "Header"), all fields little-endian u32:
 //
@@ -21,27 +20,16 @@
 //	+-------+---------+-----+-----------+--------+-----+------+-------+
 //	0       4         8     12          16       20    24     28     32
 //
-// Result codes travel in data as i32; negative values are reported as *Error,
-// which matches the per-code sentinels ([ErrAcquireIDLive], [ErrNotFound],
-// ...) and syscall.Errno values with errors.Is.
-//
-// Contexts: [Client.WithContext] and [Reg.WithContext] return views whose
-// calls are bounded by a context (dial, send, wait for the reply); the *Ctx
-// methods ([Reg.AcquireCtx], [Client.AddLockspaceCtx], ...) take the context
-// and typed flags ([AcquireFlags], [ReleaseFlags], [AddFlags], [RemFlags],
-// [ForceMode]) directly. The older uint32-flag methods are unchanged.
-//
-// Programs that hold leases should normally use the lease package, which
-// builds sessions, blocking acquire, fencing tokens and loss notices on top
-// of this one.
-package client
+// Result codes travel in data as i32; negative values are reported as
+// *rescode.Error, which matches syscall.Errno values with errors.Is. The
+// package does no I/O of its own beyond the io.Reader and io.Writer it is
+// given, and imports nothing that touches disks.
+package wire
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/gosanlock/gosanlock/diskfmt"
-	"syscall"
 )
 
 // Protocol constants (docs/protocol.md "Header"). They are part of the wire format and
@@ -193,9 +181,7 @@ const (
 
 	WriteClear = 0x1 // SANLK_WRITE_CLEAR
 
-	RestrictAll     = 0x1 // SANLK_RESTRICT_ALL
-	RestrictSigkill = 0x2 // SANLK_RESTRICT_SIGKILL
-	RestrictSigterm = 0x4 // SANLK_RESTRICT_SIGTERM
+	// RestrictAll, RestrictSigkill, RestrictSigterm: restrict.go.
 
 	KillpathPID = 0x1 // SANLK_KILLPATH_PID
 
@@ -278,140 +264,6 @@ const (
 	MaxLVB        = 4096 // largest LVB
 	MaxHosts      = 2000
 )
-
-// Errno results used on the wire (docs/protocol.md "Result codes"), as they appear in data.
-const (
-	RvEPERM        = -1
-	RvENOENT       = -2
-	RvESRCH        = -3
-	RvE2BIG        = -7
-	RvEAGAIN       = -11
-	RvENOMEM       = -12
-	RvEBUSY        = -16
-	RvEEXIST       = -17
-	RvENODEV       = -19
-	RvEINVAL       = -22
-	RvENOTTY       = -25
-	RvENOSPC       = -28
-	RvERANGE       = -34
-	RvENOCSI       = -50
-	RvELIBACC      = -79
-	RvELIBBAD      = -80
-	RvELIBSCN      = -81
-	RvENOTCONN     = -107
-	RvECONNREFUSED = -111
-	RvEALREADY     = -114
-	RvEINPROGRESS  = -115
-	RvESTALE       = -116
-	RvEUCLEAN      = -117
-)
-
-// sanlock result codes (docs/protocol.md "Result codes").
-const (
-	SanlkOK                 = int(diskfmt.OK)
-	SanlkError              = int(diskfmt.ErrGeneric)
-	SanlkAIOTimeout         = int(diskfmt.ErrAIOTimeout)
-	SanlkWDError            = int(diskfmt.ErrWatchdog)
-	SanlkDblockRead         = int(diskfmt.ErrDblockRead)
-	SanlkDblockWrite        = int(diskfmt.ErrDblockWrite)
-	SanlkDblockLVer         = int(diskfmt.ErrDblockLver)
-	SanlkDblockMbal         = int(diskfmt.ErrDblockMbal)
-	SanlkDblockChecksum     = int(diskfmt.ErrDblockChecksum)
-	SanlkLeaderRead         = int(diskfmt.ErrLeaderRead)
-	SanlkLeaderWrite        = int(diskfmt.ErrLeaderWrite)
-	SanlkLeaderDiff         = int(diskfmt.ErrLeaderDiff)
-	SanlkLeaderMagic        = int(diskfmt.ErrLeaderMagic)
-	SanlkLeaderVersion      = int(diskfmt.ErrLeaderVersion)
-	SanlkLeaderSectorSize   = int(diskfmt.ErrLeaderSectorSize)
-	SanlkLeaderLockspace    = int(diskfmt.ErrLeaderLockspace)
-	SanlkLeaderResource     = int(diskfmt.ErrLeaderResource)
-	SanlkLeaderNumHosts     = int(diskfmt.ErrLeaderNumHosts)
-	SanlkLeaderChecksum     = int(diskfmt.ErrLeaderChecksum)
-	SanlkAddLSSizes         = int(diskfmt.ErrAddLSSizes)
-	SanlkAddLSInvalidHostID = int(diskfmt.ErrAddLSInvalidHostID)
-	SanlkAcquireLVer        = int(diskfmt.ErrAcquireLver)
-	SanlkAcquireLockspace   = int(diskfmt.ErrAcquireLockspace)
-	SanlkAcquireIDDisk      = int(diskfmt.ErrAcquireIDDisk)
-	SanlkAcquireIDLive      = int(diskfmt.ErrAcquireIDLive)
-	SanlkAcquireOwned       = int(diskfmt.ErrAcquireOwned)
-	SanlkAcquireOther       = int(diskfmt.ErrAcquireOther)
-	SanlkAcquireShRetry     = int(diskfmt.ErrAcquireShRetry)
-	SanlkAcquireOwnedRetry  = int(diskfmt.ErrAcquireOwnedRetry)
-	SanlkReleaseLVer        = int(diskfmt.ErrReleaseLver)
-	SanlkReleaseOwner       = int(diskfmt.ErrReleaseOwner)
-	SanlkRenewOwner         = int(diskfmt.ErrRenewOwner)
-	SanlkRenewDiff          = int(diskfmt.ErrRenewDiff)
-	SanlkHostIDBusy         = int(diskfmt.ErrHostIDBusy)
-	SanlkRequestMagic       = int(diskfmt.ErrRequestMagic)
-	SanlkRequestVersion     = int(diskfmt.ErrRequestVersion)
-	SanlkRequestOld         = int(diskfmt.ErrRequestOld)
-	SanlkRequestLVer        = int(diskfmt.ErrRequestLver)
-	SanlkRIndexMagic        = int(diskfmt.ErrRindexMagic)
-	SanlkRIndexVersion      = int(diskfmt.ErrRindexVersion)
-	SanlkRIndexLockspace    = int(diskfmt.ErrRindexLockspace)
-	SanlkRIndexOffset       = int(diskfmt.ErrRindexOffset)
-	SanlkRIndexDiff         = int(diskfmt.ErrRindexDiff)
-)
-
-const (
-	sanlkCodeBoundary = -200 // codes above this (and below 0) are -errno
-)
-
-// CodeName returns the symbolic name of a result code ("SANLK_LEADER_MAGIC",
-// "ENOENT"), or "" when unknown.
-func CodeName(code int) string { return diskfmt.Code(code).Name() }
-
-// Strerror returns the text for a result code: the sanlock_strerror text for
-// sanlock codes (docs/protocol.md "Result codes") and the Linux strerror text for -errno values.
-func Strerror(code int) string { return diskfmt.Code(code).Text() }
-
-// Error is a negative result code returned by the daemon (or a connection
-// failure mapped to -errno, as libsanlock does).
-type Error struct {
-	Code int
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("sanlock: %s (%d)", Strerror(e.Code), e.Code)
-}
-
-// Is lets errors.Is(err, syscall.ENOENT) match an *Error{Code: -2}, and two
-// *Error values match when their codes are equal.
-func (e *Error) Is(target error) bool {
-	switch t := target.(type) {
-	case *Error:
-		return t.Code == e.Code
-	case syscall.Errno:
-		return e.Code < 0 && e.Code > sanlkCodeBoundary && int(t) == -e.Code
-	}
-	return false
-}
-
-// resultErr converts a wire result into an error (nil for >= 0).
-func resultErr(rv int32) error {
-	if rv < 0 {
-		return &Error{Code: int(rv)}
-	}
-	return nil
-}
-
-// ErrorCode extracts the result code from err: the Code of an *Error, -errno
-// for a syscall.Errno, -1 (EPERM, libsanlock's generic failure) for others,
-// 0 for nil.
-func ErrorCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	var en syscall.Errno
-	if errors.As(err, &en) {
-		return -int(en)
-	}
-	return RvEPERM
-}
 
 // Sentinel errors of the codec. ReadRequest returns the first three for
 // headers a daemon must never answer (docs/protocol.md "Header"); it should close the

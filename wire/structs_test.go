@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 type binaryCodec interface {
@@ -207,26 +209,26 @@ func TestErrors(t *testing.T) {
 		code       int
 		name, text string
 	}{
-		{SanlkLeaderMagic, "SANLK_LEADER_MAGIC", "Lease does not exist on storage"},
-		{SanlkAcquireIDLive, "SANLK_ACQUIRE_IDLIVE", "Lease is held by another host"},
-		{SanlkAcquireLVer, "SANLK_ACQUIRE_LVER", "Unknown error"},
-		{SanlkRIndexDiff, "SANLK_RINDEX_DIFF", "Unknown error"},
-		{RvENOENT, "ENOENT", "no such file or directory"},
-		{RvEBUSY, "EBUSY", "device or resource busy"},
+		{int(rescode.ErrLeaderMagic), "SANLK_LEADER_MAGIC", "Lease does not exist on storage"},
+		{int(rescode.ErrAcquireIDLive), "SANLK_ACQUIRE_IDLIVE", "Lease is held by another host"},
+		{int(rescode.ErrAcquireLver), "SANLK_ACQUIRE_LVER", "Unknown error"},
+		{int(rescode.ErrRindexDiff), "SANLK_RINDEX_DIFF", "Unknown error"},
+		{rescode.RvENOENT, "ENOENT", "no such file or directory"},
+		{rescode.RvEBUSY, "EBUSY", "device or resource busy"},
 		{-299, "", "Unknown error"},
 	} {
-		if CodeName(tc.code) != tc.name || Strerror(tc.code) != tc.text {
-			t.Errorf("%d: %q %q", tc.code, CodeName(tc.code), Strerror(tc.code))
+		if rescode.CodeName(tc.code) != tc.name || rescode.Strerror(tc.code) != tc.text {
+			t.Errorf("%d: %q %q", tc.code, rescode.CodeName(tc.code), rescode.Strerror(tc.code))
 		}
 	}
-	err := error(&Error{Code: RvENOENT})
-	if !errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EBUSY) || !errors.Is(err, &Error{Code: -2}) {
+	err := error(&rescode.Error{Code: rescode.RvENOENT})
+	if !errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EBUSY) || !errors.Is(err, &rescode.Error{Code: -2}) {
 		t.Errorf("errors.Is mismatch")
 	}
-	if (&Error{Code: SanlkHostIDBusy}).Error() != "sanlock: Lease host ID is being used by another host (-262)" {
-		t.Errorf("%v", &Error{Code: SanlkHostIDBusy})
+	if (&rescode.Error{Code: int(rescode.ErrHostIDBusy)}).Error() != "sanlock: Lease host ID is being used by another host (-262)" {
+		t.Errorf("%v", &rescode.Error{Code: int(rescode.ErrHostIDBusy)})
 	}
-	if ErrorCode(nil) != 0 || ErrorCode(syscall.ECONNREFUSED) != -111 || ErrorCode(errors.New("x")) != -1 {
+	if rescode.ErrorCode(nil) != 0 || rescode.ErrorCode(syscall.ECONNREFUSED) != -111 || rescode.ErrorCode(errors.New("x")) != -1 {
 		t.Errorf("ErrorCode")
 	}
 	for c := CmdRegister; c <= MaxCmd; c++ {

@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 func sampleDisk(i int) Disk {
@@ -153,32 +155,6 @@ func TestRequestAllCommandsRoundTrip(t *testing.T) {
 	}
 }
 
-func TestReleaseVariants(t *testing.T) {
-	r := noDisks(sampleRes("R1", 1))
-	for _, tc := range []struct {
-		flags uint32
-		res   []Resource
-		n     int
-	}{
-		{RelAll, nil, 0},
-		{RelOrphan, []Resource{{LockspaceName: "LS", NumDisks: 0}}, 1},
-		{RelRename, []Resource{r, {LockspaceName: "LS", Name: "NEW", NumDisks: 1}}, 2},
-	} {
-		q := releaseReq(self, tc.res, tc.flags)
-		b, err := q.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(b) != HeaderSize+tc.n*ResourceSize {
-			t.Errorf("flags %#x: %d bytes", tc.flags, len(b))
-		}
-		got, err := ReadRequest(bytes.NewReader(b), 0)
-		if err != nil || len(got.Resources) != tc.n {
-			t.Errorf("flags %#x: %+v %v", tc.flags, got, err)
-		}
-	}
-}
-
 func TestReadRequestSentinels(t *testing.T) {
 	good, _ := NewRequest(CmdStatus, 0, 0, 0).MarshalBinary()
 	mod := func(off int, v uint32) []byte {
@@ -241,8 +217,8 @@ func TestReadRequestRejectAndDrain(t *testing.T) {
 	stream = append(stream, vh.Bytes()...)
 	rd := bytes.NewReader(stream)
 	got, err := ReadRequest(rd, 0)
-	var se *Error
-	if !errors.As(err, &se) || se.Code != RvE2BIG || got == nil {
+	var se *rescode.Error
+	if !errors.As(err, &se) || se.Code != rescode.RvE2BIG || got == nil {
 		t.Fatalf("got %v", err)
 	}
 	if n, err := Drain(rd, got, 0); n != 100 || err != nil {
@@ -262,7 +238,7 @@ func TestReadRequestRejectAndDrain(t *testing.T) {
 		b = append(b, make([]byte, 7)...)
 		rd := bytes.NewReader(b)
 		got, err := ReadRequest(rd, 0)
-		if ErrorCode(err) != RvERANGE || got.Consumed != ResourceSize || got.DrainLen() != 7 {
+		if rescode.ErrorCode(err) != rescode.RvERANGE || got.Consumed != ResourceSize || got.DrainLen() != 7 {
 			t.Errorf("num_disks %d: %v consumed %d", nd, err, got.Consumed)
 		}
 	}
@@ -275,7 +251,7 @@ func TestReadRequestRejectAndDrain(t *testing.T) {
 	b = append(b, make([]byte, MaxLVB+1)...)
 	rd = bytes.NewReader(b)
 	got, err = ReadRequest(rd, 0)
-	if ErrorCode(err) != RvE2BIG || got.DrainLen() != MaxLVB+1 {
+	if rescode.ErrorCode(err) != rescode.RvE2BIG || got.DrainLen() != MaxLVB+1 {
 		t.Fatalf("lvb: %v", err)
 	}
 	// Drain is bounded.

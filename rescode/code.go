@@ -1,10 +1,17 @@
-package diskfmt
+// Package rescode holds sanlock's result codes, once: the numeric values
+// (sanlock_rv.h's and -errno), their names and texts, the mapping of any Go
+// error to a code (CodeOf), and the error a reply's negative result becomes
+// (Error). The disk format, the algorithms, the manager, the wire codec and
+// the client all speak these codes; they are part of the tools' output and of
+// the wire protocol and must not change.
+package rescode
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"syscall"
 )
 
@@ -60,19 +67,68 @@ const (
 	ErrRindexDiff         Code = -278
 )
 
-// Errno-valued results that the tools use.
+// Errno results as they appear on the wire and in the tools' output
+// (-errno, Linux numbering), untyped so they fit any integer field.
 const (
-	ErrEPERM  Code = -1
-	ErrENOENT Code = -2
-	ErrEIO    Code = -5
-	ErrENXIO  Code = -6
-	ErrEAGAIN Code = -11
-	ErrEBUSY  Code = -16
-	ErrENODEV Code = -19
-	ErrEINVAL Code = -22
-	ErrENOSPC Code = -28
-	ErrERANGE Code = -34
+	RvEPERM        = -1
+	RvENOENT       = -2
+	RvESRCH        = -3
+	RvEIO          = -5
+	RvENXIO        = -6
+	RvE2BIG        = -7
+	RvEAGAIN       = -11
+	RvENOMEM       = -12
+	RvEBUSY        = -16
+	RvEEXIST       = -17
+	RvENODEV       = -19
+	RvEINVAL       = -22
+	RvENOTTY       = -25
+	RvENOSPC       = -28
+	RvERANGE       = -34
+	RvENOCSI       = -50
+	RvELIBACC      = -79
+	RvELIBBAD      = -80
+	RvELIBSCN      = -81
+	RvENOTCONN     = -107
+	RvECONNREFUSED = -111
+	RvEALREADY     = -114
+	RvEINPROGRESS  = -115
+	RvESTALE       = -116
+	RvEUCLEAN      = -117
 )
+
+// The errno results as Codes.
+const (
+	ErrEPERM        Code = RvEPERM
+	ErrENOENT       Code = RvENOENT
+	ErrESRCH        Code = RvESRCH
+	ErrEIO          Code = RvEIO
+	ErrENXIO        Code = RvENXIO
+	ErrE2BIG        Code = RvE2BIG
+	ErrEAGAIN       Code = RvEAGAIN
+	ErrENOMEM       Code = RvENOMEM
+	ErrEBUSY        Code = RvEBUSY
+	ErrEEXIST       Code = RvEEXIST
+	ErrENODEV       Code = RvENODEV
+	ErrEINVAL       Code = RvEINVAL
+	ErrENOTTY       Code = RvENOTTY
+	ErrENOSPC       Code = RvENOSPC
+	ErrERANGE       Code = RvERANGE
+	ErrENOCSI       Code = RvENOCSI
+	ErrELIBACC      Code = RvELIBACC
+	ErrELIBBAD      Code = RvELIBBAD
+	ErrELIBSCN      Code = RvELIBSCN
+	ErrENOTCONN     Code = RvENOTCONN
+	ErrECONNREFUSED Code = RvECONNREFUSED
+	ErrEALREADY     Code = RvEALREADY
+	ErrEINPROGRESS  Code = RvEINPROGRESS
+	ErrESTALE       Code = RvESTALE
+	ErrEUCLEAN      Code = RvEUCLEAN
+)
+
+// ErrIOTimeout is returned (wrapped) by a disk I/O (diskfmt.Device call)
+// that outlived its context deadline; CodeOf maps it to ErrAIOTimeout.
+var ErrIOTimeout = errors.New("disk I/O timed out")
 
 type codeInfo struct{ name, text string }
 
@@ -154,6 +210,16 @@ func (c Code) Error() string {
 		return fmt.Sprintf("%s (%d): %s", n, int(c), c.Text())
 	}
 	return fmt.Sprintf("result %d: %s", int(c), c.Text())
+}
+
+// LogString formats c for a log line: the number, then the name from the
+// code table or the errno name, e.g. "-210 (SANLK_DBLOCK_READ)", "-5 (EIO)";
+// just the number when the code has no name.
+func (c Code) LogString() string {
+	if n := c.Name(); n != "" {
+		return fmt.Sprintf("%d (%s)", int(c), n)
+	}
+	return strconv.Itoa(int(c))
 }
 
 var errnoNames = map[syscall.Errno]string{

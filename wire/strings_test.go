@@ -1,8 +1,10 @@
-package client
+package wire
 
 import (
 	"reflect"
 	"testing"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 func TestResourceString(t *testing.T) {
@@ -51,7 +53,7 @@ func TestParseResource(t *testing.T) {
 	} {
 		got, err := ParseResource(tc.in)
 		if tc.code != 0 {
-			if ErrorCode(err) != tc.code {
+			if rescode.ErrorCode(err) != tc.code {
 				t.Errorf("%q: err %v, want %d", tc.in, err, tc.code)
 			}
 			continue
@@ -76,7 +78,7 @@ func TestStateRoundTrip(t *testing.T) {
 		t.Fatalf("got %+v %v", back, err)
 	}
 	// A path with a space makes the daemon fail with -81.
-	if _, err := FormatState([]Resource{{LockspaceName: "LS", Name: "R", Disks: []Disk{{Path: "/a b"}}}}); ErrorCode(err) != RvELIBSCN {
+	if _, err := FormatState([]Resource{{LockspaceName: "LS", Name: "R", Disks: []Disk{{Path: "/a b"}}}}); rescode.ErrorCode(err) != rescode.RvELIBSCN {
 		t.Errorf("space: %v", err)
 	}
 	// An unescaped space before the third colon belongs to the entry.
