@@ -289,7 +289,10 @@ func (d *direct) release() int {
 	r := d.o.resources[0]
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	cur, err := readLeaders(ctx, disks, g.SectorSize, r.LockspaceName, r.Name)
+	// The leader I/O of a ballot, as host_id 0 (no num_hosts check).
+	lio := paxos.LeaderIO{Disks: disks, SectorSize: g.SectorSize,
+		IOTimeout: time.Duration(d.o.cfg.IOTimeout) * time.Second, DeviceErrors: true}
+	cur, err := paxos.ReadLeader(ctx, lio, r.LockspaceName, r.Name, 0)
 	if err != nil {
 		return rvOf(err)
 	}
@@ -298,71 +301,5 @@ func (d *direct) release() int {
 		return rvOf(err)
 	}
 	nl := paxos.ReleaseLeader(cur, 0, 0, delta.Monotime(newClock()), "")
-	return rvOf(writeLeaders(ctx, disks, &nl, g.SectorSize))
-}
-
-// readLeaders reads the leader from every disk: a majority must verify
-// and be identical over the compared bytes (docs/paxos.md "Several disks").
-func readLeaders(ctx context.Context, disks []paxos.Disk, ss int, space, name string) (diskfmt.Leader, error) {
-	type read struct {
-		ld  diskfmt.Leader
-		raw []byte
-	}
-	var good []read
-	var lastErr error
-	for _, dk := range disks {
-		ld, raw, err := diskfmt.ReadPaxosLeader(ctx, dk.Dev, dk.Offset, ss, space, name, 0)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		good = append(good, read{ld, raw[:diskfmt.LeaderCompareLen]})
-	}
-	if len(disks) == 1 {
-		if len(good) == 0 {
-			return diskfmt.Leader{}, lastErr
-		}
-		return good[0].ld, nil
-	}
-	if !paxos.Majority(len(disks), len(good)) {
-		return diskfmt.Leader{}, fmt.Errorf("%d of %d leaders read: %v: %w", len(good), len(disks), lastErr, diskfmt.ErrLeaderRead)
-	}
-	for _, a := range good {
-		same := 0
-		for _, b := range good {
-			if string(a.raw) == string(b.raw) {
-				same++
-			}
-		}
-		if paxos.Majority(len(disks), same) {
-			return a.ld, nil
-		}
-	}
-	return good[0].ld, diskfmt.ErrLeaderDiff
-}
-
-// writeLeaders writes the leader sector to every disk; a majority must
-// succeed.
-func writeLeaders(ctx context.Context, disks []paxos.Disk, ld *diskfmt.Leader, ss int) error {
-	ok := 0
-	var lastErr error
-	for _, dk := range disks {
-		b := make([]byte, ss) // a fresh buffer per disk
-		ld.Seal(b)
-		if err := dk.Dev.WriteAt(ctx, b, dk.Offset); err != nil {
-			lastErr = err
-			continue
-		}
-		ok++
-	}
-	if paxos.Majority(len(disks), ok) {
-		return nil
-	}
-	if len(disks) == 1 {
-		return lastErr
-	}
-	if diskfmt.CodeOf(lastErr) == diskfmt.ErrAIOTimeout {
-		return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrAIOTimeout)
-	}
-	return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrLeaderWrite)
+	return rvOf(paxos.WriteLeader(ctx, lio, &nl))
 }
