@@ -26,10 +26,6 @@ const Version = "3.8.5"
 // modification time is used.
 var buildDate string
 
-// configPath is the config file read in every mode. Tests point it
-// elsewhere.
-var configPath = defaultConfigPath
-
 // EnvConfigFile names another config file than /etc/sanlock/sanlock.conf
 // (a gosanlock addition: several daemons with different settings on one
 // machine, as tests and the demo run them).
@@ -57,37 +53,35 @@ var directActions = map[string]bool{
 	"lookup": true, "update": true,
 }
 
-// ClientFunc runs a client action once its options are scanned and returns
-// the process exit status. A later package provides the real one.
-type ClientFunc func(action string, o *Invocation) int
-
 // Invocation is what a mode implementation receives: the scanned options
-// and the output streams.
+// and the factory (streams and outside world).
 type Invocation struct {
-	opts   *options
-	Stdout io.Writer
-	Stderr io.Writer
+	opts *options
+	f    *Factory
 }
-
-// runClient is the client mode implementation (client_cmds.go); tests may
-// replace it.
-var runClient ClientFunc = runClientAction
-
-// runDaemon is the daemon mode implementation (a variable so tests can
-// replace it).
-var runDaemon = daemonMain
 
 // Main runs the sanlock command line with args (args[0] is the program
 // name) and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
-	out := bufio.NewWriter(stdout)
-	defer out.Flush()
-	m := &mainRun{argv0: "sanlock", out: out, stderr: stderr}
+	argv0 := "sanlock"
 	if len(args) > 0 {
-		m.argv0 = args[0]
-		args = args[1:]
+		argv0, args = args[0], args[1:]
 	}
+	f := NewFactory(argv0, stdout, stderr)
+	defer f.Out.Flush()
+	return f.Main(args)
+}
+
+// Main runs the command line args (without the program name) and returns
+// the exit status. Everything is written to f.Out, which the caller flushes.
+func (f *Factory) Main(args []string) int {
+	out := f.Out
+	stderr := f.ErrOut
+	m := &mainRun{f: f, argv0: f.Argv0, out: out, stderr: stderr}
 	root := m.command()
+	if args == nil {
+		args = []string{} // cobra reads os.Args for nil
+	}
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(stderr)
@@ -99,6 +93,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 type mainRun struct {
+	f      *Factory
 	argv0  string
 	out    *bufio.Writer
 	stderr io.Writer
@@ -160,7 +155,7 @@ func (m *mainRun) runRoot(args []string) int {
 		fmt.Fprintln(m.out, Version)
 		return 0
 	case "-V", "--version":
-		fmt.Fprintf(m.out, "%s %s (built %s)\n", m.argv0, Version, builtString())
+		fmt.Fprintf(m.out, "%s %s (built %s)\n", m.argv0, Version, m.f.BuildDate)
 		return 0
 	case "daemon":
 		return m.runDaemonMode(args[1:])
@@ -185,7 +180,7 @@ func (m *mainRun) usage(status int) int {
 // it prints the messages and reports false.
 func (m *mainRun) setup(mode, action string, args []string) (*options, bool) {
 	o := defaultOptions()
-	path := configPath
+	path := m.f.ConfigPath
 	if p := os.Getenv(EnvConfigFile); p != "" {
 		path = p
 	}
@@ -216,7 +211,7 @@ func (m *mainRun) runDaemonMode(args []string) int {
 	if !ok {
 		return 1
 	}
-	return runDaemon(&Invocation{opts: o, Stdout: m.out, Stderr: m.stderr})
+	return daemonMain(&Invocation{opts: o, f: m.f})
 }
 
 func (m *mainRun) runClientMode(action string, args []string) int {
@@ -228,7 +223,7 @@ func (m *mainRun) runClientMode(action string, args []string) int {
 	if !ok {
 		return 1
 	}
-	return runClient(action, &Invocation{opts: o, Stdout: m.out, Stderr: m.stderr})
+	return runClientAction(action, &Invocation{opts: o, f: m.f})
 }
 
 func (m *mainRun) runDirectMode(action string, args []string) int {
@@ -240,7 +235,7 @@ func (m *mainRun) runDirectMode(action string, args []string) int {
 	if !ok {
 		return 1
 	}
-	d := &direct{o: o, out: m.out}
+	d := &direct{o: o, f: m.f, out: m.out}
 	return exitStatus(d.run(action))
 }
 
@@ -253,7 +248,7 @@ func exitStatus(rv int) int {
 }
 
 // builtString renders the build time like C's __DATE__ " " __TIME__.
-func builtString() string {
+func builtString(buildDate string) string {
 	if buildDate != "" {
 		return buildDate
 	}

@@ -24,6 +24,7 @@ import (
 // through status.
 type clientRun struct {
 	o      *options
+	f      *Factory
 	out    io.Writer
 	stderr io.Writer
 	cl     *client.Client
@@ -36,10 +37,8 @@ const rvDial = -1
 
 // runClientAction is the client mode: it returns the process exit status.
 func runClientAction(action string, inv *Invocation) int {
-	c := &clientRun{o: inv.opts, out: inv.Stdout, stderr: inv.Stderr}
-	// The client package reads SANLOCK_RUN_DIR on every Dial, like
-	// libsanlock reads it for every connection.
-	c.cl, c.err = client.Dial("")
+	c := &clientRun{o: inv.opts, f: inv.f, out: inv.f.Out, stderr: inv.f.ErrOut}
+	c.cl, c.err = inv.f.Dial()
 	return c.run(action)
 }
 
@@ -847,12 +846,6 @@ func versionString(v uint32) string {
 
 // ---- command ----
 
-// flusher is an output that buffers (the tool's stdout).
-type flusher interface{ Flush() error }
-
-// execProgram replaces the process; tests replace it.
-var execProgram = syscall.Exec
-
 // command registers, acquires the -r leases on the registered connection
 // and execs the -c program with that connection inherited, so the leases
 // live as long as the program (docs/cli.md "command").
@@ -880,11 +873,9 @@ func (c *clientRun) command() int {
 	if o.command == "" {
 		select {} // hold the leases until killed
 	}
-	if f, ok := c.out.(flusher); ok {
-		f.Flush()
-	}
+	c.f.Out.Flush()
 	argv := append([]string{o.command}, o.commandArgs...)
-	err := execProgram(o.command, argv, os.Environ())
+	err := c.f.Exec(o.command, argv, os.Environ())
 	fmt.Fprintf(c.stderr, "execv failed: %s\n", errText(err))
 	return 0
 }

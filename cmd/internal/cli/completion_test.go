@@ -13,7 +13,9 @@ import (
 
 func runMainC(args ...string) (string, int) {
 	var out, errb bytes.Buffer
-	rc := Main(append([]string{"sanlock"}, args...), &out, &errb)
+	f := testFactory(&out, &errb)
+	rc := f.Main(args)
+	f.Out.Flush()
 	return out.String() + errb.String(), rc
 }
 

@@ -25,8 +25,8 @@ func daemonMain(inv *Invocation) int {
 			return 0
 		}
 	}
-	startPprof(inv.Stderr)
-	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: inv.Stderr}); err != nil {
+	startPprof(inv.f.ErrOut)
+	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: inv.f.ErrOut}); err != nil {
 		return 1
 	}
 	return 0

@@ -19,15 +19,13 @@ const (
 // direct runs one "sanlock direct" action.
 type direct struct {
 	o   *options
+	f   *Factory
 	out *bufio.Writer
 }
 
-// openDevice opens lease storage; tests may replace it.
-var openDevice = func(path string) (diskfmt.Device, error) { return diskfmt.OpenFile(path) }
-
 // open opens a disk whose every I/O is bounded by the io_timeout.
 func (d *direct) open(path string) (diskfmt.Device, error) {
-	dev, err := openDevice(path)
+	dev, err := d.f.OpenDevice(path)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +34,7 @@ func (d *direct) open(path string) (diskfmt.Device, error) {
 
 // monotonicSeconds is the writer's monotonic clock in whole seconds, as
 // recorded in a cleared lease.
-var monotonicSeconds = func() uint64 {
+func monotonicSeconds() uint64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return 0
@@ -149,7 +147,7 @@ func (d *direct) init() int {
 	}
 	if o.clear {
 		p.Clear = true
-		p.ClearTime = monotonicSeconds()
+		p.ClearTime = d.f.MonotonicSeconds()
 	}
 	ctx, cancel := d.ioContext()
 	defer cancel()

@@ -40,10 +40,6 @@ func (d *direct) runLease(action string) int {
 	return rv
 }
 
-// newClock is the monotonic clock of the lease actions; tests may replace
-// it.
-var newClock = func() delta.Clock { return delta.NewSystemClock() }
-
 // directLiveness is what direct mode knows about other hosts: nothing.
 // There is no lockspace, so the owner of a held lease cannot be judged
 // (sanlock answers SANLK_ACQUIRE_LOCKSPACE, -241), and a shared holder
@@ -84,7 +80,7 @@ func (d *direct) deltaLease() (*delta.Lease, int) {
 		Space:    ls.Name,
 		HostID:   ls.HostID,
 		Timing:   delta.NewTiming(o.cfg.IOTimeout, o.cfg.WatchdogFireTimeout),
-		Clock:    newClock(),
+		Clock:    d.f.Clock(),
 	}, 0
 }
 
@@ -253,7 +249,7 @@ func (d *direct) acquire() int {
 		IOTimeout:           o.cfg.IOTimeout,
 		WatchdogFireTimeout: o.cfg.WatchdogFireTimeout,
 		ShRetries:           paxos.DefaultShRetries,
-		Clock:               newClock(),
+		Clock:               d.f.Clock(),
 		Live:                directLiveness{},
 		Rand:                rand.New(rand.NewPCG(o.hostID, uint64(time.Now().UnixNano()))),
 	}
@@ -300,6 +296,6 @@ func (d *direct) release() int {
 	if err != nil || !write {
 		return rvOf(err)
 	}
-	nl := paxos.ReleaseLeader(cur, 0, 0, delta.Monotime(newClock()), "")
+	nl := paxos.ReleaseLeader(cur, 0, 0, delta.Monotime(d.f.Clock()), "")
 	return rvOf(paxos.WriteLeader(ctx, lio, &nl))
 }
