@@ -29,7 +29,8 @@ func complete(t *testing.T, args ...string) []string {
 		if strings.HasPrefix(l, ":") || strings.HasPrefix(l, "Completion ended") {
 			continue
 		}
-		c = append(c, l)
+		name, _, _ := strings.Cut(l, "\t") // without the description
+		c = append(c, name)
 	}
 	return c
 }

@@ -19,13 +19,13 @@ const (
 // direct runs one "sanlock direct" action.
 type direct struct {
 	o   *options
-	f   *Factory
+	env *DirectOptions
 	out *bufio.Writer
 }
 
 // open opens a disk whose every I/O is bounded by the io_timeout.
 func (d *direct) open(path string) (diskfmt.Device, error) {
-	dev, err := d.f.OpenDevice(path)
+	dev, err := d.env.OpenDevice(path)
 	if err != nil {
 		return nil, err
 	}
@@ -63,41 +63,6 @@ func rvOf(err error) int {
 // every writer rejects with -1 before touching the disk.
 func halfSizes(flags uint32) bool {
 	return (diskfmt.SectorFromFlags(flags) == 0) != (diskfmt.AlignFromFlags(flags) == 0)
-}
-
-func (d *direct) run(action string) int {
-	switch action {
-	case "init":
-		rv := d.init()
-		fmt.Fprintf(d.out, "init done %d\n", rv)
-		return rv
-	case "read_leader":
-		return d.readLeader()
-	case "dump":
-		return d.dump()
-	case "next_free":
-		return d.nextFree()
-	case "format":
-		rv := d.format()
-		fmt.Fprintf(d.out, "format done %d\n", rv)
-		return rv
-	case "rebuild":
-		rv := d.rebuild()
-		fmt.Fprintf(d.out, "rebuild done %d\n", rv)
-		return rv
-	case "lookup":
-		return d.lookup()
-	case "update":
-		rv := d.update()
-		fmt.Fprintf(d.out, "update done %d\n", rv)
-		return rv
-	case "write_leader":
-		return d.writeLeader()
-	case "acquire", "release", "acquire_id", "release_id", "renew_id":
-		return d.runLease(action)
-	}
-	fmt.Fprintf(d.out, "direct action %q is not implemented yet\n", action)
-	return 1
 }
 
 // init writes a lockspace (-s with a path) or else a resource lease (-r).
@@ -147,7 +112,7 @@ func (d *direct) init() int {
 	}
 	if o.clear {
 		p.Clear = true
-		p.ClearTime = d.f.MonotonicSeconds()
+		p.ClearTime = d.env.MonotonicSeconds()
 	}
 	ctx, cancel := d.ioContext()
 	defer cancel()

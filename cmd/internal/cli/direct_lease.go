@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -18,27 +17,6 @@ import (
 // a daemon (docs/delta.md "Without a daemon", docs/paxos.md "Acquire algorithm", "Leader release").
 // Behaviour, results and bytes follow the sanlock 3.8.5 binary; where it is unsafe we refuse
 // instead (see the comments marked "unlike sanlock").
-
-// runLease runs one lease action and prints its result line.
-func (d *direct) runLease(action string) int {
-	var rv int
-	label := action
-	switch action {
-	case "acquire":
-		rv = d.acquire()
-	case "release":
-		rv = d.release()
-	case "acquire_id":
-		rv = d.acquireID()
-	case "release_id":
-		rv = d.releaseID()
-	case "renew_id":
-		rv = d.renewID()
-		label = "rewew_id" // sic, as sanlock prints it
-	}
-	fmt.Fprintf(d.out, "%s done %d\n", label, rv)
-	return rv
-}
 
 // directLiveness is what direct mode knows about other hosts: nothing.
 // There is no lockspace, so the owner of a held lease cannot be judged
@@ -80,7 +58,7 @@ func (d *direct) deltaLease() (*delta.Lease, int) {
 		Space:    ls.Name,
 		HostID:   ls.HostID,
 		Timing:   delta.NewTiming(o.cfg.IOTimeout, o.cfg.WatchdogFireTimeout),
-		Clock:    d.f.Clock(),
+		Clock:    d.env.Clock(),
 	}, 0
 }
 
@@ -249,7 +227,7 @@ func (d *direct) acquire() int {
 		IOTimeout:           o.cfg.IOTimeout,
 		WatchdogFireTimeout: o.cfg.WatchdogFireTimeout,
 		ShRetries:           paxos.DefaultShRetries,
-		Clock:               d.f.Clock(),
+		Clock:               d.env.Clock(),
 		Live:                directLiveness{},
 		Rand:                rand.New(rand.NewPCG(o.hostID, uint64(time.Now().UnixNano()))),
 	}
@@ -296,6 +274,6 @@ func (d *direct) release() int {
 	if err != nil || !write {
 		return rvOf(err)
 	}
-	nl := paxos.ReleaseLeader(cur, 0, 0, delta.Monotime(d.f.Clock()), "")
+	nl := paxos.ReleaseLeader(cur, 0, 0, delta.Monotime(d.env.Clock()), "")
 	return rvOf(paxos.WriteLeader(ctx, lio, &nl))
 }
