@@ -123,6 +123,16 @@ var clientActions, jsonActions = func() (all, js map[string]bool) {
 
 func (a clientAction) name() string { return firstWord(a.use) }
 
+// clientActionNamed is the client action called name.
+func clientActionNamed(name string) (clientAction, bool) {
+	for _, a := range clientActionList {
+		if a.name() == name {
+			return a, true
+		}
+	}
+	return clientAction{}, false
+}
+
 // NewCmdClient is "sanlock client <action>": one subcommand per action.
 // Without an action, or with an unknown one, it fails as sanlock does.
 func NewCmdClient(f *Factory) *cobra.Command {

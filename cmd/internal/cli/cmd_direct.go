@@ -92,6 +92,16 @@ var directActions = func() map[string]bool {
 
 func (a directAction) name() string { return firstWord(a.use) }
 
+// directActionNamed is the direct action called name.
+func directActionNamed(name string) (directAction, bool) {
+	for _, a := range directActionList {
+		if a.name() == name {
+			return a, true
+		}
+	}
+	return directAction{}, false
+}
+
 // NewCmdDirect is "sanlock direct <action>": one subcommand per action.
 // Without an action, or with an unknown one, it fails as sanlock does.
 func NewCmdDirect(f *Factory) *cobra.Command {

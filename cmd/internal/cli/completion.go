@@ -142,16 +142,12 @@ func usageOptions(mode, action string) map[string][]string {
 			}
 		}
 	case "client":
-		for _, a := range clientActionList {
-			if a.name() == action {
-				add(strings.TrimPrefix(a.use, action))
-			}
+		if a, ok := clientActionNamed(action); ok {
+			add(strings.TrimPrefix(a.use, action))
 		}
 	case "direct":
-		for _, a := range directActionList {
-			if a.name() == action {
-				add(strings.TrimPrefix(a.use, action))
-			}
+		if a, ok := directActionNamed(action); ok {
+			add(strings.TrimPrefix(a.use, action))
 		}
 		add(strings.TrimPrefix(directCommon, "<action>"))
 	}

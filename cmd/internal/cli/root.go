@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The command tree (docs/cli.md "Command line"):
+// The command tree (docs/cli.md "Command tree"):
 //
 //	sanlock [-h|--help|-V|--version]
 //	sanlock daemon [options]
