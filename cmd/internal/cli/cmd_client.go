@@ -124,26 +124,12 @@ var clientActions, jsonActions = func() (all, js map[string]bool) {
 func (a clientAction) name() string { return firstWord(a.use) }
 
 // clientActionNamed is the client action called name.
-func clientActionNamed(name string) (clientAction, bool) {
-	for _, a := range clientActionList {
-		if a.name() == name {
-			return a, true
-		}
-	}
-	return clientAction{}, false
-}
+func clientActionNamed(name string) (clientAction, bool) { return actionNamed(clientActionList, name) }
 
 // NewCmdClient is "sanlock client <action>": one subcommand per action.
 // Without an action, or with an unknown one, it fails as sanlock does.
 func NewCmdClient(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "client <action> [options]",
-		Short: commandShort("client"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return f.unknownAction("client", dropPin(args))
-		},
-	}
-	wordsOnly(cmd)
+	cmd := newModeCmd(f, "client", "client <action> [options]")
 	for _, a := range clientActionList {
 		cmd.AddCommand(NewCmdClientAction(f, a, nil))
 	}
@@ -156,26 +142,13 @@ func NewCmdClient(f *Factory) *cobra.Command {
 // itself into ClientOptions. runF, when not nil, receives the options
 // instead of running the action (tests).
 func NewCmdClientAction(f *Factory, a clientAction, runF func(*ClientOptions) error) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   a.use,
-		Short: a.short,
-		RunE: func(_ *cobra.Command, args []string) error {
-			o, err := f.scan("client", a.name(), args)
-			if err != nil {
-				return err
-			}
-			opts := &ClientOptions{Action: a.name(), Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial, Exec: f.Exec, opts: o}
-			if runF != nil {
-				return runF(opts)
-			}
-			return exitWith(runClient(opts, a))
-		},
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return completeOptions("client", a.name(), args)
-		},
-	}
-	ownSyntax(cmd)
-	return cmd
+	return newOptionsCmd(f, "client", a.name(), a.use, a.short, func(o *options) error {
+		opts := &ClientOptions{Action: a.name(), Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial, Exec: f.Exec, opts: o}
+		if runF != nil {
+			return runF(opts)
+		}
+		return exitWith(runClient(opts, a))
+	})
 }
 
 // runClient runs a client action and returns the exit status.

@@ -93,26 +93,12 @@ var directActions = func() map[string]bool {
 func (a directAction) name() string { return firstWord(a.use) }
 
 // directActionNamed is the direct action called name.
-func directActionNamed(name string) (directAction, bool) {
-	for _, a := range directActionList {
-		if a.name() == name {
-			return a, true
-		}
-	}
-	return directAction{}, false
-}
+func directActionNamed(name string) (directAction, bool) { return actionNamed(directActionList, name) }
 
 // NewCmdDirect is "sanlock direct <action>": one subcommand per action.
 // Without an action, or with an unknown one, it fails as sanlock does.
 func NewCmdDirect(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "direct " + directCommon,
-		Short: commandShort("direct"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return f.unknownAction("direct", dropPin(args))
-		},
-	}
-	wordsOnly(cmd)
+	cmd := newModeCmd(f, "direct", "direct "+directCommon)
 	for _, a := range directActionList {
 		cmd.AddCommand(NewCmdDirectAction(f, a, nil))
 	}
@@ -123,27 +109,14 @@ func NewCmdDirect(f *Factory) *cobra.Command {
 // into DirectOptions itself (see NewCmdClientAction). runF, when not nil,
 // receives the options instead of running the action (tests).
 func NewCmdDirectAction(f *Factory, a directAction, runF func(*DirectOptions) error) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   a.use,
-		Short: a.short,
-		RunE: func(_ *cobra.Command, args []string) error {
-			o, err := f.scan("direct", a.name(), args)
-			if err != nil {
-				return err
-			}
-			opts := &DirectOptions{Action: a.name(), Out: f.Out, OpenDevice: f.OpenDevice, Clock: f.Clock,
-				MonotonicSeconds: f.MonotonicSeconds, opts: o}
-			if runF != nil {
-				return runF(opts)
-			}
-			return exitWith(runDirect(opts, a))
-		},
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return completeOptions("direct", a.name(), args)
-		},
-	}
-	ownSyntax(cmd)
-	return cmd
+	return newOptionsCmd(f, "direct", a.name(), a.use, a.short, func(o *options) error {
+		opts := &DirectOptions{Action: a.name(), Out: f.Out, OpenDevice: f.OpenDevice, Clock: f.Clock,
+			MonotonicSeconds: f.MonotonicSeconds, opts: o}
+		if runF != nil {
+			return runF(opts)
+		}
+		return exitWith(runDirect(opts, a))
+	})
 }
 
 // runDirect runs a direct action and returns the exit status.

@@ -21,26 +21,14 @@ type DaemonOptions struct {
 // scanned by the command itself (see NewCmdClientAction). runF, when not
 // nil, receives the options instead of starting the daemon (tests).
 func NewCmdDaemon(f *Factory, runF func(*DaemonOptions) error) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "daemon [options]",
-		Short: commandShort("daemon"),
-		Long:  "sanlock daemon [options]\n" + daemonOptionsHelp,
-		RunE: func(_ *cobra.Command, args []string) error {
-			o, err := f.scan("daemon", "", args)
-			if err != nil {
-				return err
-			}
-			opts := &DaemonOptions{Config: o.cfg, ErrOut: f.ErrOut}
-			if runF != nil {
-				return runF(opts)
-			}
-			return exitWith(runDaemon(opts))
-		},
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return completeOptions("daemon", "", args)
-		},
-	}
-	ownSyntax(cmd)
+	cmd := newOptionsCmd(f, "daemon", "", "daemon [options]", commandShort("daemon"), func(o *options) error {
+		opts := &DaemonOptions{Config: o.cfg, ErrOut: f.ErrOut}
+		if runF != nil {
+			return runF(opts)
+		}
+		return exitWith(runDaemon(opts))
+	})
+	cmd.Long = "sanlock daemon [options]\n" + daemonOptionsHelp
 	return cmd
 }
 

@@ -45,7 +45,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		},
 		ValidArgsFunction: completeRoot,
 	}
-	wordsOnly(root)
+	ownSyntax(root)
 	// Every way cobra would show help shows sanlock's usage.
 	root.SetHelpFunc(func(*cobra.Command, []string) { _ = f.usage(0) })
 	root.SetHelpCommand(NewCmdHelp(f))
@@ -108,6 +108,29 @@ func (f *Factory) unknownAction(mode string, args []string) error {
 	return exitError(1)
 }
 
+// newOptionsCmd is a command whose options keep sanlock's syntax: it
+// scans its arguments for mode and action (Factory.scan, which prints any
+// option error) and hands the options to run; completion offers the
+// options of its usage line.
+func newOptionsCmd(f *Factory, mode, action, use, short string, run func(*options) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		RunE: func(_ *cobra.Command, args []string) error {
+			o, err := f.scan(mode, action, args)
+			if err != nil {
+				return err
+			}
+			return run(o)
+		},
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return completeOptions(mode, action, args)
+		},
+	}
+	ownSyntax(cmd)
+	return cmd
+}
+
 // ownSyntax marks a command whose arguments cobra must pass on unparsed:
 // sanlock's options are single letters each with a separate value, in any
 // order, with meanings that depend on the action ("-h 1" is not help).
@@ -118,9 +141,20 @@ func ownSyntax(cmd *cobra.Command) {
 	cmd.SilenceUsage = true
 }
 
-// wordsOnly marks a parent command: cobra finds its subcommands by word,
-// and whatever it is run with is a word it does not know.
-func wordsOnly(cmd *cobra.Command) { ownSyntax(cmd) }
+// newModeCmd is "sanlock client" or "sanlock direct": cobra finds its
+// actions (added by the caller) by word; run itself, it got no action word
+// or one it does not know, and fails as sanlock does.
+func newModeCmd(f *Factory, mode, use string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: commandShort(mode),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return f.unknownAction(mode, dropPin(args))
+		},
+	}
+	ownSyntax(cmd)
+	return cmd
+}
 
 // pin is the "--" that pinCommandWords inserts; dropPin removes it.
 const pin = "--"
@@ -167,6 +201,17 @@ func subcommand(cmd *cobra.Command, name string) *cobra.Command {
 		}
 	}
 	return nil
+}
+
+// actionNamed is the action called name in list.
+func actionNamed[A interface{ name() string }](list []A, name string) (A, bool) {
+	for _, a := range list {
+		if a.name() == name {
+			return a, true
+		}
+	}
+	var none A
+	return none, false
 }
 
 // firstWord is the command name in a usage line.
