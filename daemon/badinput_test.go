@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // expectClosed sends b and requires that the daemon closes the connection
@@ -48,7 +49,7 @@ func TestBadHeadersCloseConnection(t *testing.T) {
 		{"length 2^32-1", header(m, 1, client.CmdVersion, 0, 0xffffffff, 0, 0, 0)},
 		{"length 2^32-32", header(m, 1, client.CmdAddLockspace, 0, 0xffffffe0, 0, 0, 0)},
 		{"length 2^31", header(m, 1, client.CmdSetLVB, 0, 1<<31, 0, 0, 0)},
-		{"length over max", header(m, 1, client.CmdAcquire, 0, 32+client.DefaultMaxPayload+1, 0, 1, 0xffffffff)},
+		{"length over max", header(m, 1, client.CmdAcquire, 0, 32+wire.DefaultMaxPayload+1, 0, 1, 0xffffffff)},
 		{"set_lvb length near 2^32", append(header(m, 1, client.CmdSetLVB, 0, 0xfffffff0, 0, 0, 0), make([]byte, 128)...)},
 		{"truncated lockspace", append(header(m, 1, client.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 100)...)},
 		{"truncated host_status", append(header(m, 1, client.CmdHostStatus, 0, 32, 0, 0, 0), make([]byte, 1103)...)},
@@ -207,11 +208,11 @@ func TestRandomMessages(t *testing.T) {
 		client.NewRequest(client.CmdVersion, 0, 0, 0),
 		client.NewRequest(client.CmdLogDump, 0, 0, 0),
 		client.NewRequest(client.CmdRegister, 0, 0, 0),
-		{Header: client.NewHeader(client.CmdInqLockspace, 0, 0, 0), Lockspace: &client.Lockspace{Name: "LS"}},
-		{Header: client.NewHeader(client.CmdHostStatus, 0, 0, 0), Lockspace: &client.Lockspace{Name: "LS"}},
-		{Header: client.NewHeader(client.CmdAcquire, 0, 1, 0xffffffff),
+		{Header: wire.NewHeader(client.CmdInqLockspace, 0, 0, 0), Lockspace: &client.Lockspace{Name: "LS"}},
+		{Header: wire.NewHeader(client.CmdHostStatus, 0, 0, 0), Lockspace: &client.Lockspace{Name: "LS"}},
+		{Header: wire.NewHeader(client.CmdAcquire, 0, 1, 0xffffffff),
 			Resources: []client.Resource{{LockspaceName: "LS", Name: "R", Disks: []client.Disk{{Path: "/x"}}}}},
-		{Header: client.NewHeader(client.CmdSetLVB, 0, 0, 0),
+		{Header: wire.NewHeader(client.CmdSetLVB, 0, 0, 0),
 			Resources: []client.Resource{{LockspaceName: "LS", Name: "R", NumDisks: 1}}, LVB: []byte("hello")},
 	} {
 		b, err := q.MarshalBinary()

@@ -8,6 +8,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // registerBuiltins installs the commands that need no leases, plus the
@@ -37,7 +38,7 @@ func cmdRegister(_ context.Context, c *Conn, _ *client.Request) error {
 
 // cmdVersion: fixed reply header, connection kept (docs/protocol.md "Commands" #28).
 func cmdVersion(_ context.Context, c *Conn, _ *client.Request) error {
-	h := client.VersionReply(client.DaemonVersion)
+	h := wire.VersionReply(client.DaemonVersion)
 	return c.write(h.Bytes())
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Defaults of the daemon (docs/cli.md "Daemon defaults", "Config file"; README: 3.8.5 defaults).
@@ -126,7 +127,7 @@ type Config struct {
 	// LogRingSize is the size of the in-memory log returned by LOG_DUMP.
 	LogRingSize int
 	// MaxPayload bounds the payload a connection may announce before
-	// anything is allocated (0 = client.DefaultMaxPayload).
+	// anything is allocated (0 = wire.DefaultMaxPayload).
 	MaxPayload int
 	// MaxConns is the size of the connection table including the two
 	// internal slots (0 = 1024, as in sanlock).
@@ -330,7 +331,7 @@ func (c *Config) applyDebugCmd(value string) {
 	var mask uint64
 	if name == "all" {
 		mask = math.MaxUint64
-	} else if cmd, ok := client.CmdByDebugName(name); ok {
+	} else if cmd, ok := wire.CmdByDebugName(name); ok {
 		mask = 1 << uint(cmd)
 	} else {
 		return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Class is a command's dispatch class (docs/protocol.md "Dispatch classes"). Every command runs on
@@ -198,7 +199,7 @@ func (c *Conn) write(b []byte) error {
 
 // Reply sends the result reply of docs/protocol.md "Header" for q.
 func (c *Conn) Reply(q *client.Request, result int32) error {
-	h := client.ResultReply(q.Header, result)
+	h := wire.ResultReply(q.Header, result)
 	c.srv.metricsOf().replied(q, result)
 	return c.write(h.Bytes())
 }
@@ -245,7 +246,7 @@ func (c *Conn) serve() {
 		s.freeSlot(c)
 	}()
 	for {
-		q, err := client.ReadRequest(c.uc, s.cfg.MaxPayload)
+		q, err := wire.ReadRequest(c.uc, s.cfg.MaxPayload)
 		if err != nil {
 			var rv *client.Error
 			if errors.As(err, &rv) && q != nil {
@@ -371,7 +372,7 @@ func (c *Conn) dispatch(q *client.Request) error {
 // and time (docs/protocol.md "Header").
 func (c *Conn) drain(q *client.Request) {
 	_ = c.uc.SetReadDeadline(time.Now().Add(drainTimeout))
-	_, _ = client.Drain(c.uc, q, int64(c.srv.cfg.MaxPayload))
+	_, _ = wire.Drain(c.uc, q, int64(c.srv.cfg.MaxPayload))
 	_ = c.uc.SetReadDeadline(time.Time{})
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Differential tests of the disk-only resource-area commands (docs/protocol.md "Commands"
@@ -634,7 +635,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	before := hdr()
 	for _, off := range []uint64{1 << 20, 2 << 20} {
 		_, err = cl.UpdateRIndex(rx, client.RXUpAdd, &client.REntry{Name: "P", Offset: off})
-		assert.Equal(t, int(diskfmt.ErrRindexOffset), code(err), "update at %d", off)
+		assert.Equal(t, int(rescode.ErrRindexOffset), code(err), "update at %d", off)
 	}
 	assert.Equal(t, before, hdr(), "header sector untouched")
 	// sanlock 3.8.5 crashes (daemon and direct tool) on a lookup far past

@@ -25,7 +25,7 @@
 //
 // Each accepted connection gets a slot (the "ci" of STATUS, first free slot
 // from 2; 0 and 1 are the internal helper and listener records) and its own
-// goroutine, which reads one request at a time with client.ReadRequest and
+// goroutine, which reads one request at a time with wire.ReadRequest and
 // runs its handler. Handlers of different connections run concurrently.
 // Requests the C daemon would silently ignore (bad magic, unknown command,
 // protocol major > 0) and malformed streams (announced length over

@@ -19,6 +19,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // leaseFile returns a zero-filled file of size bytes under /var/tmp (O_DIRECT
@@ -251,11 +252,11 @@ type hangDev struct{ diskfmt.Device }
 
 func (hangDev) ReadAt(ctx context.Context, _ []byte, _ int64) error {
 	<-ctx.Done()
-	return fmt.Errorf("hang: %w", diskfmt.ErrIOTimeout)
+	return fmt.Errorf("hang: %w", rescode.ErrIOTimeout)
 }
 func (hangDev) WriteAt(ctx context.Context, _ []byte, _ int64) error {
 	<-ctx.Done()
-	return fmt.Errorf("hang: %w", diskfmt.ErrIOTimeout)
+	return fmt.Errorf("hang: %w", rescode.ErrIOTimeout)
 }
 func (hangDev) SectorSize() int { return 512 }
 func (hangDev) Close() error    { return nil }

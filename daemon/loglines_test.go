@@ -21,6 +21,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Issue 13 item 9: error lines name the operation, the lockspace/resource,
@@ -46,7 +47,7 @@ func (d faultDev) io(ctx context.Context, what string, off int64, f func() error
 		return fmt.Errorf("%s at %d: %w", what, off, syscall.EIO)
 	case devHang:
 		<-ctx.Done()
-		return fmt.Errorf("%s at %d: %w", what, off, diskfmt.ErrIOTimeout)
+		return fmt.Errorf("%s at %d: %w", what, off, rescode.ErrIOTimeout)
 	}
 	return f()
 }

@@ -4,14 +4,14 @@ import (
 	"context"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // LockspaceManager is what the daemon core needs from the lockspace (delta
 // lease) layer; *manager.Lockspaces is the real one. Methods may be called
 // concurrently from many connections. Errors carry the wire results
-// (diskfmt.CodeOf: -errno or SANLK_* codes, docs/protocol.md "Result codes").
+// (rescode.CodeOf: -errno or SANLK_* codes, docs/protocol.md "Result codes").
 type LockspaceManager interface {
 	// Add joins a lockspace (ADD_LOCKSPACE, docs/protocol.md "Commands" #2).
 	Add(ctx context.Context, req manager.AddRequest) error
@@ -68,19 +68,19 @@ type NoLockspaces struct{}
 var _ LockspaceManager = NoLockspaces{}
 
 // Add returns -ENOSYS (-38): lockspaces are not implemented by the stub.
-func (NoLockspaces) Add(context.Context, manager.AddRequest) error { return diskfmt.Code(-38) }
+func (NoLockspaces) Add(context.Context, manager.AddRequest) error { return rescode.Code(-38) }
 
 // Rem returns -ENOENT.
-func (NoLockspaces) Rem(context.Context, manager.RemRequest) error { return diskfmt.ErrENOENT }
+func (NoLockspaces) Rem(context.Context, manager.RemRequest) error { return rescode.ErrENOENT }
 
 // Inq returns -ENOENT.
-func (NoLockspaces) Inq(context.Context, manager.InqRequest) error { return diskfmt.ErrENOENT }
+func (NoLockspaces) Inq(context.Context, manager.InqRequest) error { return rescode.ErrENOENT }
 
 // List returns nothing.
 func (NoLockspaces) List() []client.Lockspace { return nil }
 
 // HostStatus returns -ENOSPC, as sanlock does for a lockspace not joined.
-func (NoLockspaces) HostStatus(string) ([]client.StateRecord, error) { return nil, diskfmt.ErrENOSPC }
+func (NoLockspaces) HostStatus(string) ([]client.StateRecord, error) { return nil, rescode.ErrENOSPC }
 
 // Count returns 0.
 func (NoLockspaces) Count() int { return 0 }
@@ -104,4 +104,4 @@ func (NoResources) ClientDead(manager.ClientID) {}
 
 // result is the wire result of a manager error: 0, -errno or a SANLK_*
 // code (the only place errors become numbers).
-func result(err error) int32 { return int32(diskfmt.CodeOf(err)) }
+func result(err error) int32 { return int32(rescode.CodeOf(err)) }

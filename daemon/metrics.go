@@ -17,8 +17,8 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
-	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // The Prometheus endpoint (ours: -M, metrics_address; docs/metrics.md).
@@ -188,9 +188,9 @@ func (s *Server) renewalHook(space string) func(error, int64, int64) {
 			}
 			return
 		}
-		code := diskfmt.CodeOf(err)
+		code := rescode.CodeOf(err)
 		mt.renewFail.WithLabelValues(space, strconv.Itoa(int(code))).Inc()
-		if code == diskfmt.ErrAIOTimeout {
+		if code == rescode.ErrAIOTimeout {
 			mt.ioTimeouts.WithLabelValues(space).Inc()
 		}
 	}

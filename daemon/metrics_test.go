@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -61,7 +61,7 @@ func TestMetricsOffByDefault(t *testing.T) {
 	// The hooks are no-ops without the endpoint.
 	td.srv.metricsOf().replied(&client.Request{}, 0)
 	td.srv.renewalHook("ls")(nil, 1, 1)
-	(*Server)(nil).renewalHook("ls")(diskfmt.ErrAIOTimeout, -1, -1)
+	(*Server)(nil).renewalHook("ls")(rescode.ErrAIOTimeout, -1, -1)
 }
 
 func TestMetricsScrape(t *testing.T) {

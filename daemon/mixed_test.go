@@ -17,9 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // crashDev fails every I/O once crashed: the host stops writing its lease
@@ -31,14 +32,14 @@ type crashDev struct {
 
 func (d crashDev) ReadAt(ctx context.Context, p []byte, off int64) error {
 	if d.dead.Load() {
-		return diskfmt.ErrEIO
+		return rescode.ErrEIO
 	}
 	return d.Device.ReadAt(ctx, p, off)
 }
 
 func (d crashDev) WriteAt(ctx context.Context, p []byte, off int64) error {
 	if d.dead.Load() {
-		return diskfmt.ErrEIO
+		return rescode.ErrEIO
 	}
 	return d.Device.WriteAt(ctx, p, off)
 }
@@ -286,7 +287,7 @@ func TestMixedLockspace(t *testing.T) {
 	run, ok := g2.srv.deps.Manager.Lockspaces.Joined("LS")
 	require.True(t, ok)
 	h3, _ := run.Host(3)
-	now := delta.Monotime(delta.NewSystemClock())
+	now := clock.Monotime(clock.NewSystem())
 	assert.Greater(t, now-h3.LastLive, uint64(68))
 	l4 := readDelta(t, path, "LS", 4)
 	assert.NotZero(t, l4.Timestamp, "the crashed host did not release")

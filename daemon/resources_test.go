@@ -17,6 +17,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // resCluster is two in-process daemons (host_ids 1 and 2) joined to one
@@ -93,7 +94,7 @@ func TestResourceAcquireRelease(t *testing.T) {
 
 	// Held on this host: -EEXIST; on the other host: -243 (owner alive).
 	assert.Equal(t, client.RvEEXIST, code(ra.Acquire([]client.Resource{r0}, 0, nil)))
-	assert.Equal(t, int(diskfmt.ErrAcquireIDLive), code(rb.Acquire([]client.Resource{r0}, 0, nil)))
+	assert.Equal(t, int(rescode.ErrAcquireIDLive), code(rb.Acquire([]client.Resource{r0}, 0, nil)))
 
 	recs, err := a.Status(client.StateResource)
 	require.NoError(t, err)
@@ -158,7 +159,7 @@ func TestResourceClientDeath(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 
 	// R1 is an orphan on host 1: still owned on disk, EUCLEAN locally.
-	assert.Equal(t, int(diskfmt.ErrAcquireIDLive), code(rb.Acquire([]client.Resource{rc.res(1, 0)}, 0, nil)))
+	assert.Equal(t, int(rescode.ErrAcquireIDLive), code(rb.Acquire([]client.Resource{rc.res(1, 0)}, 0, nil)))
 	ra2, err := a.Register()
 	require.NoError(t, err)
 	defer ra2.Close()

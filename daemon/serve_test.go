@@ -21,6 +21,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -285,6 +286,6 @@ func TestResourceSlowDiskIsolated(t *testing.T) {
 		h, _ = call(t, reg, q)
 		require.Equal(t, int32(0), h.Result())
 		assert.Less(t, time.Since(start), 900*time.Millisecond, "other disk not delayed by the hung one")
-		assert.Equal(t, int32(diskfmt.ErrAIOTimeout), <-hung)
+		assert.Equal(t, int32(rescode.ErrAIOTimeout), <-hung)
 	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Version is the sanlock version this daemon reports.
@@ -122,7 +123,7 @@ func New(cfg *Config, deps Deps) *Server {
 		s.cfg.MaxConns = DefaultMaxConns
 	}
 	if s.cfg.MaxPayload <= 0 {
-		s.cfg.MaxPayload = client.DefaultMaxPayload
+		s.cfg.MaxPayload = wire.DefaultMaxPayload
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.registerBuiltins()
@@ -486,7 +487,7 @@ func (s *Server) Stop() {
 		_ = s.ln.Close()
 		s.cancel()
 		for _, c := range waiters {
-			h := client.ShutdownWaitFinalReply()
+			h := wire.ShutdownWaitFinalReply()
 			_ = c.write(h.Bytes())
 			_ = c.uc.Close()
 			s.freeSlot(c)

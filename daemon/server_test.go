@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 func (l *countingLockspaces) ShutdownAll(context.Context) error {
@@ -39,7 +40,7 @@ func TestVersion(t *testing.T) {
 		require.NoError(t, err)
 		p, err := client.ReadReply(c, client.CmdVersion)
 		require.NoError(t, err)
-		want := client.VersionReply(client.DaemonVersion)
+		want := wire.VersionReply(client.DaemonVersion)
 		assert.Equal(t, want, p.Header)
 	}
 }
@@ -209,7 +210,7 @@ func TestShutdown(t *testing.T) {
 	_, err = c.Write(header(client.Magic, 1, client.CmdShutdownWait, 0, 32, 0, 1, 0))
 	require.NoError(t, err)
 	b := readAllTimeout(t, c, 10*time.Second)
-	want := client.ShutdownWaitFinalReply()
+	want := wire.ShutdownWaitFinalReply()
 	assert.Equal(t, want.Bytes(), b)
 	<-td.srv.Done()
 	assert.Equal(t, 1, ls.shutdown)

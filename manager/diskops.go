@@ -12,6 +12,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // DiskOps are the resource-area commands that work on disk without a
@@ -47,7 +48,7 @@ func (d *DiskOps) openRaw(path string) (diskfmt.Device, int32) {
 	}
 	dev, err := open(path)
 	if err != nil {
-		rv := int32(diskfmt.CodeOf(err))
+		rv := int32(rescode.CodeOf(err))
 		d.lg().Error(fmt.Sprintf("open error %d %s: %s", rv, path, causeLog(err, 0)))
 		if rv >= 0 {
 			rv = client.RvENODEV
@@ -102,7 +103,7 @@ func (d *DiskOps) openDisks(res *client.Resource, ioTimeout int) ([]diskfmt.Reso
 }
 
 // resultOf maps an error to the result sent in a reply.
-func resultOf(err error) int32 { return int32(diskfmt.CodeOf(err)) }
+func resultOf(err error) int32 { return int32(rescode.CodeOf(err)) }
 
 // WriteResource initialises the lease of res on its disks (WRITE_RESOURCE,
 // docs/protocol.md "Commands" #19): numHosts is num_hosts (what libsanlock
@@ -196,15 +197,15 @@ func dkReadOwners(ctx context.Context, dev diskfmt.Device, off int64, res *clien
 	}
 	for pass := 0; ; pass++ {
 		if ss <= 0 || align <= 0 || align < ss {
-			return paxos.Owners{}, diskfmt.ErrEINVAL
+			return paxos.Owners{}, rescode.ErrEINVAL
 		}
 		buf := make([]byte, align)
 		if err := dev.ReadAt(ctx, buf, off); err != nil {
 			if diskfmt.IsShortRead(err) {
 				return paxos.Owners{}, rvEMSGSIZE
 			}
-			if diskfmt.CodeOf(err) == diskfmt.ErrGeneric {
-				return paxos.Owners{}, fmt.Errorf("%w: %w", err, diskfmt.ErrEIO)
+			if rescode.CodeOf(err) == rescode.ErrGeneric {
+				return paxos.Owners{}, fmt.Errorf("%w: %w", err, rescode.ErrEIO)
 			}
 			return paxos.Owners{}, err
 		}
@@ -215,7 +216,7 @@ func dkReadOwners(ctx context.Context, dev diskfmt.Device, off int64, res *clien
 		}
 		if lss != ss || lalign != align {
 			if (givenSS != 0 && lss != givenSS) || (givenAlign != 0 && lalign != givenAlign) || pass > 0 {
-				return paxos.Owners{}, diskfmt.ErrEINVAL
+				return paxos.Owners{}, rescode.ErrEINVAL
 			}
 			ss, align = lss, lalign
 			continue
@@ -230,7 +231,7 @@ func dkReadOwners(ctx context.Context, dev diskfmt.Device, off int64, res *clien
 
 // rvEMSGSIZE is what sanlock answers for a read that ends past the end of
 // the device.
-const rvEMSGSIZE diskfmt.Code = -90
+const rvEMSGSIZE rescode.Code = -90
 
 // dkReadErrDev keeps the last read error, which the paxos layer reports
 // as a plain I/O error (-5) when it is not a timeout.
@@ -252,8 +253,8 @@ func (d *dkReadErrDev) ReadAt(ctx context.Context, p []byte, off int64) error {
 // -EINVAL for an O_DIRECT read at an unaligned offset), or else the
 // result the paxos layer found.
 func dkReadResult(readErr, err error) int32 {
-	switch c := diskfmt.CodeOf(readErr); {
-	case readErr == nil || c == diskfmt.ErrAIOTimeout:
+	switch c := rescode.CodeOf(readErr); {
+	case readErr == nil || c == rescode.ErrAIOTimeout:
 		return resultOf(err)
 	case diskfmt.IsShortRead(readErr):
 		return int32(rvEMSGSIZE)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // ioTimeoutCtx bounds one daemon-side disk operation.
@@ -38,7 +39,7 @@ func (m *Lockspaces) writeLockspace(ctx context.Context, ls client.Lockspace, io
 	ioctx, cancel := ioTimeoutCtx(ctx, m.conf().WriteInitIOTimeout)
 	defer cancel()
 	err = diskfmt.WriteLockspace(ioctx, dev, int64(ls.Disk.Offset), ls.Flags, ls.Name, uint16(io))
-	return int32(diskfmt.CodeOf(err))
+	return int32(rescode.CodeOf(err))
 }
 
 // ReadLockspace reads the delta lease of host_id (1 when 0) of ls
@@ -69,13 +70,13 @@ func (m *Lockspaces) readLockspace(ctx context.Context, ls client.Lockspace) (cl
 	if !ok {
 		l, err := diskfmt.ProbeLeader(ioctx, dev, off)
 		if err != nil {
-			return ls, 0, int32(diskfmt.CodeOf(err))
+			return ls, 0, int32(rescode.CodeOf(err))
 		}
 		switch {
 		case l.Magic != diskfmt.DeltaMagic:
-			return ls, 0, int32(diskfmt.ErrLeaderMagic)
+			return ls, 0, int32(rescode.ErrLeaderMagic)
 		case l.Version&diskfmt.VersionMajorMask != diskfmt.DeltaVersion&diskfmt.VersionMajorMask:
-			return ls, 0, int32(diskfmt.ErrLeaderVersion)
+			return ls, 0, int32(rescode.ErrLeaderVersion)
 		}
 		if g, err = diskfmt.GeometryFromLeader(&l); err != nil {
 			return ls, 0, client.RvEINVAL
@@ -84,7 +85,7 @@ func (m *Lockspaces) readLockspace(ctx context.Context, ls client.Lockspace) (cl
 	name := ls.Name
 	raw, err := diskfmt.ReadSector(ioctx, dev, off+diskfmt.DeltaSectorOffset(ls.HostID, g.SectorSize), g.SectorSize)
 	if err != nil {
-		return ls, 0, int32(diskfmt.CodeOf(err))
+		return ls, 0, int32(rescode.CodeOf(err))
 	}
 	if name == "" {
 		l, _ := diskfmt.DecodeLeader(raw)
@@ -92,7 +93,7 @@ func (m *Lockspaces) readLockspace(ctx context.Context, ls client.Lockspace) (cl
 	}
 	l, err := diskfmt.VerifyDelta(raw, name)
 	if err != nil {
-		return ls, 0, int32(diskfmt.CodeOf(err))
+		return ls, 0, int32(rescode.CodeOf(err))
 	}
 	ls.Name = name
 	ls.Flags = diskfmt.SizeFlags(g)

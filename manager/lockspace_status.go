@@ -7,6 +7,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // StatusRecords returns the LOCKSPACE records of joined,
@@ -120,7 +121,7 @@ func (m *Lockspaces) getHosts(name string, hostID uint64) ([]client.Host, int32)
 	}
 	infos, err := run.GetHosts(hostID)
 	if err != nil {
-		return nil, int32(diskfmt.CodeOf(err))
+		return nil, int32(rescode.CodeOf(err))
 	}
 	out := make([]client.Host, len(infos))
 	for i, h := range infos {
@@ -168,7 +169,7 @@ func (m *Lockspaces) setEvent(name string, he client.HostEvent, flags uint32) in
 		return client.RvENOENT
 	}
 	err := run.SetEvent(delta.HostEvent{HostID: he.HostID, Generation: he.Generation, Event: he.Event, Data: he.Data}, flags)
-	return int32(diskfmt.CodeOf(err))
+	return int32(rescode.CodeOf(err))
 }
 
 // SetConfig answers SET_CONFIG (docs/delta.md "set_config").

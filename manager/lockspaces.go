@@ -12,17 +12,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // LockspacesConfig holds what the lockspace manager takes from outside.
 // Zero values select the production choices.
 type LockspacesConfig struct {
 	// Clock is the monotonic clock of every lockspace (nil:
-	// delta.NewSystemClock(), i.e. CLOCK_MONOTONIC).
-	Clock delta.Clock
+	// clock.NewSystem(), i.e. CLOCK_MONOTONIC).
+	Clock clock.Clock
 	// Open opens a lockspace path (nil: diskfmt.OpenFile, O_DIRECT|O_SYNC).
 	// Any error makes add_lockspace fail with -ENODEV.
 	Open func(path string) (diskfmt.Device, error)
@@ -139,7 +141,7 @@ type Lockspaces struct {
 // newLockspaces returns an empty registry.
 func newLockspaces(cfg LockspacesConfig) *Lockspaces {
 	if cfg.Clock == nil {
-		cfg.Clock = delta.NewSystemClock()
+		cfg.Clock = clock.NewSystem()
 	}
 	if cfg.Open == nil {
 		cfg.Open = func(p string) (diskfmt.Device, error) { return diskfmt.OpenFile(p) }
@@ -356,7 +358,7 @@ func (m *Lockspaces) RequestHost(name string, hostID uint64) int32 {
 	if !ok {
 		return client.RvENOSPC
 	}
-	return int32(diskfmt.CodeOf(run.Request(hostID)))
+	return int32(rescode.CodeOf(run.Request(hostID)))
 }
 
 // AddRequest is ADD_LOCKSPACE (docs/protocol.md "Commands" #2).
@@ -430,7 +432,7 @@ func (m *Lockspaces) add(ctx context.Context, ls client.Lockspace, flags, ioTime
 	case <-sp.addDone:
 		return sp.addResult
 	case <-ctx.Done():
-		return int32(diskfmt.ErrGeneric)
+		return int32(rescode.ErrGeneric)
 	}
 }
 
@@ -484,7 +486,7 @@ func (m *Lockspaces) rem(ctx context.Context, ls client.Lockspace, flags uint32)
 	case <-sp.gone:
 		return 0
 	case <-ctx.Done():
-		return int32(diskfmt.ErrGeneric)
+		return int32(rescode.ErrGeneric)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Helpers that give error log lines what a person needs to act on them
@@ -15,7 +16,7 @@ import (
 // and the cause as text. 3.8.5's line stays first, the detail follows.
 
 // codeLog formats a result code as "-210 (SANLK_DBLOCK_READ)".
-func codeLog(c int32) string { return diskfmt.Code(c).LogString() }
+func codeLog(c int32) string { return rescode.Code(c).LogString() }
 
 // diskLog formats one disk as "path:offset".
 func diskLog(path string, off uint64) string { return fmt.Sprintf("%s:%d", path, off) }
@@ -52,7 +53,7 @@ func causeLog(err error, ioTimeout int) string {
 // timeoutPrefix is "I/O timeout after N s: " when err is a timeout and
 // ioTimeout is known.
 func timeoutPrefix(err error, ioTimeout int) string {
-	if ioTimeout > 0 && diskfmt.CodeOf(err) == diskfmt.ErrAIOTimeout {
+	if ioTimeout > 0 && rescode.CodeOf(err) == rescode.ErrAIOTimeout {
 		return fmt.Sprintf("I/O timeout after %d s: ", ioTimeout)
 	}
 	return ""

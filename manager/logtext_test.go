@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 func TestLogTextHelpers(t *testing.T) {
@@ -20,7 +20,7 @@ func TestLogTextHelpers(t *testing.T) {
 	assert.Equal(t, "/a:0,/b:512", disksLog([]client.Disk{{Path: "/a"}, {Path: "/b", Offset: 512}}))
 	assert.Equal(t, "no error", causeLog(nil, 10))
 	assert.Equal(t, "I/O timeout after 10 s: read: disk I/O timed out",
-		causeLog(fmt.Errorf("read: %w", diskfmt.ErrIOTimeout), 10))
+		causeLog(fmt.Errorf("read: %w", rescode.ErrIOTimeout), 10))
 	assert.Equal(t, "open /x: no such file or directory",
 		causeLog(&os.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}, 0))
 }

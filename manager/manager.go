@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // DefaultIOTimeout is sanlock's io_timeout in seconds when a request gives
@@ -150,7 +151,7 @@ func codeErr(rv int32) error {
 	if rv == 0 {
 		return nil
 	}
-	return diskfmt.Code(rv)
+	return rescode.Code(rv)
 }
 
 func b2i(b bool) int {

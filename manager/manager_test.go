@@ -14,6 +14,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -152,7 +153,7 @@ func TestManagerLeases(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, n)
 		_, err = r.Release(ctx, b, ReleaseRequest{Resources: []client.Resource{sh}})
-		assert.Equal(t, diskfmt.Code(client.RvEPERM), diskfmt.CodeOf(err), "not held by b any more")
+		assert.Equal(t, rescode.Code(client.RvEPERM), rescode.CodeOf(err), "not held by b any more")
 
 		// A persistent lease becomes an orphan when its client dies; the
 		// others are released in the background.

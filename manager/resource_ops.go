@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // begin marks the lease state of client cl busy: one W-reg command at a
@@ -375,10 +375,10 @@ func (m *Resources) heldResource(space, name string) *resource {
 func (m *Resources) SetLVB(space, name string, lvb []byte) error {
 	r := m.heldResource(space, name)
 	if r == nil {
-		return diskfmt.ErrENOENT
+		return rescode.ErrENOENT
 	}
 	r.opMu.Lock()
-	err := error(diskfmt.ErrENOENT)
+	err := error(rescode.ErrENOENT)
 	if r.held != nil {
 		err = r.held.SetLVB(lvb)
 	}
@@ -391,11 +391,11 @@ func (m *Resources) SetLVB(space, name string, lvb []byte) error {
 func (m *Resources) GetLVB(space, name string, n int) ([]byte, error) {
 	r := m.heldResource(space, name)
 	if r == nil {
-		return nil, diskfmt.ErrENOENT
+		return nil, rescode.ErrENOENT
 	}
 	r.opMu.Lock()
 	var b []byte
-	err := error(diskfmt.ErrENOENT)
+	err := error(rescode.ErrENOENT)
 	if r.held != nil {
 		b, err = r.held.LVB(n)
 	}

@@ -14,9 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // ResourcesConfig holds what the resource manager takes from outside. Zero
@@ -31,7 +32,7 @@ type ResourcesConfig struct {
 	RunKillpath func(argv []string) error
 	// Clock paces the background release retries (nil: the lockspace
 	// manager's clock, else CLOCK_MONOTONIC).
-	Clock delta.Clock
+	Clock clock.Clock
 }
 
 // resList is the host-wide list a resource is on (docs/paxos.md "Resource lists").
@@ -237,7 +238,7 @@ func rv(err error) int32 {
 	if err == nil {
 		return 0
 	}
-	return int32(diskfmt.CodeOf(err))
+	return int32(rescode.CodeOf(err))
 }
 
 // --- acquire ---------------------------------------------------------------
@@ -353,7 +354,7 @@ func (m *Resources) detachLocked(t *token) (last *resource, code int32) {
 		if r.shared {
 			return nil, 0
 		}
-		return nil, int32(diskfmt.ErrGeneric)
+		return nil, int32(rescode.ErrGeneric)
 	}
 	r.list = resRem
 	return r, 0
@@ -397,13 +398,13 @@ func (m *Resources) releaseResource(ctx context.Context, r *resource, rename str
 	err := r.held.Release(ctx, paxos.ReleaseOptions{Rename: rename})
 	r.opMu.Unlock()
 	code := rv(err)
-	if code == int32(diskfmt.ErrAIOTimeout) && !async {
+	if code == int32(rescode.ErrAIOTimeout) && !async {
 		m.logf("r%d release %s:%s timeout, retrying in the background: disk %s: %s", r.id, r.key.space, r.key.name,
 			disksLog(r.disks), causeLog(err, hostIOTimeout(r.host)))
 		m.releaseLater(r)
 		return code
 	}
-	if code == int32(diskfmt.ErrAIOTimeout) {
+	if code == int32(rescode.ErrAIOTimeout) {
 		return code // the caller's loop retries
 	}
 	if code != 0 {
@@ -457,7 +458,7 @@ func (m *Resources) releaseLater(r *resource) {
 		ctx := m.baseContext()
 		for {
 			code := m.releaseResource(ctx, r, "", true)
-			if code != int32(diskfmt.ErrAIOTimeout) {
+			if code != int32(rescode.ErrAIOTimeout) {
 				return
 			}
 			if h, rv := m.paxosHost(r.key.space); rv != 0 || h != r.host {

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // FormatRindex writes an empty resource index: FORMAT_RINDEX (docs/protocol.md "Commands" #35, docs/ondisk.md
@@ -18,7 +19,7 @@ func (d *DiskOps) FormatRindex(ctx context.Context, rx client.RIndex) error {
 	dev, rv := d.open(rx.Disk.Path, d.writeInitIO)
 	if rv < 0 {
 		d.lg().Error(fmt.Sprintf("rindex_format open failed %d %s: %s", rv, diskLog(rx.Disk.Path, rx.Disk.Offset),
-			diskfmt.Code(rv).Error()))
+			rescode.Code(rv).Error()))
 		return codeErr(rv)
 	}
 	defer dev.Close()
@@ -47,7 +48,7 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *client.RInd
 	dev, rv := d.openRaw(rxa.Disk.Path)
 	if rv < 0 {
 		d.lg().Error(fmt.Sprintf("%s open failed %d %s: %s", what, rv, diskLog(rxa.Disk.Path, rxa.Disk.Offset),
-			diskfmt.Code(rv).Error()))
+			rescode.Code(rv).Error()))
 		return nil, rv
 	}
 	closeDev := func() { _ = dev.Close() }
@@ -162,7 +163,7 @@ func dkReleaseLeader(ctx context.Context, h *paxos.Host, held *paxos.Held, dev d
 	if err != nil || !write {
 		return err
 	}
-	nl := paxos.ReleaseLeader(cur, h.ID, h.Generation, delta.Monotime(h.Clock), "")
+	nl := paxos.ReleaseLeader(cur, h.ID, h.Generation, clock.Monotime(h.Clock), "")
 	clear(raw)
 	nl.Seal(raw)
 	return dev.WriteAt(ctx, raw, off)
@@ -231,7 +232,7 @@ func (d *DiskOps) updateRindex(ctx context.Context, rxa client.RIndex, e client.
 	}
 	defer op.done()
 	if misaligned(op, e.Offset) {
-		return client.REntry{}, int32(diskfmt.ErrRindexOffset)
+		return client.REntry{}, int32(rescode.ErrRindexOffset)
 	}
 	remove := flags&client.RXUpRem != 0
 	if !remove && flags&client.RXUpAdd == 0 {
@@ -317,7 +318,7 @@ func (d *DiskOps) deleteResource(ctx context.Context, rxa client.RIndex, e clien
 	}
 	defer op.done()
 	if misaligned(op, e.Offset) {
-		return client.REntry{}, int32(diskfmt.ErrRindexOffset)
+		return client.REntry{}, int32(rescode.ErrRindexOffset)
 	}
 	rv = d.withRindexLease(ctx, op, func() int32 {
 		if e.Name == "" {

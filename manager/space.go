@@ -9,6 +9,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
 )
 
@@ -54,10 +55,10 @@ func (sp *space) join() int32 {
 		_ = dev.Close()
 		if err != nil {
 			sp.addCause = fmt.Sprintf("read of the lockspace geometry at %s: %s", sp.disk(), causeLog(err, sp.ioTimeout))
-			return int32(diskfmt.CodeOf(err))
+			return int32(rescode.CodeOf(err))
 		}
 		sp.addCause = fmt.Sprintf("host_id %d is beyond the lockspace at %s", sp.ls.HostID, sp.disk())
-		return int32(diskfmt.ErrAddLSInvalidHostID)
+		return int32(rescode.ErrAddLSInvalidHostID)
 	}
 	var wd WatchdogSession
 	if cfg.UseWatchdog {
@@ -66,7 +67,7 @@ func (sp *space) join() int32 {
 			sp.addCause = "wdmd_connect failed: " + causeLog(err, 0)
 			sp.logf("wdmd_connect failed %s", causeLog(err, 0))
 			_ = dev.Close()
-			return int32(diskfmt.ErrWatchdog)
+			return int32(rescode.ErrWatchdog)
 		}
 	}
 	hist := cfg.RenewalHistorySize
@@ -85,7 +86,7 @@ func (sp *space) join() int32 {
 		dcfg.OnAcquired = func(_ context.Context, last uint64) error {
 			if err := wd.Activate(last, last+failSecs); err != nil {
 				sp.logf("wdmd activate failed %s", causeLog(err, 0))
-				return fmt.Errorf("%w: %v", diskfmt.ErrWatchdog, err)
+				return fmt.Errorf("%w: %v", rescode.ErrWatchdog, err)
 			}
 			m.mu.Lock()
 			sp.wdActive = true
@@ -109,7 +110,7 @@ func (sp *space) join() int32 {
 		if wd != nil {
 			_ = wd.Close()
 		}
-		return int32(diskfmt.CodeOf(err))
+		return int32(rescode.CodeOf(err))
 	}
 	m.mu.Lock()
 	sp.run, sp.wd = run, wd
@@ -136,7 +137,7 @@ func (sp *space) join() int32 {
 
 	<-run.Joined()
 	st := run.Status()
-	if st.AcquireLastResult != diskfmt.OK {
+	if st.AcquireLastResult != rescode.OK {
 		<-run.Done()
 		sp.addCause = fmt.Sprintf("delta_acquire of host_id %d at %s: %s", sp.ls.HostID, sp.disk(),
 			st.AcquireLastResult.Error())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -32,16 +33,24 @@ func ioErr(err error, code rescode.Code) error {
 // read reads n bytes at rel on one disk into a pooled buffer, which the
 // caller releases once it has decoded what it needs.
 func (l *Lease) read(ctx context.Context, disk int, n int, rel int64) (*diskfmt.Buf, error) {
-	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.Host.ioTimeout())
-	defer cancel()
-	d := l.Disks[disk]
-	return diskfmt.ReadBuf(ioctx, d.Dev, n, d.Offset+rel)
+	return readDisk(ctx, l.Disks[disk], n, rel, l.Host.ioTimeout())
 }
 
 func (l *Lease) write(ctx context.Context, disk int, buf []byte, rel int64) error {
-	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.Host.ioTimeout())
+	return writeDisk(ctx, l.Disks[disk], buf, rel, l.Host.ioTimeout())
+}
+
+// readDisk reads n bytes at rel on d with its own io_timeout deadline (a
+// cancelled ctx does not cut an I/O short: the deadline does).
+func readDisk(ctx context.Context, d Disk, n int, rel int64, timeout time.Duration) (*diskfmt.Buf, error) {
+	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	d := l.Disks[disk]
+	return diskfmt.ReadBuf(ioctx, d.Dev, n, d.Offset+rel)
+}
+
+func writeDisk(ctx context.Context, d Disk, buf []byte, rel int64, timeout time.Duration) error {
+	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
 	return d.Dev.WriteAt(ioctx, buf, d.Offset+rel)
 }
 
@@ -204,19 +213,55 @@ func (l *Lease) fullRead(ctx context.Context, ss, align int) (diskfmt.Leader, ui
 	return ld, maxMbal, nil
 }
 
-// leaderRead reads sector 0 of every disk (docs/paxos.md "Several disks"): a majority must
-// verify and a majority must be identical.
+// leaderRead reads sector 0 of every disk (ReadLeader) as this host.
 func (l *Lease) leaderRead(ctx context.Context, ss int) (diskfmt.Leader, error) {
 	h := l.Host
+	return ReadLeader(ctx, LeaderIO{Disks: l.Disks, SectorSize: ss, IOTimeout: h.ioTimeout()}, h.Space, l.Name, h.ID)
+}
+
+// writeLeader writes the leader to every disk (WriteLeader).
+func (l *Lease) writeLeader(ctx context.Context, ld *diskfmt.Leader, ss int) error {
+	return WriteLeader(ctx, LeaderIO{Disks: l.Disks, SectorSize: ss, IOTimeout: l.Host.ioTimeout()}, ld)
+}
+
+// LeaderIO names the leader sectors of one resource lease: the lease's
+// disks, its sector size, and the deadline of each I/O. It is all that
+// ReadLeader and WriteLeader need, so a tool without a Host (sanlock direct
+// release) reads and writes a leader exactly as a ballot does.
+type LeaderIO struct {
+	Disks      []Disk
+	SectorSize int           // 512 or 4096: the leader's sector
+	IOTimeout  time.Duration // deadline of each read or write
+	// DeviceErrors makes a lease on a single disk fail with the device's
+	// own read or write error (an errno, as the sanlock 3.8.5 direct tool
+	// prints it) instead of SANLK_LEADER_READ / SANLK_LEADER_WRITE.
+	DeviceErrors bool
+}
+
+// ReadLeader reads sector 0 of every disk (docs/paxos.md "Several disks")
+// and returns the leader that a majority of all disks agree on: a majority
+// must verify (diskfmt.VerifyPaxos for space, name and hostID; hostID 0
+// skips the num_hosts check) and a majority must be identical over the
+// compared bytes.
+//
+// Errors: with one disk, that disk's error (a read error wrapped with
+// SANLK_LEADER_READ, or SANLK_AIO_TIMEOUT after a timeout, or as the device
+// returned it with DeviceErrors; a verify error as is). With several, SANLK_LEADER_READ when too few verify, and
+// SANLK_LEADER_DIFF, with the first verified leader, when no majority is
+// identical. Disks are read one at a time in order; nothing is written.
+func ReadLeader(ctx context.Context, lio LeaderIO, space, name string, hostID uint64) (diskfmt.Leader, error) {
 	var good []validLeader
 	var lastErr error
-	for i := range l.Disks {
-		b, err := l.read(ctx, i, ss, 0)
+	for _, d := range lio.Disks {
+		b, err := readDisk(ctx, d, lio.SectorSize, 0, lio.IOTimeout)
 		if err != nil {
 			lastErr = ioErr(err, rescode.ErrLeaderRead)
+			if lio.DeviceErrors {
+				lastErr = err
+			}
 			continue
 		}
-		ld, err := diskfmt.VerifyPaxos(b.Bytes(), h.Space, l.Name, h.ID)
+		ld, err := diskfmt.VerifyPaxos(b.Bytes(), space, name, hostID)
 		if err == nil {
 			good = append(good, newValidLeader(ld, b.Bytes()))
 		}
@@ -226,35 +271,40 @@ func (l *Lease) leaderRead(ctx context.Context, ss int) (diskfmt.Leader, error) 
 			continue
 		}
 	}
-	if !Majority(len(l.Disks), len(good)) {
-		if len(l.Disks) == 1 {
+	n := len(lio.Disks)
+	if !Majority(n, len(good)) {
+		if n == 1 {
 			return diskfmt.Leader{}, lastErr
 		}
-		return diskfmt.Leader{}, fmt.Errorf("%d of %d leaders read: %v: %w", len(good), len(l.Disks), lastErr, rescode.ErrLeaderRead)
+		return diskfmt.Leader{}, fmt.Errorf("%d of %d leaders read: %v: %w", len(good), n, lastErr, rescode.ErrLeaderRead)
 	}
-	ld, ok := majorityLeader(good, len(l.Disks))
+	ld, ok := majorityLeader(good, n)
 	if !ok {
 		return good[0].ld, rescode.ErrLeaderDiff
 	}
 	return ld, nil
 }
 
-// writeLeader writes the leader to every disk; a majority must succeed. A
+// WriteLeader seals ld into a fresh zeroed sector for each disk and writes
+// it at sector 0 of every disk in order; a majority must succeed. A
 // failure is SANLK_AIO_TIMEOUT if any write timed out, else
-// SANLK_LEADER_WRITE.
-func (l *Lease) writeLeader(ctx context.Context, ld *diskfmt.Leader, ss int) error {
+// SANLK_LEADER_WRITE, with one disk too unless DeviceErrors.
+func WriteLeader(ctx context.Context, lio LeaderIO, ld *diskfmt.Leader) error {
 	ok, timedOut := 0, false
 	var lastErr error
-	for i := range l.Disks {
-		if err := l.write(ctx, i, leaderSector(ld, ss), 0); err != nil {
+	for _, d := range lio.Disks {
+		if err := writeDisk(ctx, d, leaderSector(ld, lio.SectorSize), 0, lio.IOTimeout); err != nil {
 			lastErr = err
 			timedOut = timedOut || isTimeout(err)
 			continue
 		}
 		ok++
 	}
-	if Majority(len(l.Disks), ok) {
+	if Majority(len(lio.Disks), ok) {
 		return nil
+	}
+	if lio.DeviceErrors && len(lio.Disks) == 1 {
+		return lastErr
 	}
 	if timedOut {
 		return fmt.Errorf("leader write: %v: %w", lastErr, rescode.ErrAIOTimeout)

@@ -1,11 +1,14 @@
-// Package cli implements the sanlock command line: argument scanning with
-// sanlock's own rules, the config file, the LOCKSPACE/RESOURCE/RINDEX
-// string syntax, and the direct (storage) actions. Every message goes to
-// stdout with the texts and exit codes of the sanlock 3.8.5 tool.
+// Package cli implements the sanlock command line: the cobra command tree
+// (root.go, cmd_client.go, cmd_direct.go, daemon_mode.go), argument
+// scanning with sanlock's own rules into each command's options
+// (options.go), the config file, the LOCKSPACE/RESOURCE/RINDEX string
+// syntax, the client actions and the direct (storage) actions. Commands
+// reach streams, daemon, storage, clocks and exec only through a Factory.
+// Every message goes to stdout with the texts and exit codes of the
+// sanlock 3.8.5 tool (docs/cli.md).
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,8 +17,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"time"
-
-	"github.com/spf13/cobra"
 )
 
 // Version is the sanlock version this tool is compatible with.
@@ -26,166 +27,63 @@ const Version = "3.8.5"
 // modification time is used.
 var buildDate string
 
-// configPath is the config file read in every mode. Tests point it
-// elsewhere.
-var configPath = defaultConfigPath
-
 // EnvConfigFile names another config file than /etc/sanlock/sanlock.conf
 // (a gosanlock addition: several daemons with different settings on one
 // machine, as tests and the demo run them).
 const EnvConfigFile = "SANLOCK_CONFIG_FILE"
 
-// clientActions are the actions of "sanlock client" (and of the implicit
-// client mode, "sanlock <action>").
-var clientActions = map[string]bool{
-	"status": true, "host_status": true, "gets": true, "renewal": true,
-	"set_event": true, "set_config": true, "log_dump": true, "shutdown": true,
-	"init": true, "write": true, "read": true, "add_lockspace": true,
-	"inq_lockspace": true, "rem_lockspace": true, "command": true,
-	"acquire": true, "convert": true, "release": true, "inquire": true,
-	"request": true, "examine": true, "align": true, "version": true,
-	"format": true, "create": true, "delete": true, "lookup": true,
-	"update": true, "rebuild": true,
-	"locks": true, // gosanlock addition (docs/json.md)
-}
-
-// directActions are the actions of "sanlock direct".
-var directActions = map[string]bool{
-	"init": true, "read_leader": true, "write_leader": true, "dump": true,
-	"next_free": true, "acquire": true, "release": true, "acquire_id": true,
-	"release_id": true, "renew_id": true, "format": true, "rebuild": true,
-	"lookup": true, "update": true,
-}
-
-// ClientFunc runs a client action once its options are scanned and returns
-// the process exit status. A later package provides the real one.
-type ClientFunc func(action string, o *Invocation) int
-
-// Invocation is what a mode implementation receives: the scanned options
-// and the output streams.
-type Invocation struct {
-	opts   *options
-	Stdout io.Writer
-	Stderr io.Writer
-}
-
-// runClient is the client mode implementation (client_cmds.go); tests may
-// replace it.
-var runClient ClientFunc = runClientAction
-
-// runDaemon is the daemon mode implementation (a variable so tests can
-// replace it).
-var runDaemon = daemonMain
-
 // Main runs the sanlock command line with args (args[0] is the program
 // name) and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
-	out := bufio.NewWriter(stdout)
-	defer out.Flush()
-	m := &mainRun{argv0: "sanlock", out: out, stderr: stderr}
+	argv0 := "sanlock"
 	if len(args) > 0 {
-		m.argv0 = args[0]
-		args = args[1:]
+		argv0, args = args[0], args[1:]
 	}
-	root := m.command()
-	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(stderr)
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(out, err)
-		return 1
-	}
-	return m.status
+	f := NewFactory(argv0, stdout, stderr)
+	defer f.Out.Flush()
+	return f.Main(args)
 }
 
-type mainRun struct {
-	argv0  string
-	out    *bufio.Writer
-	stderr io.Writer
-	status int
-}
-
-// command builds the cobra tree. Flag parsing is off everywhere: sanlock's
-// own scanner (scanOptions) decides what an argument means.
-func (m *mainRun) command() *cobra.Command {
-	mk := func(use string, run func(args []string) int) *cobra.Command {
-		return &cobra.Command{
-			Use:                use,
-			Args:               cobra.ArbitraryArgs,
-			DisableFlagParsing: true,
-			SilenceErrors:      true,
-			SilenceUsage:       true,
-			Run:                func(_ *cobra.Command, args []string) { m.status = run(args) },
-		}
-	}
-	root := mk("sanlock", m.runRoot)
-	// Cobra's own completion command is replaced by ours (completion.go).
-	root.CompletionOptions.DisableDefaultCmd = true
-	root.ValidArgsFunction = completeRoot
-	// Our own help command replaces cobra's generated one.
-	root.SetHelpCommand(mk("help", func([]string) int { return m.usage(0) }))
-	daemonCmd := mk("daemon", m.runDaemonMode)
-	daemonCmd.ValidArgsFunction = completeDaemon
-	clientCmd := mk("client", func(args []string) int {
-		if len(args) == 0 {
-			return m.usage(1)
-		}
-		return m.runClientMode(args[0], args[1:])
-	})
-	clientCmd.ValidArgsFunction = completeMode("client", clientActions)
-	directCmd := mk("direct", func(args []string) int {
-		if len(args) == 0 {
-			return m.usage(1)
-		}
-		return m.runDirectMode(args[0], args[1:])
-	})
-	directCmd.ValidArgsFunction = completeMode("direct", directActions)
-	root.AddCommand(
-		mk("version", func([]string) int { fmt.Fprintln(m.out, Version); return 0 }),
-		daemonCmd, clientCmd, directCmd,
-		m.completionCommand(root),
-	)
-	return root
-}
-
-// runRoot handles everything that is not a known command word.
-func (m *mainRun) runRoot(args []string) int {
-	if len(args) == 0 {
-		return m.usage(0)
-	}
-	switch args[0] {
-	case "help", "-h", "--help":
-		return m.usage(0)
-	case "version":
-		fmt.Fprintln(m.out, Version)
+// Main runs the command line args (without the program name) and returns
+// the exit status. Everything is written to f.Out, which the caller flushes.
+// This is the one place where a command's error becomes an exit status.
+func (f *Factory) Main(args []string) int {
+	root := NewCmdRoot(f)
+	root.SetArgs(pinCommandWords(root, args))
+	root.SetOut(f.Out)
+	root.SetErr(f.ErrOut)
+	err := root.Execute()
+	var st exitError
+	switch {
+	case err == nil:
 		return 0
-	case "-V", "--version":
-		fmt.Fprintf(m.out, "%s %s (built %s)\n", m.argv0, Version, builtString())
-		return 0
-	case "daemon":
-		return m.runDaemonMode(args[1:])
-	case "client", "direct":
-		if len(args) < 2 {
-			return m.usage(1)
-		}
-		if args[0] == "client" {
-			return m.runClientMode(args[1], args[2:])
-		}
-		return m.runDirectMode(args[1], args[2:])
+	case errors.As(err, &st):
+		return int(st)
 	}
-	return m.runClientMode(args[0], args[1:])
+	fmt.Fprintln(f.Out, err)
+	return 1
 }
 
-func (m *mainRun) usage(status int) int {
-	io.WriteString(m.out, usageText)
-	return status
+// exitError is the error of a command that has printed all it had to say:
+// only its exit status is left.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// exitWith is nil for status 0, else the status as an exitError.
+func exitWith(status int) error {
+	if status == 0 {
+		return nil
+	}
+	return exitError(status)
 }
 
-// setup reads the config file and scans the options; on an option error
-// it prints the messages and reports false.
-func (m *mainRun) setup(mode, action string, args []string) (*options, bool) {
+// scan reads the config file and scans the options of a mode and action
+// into a new options value: the one place where a command's arguments are
+// parsed. On an option error it prints the messages and returns status 1.
+func (f *Factory) scan(mode, action string, args []string) (*options, error) {
 	o := defaultOptions()
-	path := configPath
+	path := f.ConfigPath
 	if p := os.Getenv(EnvConfigFile); p != "" {
 		path = p
 	}
@@ -194,9 +92,9 @@ func (m *mainRun) setup(mode, action string, args []string) (*options, bool) {
 	// stdout carries nothing but the JSON object.
 	var msgs bytes.Buffer
 	err := scanOptions(o, mode, action, args, &msgs)
-	var dest io.Writer = m.out
+	var dest io.Writer = f.Out
 	if o.json {
-		dest = m.stderr
+		dest = f.ErrOut
 	}
 	dest.Write(msgs.Bytes())
 	if err != nil {
@@ -206,42 +104,9 @@ func (m *mainRun) setup(mode, action string, args []string) (*options, bool) {
 				fmt.Fprintln(dest, l)
 			}
 		}
-		return nil, false
+		return nil, exitError(1)
 	}
-	return o, true
-}
-
-func (m *mainRun) runDaemonMode(args []string) int {
-	o, ok := m.setup("daemon", "", args)
-	if !ok {
-		return 1
-	}
-	return runDaemon(&Invocation{opts: o, Stdout: m.out, Stderr: m.stderr})
-}
-
-func (m *mainRun) runClientMode(action string, args []string) int {
-	if !clientActions[action] {
-		fmt.Fprintf(m.out, "client action %q is unknown\n", action)
-		return 1
-	}
-	o, ok := m.setup("client", action, args)
-	if !ok {
-		return 1
-	}
-	return runClient(action, &Invocation{opts: o, Stdout: m.out, Stderr: m.stderr})
-}
-
-func (m *mainRun) runDirectMode(action string, args []string) int {
-	if !directActions[action] {
-		fmt.Fprintf(m.out, "direct action %q is unknown\n", action)
-		return 1
-	}
-	o, ok := m.setup("direct", action, args)
-	if !ok {
-		return 1
-	}
-	d := &direct{o: o, out: m.out}
-	return exitStatus(d.run(action))
+	return o, nil
 }
 
 // exitStatus is the process status for a result: 0 only for 0.
@@ -253,7 +118,7 @@ func exitStatus(rv int) int {
 }
 
 // builtString renders the build time like C's __DATE__ " " __TIME__.
-func builtString() string {
+func builtString(buildDate string) string {
 	if buildDate != "" {
 		return buildDate
 	}

@@ -18,12 +18,13 @@ import (
 	"github.com/gosanlock/gosanlock/lease"
 )
 
-// clientRun runs one "sanlock client" action (docs/cli.md "Client actions"). Every action
-// prints its lines to out and returns the result whose sign decides the
-// exit status; the few actions with another exit rule return the status
-// through status.
+// clientRun runs one "sanlock client" action (docs/cli.md "Client
+// actions"). Every action prints its lines to out and returns either its
+// result, whose sign decides the exit status, or the exit status itself
+// (clientActionList says which).
 type clientRun struct {
 	o      *options
+	env    *ClientOptions
 	out    io.Writer
 	stderr io.Writer
 	cl     *client.Client
@@ -34,83 +35,10 @@ type clientRun struct {
 // (a run dir so long that sun_path overflows; libsanlock fails with -1).
 const rvDial = -1
 
-// runClientAction is the client mode: it returns the process exit status.
-func runClientAction(action string, inv *Invocation) int {
-	c := &clientRun{o: inv.opts, out: inv.Stdout, stderr: inv.Stderr}
-	// The client package reads SANLOCK_RUN_DIR on every Dial, like
-	// libsanlock reads it for every connection.
-	c.cl, c.err = client.Dial("")
-	return c.run(action)
-}
-
 // rv is the result code of err (0 for nil).
 func rv(err error) int { return client.ErrorCode(err) }
 
 func (c *clientRun) printf(format string, a ...any) { fmt.Fprintf(c.out, format, a...) }
-
-func (c *clientRun) run(action string) int {
-	if c.o.json {
-		return c.runJSON(action)
-	}
-	switch action {
-	case "locks":
-		return c.locks()
-	case "status":
-		return c.status()
-	case "host_status":
-		return c.hostStatus()
-	case "gets":
-		return c.gets()
-	case "renewal":
-		return c.renewal()
-	case "log_dump":
-		return c.logDump()
-	case "version":
-		c.version()
-		return 0
-	case "command":
-		return c.command()
-	}
-	var r int
-	switch action {
-	case "shutdown":
-		r = c.shutdown()
-	case "add_lockspace":
-		r = c.addLockspace()
-	case "inq_lockspace":
-		r = c.lockspaceCmd("inq_lockspace", func(ls *client.Lockspace) error { return c.cl.InqLockspace(ls, 0) })
-	case "rem_lockspace":
-		r = c.lockspaceCmd("rem_lockspace", func(ls *client.Lockspace) error { return c.cl.RemLockspace(ls, 0) })
-	case "init", "write":
-		r = c.init()
-	case "read":
-		r = c.read()
-	case "acquire":
-		r = c.acquire()
-	case "convert":
-		r = c.convert()
-	case "release":
-		r = c.release()
-	case "inquire":
-		r = c.inquire()
-	case "request":
-		r = c.request()
-	case "examine":
-		r = c.examine()
-	case "align":
-		r = c.align()
-	case "set_event":
-		r = c.setEvent()
-	case "set_config":
-		r = c.setConfig()
-	case "format", "create", "delete", "lookup", "update", "rebuild":
-		r = c.rindexCmd(action)
-	default:
-		c.printf("client action %q is unknown\n", action)
-		return 1
-	}
-	return exitStatus(r)
-}
 
 // call runs f unless Dial already failed.
 func (c *clientRun) call(f func() error) int {
@@ -445,6 +373,14 @@ func (c *clientRun) addLockspace() int {
 	return c.lockspaceCmd("add_lockspace", func(ls *client.Lockspace) error { return c.cl.AddLockspace(ls, 0, 0) })
 }
 
+func (c *clientRun) inqLockspace() int {
+	return c.lockspaceCmd("inq_lockspace", func(ls *client.Lockspace) error { return c.cl.InqLockspace(ls, 0) })
+}
+
+func (c *clientRun) remLockspace() int {
+	return c.lockspaceCmd("rem_lockspace", func(ls *client.Lockspace) error { return c.cl.RemLockspace(ls, 0) })
+}
+
 func (c *clientRun) lockspaceCmd(name string, f func(*client.Lockspace) error) int {
 	c.printf("%s\n", name)
 	ls := c.o.lockspace
@@ -771,6 +707,11 @@ func (c *clientRun) setConfig() int {
 
 // ---- resource index ----
 
+// rindexAction is one of the resource index actions.
+func rindexAction(action string) func(*clientRun) int {
+	return func(c *clientRun) int { return c.rindexCmd(action) }
+}
+
 func (c *clientRun) rindexCmd(action string) int {
 	o := c.o
 	ri := o.rindex
@@ -847,12 +788,6 @@ func versionString(v uint32) string {
 
 // ---- command ----
 
-// flusher is an output that buffers (the tool's stdout).
-type flusher interface{ Flush() error }
-
-// execProgram replaces the process; tests replace it.
-var execProgram = syscall.Exec
-
 // command registers, acquires the -r leases on the registered connection
 // and execs the -c program with that connection inherited, so the leases
 // live as long as the program (docs/cli.md "command").
@@ -880,11 +815,9 @@ func (c *clientRun) command() int {
 	if o.command == "" {
 		select {} // hold the leases until killed
 	}
-	if f, ok := c.out.(flusher); ok {
-		f.Flush()
-	}
+	c.env.Out.Flush()
 	argv := append([]string{o.command}, o.commandArgs...)
-	err := execProgram(o.command, argv, os.Environ())
+	err := c.env.Exec(o.command, argv, os.Environ())
 	fmt.Fprintf(c.stderr, "execv failed: %s\n", errText(err))
 	return 0
 }

@@ -48,13 +48,6 @@ func normalise(s string) string {
 	return s
 }
 
-// env is one real daemon with a joined lockspace LS (host 1) on a lease
-// file with resources R1..R4 at 1M..4M.
-type env struct {
-	runDir string
-	leases string
-}
-
 func needC(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(cSanlock); err != nil {

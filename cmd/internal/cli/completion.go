@@ -18,40 +18,40 @@ import (
 // completionShells are the shells "sanlock completion" knows.
 var completionShells = []string{"bash", "zsh", "fish"}
 
-// completionCommand builds the "completion" command.
-func (m *mainRun) completionCommand(root *cobra.Command) *cobra.Command {
-	return &cobra.Command{
-		Use:                "completion",
-		Args:               cobra.ArbitraryArgs,
-		DisableFlagParsing: true,
-		SilenceErrors:      true,
-		SilenceUsage:       true,
-		ValidArgs:          completionShells,
-		Run: func(_ *cobra.Command, args []string) {
-			m.status = m.completion(root, args)
+// NewCmdCompletion is "sanlock completion bash|zsh|fish" for the tree of
+// root.
+func NewCmdCompletion(f *Factory, root *cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:       "completion bash|zsh|fish",
+		Short:     "print a shell completion script",
+		ValidArgs: completionShells,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return exitWith(completionScript(f, root, args))
 		},
 	}
+	ownSyntax(cmd)
+	return cmd
 }
 
-func (m *mainRun) completion(root *cobra.Command, args []string) int {
+func completionScript(f *Factory, root *cobra.Command, args []string) int {
 	if len(args) != 1 {
-		fmt.Fprintf(m.out, "usage: %s completion bash|zsh|fish\n", m.argv0)
+		fmt.Fprintf(f.Out, "usage: %s completion bash|zsh|fish\n", f.Argv0)
 		return 1
 	}
 	var err error
 	switch args[0] {
 	case "bash":
-		err = root.GenBashCompletionV2(m.out, true)
+		err = root.GenBashCompletionV2(f.Out, true)
 	case "zsh":
-		err = root.GenZshCompletion(m.out)
+		err = root.GenZshCompletion(f.Out)
 	case "fish":
-		err = root.GenFishCompletion(m.out, true)
+		err = root.GenFishCompletion(f.Out, true)
 	default:
-		fmt.Fprintf(m.out, "unknown shell %q: use bash, zsh or fish\n", args[0])
+		fmt.Fprintf(f.Out, "unknown shell %q: use bash, zsh or fish\n", args[0])
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintln(m.out, err)
+		fmt.Fprintln(f.Out, err)
 		return 1
 	}
 	return 0
@@ -70,27 +70,20 @@ func sortedKeys(m map[string]bool) []string {
 // commandWords are the first words other than client actions.
 var commandWords = []string{"daemon", "client", "direct", "help", "version", "completion"}
 
-// completeRoot completes "sanlock <TAB>": the commands, then the client
-// actions (client is the default command).
-func completeRoot(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-	if len(args) == 0 {
-		return append(append([]string(nil), commandWords...), sortedKeys(clientActions)...), cobra.ShellCompDirectiveNoFileComp
+// completeRoot completes "sanlock <TAB>": cobra offers the commands, this
+// the client actions (client is the default command; their hidden
+// commands complete their options).
+func completeRoot(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return completeOptions("client", args[0], args[1:])
-}
-
-// completeMode returns the completion function of "sanlock client|direct".
-func completeMode(mode string, actions map[string]bool) cobra.CompletionFunc {
-	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if len(args) == 0 {
-			return sortedKeys(actions), cobra.ShellCompDirectiveNoFileComp
+	var out []cobra.Completion
+	for _, a := range clientActionList {
+		if !slices.Contains(commandWords, a.name()) {
+			out = append(out, cobra.CompletionWithDesc(a.name(), a.short))
 		}
-		return completeOptions(mode, args[0], args[1:])
 	}
-}
-
-func completeDaemon(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-	return completeOptions("daemon", "", args)
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeOptions offers the options the usage text shows for mode and
@@ -120,10 +113,10 @@ var (
 	usageChoiceRE = regexp.MustCompile(`^[0-9A-Za-z]+(\|[0-9A-Za-z]+)+$`)
 )
 
-// usageOptions reads the options of one mode and action from usageText:
-// the "sanlock <mode> <action> ..." lines (and the "<action>" line that
-// applies to every direct action), or the option lines under
-// "sanlock daemon". Each maps to its listed values ("0|1" -> 0, 1).
+// usageOptions reads the options of one mode and action from the usage
+// lines of the command tables (clientActionList, directActionList; for
+// direct also the options every action takes) or from the option lines
+// of daemon. Each maps to its listed values ("0|1" -> 0, 1).
 func usageOptions(mode, action string) map[string][]string {
 	opts := map[string][]string{}
 	add := func(text string) {
@@ -141,25 +134,22 @@ func usageOptions(mode, action string) map[string][]string {
 			}
 		}
 	}
-	inDaemon := false
-	for _, l := range strings.Split(usageText, "\n") {
-		switch {
-		case mode == "daemon":
-			if strings.HasPrefix(l, "sanlock daemon") {
-				inDaemon = true
-				continue
+	switch mode {
+	case "daemon":
+		for _, l := range strings.Split(daemonOptionsHelp, "\n") {
+			if fs := strings.Fields(l); len(fs) > 1 && strings.HasPrefix(l, "  -") {
+				add(fs[0] + " " + fs[1])
 			}
-			if inDaemon && l == "" {
-				return opts
-			}
-			if inDaemon && strings.HasPrefix(l, "  -") {
-				add(strings.Fields(l)[0] + " " + strings.Join(strings.Fields(l)[1:2], ""))
-			}
-		case strings.HasPrefix(l, "sanlock "+mode+" "+action+" "):
-			add(strings.TrimPrefix(l, "sanlock "+mode+" "+action))
-		case mode == "direct" && strings.HasPrefix(l, "sanlock direct <action> "):
-			add(strings.TrimPrefix(l, "sanlock direct <action>"))
 		}
+	case "client":
+		if a, ok := clientActionNamed(action); ok {
+			add(strings.TrimPrefix(a.use, action))
+		}
+	case "direct":
+		if a, ok := directActionNamed(action); ok {
+			add(strings.TrimPrefix(a.use, action))
+		}
+		add(strings.TrimPrefix(directCommon, "<action>"))
 	}
 	return opts
 }

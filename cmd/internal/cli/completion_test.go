@@ -13,7 +13,9 @@ import (
 
 func runMainC(args ...string) (string, int) {
 	var out, errb bytes.Buffer
-	rc := Main(append([]string{"sanlock"}, args...), &out, &errb)
+	f := testFactory(&out, &errb)
+	rc := f.Main(args)
+	f.Out.Flush()
 	return out.String() + errb.String(), rc
 }
 
@@ -27,7 +29,8 @@ func complete(t *testing.T, args ...string) []string {
 		if strings.HasPrefix(l, ":") || strings.HasPrefix(l, "Completion ended") {
 			continue
 		}
-		c = append(c, l)
+		name, _, _ := strings.Cut(l, "\t") // without the description
+		c = append(c, name)
 	}
 	return c
 }

@@ -2,17 +2,42 @@ package cli
 
 import (
 	"context"
+	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/internal/sdnotify"
 )
 
-// daemonMain is `sanlock daemon`: the config file and the options have
+// DaemonOptions is what "sanlock daemon" runs with: the daemon settings
+// (config file and options applied) and stderr.
+type DaemonOptions struct {
+	Config *daemon.Config
+	ErrOut io.Writer
+}
+
+// NewCmdDaemon is "sanlock daemon [options]", with sanlock's option syntax
+// scanned by the command itself (see NewCmdClientAction). runF, when not
+// nil, receives the options instead of starting the daemon (tests).
+func NewCmdDaemon(f *Factory, runF func(*DaemonOptions) error) *cobra.Command {
+	cmd := newOptionsCmd(f, "daemon", "", "daemon [options]", commandShort("daemon"), func(o *options) error {
+		opts := &DaemonOptions{Config: o.cfg, ErrOut: f.ErrOut}
+		if runF != nil {
+			return runF(opts)
+		}
+		return exitWith(runDaemon(opts))
+	})
+	cmd.Long = "sanlock daemon [options]\n" + daemonOptionsHelp
+	return cmd
+}
+
+// runDaemon is `sanlock daemon`: the config file and the options have
 // already been applied to the daemon settings; add the environment, leave
 // the foreground unless -D or under systemd, then serve until shutdown. Startup errors are
 // logged by the daemon itself (as sanlock does) and give exit status 1.
-func daemonMain(inv *Invocation) int {
-	cfg := inv.opts.cfg
+func runDaemon(opts *DaemonOptions) int {
+	cfg := opts.Config
 	cfg.ApplyEnv(nil)
 	// Under a systemd Type=notify unit the daemon stays the process systemd
 	// started (sdnotify.Active) and reports readiness itself.
@@ -25,8 +50,8 @@ func daemonMain(inv *Invocation) int {
 			return 0
 		}
 	}
-	startPprof(inv.Stderr)
-	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: inv.Stderr}); err != nil {
+	startPprof(opts.ErrOut)
+	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut}); err != nil {
 		return 1
 	}
 	return 0

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // Result values the direct tool reports that diskfmt has no name for.
@@ -19,15 +20,13 @@ const (
 // direct runs one "sanlock direct" action.
 type direct struct {
 	o   *options
+	env *DirectOptions
 	out *bufio.Writer
 }
 
-// openDevice opens lease storage; tests may replace it.
-var openDevice = func(path string) (diskfmt.Device, error) { return diskfmt.OpenFile(path) }
-
 // open opens a disk whose every I/O is bounded by the io_timeout.
 func (d *direct) open(path string) (diskfmt.Device, error) {
-	dev, err := openDevice(path)
+	dev, err := d.env.OpenDevice(path)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +35,7 @@ func (d *direct) open(path string) (diskfmt.Device, error) {
 
 // monotonicSeconds is the writer's monotonic clock in whole seconds, as
 // recorded in a cleared lease.
-var monotonicSeconds = func() uint64 {
+func monotonicSeconds() uint64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return 0
@@ -58,7 +57,7 @@ func rvOf(err error) int {
 	if diskfmt.IsShortRead(err) {
 		return rvEMSGSIZE
 	}
-	return int(diskfmt.CodeOf(err))
+	return int(rescode.CodeOf(err))
 }
 
 // halfSizes reports -Z/-A flags that name only one of the two sizes, which
@@ -67,52 +66,17 @@ func halfSizes(flags uint32) bool {
 	return (diskfmt.SectorFromFlags(flags) == 0) != (diskfmt.AlignFromFlags(flags) == 0)
 }
 
-func (d *direct) run(action string) int {
-	switch action {
-	case "init":
-		rv := d.init()
-		fmt.Fprintf(d.out, "init done %d\n", rv)
-		return rv
-	case "read_leader":
-		return d.readLeader()
-	case "dump":
-		return d.dump()
-	case "next_free":
-		return d.nextFree()
-	case "format":
-		rv := d.format()
-		fmt.Fprintf(d.out, "format done %d\n", rv)
-		return rv
-	case "rebuild":
-		rv := d.rebuild()
-		fmt.Fprintf(d.out, "rebuild done %d\n", rv)
-		return rv
-	case "lookup":
-		return d.lookup()
-	case "update":
-		rv := d.update()
-		fmt.Fprintf(d.out, "update done %d\n", rv)
-		return rv
-	case "write_leader":
-		return d.writeLeader()
-	case "acquire", "release", "acquire_id", "release_id", "renew_id":
-		return d.runLease(action)
-	}
-	fmt.Fprintf(d.out, "direct action %q is not implemented yet\n", action)
-	return 1
-}
-
 // init writes a lockspace (-s with a path) or else a resource lease (-r).
 func (d *direct) init() int {
 	o := d.o
 	flags := o.sizeFlags()
 	if o.lockspace.Disk.Path != "" {
 		if halfSizes(flags) {
-			return int(diskfmt.ErrEPERM)
+			return int(rescode.ErrEPERM)
 		}
 		dev, err := d.open(o.lockspace.Disk.Path)
 		if err != nil {
-			return int(diskfmt.ErrENODEV)
+			return int(rescode.ErrENODEV)
 		}
 		defer dev.Close()
 		ctx, cancel := d.ioContext()
@@ -121,14 +85,14 @@ func (d *direct) init() int {
 			o.lockspace.Name, o.leaseIOTimeout()))
 	}
 	if len(o.resources) == 0 {
-		return int(diskfmt.ErrEINVAL)
+		return int(rescode.ErrEINVAL)
 	}
 	r := o.resources[0]
 	if halfSizes(flags) {
-		return int(diskfmt.ErrEPERM)
+		return int(rescode.ErrEPERM)
 	}
 	if len(r.Disks) == 0 {
-		return int(diskfmt.ErrENODEV)
+		return int(rescode.ErrENODEV)
 	}
 	var disks []diskfmt.ResourceDisk
 	for _, dk := range r.Disks {
@@ -149,7 +113,7 @@ func (d *direct) init() int {
 	}
 	if o.clear {
 		p.Clear = true
-		p.ClearTime = monotonicSeconds()
+		p.ClearTime = d.env.MonotonicSeconds()
 	}
 	ctx, cancel := d.ioContext()
 	defer cancel()
@@ -172,7 +136,7 @@ func (d *direct) readLeader() int {
 		delta = false
 		l, rv = d.readPaxosLeader()
 	default:
-		rv = int(diskfmt.ErrEPERM)
+		rv = int(rescode.ErrEPERM)
 	}
 	fmt.Fprintf(d.out, "read_leader done %d\n", rv)
 	printLeader(d.out, &l, delta)
@@ -182,11 +146,11 @@ func (d *direct) readLeader() int {
 func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
 	ls := d.o.lockspace
 	if ls.HostID == 0 {
-		return diskfmt.Leader{}, int(diskfmt.ErrEINVAL)
+		return diskfmt.Leader{}, int(rescode.ErrEINVAL)
 	}
 	dev, err := d.open(ls.Disk.Path)
 	if err != nil {
-		return diskfmt.Leader{}, int(diskfmt.ErrENODEV)
+		return diskfmt.Leader{}, int(rescode.ErrENODEV)
 	}
 	defer dev.Close()
 	ctx, cancel := d.ioContext()
@@ -198,12 +162,12 @@ func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
 			return diskfmt.Leader{}, rvOf(err)
 		}
 		if l.Magic != diskfmt.DeltaMagic && l.Magic != diskfmt.PaxosMagic {
-			return diskfmt.Leader{}, int(diskfmt.ErrEPERM)
+			return diskfmt.Leader{}, int(rescode.ErrEPERM)
 		}
 		if g, err = diskfmt.GeometryFromLeader(&l); err != nil {
 			// A leader with an unusable sector size: the sector read
 			// that follows fails with EINVAL in sanlock.
-			return diskfmt.Leader{}, int(diskfmt.ErrEINVAL)
+			return diskfmt.Leader{}, int(rescode.ErrEINVAL)
 		}
 	}
 	l, raw, err := diskfmt.ReadDeltaLeader(ctx, dev, int64(ls.Disk.Offset), g, ls.Name, ls.HostID)
@@ -216,7 +180,7 @@ func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
 func (d *direct) readPaxosLeader() (diskfmt.Leader, int) {
 	r := d.o.resources[0]
 	if len(r.Disks) == 0 {
-		return diskfmt.Leader{}, int(diskfmt.ErrEPERM)
+		return diskfmt.Leader{}, int(rescode.ErrEPERM)
 	}
 	dev, err := d.open(r.Disks[0].Path)
 	if err != nil {
@@ -277,7 +241,7 @@ func (d *direct) format() int {
 	defer dev.Close()
 	flags := o.sizeFlags()
 	if halfSizes(flags) {
-		return int(diskfmt.ErrEPERM)
+		return int(rescode.ErrEPERM)
 	}
 	ctx, cancel := d.ioContext()
 	defer cancel()

@@ -2,14 +2,15 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // The lease actions of "sanlock direct": acquire_id, renew_id and
@@ -18,31 +19,6 @@ import (
 // a daemon (docs/delta.md "Without a daemon", docs/paxos.md "Acquire algorithm", "Leader release").
 // Behaviour, results and bytes follow the sanlock 3.8.5 binary; where it is unsafe we refuse
 // instead (see the comments marked "unlike sanlock").
-
-// runLease runs one lease action and prints its result line.
-func (d *direct) runLease(action string) int {
-	var rv int
-	label := action
-	switch action {
-	case "acquire":
-		rv = d.acquire()
-	case "release":
-		rv = d.release()
-	case "acquire_id":
-		rv = d.acquireID()
-	case "release_id":
-		rv = d.releaseID()
-	case "renew_id":
-		rv = d.renewID()
-		label = "rewew_id" // sic, as sanlock prints it
-	}
-	fmt.Fprintf(d.out, "%s done %d\n", label, rv)
-	return rv
-}
-
-// newClock is the monotonic clock of the lease actions; tests may replace
-// it.
-var newClock = func() delta.Clock { return delta.NewSystemClock() }
 
 // directLiveness is what direct mode knows about other hosts: nothing.
 // There is no lockspace, so the owner of a held lease cannot be judged
@@ -53,7 +29,7 @@ type directLiveness struct{}
 func (directLiveness) Host(uint64) (paxos.HostView, bool) { return paxos.HostView{}, false }
 
 func (directLiveness) ReadDeltaLease(context.Context, uint64) (diskfmt.Leader, error) {
-	return diskfmt.Leader{}, diskfmt.ErrAcquireLockspace
+	return diskfmt.Leader{}, rescode.ErrAcquireLockspace
 }
 
 // deltaLease opens the -s lockspace and returns the lease of its host_id,
@@ -64,13 +40,13 @@ func (d *direct) deltaLease() (*delta.Lease, int) {
 	ls := o.lockspace
 	switch {
 	case ls.Disk.Path == "":
-		return nil, int(diskfmt.ErrENODEV)
+		return nil, int(rescode.ErrENODEV)
 	case ls.HostID == 0:
-		return nil, int(diskfmt.ErrEINVAL)
+		return nil, int(rescode.ErrEINVAL)
 	}
 	dev, err := d.open(ls.Disk.Path)
 	if err != nil {
-		return nil, int(diskfmt.ErrENODEV)
+		return nil, int(rescode.ErrENODEV)
 	}
 	g, rv := d.leaseGeometry(dev, int64(ls.Disk.Offset))
 	if rv != 0 {
@@ -84,7 +60,7 @@ func (d *direct) deltaLease() (*delta.Lease, int) {
 		Space:    ls.Name,
 		HostID:   ls.HostID,
 		Timing:   delta.NewTiming(o.cfg.IOTimeout, o.cfg.WatchdogFireTimeout),
-		Clock:    newClock(),
+		Clock:    d.env.Clock(),
 	}, 0
 }
 
@@ -102,7 +78,7 @@ func (d *direct) leaseGeometry(dev diskfmt.Device, off int64) (diskfmt.Geometry,
 		return diskfmt.Geometry{}, rvOf(err)
 	}
 	if l.Magic != diskfmt.DeltaMagic && l.Magic != diskfmt.PaxosMagic {
-		return diskfmt.Geometry{}, int(diskfmt.ErrEPERM)
+		return diskfmt.Geometry{}, int(rescode.ErrEPERM)
 	}
 	g, err := diskfmt.GeometryFromLeader(&l)
 	if err != nil {
@@ -133,7 +109,7 @@ func (d *direct) acquireID() int {
 	defer l.Dev.Close()
 	name, err := d.hostName()
 	if err != nil {
-		return int(diskfmt.ErrEPERM)
+		return int(rescode.ErrEPERM)
 	}
 	_, err = l.Acquire(context.Background(), name)
 	return rvOf(err)
@@ -148,7 +124,7 @@ func (d *direct) readOwnLease(l *delta.Lease) (diskfmt.Leader, int) {
 		return rec, rvOf(err)
 	}
 	if rec.OwnerID == 0 {
-		return rec, int(diskfmt.ErrEINVAL) // never acquired
+		return rec, int(rescode.ErrEINVAL) // never acquired
 	}
 	return rec, 0
 }
@@ -190,7 +166,7 @@ func (d *direct) releaseID() int {
 	if rec.OwnerID != l.HostID {
 		// Unlike sanlock, which writes this record into the slot of
 		// the host_id it names, clobbering that host's lease.
-		return int(diskfmt.ErrEINVAL)
+		return int(rescode.ErrEINVAL)
 	}
 	return rvOf(l.Release(context.Background(), rec))
 }
@@ -200,11 +176,11 @@ func (d *direct) releaseID() int {
 func (d *direct) resourceDisks() ([]paxos.Disk, int) {
 	if len(d.o.resources) == 0 {
 		// sanlock crashes here
-		return nil, int(diskfmt.ErrEINVAL)
+		return nil, int(rescode.ErrEINVAL)
 	}
 	r := d.o.resources[0]
 	if len(r.Disks) == 0 {
-		return nil, int(diskfmt.ErrEPERM)
+		return nil, int(rescode.ErrEPERM)
 	}
 	var disks []paxos.Disk
 	for _, dk := range r.Disks {
@@ -238,7 +214,7 @@ func (d *direct) acquire() int {
 	if o.hostID == 0 {
 		// Unlike sanlock, which runs the ballot as host_id 0: its
 		// dblock is sector 1, the request record.
-		return int(diskfmt.ErrEINVAL)
+		return int(rescode.ErrEINVAL)
 	}
 	g, rv := d.leaseGeometry(disks[0].Dev, disks[0].Offset)
 	if rv != 0 {
@@ -253,7 +229,7 @@ func (d *direct) acquire() int {
 		IOTimeout:           o.cfg.IOTimeout,
 		WatchdogFireTimeout: o.cfg.WatchdogFireTimeout,
 		ShRetries:           paxos.DefaultShRetries,
-		Clock:               newClock(),
+		Clock:               d.env.Clock(),
 		Live:                directLiveness{},
 		Rand:                rand.New(rand.NewPCG(o.hostID, uint64(time.Now().UnixNano()))),
 	}
@@ -270,7 +246,7 @@ func (d *direct) acquire() int {
 // without writing when another host wrote the leader.
 func (d *direct) release() int {
 	if len(d.o.resources) == 0 {
-		return int(diskfmt.ErrEINVAL) // sanlock crashes here
+		return int(rescode.ErrEINVAL) // sanlock crashes here
 	}
 	// The sizes come from the leader on disk 0, read like read_leader -r.
 	l, rv := d.readPaxosLeader()
@@ -289,7 +265,10 @@ func (d *direct) release() int {
 	r := d.o.resources[0]
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	cur, err := readLeaders(ctx, disks, g.SectorSize, r.LockspaceName, r.Name)
+	// The leader I/O of a ballot, as host_id 0 (no num_hosts check).
+	lio := paxos.LeaderIO{Disks: disks, SectorSize: g.SectorSize,
+		IOTimeout: time.Duration(d.o.cfg.IOTimeout) * time.Second, DeviceErrors: true}
+	cur, err := paxos.ReadLeader(ctx, lio, r.LockspaceName, r.Name, 0)
 	if err != nil {
 		return rvOf(err)
 	}
@@ -297,72 +276,6 @@ func (d *direct) release() int {
 	if err != nil || !write {
 		return rvOf(err)
 	}
-	nl := paxos.ReleaseLeader(cur, 0, 0, delta.Monotime(newClock()), "")
-	return rvOf(writeLeaders(ctx, disks, &nl, g.SectorSize))
-}
-
-// readLeaders reads the leader from every disk: a majority must verify
-// and be identical over the compared bytes (docs/paxos.md "Several disks").
-func readLeaders(ctx context.Context, disks []paxos.Disk, ss int, space, name string) (diskfmt.Leader, error) {
-	type read struct {
-		ld  diskfmt.Leader
-		raw []byte
-	}
-	var good []read
-	var lastErr error
-	for _, dk := range disks {
-		ld, raw, err := diskfmt.ReadPaxosLeader(ctx, dk.Dev, dk.Offset, ss, space, name, 0)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		good = append(good, read{ld, raw[:diskfmt.LeaderCompareLen]})
-	}
-	if len(disks) == 1 {
-		if len(good) == 0 {
-			return diskfmt.Leader{}, lastErr
-		}
-		return good[0].ld, nil
-	}
-	if !paxos.Majority(len(disks), len(good)) {
-		return diskfmt.Leader{}, fmt.Errorf("%d of %d leaders read: %v: %w", len(good), len(disks), lastErr, diskfmt.ErrLeaderRead)
-	}
-	for _, a := range good {
-		same := 0
-		for _, b := range good {
-			if string(a.raw) == string(b.raw) {
-				same++
-			}
-		}
-		if paxos.Majority(len(disks), same) {
-			return a.ld, nil
-		}
-	}
-	return good[0].ld, diskfmt.ErrLeaderDiff
-}
-
-// writeLeaders writes the leader sector to every disk; a majority must
-// succeed.
-func writeLeaders(ctx context.Context, disks []paxos.Disk, ld *diskfmt.Leader, ss int) error {
-	ok := 0
-	var lastErr error
-	for _, dk := range disks {
-		b := make([]byte, ss) // a fresh buffer per disk
-		ld.Seal(b)
-		if err := dk.Dev.WriteAt(ctx, b, dk.Offset); err != nil {
-			lastErr = err
-			continue
-		}
-		ok++
-	}
-	if paxos.Majority(len(disks), ok) {
-		return nil
-	}
-	if len(disks) == 1 {
-		return lastErr
-	}
-	if diskfmt.CodeOf(lastErr) == diskfmt.ErrAIOTimeout {
-		return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrAIOTimeout)
-	}
-	return fmt.Errorf("leader write: %v: %w", lastErr, diskfmt.ErrLeaderWrite)
+	nl := paxos.ReleaseLeader(cur, 0, 0, clock.Monotime(d.env.Clock()), "")
+	return rvOf(paxos.WriteLeader(ctx, lio, &nl))
 }

@@ -26,15 +26,15 @@ type memDisk struct{ *testdisk.Mem }
 func (memDisk) Close() error { return nil }
 
 // withMem makes the path "mem" open m (other paths do not exist).
-func withMem(t *testing.T, m *testdisk.Mem) {
-	old := openDevice
-	openDevice = func(path string) (diskfmt.Device, error) {
-		if path != "mem" {
-			return nil, syscall.ENOENT
+func withMem(m *testdisk.Mem) func(*Factory) {
+	return func(f *Factory) {
+		f.OpenDevice = func(path string) (diskfmt.Device, error) {
+			if path != "mem" {
+				return nil, syscall.ENOENT
+			}
+			return memDisk{m}, nil
 		}
-		return memDisk{m}, nil
 	}
-	t.Cleanup(func() { openDevice = old })
 }
 
 // memLockspace: lockspace LS (io_timeout 1) at 0, resource R at 1 MiB.
@@ -78,9 +78,9 @@ func TestDirectAcquireIDTakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memLockspace(t)
 		setOwner(t, m, 100)
-		withMem(t, m)
+		mem := withMem(m)
 		start := time.Now()
-		out, rc := runMain(t, "direct", "acquire_id", "-s", "LS:1:mem:0", "-o", "1", "-e", "me")
+		out, rc := runMainF(t, mem, "direct", "acquire_id", "-s", "LS:1:mem:0", "-o", "1", "-e", "me")
 		if out != "acquire_id done 0\n" || rc != 0 {
 			t.Fatalf("got %q rc %d", out, rc)
 		}
@@ -99,7 +99,7 @@ func TestDirectAcquireIDBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memLockspace(t)
 		setOwner(t, m, 100)
-		withMem(t, m)
+		mem := withMem(m)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
@@ -112,7 +112,7 @@ func TestDirectAcquireIDBusy(t *testing.T) {
 				}
 			}
 		}()
-		out, rc := runMain(t, "direct", "acquire_id", "-s", "LS:1:mem:0", "-o", "1", "-e", "me")
+		out, rc := runMainF(t, mem, "direct", "acquire_id", "-s", "LS:1:mem:0", "-o", "1", "-e", "me")
 		if out != "acquire_id done -262\n" || rc != 1 {
 			t.Fatalf("got %q rc %d", out, rc)
 		}
@@ -125,12 +125,12 @@ func TestDirectAcquireIDBusy(t *testing.T) {
 // is dead and fail with -EAGAIN, leaving the lease free.
 func TestDirectAcquireSharedHolder(t *testing.T) {
 	m := memLockspace(t)
-	withMem(t, m)
+	mem := withMem(m)
 	sec := make([]byte, 512)
 	mb := diskfmt.ModeBlock{Flags: diskfmt.ModeShared, Generation: 1}
 	mb.Encode(sec[diskfmt.ModeBlockOffset:])
 	m.Load(sec, 1<<20+diskfmt.DblockSector(2)*512)
-	out, rc := runMain(t, "direct", "acquire", "-r", "LS:R:mem:1048576", "-i", "1", "-g", "1")
+	out, rc := runMainF(t, mem, "direct", "acquire", "-r", "LS:R:mem:1048576", "-i", "1", "-g", "1")
 	if out != "acquire done -11\n" || rc != 1 {
 		t.Fatalf("got %q rc %d", out, rc)
 	}
@@ -143,7 +143,7 @@ func TestDirectAcquireSharedHolder(t *testing.T) {
 // should not; we fail and write nothing.
 func TestDirectRefusals(t *testing.T) {
 	m := memLockspace(t)
-	withMem(t, m)
+	mem := withMem(m)
 	// host_id 2's slot holds host_id 1's record
 	l := memLeader(t, m, 0)
 	l.OwnerID, l.OwnerGeneration, l.Timestamp = 1, 1, 7
@@ -161,7 +161,7 @@ func TestDirectRefusals(t *testing.T) {
 		{[]string{"acquire", "-r", "LS:R:mem:1048576", "-i", "0", "-g", "0"}, "acquire done -22\n"},
 		{[]string{"release_id", "-s", "LS:2:mem:0"}, "release_id done -22\n"},
 	} {
-		out, rc := runMain(t, append([]string{"direct"}, c.args...)...)
+		out, rc := runMainF(t, mem, append([]string{"direct"}, c.args...)...)
 		if out != c.want || rc != 1 {
 			t.Errorf("%v: got %q rc %d, want %q", c.args, out, rc, c.want)
 		}
@@ -176,12 +176,12 @@ func TestDirectRefusals(t *testing.T) {
 // generated one, or with -f the one the file gives.
 func TestDirectWriteLeaderDeltaChecksum(t *testing.T) {
 	m := memLockspace(t)
-	withMem(t, m)
+	mem := withMem(m)
 	in := filepath.Join(t.TempDir(), "in")
 	if err := os.WriteFile(in, []byte("owner_id 3\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, rc := runMain(t, "direct", "write_leader", "-s", "LS:2:mem:0", "-F", in)
+	out, rc := runMainF(t, mem, "direct", "write_leader", "-s", "LS:2:mem:0", "-F", in)
 	if rc != 0 || !strings.Contains(out, "write_leader done 0\n") {
 		t.Fatalf("got %q rc %d", out, rc)
 	}
@@ -191,7 +191,7 @@ func TestDirectWriteLeaderDeltaChecksum(t *testing.T) {
 	if err := os.WriteFile(in, []byte("checksum 0x1234\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, rc = runMain(t, "direct", "write_leader", "-s", "LS:2:mem:0", "-F", in, "-f", "1")
+	out, rc = runMainF(t, mem, "direct", "write_leader", "-s", "LS:2:mem:0", "-F", in, "-f", "1")
 	if rc != 0 || !strings.HasPrefix(out, "warning: using specified checksum 1234 (generated is ") {
 		t.Fatalf("got %q rc %d", out, rc)
 	}

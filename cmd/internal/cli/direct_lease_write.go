@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // writeLineMax is the longest piece of an input line handled at once: the
@@ -46,7 +47,7 @@ func (d *direct) writeLeader() int {
 	case len(o.resources) > 0:
 		l, rv, write = d.readPaxosForWrite()
 	default:
-		rv = int(diskfmt.ErrEPERM)
+		rv = int(rescode.ErrEPERM)
 	}
 
 	// The checksum read is not kept: with -f it is 0 unless the file
@@ -98,7 +99,7 @@ func (d *direct) openLeaderFile() (*os.File, error) {
 func (d *direct) writeLeaderSector(path string, off int64, index uint64, l *diskfmt.Leader) int {
 	ss := int(l.SectorSize)
 	if ss != diskfmt.SectorSize512 && ss != diskfmt.SectorSize4K {
-		return int(diskfmt.ErrEINVAL)
+		return int(rescode.ErrEINVAL)
 	}
 	dev, err := d.open(path)
 	if err != nil {
@@ -120,11 +121,11 @@ func (d *direct) readDeltaForWrite() (diskfmt.Leader, int, func(*diskfmt.Leader)
 	off := int64(ls.Disk.Offset)
 	write := func(l *diskfmt.Leader) int { return d.writeLeaderSector(ls.Disk.Path, off, ls.HostID-1, l) }
 	if ls.HostID == 0 {
-		return diskfmt.Leader{}, int(diskfmt.ErrEINVAL), nil
+		return diskfmt.Leader{}, int(rescode.ErrEINVAL), nil
 	}
 	dev, err := d.open(ls.Disk.Path)
 	if err != nil {
-		return diskfmt.Leader{}, int(diskfmt.ErrENODEV), nil
+		return diskfmt.Leader{}, int(rescode.ErrENODEV), nil
 	}
 	defer dev.Close()
 	ctx, cancel := d.ioContext()
@@ -151,7 +152,7 @@ func (d *direct) readDeltaForWrite() (diskfmt.Leader, int, func(*diskfmt.Leader)
 func (d *direct) readPaxosForWrite() (diskfmt.Leader, int, func(*diskfmt.Leader) int) {
 	r := d.o.resources[0]
 	if len(r.Disks) == 0 {
-		return diskfmt.Leader{}, int(diskfmt.ErrEPERM), nil
+		return diskfmt.Leader{}, int(rescode.ErrEPERM), nil
 	}
 	dk := r.Disks[0]
 	write := func(l *diskfmt.Leader) int { return d.writeLeaderSector(dk.Path, int64(dk.Offset), 0, l) }

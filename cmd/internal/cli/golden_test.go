@@ -19,16 +19,34 @@ const goldenDir = "../../../testdata/golden"
 
 func TestMain(m *testing.M) {
 	asSanlock()
-	// Keep the host's /etc/sanlock/sanlock.conf out of the tests.
-	configPath = "/nonexistent/sanlock.conf"
 	os.Exit(m.Run())
+}
+
+// testFactory is the real tool's factory writing to out and errb, except
+// that the host's /etc/sanlock/sanlock.conf is kept out of the tests.
+func testFactory(out, errb io.Writer) *Factory {
+	f := NewFactory("sanlock", out, errb)
+	f.ConfigPath = "/nonexistent/sanlock.conf"
+	return f
 }
 
 // runMain runs the tool in-process.
 func runMain(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	return runMainF(t, nil, args...)
+}
+
+// runMainF runs the tool in-process with the test factory changed by set
+// (if not nil).
+func runMainF(t *testing.T, set func(*Factory), args ...string) (string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	rc := Main(append([]string{"sanlock"}, args...), &out, &errb)
+	f := testFactory(&out, &errb)
+	if set != nil {
+		set(f)
+	}
+	rc := f.Main(args)
+	f.Out.Flush()
 	return out.String(), rc
 }
 

@@ -1,20 +1,40 @@
 package cli
 
-// usageText is what "sanlock help" prints. It matches the Debian 3.8.5
-// binary byte for byte, plus the daemon "-o" line of the newer upstream
-// snapshot (docs/cli.md "Help text").
-const usageText = "" +
-	"Usage:\n" +
-	"sanlock <command> <action> ...\n" +
-	"\n" +
-	"commands:\n" +
-	"  daemon        start daemon\n" +
-	"  client        send request to daemon (default type if none given)\n" +
-	"  direct        access storage directly (no coordination with daemon)\n" +
-	"  help          print this usage (defaults in parens)\n" +
-	"  version       print version\n" +
-	"\n" +
-	"sanlock daemon [options]\n" +
+import (
+	"fmt"
+	"strings"
+)
+
+// usageText is what "sanlock help" prints: the commands, then the options
+// of daemon, of every listed client action and of every listed direct
+// action, taken from the command tables (clientActionList,
+// directActionList), so help, completion and the commands cannot drift
+// apart. It matches the Debian 3.8.5 binary byte for byte, plus the daemon
+// "-o" line of the newer upstream snapshot (docs/cli.md "Help text").
+var usageText = buildUsage()
+
+// commandHelp is the commands section of the usage, in its order; the
+// cobra commands take their short help from it.
+var commandHelp = []struct{ name, short string }{
+	{"daemon", "start daemon"},
+	{"client", "send request to daemon (default type if none given)"},
+	{"direct", "access storage directly (no coordination with daemon)"},
+	{"help", "print this usage (defaults in parens)"},
+	{"version", "print version"},
+}
+
+// commandShort is the short help of a command word.
+func commandShort(name string) string {
+	for _, c := range commandHelp {
+		if c.name == name {
+			return c.short
+		}
+	}
+	return ""
+}
+
+// daemonOptionsHelp lists the options of "sanlock daemon".
+const daemonOptionsHelp = "" +
 	"  -D            no fork and print all logging to stderr\n" +
 	"  -Q 0|1        quiet error messages for common lock contention (1)\n" +
 	"  -R 0|1        renewal debugging, log debug info about renewals (0)\n" +
@@ -34,45 +54,11 @@ const usageText = "" +
 	"  -b <sec>      seconds a host id bit will remain set in delta lease bitmap\n" +
 	"                (default: 6 * io_timeout)\n" +
 	"  -e <str>      local host name used in delta leases\n" +
-	"                (default: generate new uuid)\n" +
-	"\n" +
-	"sanlock client <action> [options]\n" +
-	"sanlock client status [-D] [-o p|s]\n" +
-	"sanlock client gets [-h 0|1]\n" +
-	"sanlock client host_status -s LOCKSPACE [-D]\n" +
-	"sanlock client renewal -s LOCKSPACE\n" +
-	"sanlock client set_event -s LOCKSPACE -i <host_id> [-g gen] -e <event> -d <data>\n" +
-	"sanlock client set_config -s LOCKSPACE [-u 0|1] [-O 0|1]\n" +
-	"sanlock client log_dump\n" +
-	"sanlock client shutdown [-f 0|1] [-w 0|1]\n" +
-	"sanlock client init -s LOCKSPACE | -r RESOURCE [-z 0|1] [-Z 512|4096 -A 1M|2M|4M|8M]\n" +
-	"sanlock client read -s LOCKSPACE | -r RESOURCE [-D]\n" +
-	"sanlock client add_lockspace -s LOCKSPACE\n" +
-	"sanlock client inq_lockspace -s LOCKSPACE\n" +
-	"sanlock client rem_lockspace -s LOCKSPACE\n" +
-	"sanlock client command -r RESOURCE -c <path> <args>\n" +
-	"sanlock client acquire -r RESOURCE -p <pid>\n" +
-	"sanlock client convert -r RESOURCE -p <pid>\n" +
-	"sanlock client release -r RESOURCE -p <pid>\n" +
-	"sanlock client inquire -p <pid>\n" +
-	"sanlock client request -r RESOURCE -f <force_mode>\n" +
-	"sanlock client examine -r RESOURCE | -s LOCKSPACE\n" +
-	"sanlock client format -x RINDEX [-Z 512|4096 -A 1M|2M|4M|8M]\n" +
-	"sanlock client create -x RINDEX -e <resource_name>\n" +
-	"sanlock client delete -x RINDEX -e <resource_name>[:<offset>]\n" +
-	"sanlock client lookup -x RINDEX [-e <resource_name>:<offset>]\n" +
-	"sanlock client update -x RINDEX -e <resource_name>[:<offset>] [-z 0|1]\n" +
-	"sanlock client rebuild -x RINDEX\n" +
-	"\n" +
-	"sanlock direct <action> [-a 0|1] [-o 0|1] [-Z 512|4096 -A 1M|2M|4M|8M]\n" +
-	"sanlock direct init -s LOCKSPACE | -r RESOURCE [-Z 512|4096 -A 1M|2M|4M|8M]\n" +
-	"sanlock direct read_leader -s LOCKSPACE | -r RESOURCE\n" +
-	"sanlock direct dump <path>[:<offset>[:<size>]]\n" +
-	"sanlock direct format -x RINDEX [-Z 512|4096 -A 1M|2M|4M|8M]\n" +
-	"sanlock direct lookup -x RINDEX [-e <resource_name>:<offset>]\n" +
-	"sanlock direct update -x RINDEX -e <resource_name>[:<offset>] [-z 0|1]\n" +
-	"sanlock direct rebuild -x RINDEX\n" +
-	"\n" +
+	"                (default: generate new uuid)\n"
+
+// stringsHelp explains the LOCKSPACE, RESOURCE and RINDEX strings and the
+// limits.
+const stringsHelp = "" +
 	"LOCKSPACE = <lockspace_name>:<host_id>:<path>:<offset>\n" +
 	"  <lockspace_name>\tname of lockspace\n" +
 	"  <host_id>\t\tlocal host identifier in lockspace\n" +
@@ -98,3 +84,26 @@ const usageText = "" +
 	"maximum path length: 1024\n" +
 	"maximum client process connections: 1000\n" +
 	"\n"
+
+func buildUsage() string {
+	var b strings.Builder
+	b.WriteString("Usage:\nsanlock <command> <action> ...\n\ncommands:\n")
+	for _, c := range commandHelp {
+		fmt.Fprintf(&b, "  %-13s %s\n", c.name, c.short)
+	}
+	b.WriteString("\nsanlock daemon [options]\n" + daemonOptionsHelp + "\n")
+	b.WriteString("sanlock client <action> [options]\n")
+	for _, a := range clientActionList {
+		if a.listed {
+			b.WriteString("sanlock client " + a.use + "\n")
+		}
+	}
+	b.WriteString("\nsanlock direct " + directCommon + "\n")
+	for _, a := range directActionList {
+		if a.listed {
+			b.WriteString("sanlock direct " + a.use + "\n")
+		}
+	}
+	b.WriteString("\n" + stringsHelp)
+	return b.String()
+}

@@ -17,12 +17,6 @@ import (
 // sanlock 3.8.5 also answers are used, so --json works against either
 // daemon.
 
-// jsonActions are the client actions that accept --json.
-var jsonActions = map[string]bool{
-	"status": true, "gets": true, "host_status": true, "renewal": true,
-	"inquire": true, "locks": true,
-}
-
 // JSONHead is the part every --json object starts with.
 type JSONHead struct {
 	Action string `json:"action"`
@@ -297,24 +291,6 @@ func (c *clientRun) jsonFail(action string, r int) int {
 		r = rvDial
 	}
 	c.printJSON(JSONHead{Action: action, Result: r})
-	return 1
-}
-
-func (c *clientRun) runJSON(action string) int {
-	switch action {
-	case "status":
-		return c.statusJSON()
-	case "gets":
-		return c.getsJSON()
-	case "host_status":
-		return c.hostStatusJSON()
-	case "renewal":
-		return c.renewalJSON()
-	case "inquire":
-		return c.inquireJSON()
-	case "locks":
-		return c.locks()
-	}
 	return 1
 }
 

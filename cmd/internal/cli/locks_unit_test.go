@@ -57,14 +57,19 @@ LS         R5        EX                 9     *        -          12   - (orphan
 func TestJSONScanMessages(t *testing.T) {
 	t.Setenv("SANLOCK_RUN_DIR", t.TempDir())
 	var out, errb bytes.Buffer
-	rc := Main([]string{"sanlock", "client", "locks", "-r", "x", "--json"}, &out, &errb)
+	run := func(args ...string) int {
+		f := testFactory(&out, &errb)
+		defer f.Out.Flush()
+		return f.Main(args)
+	}
+	rc := run("client", "locks", "-r", "x", "--json")
 	if rc != 1 || errb.String() != "resource arg parse error -6\n\n" {
 		t.Errorf("rc %d stderr %q", rc, errb.String())
 	}
 	checkJSON(t, "locks", out.String())
 	out.Reset()
 	errb.Reset()
-	rc = Main([]string{"sanlock", "client", "status", "--json", "-X", "1"}, &out, &errb)
+	rc = run("client", "status", "--json", "-X", "1")
 	if rc != 1 || out.Len() != 0 || !strings.Contains(errb.String(), "unknown option: X") {
 		t.Errorf("rc %d stdout %q stderr %q", rc, out.String(), errb.String())
 	}

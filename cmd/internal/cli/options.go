@@ -266,14 +266,6 @@ func (o *options) leaseIOTimeout() uint16 {
 	return uint16(o.cfg.IOTimeout)
 }
 
-func isRindexAction(a string) bool {
-	switch a {
-	case "format", "create", "delete", "lookup", "update", "rebuild":
-		return true
-	}
-	return false
-}
-
 // sizeFlags turns -Z/-A into request flag bits: a sector flag only for 512
 // or 4096, an align flag only when -A named a size.
 func (o *options) sizeFlags() uint32 {
