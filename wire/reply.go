@@ -41,7 +41,7 @@ type Reply struct {
 // Result returns header.data as a signed result.
 func (p *Reply) Result() int32 { return p.Header.Result() }
 
-// Err returns *Error for a negative result, else nil.
+// Err returns *rescode.Error for a negative result, else nil.
 func (p *Reply) Err() error { return rescode.ResultErr(p.Result()) }
 
 type replyKind int

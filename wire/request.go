@@ -335,7 +335,7 @@ func (rd *reader) resourceDisks() (Resource, error) {
 //     and should close the connection (the *Request holds the header);
 //   - ErrPayloadTooLarge: Length > 32+maxPayload (checked before anything
 //     is allocated); close the connection;
-//   - *Error: the payload is invalid in a way the C daemon answers with a
+//   - *rescode.Error: the payload is invalid in a way the C daemon answers with a
 //     result code (-E2BIG: too many resources or LVB too big, -ERANGE:
 //     num_disks out of range). The returned *Request is non-nil: call Drain,
 //     then reply with ResultReply(req.Header, code).

@@ -80,7 +80,7 @@ func ResourceString(r *Resource) string {
 }
 
 // FormatState joins resource strings with single spaces as the daemon does
-// for INQUIRE. Like the daemon it fails with *Error -81 (ELIBSCN) when a
+// for INQUIRE. Like the daemon it fails with *rescode.Error -81 (ELIBSCN) when a
 // resource string contains a space (any path with a space) and -80
 // (ELIBBAD) when one is longer than 4399 bytes.
 func FormatState(res []Resource) (string, error) {
@@ -226,7 +226,7 @@ func LockspaceString(ls *Lockspace) string {
 }
 
 // ParseResource parses "<ls>:<res>:<path>:<offset>[:<path>:<offset>...][:<lver>|:SH]"
-// (docs/protocol.md "Text forms"). Errors are *Error with the C parser's codes: -6 for a
+// (docs/protocol.md "Text forms"). Errors are *rescode.Error with the C parser's codes: -6 for a
 // string shorter than 3 characters, -1 for 0 or 2 colons or a malformed
 // field, -2 for more than 4 disks. An lver sets ResLVer, "SH" ResShared.
 func ParseResource(s string) (*Resource, error) {
