@@ -104,11 +104,9 @@ type Lockspace struct {
 	mu        sync.Mutex
 	status    Status
 	history   *History
-	hosts     *HostTable   // nil until the geometry is known
-	notifier  *Notifier    // nil until the geometry is known
-	lastRead  []byte       // latest whole-area read; never modified after publication
-	lastBuf   *diskfmt.Buf // lastRead's pooled buffer, released when replaced
-	processed uint64       // value of status.Reads at the last ProcessHosts
+	hosts     *HostTable // nil until the geometry is known
+	notifier  *Notifier  // nil until the geometry is known
+	processed uint64     // value of status.Reads at the last ProcessHosts
 
 	halted atomic.Bool // Halt: no more renewals, no release
 
@@ -372,14 +370,14 @@ func (r *renewer) renew(ctx context.Context) {
 		ls.history.Failure(code)
 	}
 	if out.Area != nil {
-		// Only ProcessHosts reads lastRead, under ls.mu, and keeps none of
-		// it: the area it replaces goes back to the pool, so a lockspace
-		// renews with the same two buffers over and over.
-		ls.lastBuf.Release()
-		ls.lastRead, ls.lastBuf = out.Area, out.AreaBuf
+		// The host table keeps only the records that changed, for the
+		// next ProcessHosts; the area goes back to the shared pool at
+		// once, so idle lockspaces hold no read buffer between renewals.
+		ls.hosts.Stage(out.Area, ls.lease.Geometry, ls.cfg.Space, ls.cfg.HostID)
 		ls.status.Reads++
 	}
 	ls.mu.Unlock()
+	out.AreaBuf.Release()
 	if ls.cfg.OnRenewal != nil {
 		ls.cfg.OnRenewal(err, out.ReadMs, out.WriteMs)
 	}
@@ -444,12 +442,12 @@ func (ls *Lockspace) CheckOwnLease() (OwnLeaseState, uint64) {
 func (ls *Lockspace) ProcessHosts() (res ProcessResult, ok bool) {
 	now := ls.now()
 	ls.mu.Lock()
-	if ls.hosts == nil || ls.lastRead == nil || ls.status.Reads == ls.processed {
+	if ls.hosts == nil || ls.status.Reads == ls.processed {
 		ls.mu.Unlock()
 		return ProcessResult{}, false
 	}
 	ls.processed = ls.status.Reads
-	res = ls.hosts.Process(now, ls.lastRead, ls.lease.Geometry, ls.cfg.Space, ls.cfg.HostID, ls.status.SetBitmapSeconds)
+	res = ls.hosts.Apply(now, ls.cfg.Space, ls.status.SetBitmapSeconds)
 	ls.mu.Unlock()
 	for _, line := range res.Log {
 		ls.logf("%s", line)
