@@ -3,6 +3,7 @@ package diskfmt
 import (
 	"math/bits"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -33,7 +34,18 @@ type bufClass struct {
 	mu   sync.Mutex
 	free []*Buf
 	keep int
+	// low is the fewest free buffers seen since the last trim: that many
+	// sat unused for the whole period. A Release after trimAt drops them,
+	// so the pool shrinks back to what the load of the last period needed
+	// (an idle daemon renewing its lockspaces one at a time keeps one
+	// 1 MiB buffer, not the eight a burst of acquires left behind).
+	low    int
+	trimAt time.Time
 }
+
+// poolTrimPeriod is how long a pooled buffer may sit unused before a
+// Release drops it.
+const poolTrimPeriod = 10 * time.Second
 
 var bufPool [numClasses]bufClass
 
@@ -81,6 +93,7 @@ func GetBuf(n int) *Buf {
 		b := p.free[k-1]
 		p.free[k-1] = nil
 		p.free = p.free[:k-1]
+		p.low = min(p.low, k-1)
 		p.mu.Unlock()
 		b.n = n
 		return b
@@ -98,10 +111,30 @@ func (b *Buf) Release() {
 	if b == nil || b.class < 0 {
 		return
 	}
+	now := time.Now()
 	p := &bufPool[b.class]
 	p.mu.Lock()
 	if len(p.free) < p.keep {
 		p.free = append(p.free, b)
 	}
+	if now.After(p.trimAt) {
+		p.trimLocked(now)
+	}
 	p.mu.Unlock()
+}
+
+// trimLocked drops the buffers that were not needed since the last trim
+// (the garbage collector frees them) and starts a new period.
+func (p *bufClass) trimLocked(now time.Time) {
+	n := len(p.free)
+	drop := min(p.low, n)
+	for i := n - drop; i < n; i++ {
+		p.free[i] = nil
+	}
+	p.free = p.free[:n-drop]
+	if cap(p.free) > 2*p.keep { // keep the slice itself small too
+		p.free = append([]*Buf(nil), p.free...)
+	}
+	p.low = len(p.free)
+	p.trimAt = now.Add(poolTrimPeriod)
 }
