@@ -17,16 +17,20 @@ func TestPoolTrim(t *testing.T) {
 	if len(p.free) != 8 || p.low != 8 {
 		t.Fatalf("after the first trim: %d free, low %d; want 8, 8", len(p.free), p.low)
 	}
-	// The period's load: two buffers in use at once, at most.
+	// The period's load: two buffers in use at once, at most. The six
+	// unused ones go but one.
 	p.low = min(p.low, 6)
-	p.trimLocked(t0.Add(poolTrimPeriod))
-	if len(p.free) != 2 {
-		t.Fatalf("after a period needing 2: %d free, want 2", len(p.free))
+	if d := p.trimLocked(t0.Add(poolTrimPeriod)); d != 5 || len(p.free) != 3 {
+		t.Fatalf("after a period needing 2: dropped %d, %d free; want 5, 3", d, len(p.free))
 	}
-	// A period in which nothing was taken empties the pool.
+	// A period in which nothing was taken leaves one buffer.
 	p.trimLocked(t0.Add(2 * poolTrimPeriod))
-	if len(p.free) != 0 {
-		t.Fatalf("after an unused period: %d free, want 0", len(p.free))
+	if len(p.free) != 1 {
+		t.Fatalf("after an unused period: %d free, want 1", len(p.free))
+	}
+	p.trimLocked(t0.Add(3 * poolTrimPeriod))
+	if len(p.free) != 1 {
+		t.Fatalf("after two unused periods: %d free, want 1", len(p.free))
 	}
 }
 
