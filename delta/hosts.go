@@ -97,7 +97,15 @@ type ProcessResult struct {
 type HostTable struct {
 	maxHosts   int
 	firstCheck uint64
-	hosts      []HostStatus // index host_id-1
+	// hosts holds the entries of host_ids 1..len(hosts), index host_id-1;
+	// it grows only as far as the highest host_id whose entry became
+	// non-zero. Every entry beyond it is zero but for HostID and
+	// LastCheck (lastCheck if the last read covered it): in an idle
+	// lockspace of 2000 host_ids, few of them ever used, the table is a
+	// few entries instead of 2000.
+	hosts     []HostStatus
+	lastCheck uint64 // time of the last Apply
+	checked   int    // records the last Apply covered
 
 	// The latest staged read, not applied yet.
 	staged  bool
@@ -115,11 +123,29 @@ type stagedRecord struct {
 
 // NewHostTable returns an empty table for host_ids 1..maxHosts.
 func NewHostTable(maxHosts int) *HostTable {
-	t := &HostTable{maxHosts: maxHosts, hosts: make([]HostStatus, maxHosts)}
-	for i := range t.hosts {
-		t.hosts[i].HostID = uint64(i + 1)
+	return &HostTable{maxHosts: maxHosts}
+}
+
+// entry returns host_id i+1's entry as stored or, beyond the stored ones,
+// as it reads (zero).
+func (t *HostTable) entry(i int) HostStatus {
+	if i < len(t.hosts) {
+		return t.hosts[i]
 	}
-	return t
+	h := HostStatus{HostID: uint64(i + 1)}
+	if i < t.checked {
+		h.LastCheck = t.lastCheck
+	}
+	return h
+}
+
+// stored returns a pointer to host_id i+1's stored entry, growing the
+// table up to it.
+func (t *HostTable) stored(i int) *HostStatus {
+	for len(t.hosts) <= i {
+		t.hosts = append(t.hosts, t.entry(len(t.hosts)))
+	}
+	return &t.hosts[i]
 }
 
 // Ready reports whether at least one read has been processed.
@@ -156,9 +182,13 @@ func (t *HostTable) Stage(area []byte, g diskfmt.Geometry, space string, ourID u
 	t.count = n
 	le := binary.LittleEndian
 	space = normName(space)
+	var zero HostStatus
 	for i := 0; i < n; i++ {
 		raw := area[i*ss : (i+1)*ss]
-		h := &t.hosts[i]
+		h := &zero
+		if i < len(t.hosts) {
+			h = &t.hosts[i]
+		}
 		if h.LeaseBad == 0 && le.Uint32(raw[0:]) == diskfmt.DeltaMagic &&
 			le.Uint64(raw[152:]) == h.Timestamp && le.Uint64(raw[32:]) == h.OwnerID &&
 			le.Uint64(raw[40:]) == h.OwnerGeneration &&
@@ -200,7 +230,8 @@ func (t *HostTable) Apply(now uint64, space string, setBitmapSeconds int) Proces
 	if t.firstCheck == 0 {
 		t.firstCheck = now
 	}
-	for i := 0; i < t.count; i++ {
+	t.lastCheck, t.checked = now, t.count
+	for i := 0; i < min(t.count, len(t.hosts)); i++ {
 		t.hosts[i].LastCheck = now
 	}
 	ourID := t.ourID
@@ -208,7 +239,7 @@ func (t *HostTable) Apply(now uint64, space string, setBitmapSeconds int) Proces
 		s := &t.changed[k]
 		i := s.index + 1
 		rec := &s.rec
-		h := &t.hosts[s.index]
+		h := t.stored(s.index)
 		good := rec.Magic == diskfmt.DeltaMagic && diskfmt.NameEqual(rec.SpaceName[:], space)
 		if !good {
 			h.LeaseBad++
@@ -267,7 +298,7 @@ func (t *HostTable) Host(hostID uint64) (HostStatus, bool) {
 	if hostID == 0 || hostID > uint64(t.maxHosts) {
 		return HostStatus{}, false
 	}
-	return t.hosts[hostID-1], true
+	return t.entry(int(hostID - 1)), true
 }
 
 // State computes a host's state at our time now (docs/delta.md "Host states"),
@@ -326,7 +357,8 @@ func (t *HostTable) GetHosts(hostID, now, ourID uint64, w int) ([]HostInfo, erro
 		if hostID > uint64(t.maxHosts) {
 			return nil, nil
 		}
-		return []HostInfo{info(&t.hosts[hostID-1])}, nil
+		h := t.entry(int(hostID - 1))
+		return []HostInfo{info(&h)}, nil
 	}
 	var out []HostInfo
 	for i := range t.hosts {
