@@ -1,7 +1,9 @@
 package delta
 
 import (
+	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -87,19 +89,64 @@ type ProcessResult struct {
 // reads. It never compares another host's timestamp with our clock: it
 // notes, on our clock, when it last saw each lease change, and judges
 // liveness by how long ago that was.
+//
+// A read is taken in two steps so that the caller need not keep the whole
+// area until it processes it: Stage compares the read with the table and
+// keeps only the records that would change something (in an idle
+// lockspace, the few hosts that renewed), and Apply then updates the table
+// with them at the processing time. Process does both at once.
 type HostTable struct {
 	maxHosts   int
 	firstCheck uint64
-	hosts      []HostStatus // index host_id-1
+	// hosts holds the entries of host_ids 1..len(hosts), index host_id-1;
+	// it grows only as far as the highest host_id whose entry became
+	// non-zero. Every entry beyond it is zero but for HostID and
+	// LastCheck (lastCheck if the last read covered it): in an idle
+	// lockspace of 2000 host_ids, few of them ever used, the table is a
+	// few entries instead of 2000.
+	hosts     []HostStatus
+	lastCheck uint64 // time of the last Apply
+	checked   int    // records the last Apply covered
+
+	// The latest staged read, not applied yet.
+	staged  bool
+	count   int            // records the read covered (host_ids 1..count)
+	changed []stagedRecord // in host_id order; its array is reused
+	ourID   uint64
+}
+
+// stagedRecord is one record of a staged read that differs from the table.
+type stagedRecord struct {
+	index  int // host_id-1
+	rec    diskfmt.Leader
+	ourBit bool // our bit is set in the host's bitmap
 }
 
 // NewHostTable returns an empty table for host_ids 1..maxHosts.
 func NewHostTable(maxHosts int) *HostTable {
-	t := &HostTable{maxHosts: maxHosts, hosts: make([]HostStatus, maxHosts)}
-	for i := range t.hosts {
-		t.hosts[i].HostID = uint64(i + 1)
+	return &HostTable{maxHosts: maxHosts}
+}
+
+// entry returns host_id i+1's entry as stored or, beyond the stored ones,
+// as it reads (zero).
+func (t *HostTable) entry(i int) HostStatus {
+	if i < len(t.hosts) {
+		return t.hosts[i]
 	}
-	return t
+	h := HostStatus{HostID: uint64(i + 1)}
+	if i < t.checked {
+		h.LastCheck = t.lastCheck
+	}
+	return h
+}
+
+// stored returns a pointer to host_id i+1's stored entry, growing the
+// table up to it.
+func (t *HostTable) stored(i int) *HostStatus {
+	for len(t.hosts) <= i {
+		t.hosts = append(t.hosts, t.entry(len(t.hosts)))
+	}
+	return &t.hosts[i]
 }
 
 // Ready reports whether at least one read has been processed.
@@ -112,16 +159,88 @@ func (t *HostTable) FirstCheck() uint64 { return t.firstCheck }
 // at our time now. ourID is our host_id; setBitmapSeconds limits how often
 // a host's request notification is accepted.
 func (t *HostTable) Process(now uint64, area []byte, g diskfmt.Geometry, space string, ourID uint64, setBitmapSeconds int) ProcessResult {
+	t.Stage(area, g, space, ourID)
+	return t.Apply(now, space, setBitmapSeconds)
+}
+
+// Stage takes a whole-area read for the next Apply, replacing any read
+// staged before and not applied (only the newest read counts). It keeps
+// nothing of area.
+//
+// A record is left out only when Apply would do nothing with it but note
+// the check time: a good lease (magic and lockspace name) whose owner,
+// generation, timestamp and host name are what the table holds, of a host
+// whose last lease was good. Apply reads nothing else of such a record.
+func (t *HostTable) Stage(area []byte, g diskfmt.Geometry, space string, ourID uint64) {
+	ss := g.SectorSize
+	t.staged, t.ourID = true, ourID
+	t.changed = t.changed[:0]
+	t.count = 0
+	if ss <= 0 {
+		return
+	}
+	n := min(t.maxHosts, len(area)/ss)
+	t.count = n
+	le := binary.LittleEndian
+	space = normName(space)
+	var zero HostStatus
+	for i := 0; i < n; i++ {
+		raw := area[i*ss : (i+1)*ss]
+		h := &zero
+		if i < len(t.hosts) {
+			h = &t.hosts[i]
+		}
+		if h.LeaseBad == 0 && le.Uint32(raw[0:]) == diskfmt.DeltaMagic &&
+			le.Uint64(raw[152:]) == h.Timestamp && le.Uint64(raw[32:]) == h.OwnerID &&
+			le.Uint64(raw[40:]) == h.OwnerGeneration &&
+			nameIs(raw[56:104], space) && nameIs(raw[104:152], h.OwnerName) {
+			continue
+		}
+		rec, _ := diskfmt.DecodeLeader(raw)
+		t.changed = append(t.changed, stagedRecord{index: i, rec: rec, ourBit: diskfmt.BitmapTest(raw, ourID)})
+	}
+}
+
+// nameIs reports whether a stored 48-byte name field reads as s (as
+// diskfmt.NameEqual does), for an s already cut at its first NUL and to at
+// most NameLen bytes: no scan of the field is needed.
+func nameIs(field []byte, s string) bool {
+	n := len(s)
+	return n <= len(field) && string(field[:n]) == s && (n == len(field) || field[n] == 0)
+}
+
+// normName cuts s as diskfmt.NameEqual does before comparing.
+func normName(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > diskfmt.NameLen {
+		s = s[:diskfmt.NameLen]
+	}
+	return s
+}
+
+// Apply updates the table from the staged read at our time now and
+// returns what it found; with nothing staged it does nothing.
+func (t *HostTable) Apply(now uint64, space string, setBitmapSeconds int) ProcessResult {
 	var res ProcessResult
+	if !t.staged {
+		return res
+	}
+	t.staged = false
 	if t.firstCheck == 0 {
 		t.firstCheck = now
 	}
-	ss := g.SectorSize
-	for i := 1; i <= t.maxHosts && i*ss <= len(area); i++ {
-		raw := area[(i-1)*ss : i*ss]
-		h := &t.hosts[i-1]
-		h.LastCheck = now
-		rec, _ := diskfmt.DecodeLeader(raw)
+	t.lastCheck, t.checked = now, t.count
+	for i := 0; i < min(t.count, len(t.hosts)); i++ {
+		t.hosts[i].LastCheck = now
+	}
+	ourID := t.ourID
+	for k := range t.changed {
+		s := &t.changed[k]
+		i := s.index + 1
+		rec := &s.rec
+		h := t.stored(s.index)
 		good := rec.Magic == diskfmt.DeltaMagic && diskfmt.NameEqual(rec.SpaceName[:], space)
 		if !good {
 			h.LeaseBad++
@@ -150,7 +269,7 @@ func (t *HostTable) Process(now uint64, area []byte, g diskfmt.Geometry, space s
 		}
 		h.Timestamp = rec.Timestamp
 		h.LastLive = now
-		if uint64(i) == ourID || !diskfmt.BitmapTest(raw, ourID) {
+		if uint64(i) == ourID || !s.ourBit {
 			continue
 		}
 		if rec.WriteGeneration != 0 {
@@ -168,6 +287,10 @@ func (t *HostTable) Process(now uint64, area []byte, g diskfmt.Geometry, space s
 		res.Requests = append(res.Requests, uint64(i))
 		res.Log = append(res.Log, fmt.Sprintf("request from host_id %d", i))
 	}
+	if cap(t.changed) > 64 && len(t.changed) < cap(t.changed)/4 {
+		t.changed = nil // a burst of changes (a join, a bad read) is over
+	}
+	t.changed = t.changed[:0]
 	return res
 }
 
@@ -176,7 +299,7 @@ func (t *HostTable) Host(hostID uint64) (HostStatus, bool) {
 	if hostID == 0 || hostID > uint64(t.maxHosts) {
 		return HostStatus{}, false
 	}
-	return t.hosts[hostID-1], true
+	return t.entry(int(hostID - 1)), true
 }
 
 // State computes a host's state at our time now (docs/delta.md "Host states"),
@@ -235,7 +358,8 @@ func (t *HostTable) GetHosts(hostID, now, ourID uint64, w int) ([]HostInfo, erro
 		if hostID > uint64(t.maxHosts) {
 			return nil, nil
 		}
-		return []HostInfo{info(&t.hosts[hostID-1])}, nil
+		h := t.entry(int(hostID - 1))
+		return []HostInfo{info(&h)}, nil
 	}
 	var out []HostInfo
 	for i := range t.hosts {

@@ -106,11 +106,9 @@ type Lockspace struct {
 	mu        sync.Mutex
 	status    Status
 	history   *History
-	hosts     *HostTable   // nil until the geometry is known
-	notifier  *Notifier    // nil until the geometry is known
-	lastRead  []byte       // latest whole-area read; never modified after publication
-	lastBuf   *diskfmt.Buf // lastRead's pooled buffer, released when replaced
-	processed uint64       // value of status.Reads at the last ProcessHosts
+	hosts     *HostTable // nil until the geometry is known
+	notifier  *Notifier  // nil until the geometry is known
+	processed uint64     // value of status.Reads at the last ProcessHosts
 
 	halted atomic.Bool // Halt: no more renewals, no release
 
@@ -288,21 +286,35 @@ type renewer struct {
 	lastSuccess uint64
 }
 
-// loop is the renewal loop (docs/delta.md "Renewal loop"): 1-second sleeps while the
-// last success is younger than id_renewal_seconds, then 0.5 s and a
-// renewal; after a failure the gap stays large, so retries come about
-// twice a second.
+// loop is the renewal loop (docs/delta.md "Renewal loop"): 1-second
+// checks while the last success L is younger than id_renewal_seconds,
+// then 0.5 s and a renewal; after a failure the gap stays large, so
+// retries come about twice a second.
+//
+// The checks are not slept one by one: monotime counts whole seconds, so
+// the first check that finds the renewal due is the first at or after
+// second L+every of the clock, and the loop sleeps straight to it (plus
+// the 0.5 s): the same renewal times, one wake-up per renewal instead of
+// one a second. Before the first renewal the checks are shifted once by a
+// fraction of a second of the lockspace's own (renewPhase), so that
+// lockspaces joined together do not renew all at once: each renewal needs
+// a 1 MiB read buffer while it runs. The renewal still comes within
+// [L+every+0.5, L+every+1.5) seconds, as with any phase of the checks.
 func (r *renewer) loop(ctx context.Context) {
 	clk := r.ls.cfg.Clock
 	every := uint64(r.ls.timing.IDRenewalSeconds())
+	shift := renewPhase(r.ls.cfg.Space, r.ls.cfg.HostID)
 	for ctx.Err() == nil {
-		if r.ls.now()-r.lastSuccess < every {
-			if clk.Sleep(ctx, time.Second) != nil {
-				return
+		wait := 500 * time.Millisecond
+		if now := clk.Now(); uint64(now/time.Second)-r.lastSuccess < every {
+			check, due := now+shift, time.Duration(r.lastSuccess+every)*time.Second
+			if check < due {
+				check += (due - check + time.Second - 1) / time.Second * time.Second
 			}
-			continue
+			wait += check - now
 		}
-		if clk.Sleep(ctx, 500*time.Millisecond) != nil {
+		shift = 0
+		if clk.Sleep(ctx, wait) != nil {
 			return
 		}
 		if r.ls.halted.Load() {
@@ -311,6 +323,20 @@ func (r *renewer) loop(ctx context.Context) {
 		}
 		r.renew(ctx)
 	}
+}
+
+// renewPhase is a fixed fraction of a second, [0, 1 s) in milliseconds,
+// derived from the lockspace name and host_id (FNV-1a): it differs between
+// lockspaces and needs no randomness.
+func renewPhase(space string, hostID uint64) time.Duration {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(space); i++ {
+		h = (h ^ uint64(space[i])) * 1099511628211
+	}
+	for i := 0; i < 8; i++ {
+		h = (h ^ (hostID >> (8 * i) & 0xff)) * 1099511628211
+	}
+	return time.Duration(h%1000) * time.Millisecond
 }
 
 // releaseLate is the release after failed renewals (ReleaseWhenBack).
@@ -374,14 +400,14 @@ func (r *renewer) renew(ctx context.Context) {
 		ls.history.Failure(code)
 	}
 	if out.Area != nil {
-		// Only ProcessHosts reads lastRead, under ls.mu, and keeps none of
-		// it: the area it replaces goes back to the pool, so a lockspace
-		// renews with the same two buffers over and over.
-		ls.lastBuf.Release()
-		ls.lastRead, ls.lastBuf = out.Area, out.AreaBuf
+		// The host table keeps only the records that changed, for the
+		// next ProcessHosts; the area goes back to the shared pool at
+		// once, so idle lockspaces hold no read buffer between renewals.
+		ls.hosts.Stage(out.Area, ls.lease.Geometry, ls.cfg.Space, ls.cfg.HostID)
 		ls.status.Reads++
 	}
 	ls.mu.Unlock()
+	out.AreaBuf.Release()
 	if ls.cfg.OnRenewal != nil {
 		ls.cfg.OnRenewal(err, out.ReadMs, out.WriteMs)
 	}
@@ -446,12 +472,12 @@ func (ls *Lockspace) CheckOwnLease() (OwnLeaseState, uint64) {
 func (ls *Lockspace) ProcessHosts() (res ProcessResult, ok bool) {
 	now := ls.now()
 	ls.mu.Lock()
-	if ls.hosts == nil || ls.lastRead == nil || ls.status.Reads == ls.processed {
+	if ls.hosts == nil || ls.status.Reads == ls.processed {
 		ls.mu.Unlock()
 		return ProcessResult{}, false
 	}
 	ls.processed = ls.status.Reads
-	res = ls.hosts.Process(now, ls.lastRead, ls.lease.Geometry, ls.cfg.Space, ls.cfg.HostID, ls.status.SetBitmapSeconds)
+	res = ls.hosts.Apply(now, ls.cfg.Space, ls.status.SetBitmapSeconds)
 	ls.mu.Unlock()
 	for _, line := range res.Log {
 		ls.logf("%s", line)

@@ -2,7 +2,9 @@ package diskfmt
 
 import (
 	"math/bits"
+	"runtime/debug"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -33,7 +35,19 @@ type bufClass struct {
 	mu   sync.Mutex
 	free []*Buf
 	keep int
+	// low is the fewest free buffers seen since the last trim: that many
+	// sat unused for the whole period. A Release after trimAt drops all
+	// but one of them, so the pool shrinks back to what the load of the
+	// last period needed plus one (an idle daemon renewing its lockspaces
+	// one at a time keeps two 1 MiB buffers, not the eight a burst of
+	// acquires left behind).
+	low    int
+	trimAt time.Time
 }
+
+// poolTrimPeriod is how long a pooled buffer may sit unused before a
+// Release drops it.
+const poolTrimPeriod = 10 * time.Second
 
 var bufPool [numClasses]bufClass
 
@@ -81,6 +95,7 @@ func GetBuf(n int) *Buf {
 		b := p.free[k-1]
 		p.free[k-1] = nil
 		p.free = p.free[:k-1]
+		p.low = min(p.low, k-1)
 		p.mu.Unlock()
 		b.n = n
 		return b
@@ -98,10 +113,74 @@ func (b *Buf) Release() {
 	if b == nil || b.class < 0 {
 		return
 	}
+	now := time.Now()
 	p := &bufPool[b.class]
+	size := int64(len(b.b))
 	p.mu.Lock()
+	dropped := int64(0)
 	if len(p.free) < p.keep {
 		p.free = append(p.free, b)
+	} else {
+		dropped = size
+	}
+	if now.After(p.trimAt) {
+		dropped += int64(p.trimLocked(now)) * size
 	}
 	p.mu.Unlock()
+	if dropped > 0 {
+		noteDropped(dropped, now)
+	}
+}
+
+// trimLocked drops the buffers that were not needed since the last trim
+// (the garbage collector frees them) and starts a new period. It returns
+// how many it dropped.
+func (p *bufClass) trimLocked(now time.Time) int {
+	n := len(p.free)
+	// One of the unused buffers stays: the load of a period varies a
+	// little, and a buffer dropped only to be allocated again is churn.
+	drop := max(min(p.low, n)-1, 0)
+	for i := n - drop; i < n; i++ {
+		p.free[i] = nil
+	}
+	p.free = p.free[:n-drop]
+	if cap(p.free) > 2*p.keep { // keep the slice itself small too
+		p.free = append([]*Buf(nil), p.free...)
+	}
+	p.low = len(p.free)
+	p.trimAt = now.Add(poolTrimPeriod)
+	return drop
+}
+
+// Returning dropped buffers to the system. The garbage collector frees a
+// dropped buffer only at its next cycle, and the runtime keeps freed pages
+// up to about twice the live heap of that cycle; in an idle daemon, whose
+// few allocations start a cycle every two minutes at most, the megabytes a
+// burst of acquires or joins left behind would stay resident for good.
+// So once enough has been dropped, and at most once per period, the whole
+// heap is collected and returned (debug.FreeOSMemory, a few milliseconds
+// for this daemon's small heap) on a goroutine of its own.
+const freeOSThreshold = 4 << 20
+
+var freeOS struct {
+	mu      sync.Mutex
+	dropped int64
+	last    time.Time
+	running bool
+}
+
+func noteDropped(n int64, now time.Time) {
+	freeOS.mu.Lock()
+	defer freeOS.mu.Unlock()
+	freeOS.dropped += n
+	if freeOS.running || freeOS.dropped < freeOSThreshold || now.Sub(freeOS.last) < poolTrimPeriod {
+		return
+	}
+	freeOS.dropped, freeOS.last, freeOS.running = 0, now, true
+	go func() {
+		debug.FreeOSMemory()
+		freeOS.mu.Lock()
+		freeOS.running = false
+		freeOS.mu.Unlock()
+	}()
 }

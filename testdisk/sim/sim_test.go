@@ -240,7 +240,10 @@ func TestLateLeaderWrite(t *testing.T) {
 	cfg.MaxOps = 3000
 	r = Run(cfg)
 	require.NotNil(t, r.Violation, "the broken variant was not caught")
-	require.Contains(t, r.Violation.Error(), "with lver 8, not above the previous 8")
+	// Which version repeats depends on the run's timing (it was lver 8
+	// after 131 ops before the renewals slept once per renewal); the
+	// checker's finding is the same.
+	require.Contains(t, r.Violation.Error(), "not above the previous")
 }
 
 // fairness is max/min of per-host acquisitions (min 0: +Inf) and the
