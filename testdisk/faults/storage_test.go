@@ -416,9 +416,19 @@ func hangNoHolder(t *testing.T, kind harness.Kind, nls int, hang time.Duration) 
 		}
 	}
 	// Join them all at once (each join waits 2 x io_timeout and more).
+	// sanlock 3.8.5 answers -11 (EAGAIN) to an add_lockspace while
+	// another is in progress: try again.
 	joinErr := make(chan error, nls)
 	for i := 0; i < nls; i++ {
-		go func() { joinErr <- a.AddLockspace(fmt.Sprintf("lsh%d", i), 1, file(i), sfIO) }()
+		go func() {
+			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				err := a.AddLockspace(fmt.Sprintf("lsh%d", i), 1, file(i), sfIO)
+				if err == nil || resultCode(err) != -11 || time.Now().After(deadline) {
+					joinErr <- err
+					return
+				}
+			}
+		}()
 	}
 	for i := 0; i < nls; i++ {
 		if err := <-joinErr; err != nil {
