@@ -144,7 +144,8 @@ func storageFault(t *testing.T, kind harness.Kind, fault string) *sfResult {
 	if err := c.InitResource("res", ls, "r", 8); err != nil {
 		t.Fatal(err)
 	}
-	a, err := c.AddHost(kind, "a"+string(kind))
+	margs, murl := metricsArgs(t, kind)
+	a, err := c.AddHostWith(kind, "a"+string(kind), harness.HostOptions{DaemonArgs: margs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +167,9 @@ func storageFault(t *testing.T, kind harness.Kind, fault string) *sfResult {
 	}
 	dpid := a.Daemon().PID()
 	time.Sleep(2 * time.Second)
-	base, _ := readStats(dpid)
+	base, _ := readStatsM(dpid, murl)
 	r.base = base
-	smp := startSampler(dpid, 100*time.Millisecond)
+	smp := startSamplerM(dpid, 100*time.Millisecond, murl)
 
 	// The other host tries to take the lease from now on.
 	otherCh := make(chan float64, 1)
@@ -214,8 +215,11 @@ func storageFault(t *testing.T, kind harness.Kind, fault string) *sfResult {
 		}
 		r.peak = smp.Stop()
 		time.Sleep(3 * time.Second)
-		r.after, _ = readStats(dpid)
+		r.after, _ = readStatsM(dpid, murl)
 		parseEscalation(t, a, r)
+		if kind == harness.Go {
+			checkGoroutines(t, r.base, r.peak, r.after, 1)
+		}
 		return r
 	}
 
@@ -249,7 +253,7 @@ func storageFault(t *testing.T, kind harness.Kind, fault string) *sfResult {
 	}
 	r.peak = smp.Stop()
 	time.Sleep(3 * time.Second)
-	r.after, _ = readStats(dpid)
+	r.after, _ = readStatsM(dpid, murl)
 
 	// The other host: only after the holder is gone (it may need up to
 	// host_dead_seconds, or less once the release is written).
@@ -277,6 +281,7 @@ func storageFault(t *testing.T, kind harness.Kind, fault string) *sfResult {
 		if r.after.Threads > r.base.Threads+sfAfterThreads || r.after.FDs > r.base.FDs+sfAfterFDs {
 			t.Errorf("after the fault: %v, baseline %v", r.after, r.base)
 		}
+		checkGoroutines(t, r.base, r.peak, r.after, 1)
 	}
 	t.Logf("%v", r)
 	return r
@@ -405,7 +410,8 @@ const (
 
 func hangNoHolder(t *testing.T, kind harness.Kind, nls int, hang time.Duration) {
 	c := newCluster(t)
-	a, err := c.AddHost(kind, fmt.Sprintf("h%s%d", kind, nls))
+	margs, murl := metricsArgs(t, kind)
+	a, err := c.AddHostWith(kind, fmt.Sprintf("h%s%d", kind, nls), harness.HostOptions{DaemonArgs: margs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,8 +443,8 @@ func hangNoHolder(t *testing.T, kind harness.Kind, nls int, hang time.Duration) 
 	}
 	dpid := a.Daemon().PID()
 	time.Sleep(3 * time.Second)
-	base, _ := readStats(dpid)
-	smp := startSampler(dpid, 100*time.Millisecond)
+	base, _ := readStatsM(dpid, murl)
+	smp := startSamplerM(dpid, 100*time.Millisecond, murl)
 	a.SetFault(fusefault.Fault{Mode: fusefault.Hang})
 	time.Sleep(hang)
 	Ls := make([]uint64, nls)
@@ -465,8 +471,9 @@ func hangNoHolder(t *testing.T, kind harness.Kind, nls int, hang time.Duration) 
 		}
 	}
 	peak := smp.Stop()
+	scrapes, scrapeFails := smp.Scrapes()
 	time.Sleep(3 * time.Second)
-	after, _ := readStats(dpid)
+	after, _ := readStatsM(dpid, murl)
 	L := Ls[0]
 	for _, l := range Ls {
 		L = max(L, l) // the latest renewal: its give-up is the last
@@ -477,8 +484,8 @@ func hangNoHolder(t *testing.T, kind harness.Kind, nls int, hang time.Duration) 
 	}
 	r := &sfResult{kind: kind, fault: "hang", L: L, failLine: -1, termLine: -1, killLine: -1, pidsClear: -1}
 	parseEscalation(t, a, r)
-	t.Logf("%s hang %v, %d lockspace(s), no holder: L=%d (latest), storage back L%+.1f, all pids clear L%+.0f; releases %s; daemon base {%v} peak {%v} after {%v}",
-		kind, hang, nls, L, back-float64(L), r.pidsClear, rel, base, peak, after)
+	t.Logf("%s hang %v, %d lockspace(s), no holder: L=%d (latest), storage back L%+.1f, all pids clear L%+.0f; releases %s; daemon base {%v} peak {%v} after {%v}; /metrics scrapes %d, failed %d",
+		kind, hang, nls, L, back-float64(L), r.pidsClear, rel, base, peak, after, scrapes, scrapeFails)
 	if kind != harness.Go {
 		return
 	}
@@ -508,5 +515,27 @@ func hangNoHolder(t *testing.T, kind harness.Kind, nls int, hang time.Duration) 
 	}
 	if after.Threads > base.Threads+sfAfterThreads || after.FDs > base.FDs+sfAfterFDs {
 		t.Errorf("after the hang: %v, baseline %v", after, base)
+	}
+	checkGoroutines(t, base, peak, after, nls)
+}
+
+// Goroutine bounds of our daemon during and after a storage fault of nls
+// lockspaces (go_goroutines of its /metrics).
+const (
+	sfGoroutineSlack = 16 // per lockspace, during the fault
+	sfGoroutineAfter = 8  // after
+)
+
+func checkGoroutines(t *testing.T, base, peak, after procStats, nls int) {
+	t.Helper()
+	if base.Goroutines < 0 || after.Goroutines < 0 {
+		t.Errorf("no goroutine count from the daemon's /metrics (base %d, after %d)", base.Goroutines, after.Goroutines)
+		return
+	}
+	if peak.Goroutines > base.Goroutines+sfGoroutineSlack*nls {
+		t.Errorf("goroutines peaked at %d during the fault, baseline %d (bound +%d)", peak.Goroutines, base.Goroutines, sfGoroutineSlack*nls)
+	}
+	if after.Goroutines > base.Goroutines+sfGoroutineAfter {
+		t.Errorf("goroutines %d after the fault, baseline %d", after.Goroutines, base.Goroutines)
 	}
 }
