@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gosanlock/gosanlock/client"
@@ -157,7 +158,7 @@ func newMetrics(s *Server) *metrics {
 		Name: "requests_total",
 		Help: "Acquire and release requests answered, by result code (0: success)."}, []string{"cmd", "result"})
 	m.reg.MustRegister(m.renewRead, m.renewWrite, m.renewFail, m.ioTimeouts, m.reqDuration, m.reqResults,
-		stateCollector{s})
+		stateCollector{s}, collectors.NewGoCollector()) // go_goroutines, go_threads, ...: the fault battery bounds them
 	return m
 }
 

@@ -9,7 +9,10 @@
 package faults_test
 
 import (
+	"bufio"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -122,16 +125,74 @@ type procStats struct {
 	Threads int
 	FDs     int
 	RSSKiB  int
+	// Goroutines is go_goroutines of our daemon's /metrics (-M), -1 when
+	// not scraped (sanlock 3.8.5, or no -M) or the scrape failed.
+	Goroutines int
 }
 
 func (s procStats) String() string {
-	return fmt.Sprintf("threads %d fds %d rss %.1f MB", s.Threads, s.FDs, float64(s.RSSKiB)/1024)
+	g := ""
+	if s.Goroutines >= 0 {
+		g = fmt.Sprintf(" goroutines %d", s.Goroutines)
+	}
+	return fmt.Sprintf("threads %d fds %d rss %.1f MB%s", s.Threads, s.FDs, float64(s.RSSKiB)/1024, g)
+}
+
+// metricsArgs returns the daemon arguments that open our daemon's metrics
+// endpoint on a free loopback port, and the endpoint's URL ("" and no
+// arguments for sanlock 3.8.5).
+func metricsArgs(t *testing.T, kind harness.Kind) ([]string, string) {
+	t.Helper()
+	if kind != harness.Go {
+		return nil, ""
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return []string{"-M", addr}, "http://" + addr + "/metrics"
+}
+
+// metricsClient scrapes without keep-alive: no connection of ours stays
+// open in the daemon between samples.
+var metricsClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+// goroutines scrapes go_goroutines from url (-1 when url is "" or the
+// scrape fails).
+func goroutines(url string) int {
+	if url == "" {
+		return -1
+	}
+	resp, err := metricsClient.Get(url)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return int(f)
+			}
+		}
+	}
+	return -1
+}
+
+// readStatsM is readStats plus the goroutines of our daemon's /metrics.
+func readStatsM(pid int, url string) (procStats, error) {
+	s, err := readStats(pid)
+	s.Goroutines = goroutines(url)
+	return s, err
 }
 
 // readStats reads /proc/PID: Threads and VmRSS from status, and the
 // number of open descriptors.
 func readStats(pid int) (procStats, error) {
-	var s procStats
+	s := procStats{Goroutines: -1}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return s, err
@@ -165,12 +226,44 @@ type sampler struct {
 	stop  chan struct{}
 	done  chan struct{}
 	every time.Duration
+	// scrapes and scrapeFails count the /metrics scrapes (goroutines).
+	scrapes, scrapeFails int
 }
 
 func startSampler(pid int, every time.Duration) *sampler {
+	return startSamplerM(pid, every, "")
+}
+
+// startSamplerM also samples go_goroutines from our daemon's /metrics at
+// url (metricsArgs), in its own loop: a slow scrape delays no /proc sample.
+func startSamplerM(pid int, every time.Duration, url string) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), every: every}
+	s.peak.Goroutines = -1
+	var wg sync.WaitGroup
+	if url != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				g := goroutines(url)
+				s.mu.Lock()
+				s.scrapes++
+				if g < 0 {
+					s.scrapeFails++
+				}
+				s.peak.Goroutines = max(s.peak.Goroutines, g)
+				s.mu.Unlock()
+				select {
+				case <-s.stop:
+					return
+				case <-time.After(max(every, 500*time.Millisecond)): // a scrape costs the daemon more than /proc
+				}
+			}
+		}()
+	}
 	go func() {
 		defer close(s.done)
+		defer wg.Wait()
 		tk := time.NewTicker(every)
 		defer tk.Stop()
 		for {
@@ -200,6 +293,13 @@ func (s *sampler) Stop() procStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.peak
+}
+
+// Scrapes returns how many /metrics scrapes were made and how many failed.
+func (s *sampler) Scrapes() (n, failed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.scrapes, s.scrapeFails
 }
 
 // Peak returns the peak so far.
