@@ -27,6 +27,7 @@ func sampleState() *State {
 			PidFile: "/run/sanlock/sanlock.pid", UID: 0, GID: 0, HostName: "host1",
 			Values: map[string]string{"renewal_history_size": "180"}},
 		Listener: Listener{FD: 0, Path: "/run/sanlock/sanlock.sock"},
+		PidFile:  PidFile{FD: -1, Path: "/run/sanlock/sanlock.pid"},
 		Clients: []Client{
 			{FD: 1, Slot: 2, PeerPid: 100, Registered: true, Pid: 100, Name: "holder", Restrict: 0,
 				EventLockspace: "ls1", PendingEvents: []Event{{HostID: 1, Generation: 3, Event: 1, Data: 2, FromHostID: 2, FromGen: 5}}},
@@ -125,6 +126,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"no fds", seal(1, []byte(`{}`)), ErrInvalid, "NumFDs 0"},
 		{"fd out of range", mutate(func(s *State) { s.Clients[1].FD = 4 }), ErrInvalid, "out of range"},
 		{"fd twice", mutate(func(s *State) { s.Clients[1].FD = 0 }), ErrInvalid, "used twice"},
+		{"pid file fd twice", mutate(func(s *State) { s.PidFile.FD = 0 }), ErrInvalid, "pid file: fd index 0 used twice"},
 		{"wdmd fd twice", mutate(func(s *State) { s.Lockspaces[0].Wdmd.FD = 1 }), ErrInvalid, "used twice"},
 		{"slot twice", mutate(func(s *State) { s.Clients[1].Slot = 2 }), ErrInvalid, "slot"},
 		{"token client", mutate(func(s *State) { s.Tokens[0].Client = 5 }), ErrInvalid, "client index"},
@@ -176,8 +178,8 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(good)
 	f.Add(good[:headerSize])
-	f.Add(seal(1, []byte(`{"NumFDs":1}`)))
-	f.Add(seal(1, []byte(`{"NumFDs":2,"Clients":[{"FD":1,"Pid":-1}]}`)))
+	f.Add(seal(1, []byte(`{"NumFDs":1,"PidFile":{"FD":-1}}`)))
+	f.Add(seal(1, []byte(`{"NumFDs":3,"PidFile":{"FD":2},"Clients":[{"FD":1,"Pid":-1}]}`)))
 	f.Add(seal(2, []byte(`{}`)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Decode(b)
@@ -206,8 +208,8 @@ func FuzzPayload(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(good[headerSize:])
-	f.Add([]byte(`{"NumFDs":1}`))
-	f.Add([]byte(`{"NumFDs":3,"Clients":[{"FD":1,"Pid":-1},{"FD":2,"Slot":1,"Pid":-1}]}`))
+	f.Add([]byte(`{"NumFDs":1,"PidFile":{"FD":-1}}`))
+	f.Add([]byte(`{"NumFDs":3,"PidFile":{"FD":-1},"Clients":[{"FD":1,"Pid":-1},{"FD":2,"Slot":1,"Pid":-1}]}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		s, err := Decode(seal(FormatVersion, p))
 		if err != nil {

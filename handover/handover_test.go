@@ -93,14 +93,22 @@ func childMain(mode string) int {
 		}
 		conns = append(conns, conn{nc, c.Name})
 	}
-	for _, f := range ad.Files {
-		if f != nil {
+	for i, f := range ad.Files {
+		if f != nil && i != s.PidFile.FD {
 			f.Close()
 		}
+	}
+	var pidFile *os.File
+	if s.PidFile.FD != -1 {
+		pidFile = ad.Files[s.PidFile.FD]
 	}
 	if err := t.TookOver(ctx); err != nil {
 		logf("took over: %v", err)
 		return 2
+	}
+	if pidFile != nil {
+		pidFile.Truncate(0)
+		pidFile.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
 	}
 	serve := func(c net.Conn, name string) {
 		r := bufio.NewReader(c)
@@ -133,8 +141,9 @@ func childMain(mode string) int {
 // oldServer is the serving image in the test process: a line server that
 // answers "old NAME LINE", and the Source for Handover.
 type oldServer struct {
-	t *testing.T
-	l *net.UnixListener
+	t       *testing.T
+	l       *net.UnixListener
+	pidFile *os.File // locked with an OFD lock, as the daemon's
 
 	mu       sync.Mutex
 	conns    map[*net.UnixConn]*oldConn
@@ -166,7 +175,15 @@ func newOldServer(t *testing.T) (*oldServer, string) {
 		t.Fatal(err)
 	}
 	l.SetUnlinkOnClose(false)
-	s := &oldServer{t: t, l: l, conns: map[*net.UnixConn]*oldConn{}}
+	pf, err := os.OpenFile(filepath.Join(dir, "pid"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ofdLock(pf); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(pf, "%d\n", os.Getpid())
+	s := &oldServer{t: t, l: l, pidFile: pf, conns: map[*net.UnixConn]*oldConn{}}
 	s.start()
 	t.Cleanup(s.stop)
 	return s, path
@@ -250,6 +267,12 @@ func (s *oldServer) stop() {
 	for _, f := range s.files {
 		f.Close()
 	}
+	s.pidFile.Close()
+}
+
+func ofdLock(f *os.File) error {
+	lk := unix.Flock_t{Type: unix.F_WRLCK}
+	return unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
 }
 
 func (s *oldServer) snapshot() (Snapshot, error) {
@@ -262,7 +285,8 @@ func (s *oldServer) snapshot() (Snapshot, error) {
 	s.files = append(s.files, lf)
 	st := &State{OldPid: os.Getpid(), BootID: BootID(), TakenMono: MonoNow(), TakenWall: time.Now().UnixNano(),
 		Listener: Listener{FD: 0, Path: s.l.Addr().String()}}
-	files := []*os.File{lf}
+	st.PidFile = PidFile{FD: 1, Path: s.pidFile.Name()}
+	files := []*os.File{lf, s.pidFile}
 	for _, oc := range s.conns {
 		f, err := oc.c.File()
 		if err != nil {
@@ -391,6 +415,21 @@ func TestHandover(t *testing.T) {
 	c3 := dial(t, path)
 	c3.expect("z", fmt.Sprintf("new %d - z", res.Pid))
 	c1.expect("x2", fmt.Sprintf("new %d c1 x2", res.Pid))
+
+	// The pid file lock went with its fd: it is still held (by the new
+	// image alone now), and the new image wrote its pid.
+	b, err := os.ReadFile(srv.pidFile.Name())
+	if err != nil || string(b) != fmt.Sprintf("%d\n", res.Pid) {
+		t.Fatalf("pid file %q, %v; want the new pid %d", b, err, res.Pid)
+	}
+	f, err := os.OpenFile(srv.pidFile.Name(), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := ofdLock(f); !errors.Is(err, unix.EAGAIN) {
+		t.Fatalf("pid file lock: %v, want EAGAIN (held by the new image)", err)
+	}
 }
 
 // TestHandoverFails: a new image that fails anywhere before it has taken
@@ -460,6 +499,9 @@ func TestHandoverFails(t *testing.T) {
 			c2 := dial(t, path)
 			c2.expect("c", "old c2 c")
 			c1.expect("d", "old c1 d")
+			if b, err := os.ReadFile(srv.pidFile.Name()); err != nil || string(b) != fmt.Sprintf("%d\n", os.Getpid()) {
+				t.Fatalf("pid file %q, %v; want the old pid", b, err)
+			}
 		})
 	}
 }

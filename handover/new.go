@@ -108,6 +108,13 @@ func (t *Taker) checkState(s *State, files []*os.File) error {
 	if err := checkListener(files[s.Listener.FD]); err != nil {
 		return fmt.Errorf("%w: listener: %v", ErrInvalid, err)
 	}
+	if s.PidFile.FD != -1 {
+		var st unix.Stat_t
+		if err := withFD(files[s.PidFile.FD], func(fd int) error { return unix.Fstat(fd, &st) }); err != nil ||
+			st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return fmt.Errorf("%w: pid file: not a regular file (%v)", ErrInvalid, err)
+		}
+	}
 	for i := range s.Clients {
 		c := &s.Clients[i]
 		if err := checkClient(files[c.FD], c); err != nil {

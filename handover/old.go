@@ -29,14 +29,16 @@ type Source interface {
 	// image validates it before anything stops; its fds are inherited by
 	// the new image at start.
 	Snapshot() (Snapshot, error)
-	// Quiesce stops serving: no accept, no read from any client, no disk
-	// write, no request in flight. It returns the final state, which
-	// replaces the snapshot; its Files may include fds the snapshot did
-	// not have (connections accepted since) and omit some it had.
-	// Between Quiesce and Resume the daemon keeps its wdmd sessions and
-	// leases as they are; the renewal may run (a renewal does not change
-	// the state the new image relies on), or not, as long as the gap
-	// stays below the renewal interval.
+	// Quiesce stops serving: no accept, no read from any client, no
+	// request in flight, no disk write (the renewal threads stop after a
+	// renewal in progress completes; their last renewal goes into the
+	// state). It keeps every fd, lease and wdmd session as it is: nothing
+	// is closed, released or deactivated. It returns the final state,
+	// which replaces the snapshot; its Files may include fds the snapshot
+	// did not have (connections accepted since) and omit some it had. A
+	// daemon that cannot quiesce promptly (a command that waits, a
+	// lockspace being added) returns an error: the handover fails and
+	// Resume is called.
 	Quiesce() (Snapshot, error)
 	// Resume serves again after a failed handover, with everything as it
 	// was. It is called once after every Quiesce call that did not lead

@@ -32,8 +32,13 @@ type State struct {
 	TakenMono int64
 	TakenWall int64
 
-	Config     Config
-	Listener   Listener
+	Config   Config
+	Listener Listener
+	// PidFile is the locked pid file, handed over so that its lock
+	// (an open-file-description lock follows the fd) is never dropped and
+	// no second daemon can start in between; the new image rewrites the
+	// pid in it once it has taken over.
+	PidFile    PidFile
 	Clients    []Client
 	Lockspaces []Lockspace
 	Tokens     []Token
@@ -63,6 +68,12 @@ type Config struct {
 	// value (e.g. "renewal_history_size" = "180"), so that settings can
 	// be added without a new format version. Keys and values are text.
 	Values map[string]string
+}
+
+// PidFile is the daemon's locked pid file.
+type PidFile struct {
+	FD   int // fd table index, -1 = not handed over
+	Path string
 }
 
 // Listener is the listening unix socket clients connect to.

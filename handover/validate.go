@@ -100,6 +100,10 @@ func (v *validator) check() {
 	v.text("BootID", s.BootID, 0, 64)
 	v.config(&s.Config)
 	v.fd("listener", s.Listener.FD)
+	if s.PidFile.FD != -1 {
+		v.fd("pid file", s.PidFile.FD)
+	}
+	v.text("pid file path", s.PidFile.Path, 0, MaxPathLen)
 	v.text("listener path", s.Listener.Path, 0, MaxPathLen)
 
 	spaces := make(map[string]*Lockspace, len(s.Lockspaces))
@@ -248,6 +252,9 @@ func (v *validator) lease(what string, l *Lease, spaces map[string]*Lockspace) {
 // fdRefs returns a pointer to every fd index field, listener first.
 func (s *State) fdRefs() []*int {
 	refs := []*int{&s.Listener.FD}
+	if s.PidFile.FD != -1 {
+		refs = append(refs, &s.PidFile.FD)
+	}
 	for i := range s.Clients {
 		refs = append(refs, &s.Clients[i].FD)
 	}
