@@ -1,10 +1,12 @@
 package handover
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -102,14 +104,25 @@ func (c *ctlConn) send(typ uint32, body []byte, fds []int) error {
 	return nil
 }
 
-// recv reads one message. A deadline of zero waits without limit. io.EOF
+// recv reads one message. A deadline of zero waits without limit; the
+// context's end also ends the wait, with the context's error. errEOF
 // means the peer closed its end. Received fds are close-on-exec.
-func (c *ctlConn) recv(deadline time.Time) (*message, error) {
+func (c *ctlConn) recv(ctx context.Context, deadline time.Time) (*message, error) {
+	// The deadline is set before the AfterFunc is registered, so a
+	// context that is already done cannot be overridden by it.
 	_ = c.c.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = c.c.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
 	b := make([]byte, msgHeaderSize+maxMsgBody+1)
 	oob := make([]byte, unix.CmsgSpace(4*maxFDsPerMsg))
 	n, oobn, flags, _, err := c.c.ReadMsgUnix(b, oob)
 	fds, perr := parseRights(oob[:oobn])
+	if errors.Is(err, io.EOF) {
+		err = errEOF
+	}
+	if err != nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		closeFDs(fds)
 		return nil, err

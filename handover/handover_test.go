@@ -141,7 +141,7 @@ func childMain(mode string) int {
 // oldServer is the serving image in the test process: a line server that
 // answers "old NAME LINE", and the Source for Handover.
 type oldServer struct {
-	t       *testing.T
+	t       testing.TB
 	l       *net.UnixListener
 	pidFile *os.File // locked with an OFD lock, as the daemon's
 
@@ -163,7 +163,7 @@ type oldConn struct {
 	slot int
 }
 
-func newOldServer(t *testing.T) (*oldServer, string) {
+func newOldServer(t testing.TB) (*oldServer, string) {
 	dir, err := os.MkdirTemp("", "ho")
 	if err != nil {
 		t.Fatal(err)
@@ -324,12 +324,12 @@ func (s *oldServer) Resume() {
 
 // client is a test client connection.
 type client struct {
-	t *testing.T
+	t testing.TB
 	c net.Conn
 	r *bufio.Reader
 }
 
-func dial(t *testing.T, path string) *client {
+func dial(t testing.TB, path string) *client {
 	c, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -360,7 +360,7 @@ func (c *client) expect(line, want string) {
 	}
 }
 
-func childSpec(t *testing.T, mode string) Spec {
+func childSpec(t testing.TB, mode string) Spec {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -551,4 +551,47 @@ func TestParseEnv(t *testing.T) {
 			t.Errorf("parseEnv(%q) accepted", bad)
 		}
 	}
+}
+
+// BenchmarkHandover measures a whole handover to a fresh new image with
+// one client, and the part of it during which nothing is served (from
+// Quiesce to Handover returning) as quiesced-ms.
+func BenchmarkHandover(b *testing.B) {
+	var quiesced time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		srv, path := newOldServer(b)
+		c1 := dial(b, path)
+		var q0 time.Time
+		srv.beforeQuiesce = func() { q0 = time.Now() }
+		spec := childSpec(b, "serve")
+		b.StartTimer()
+		res, err := Handover(context.Background(), spec, srv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		quiesced += time.Since(q0)
+		b.StopTimer()
+		srv.stop()
+		c1.expect("x", fmt.Sprintf("new %d c1 x", res.Pid))
+		fmt.Fprintf(c1.c, "quit\n")
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(quiesced.Microseconds())/1000/float64(b.N), "quiesced-ms/op")
+}
+
+// TestHandoverCancelled: a cancelled context ends the handover like any
+// other failure.
+func TestHandoverCancelled(t *testing.T) {
+	srv, path := newOldServer(t)
+	c1 := dial(t, path)
+	c1.expect("a", "old c1 a")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Handover(ctx, childSpec(t, "hang"), srv)
+	var he *Error
+	if !errors.As(err, &he) || !errors.Is(err, context.Canceled) || he.Stage != StageReady || he.Status != "signal: killed" {
+		t.Fatalf("error %v", err)
+	}
+	c1.expect("b", "old c1 b")
 }

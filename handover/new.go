@@ -167,16 +167,11 @@ func (t *Taker) Ready(ctx context.Context) (*Adopted, error) {
 	if err := t.ctl.send(msgReady, r.encode(), nil); err != nil {
 		return nil, t.fail(err)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = t.ctl.c.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
 	files := append([]*os.File(nil), t.initial...)
 	var added int
 	for {
-		m, err := t.ctl.recv(time.Time{})
+		m, err := t.ctl.recv(ctx, time.Time{})
 		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
 			return nil, t.fail(fmt.Errorf("waiting for COMMIT: %w", err))
 		}
 		switch m.typ {
@@ -270,20 +265,18 @@ func (t *Taker) TookOver(ctx context.Context) error {
 	if t.done {
 		return errors.New("handover already ended")
 	}
-	if err := t.ctl.send(msgTookOver, nil, nil); err != nil {
-		return t.fail(err)
+	var m *message
+	err := t.ctl.send(msgTookOver, nil, nil)
+	if err == nil {
+		m, err = t.ctl.recv(ctx, time.Time{})
+	} else if errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) {
+		err = errEOF
 	}
-	stop := context.AfterFunc(ctx, func() { _ = t.ctl.c.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	m, err := t.ctl.recv(time.Time{})
 	switch {
 	case err == nil && m.typ == msgGo:
 	case errors.Is(err, errEOF):
 		// The old image exited after COMMIT: it no longer serves.
 	case err != nil:
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
 		return t.fail(fmt.Errorf("waiting for GO: %w", err))
 	default:
 		closeFDs(m.fds)

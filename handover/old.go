@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -384,42 +383,27 @@ func withoutEnv(envs []string, key string) []string {
 // await waits for a message of type want. An ERROR, another type, EOF, the
 // new image's exit, the context or the timeout end the wait with an error.
 func (h *oldSide) await(ctx context.Context, timeout time.Duration, want uint32) (*message, error) {
-	type got struct {
-		m   *message
-		err error
-	}
-	ch := make(chan got, 1)
-	deadline := time.Now().Add(timeout)
-	go func() {
-		m, err := h.ctl.recv(deadline)
-		ch <- got{m, err}
-	}()
-	var g got
-	select {
-	case g = <-ch:
-	case <-ctx.Done():
-		_ = h.ctl.c.SetReadDeadline(time.Unix(1, 0))
-		<-ch
-		return nil, ctx.Err()
-	}
-	if g.err != nil {
+	m, err := h.ctl.recv(ctx, time.Now().Add(timeout))
+	if err != nil {
 		var ne interface{ Timeout() bool }
 		switch {
-		case errors.As(g.err, &ne) && ne.Timeout():
+		case ctx.Err() != nil:
+			return nil, err
+		case errors.As(err, &ne) && ne.Timeout():
 			return nil, fmt.Errorf("%w after %v waiting for %s", ErrTimeout, timeout, msgName(want))
-		case errors.Is(g.err, errEOF) || errors.Is(g.err, io.EOF):
+		case errors.Is(err, errEOF):
 			return nil, fmt.Errorf("new image closed the control channel before %s", msgName(want))
 		}
-		return nil, g.err
+		return nil, err
 	}
-	closeFDs(g.m.fds) // the new image never sends fds
-	switch g.m.typ {
+	closeFDs(m.fds) // the new image never sends fds
+	switch m.typ {
 	case want:
-		return g.m, nil
+		return m, nil
 	case msgError:
-		return nil, fmt.Errorf("%w: %s", ErrRejected, printable(g.m.body))
+		return nil, fmt.Errorf("%w: %s", ErrRejected, printable(m.body))
 	}
-	return nil, fmt.Errorf("%w: %s while waiting for %s", errGarbage, msgName(g.m.typ), msgName(want))
+	return nil, fmt.Errorf("%w: %s while waiting for %s", errGarbage, msgName(m.typ), msgName(want))
 }
 
 // finalBlob maps the final snapshot onto the inherited fd table plus the
