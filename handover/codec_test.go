@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +79,16 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDecodeRejects(t *testing.T) {
+type rejectCase struct {
+	name string
+	blob []byte
+	want error
+	text string
+}
+
+// rejectCases are blobs Decode must refuse, with the error and a piece
+// of its text. They also seed the fuzz corpus (TestWriteSeedCorpus).
+func rejectCases(t testing.TB) []rejectCase {
 	good, err := Encode(sampleState())
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +112,7 @@ func TestDecodeRejects(t *testing.T) {
 		}
 		return seal(FormatVersion, p)
 	}
-	for _, tc := range []struct {
-		name string
-		blob []byte
-		want error
-		text string
-	}{
+	return []rejectCase{
 		{"empty", nil, ErrNotState, "shorter than"},
 		{"short", good[:headerSize-1], ErrNotState, "shorter than"},
 		{"magic", flip(0), ErrNotState, "bad magic"},
@@ -148,7 +155,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"event space", mutate(func(s *State) { s.Clients[0].EventLockspace = "nope" }), ErrInvalid, "not joined"},
 		{"orphan pid", mutate(func(s *State) { s.Orphans[0].Pid = 0 }), ErrInvalid, "pid 0"},
 		{"registered pid", mutate(func(s *State) { s.Clients[1].Pid = 0 }), ErrInvalid, "want -1"},
-	} {
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	for _, tc := range rejectCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Decode(tc.blob)
 			if s != nil || !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
@@ -222,6 +233,47 @@ func FuzzPayload(f *testing.F) {
 			t.Fatalf("accepted state does not re-encode: %v", err)
 		}
 	})
+}
+
+// TestWriteSeedCorpus regenerates testdata/fuzz from sampleState and
+// rejectCases when HANDOVER_WRITE_CORPUS=1 (after a format change):
+//
+//	HANDOVER_WRITE_CORPUS=1 go test -run TestWriteSeedCorpus ./handover
+func TestWriteSeedCorpus(t *testing.T) {
+	if os.Getenv("HANDOVER_WRITE_CORPUS") != "1" {
+		t.Skip("set HANDOVER_WRITE_CORPUS=1 to rewrite testdata/fuzz")
+	}
+	good, err := Encode(sampleState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(fuzz, name string, b []byte) {
+		dir := filepath.Join("testdata", "fuzz", fuzz)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		name = strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '-'
+		}, strings.ToLower(name))
+		data := "go test fuzz v1\n[]byte(" + strconv.Quote(string(b)) + ")\n"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("FuzzDecode", "valid-sample", good)
+	write("FuzzPayload", "valid-sample", good[headerSize:])
+	for _, tc := range rejectCases(t) {
+		if len(tc.blob) > 1<<20 {
+			continue
+		}
+		write("FuzzDecode", "reject-"+tc.name, tc.blob)
+		if len(tc.blob) >= headerSize {
+			write("FuzzPayload", "reject-"+tc.name, tc.blob[headerSize:])
+		}
+	}
 }
 
 func TestSealHelperMatchesEncode(t *testing.T) {

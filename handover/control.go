@@ -117,7 +117,8 @@ func (c *ctlConn) recv(ctx context.Context, deadline time.Time) (*message, error
 	oob := make([]byte, unix.CmsgSpace(4*maxFDsPerMsg))
 	n, oobn, flags, _, err := c.c.ReadMsgUnix(b, oob)
 	fds, perr := parseRights(oob[:oobn])
-	if errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) || errors.Is(err, unix.ECONNRESET) {
+		// ECONNRESET: the peer closed with our last packet unread.
 		err = errEOF
 	}
 	if err != nil && ctx.Err() != nil {
