@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -36,6 +38,8 @@ func childMain(mode string) int {
 		fmt.Fprintf(os.Stderr, "child %d: "+format+"\n", append([]any{os.Getpid()}, args...)...)
 	}
 	switch mode {
+	case "old":
+		return oldMain()
 	case "exit":
 		return 3
 	case "garbage":
@@ -138,10 +142,42 @@ func childMain(mode string) int {
 	}
 }
 
+// oldMain is an old image in its own process: it serves on
+// $HANDOVER_TEST_DIR/s and, on SIGUSR1, hands over to this binary in the
+// mode $HANDOVER_TEST_NEW. It prints "ready", then "handed over to PID"
+// and exits at once (as the daemon must), or "failed: ERROR" and serves on.
+func oldMain() int {
+	dir := os.Getenv("HANDOVER_TEST_DIR")
+	srv, err := listenOld(dir, func(f string, a ...any) { fmt.Fprintf(os.Stderr, "old: "+f+"\n", a...) })
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "old: %v\n", err)
+		return 2
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	fmt.Println("ready")
+	exe, _ := os.Executable()
+	for range usr1 {
+		res, err := Handover(context.Background(), Spec{
+			Path:   exe,
+			Args:   []string{exe, "-test.run=^$"},
+			Env:    append(os.Environ(), childModeEnv+"="+os.Getenv("HANDOVER_TEST_NEW")),
+			Stderr: os.Stderr,
+		}, srv)
+		if err != nil {
+			fmt.Printf("failed: %v\n", err)
+			continue
+		}
+		fmt.Printf("handed over to %d\n", res.Pid)
+		return 0
+	}
+	return 0
+}
+
 // oldServer is the serving image in the test process: a line server that
 // answers "old NAME LINE", and the Source for Handover.
 type oldServer struct {
-	t       testing.TB
+	errorf  func(format string, args ...any)
 	l       *net.UnixListener
 	pidFile *os.File // locked with an OFD lock, as the daemon's
 
@@ -170,23 +206,33 @@ func newOldServer(t testing.TB) (*oldServer, string) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "s")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	s, err := listenOld(dir, t.Errorf)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(s.stop)
+	return s, path
+}
+
+// listenOld starts an oldServer on dir/s with the pid file dir/pid.
+func listenOld(dir string, errorf func(string, ...any)) (*oldServer, error) {
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
+	if err != nil {
+		return nil, err
 	}
 	l.SetUnlinkOnClose(false)
 	pf, err := os.OpenFile(filepath.Join(dir, "pid"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := ofdLock(pf); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
+	pf.Truncate(0)
 	fmt.Fprintf(pf, "%d\n", os.Getpid())
-	s := &oldServer{t: t, l: l, pidFile: pf, conns: map[*net.UnixConn]*oldConn{}}
+	s := &oldServer{errorf: errorf, l: l, pidFile: pf, conns: map[*net.UnixConn]*oldConn{}}
 	s.start()
-	t.Cleanup(s.stop)
-	return s, path
+	return s, nil
 }
 
 func (s *oldServer) start() {
@@ -214,7 +260,7 @@ func (s *oldServer) acceptLoop() {
 		c, err := s.l.AcceptUnix()
 		if err != nil {
 			if !s.stopped() {
-				s.t.Errorf("old accept: %v", err)
+				s.errorf("old accept: %v", err)
 			}
 			return
 		}
@@ -594,4 +640,86 @@ func TestHandoverCancelled(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	c1.expect("b", "old c1 b")
+}
+
+// TestHandoverBetweenProcesses: the old image is a process of its own
+// that exits after the handover, as the daemon will; its client keeps
+// its connection, now served by the new image, which outlives its parent.
+// A failed handover first (the new image exits at start) leaves the old
+// process serving.
+func TestHandoverBetweenProcesses(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ho")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errf, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errf.Close()
+	t.Cleanup(func() {
+		if b, _ := os.ReadFile(errf.Name()); len(b) > 0 {
+			t.Logf("stderr of the images:\n%s", b)
+		}
+	})
+	start := func(newMode string) (*exec.Cmd, *bufio.Reader) {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), childModeEnv+"=old", "HANDOVER_TEST_DIR="+dir, "HANDOVER_TEST_NEW="+newMode)
+		cmd.Stderr = errf
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		r := bufio.NewReader(out)
+		if line, err := r.ReadString('\n'); line != "ready\n" {
+			t.Fatalf("old image says %q, %v", line, err)
+		}
+		return cmd, r
+	}
+	path := filepath.Join(dir, "s")
+
+	// The old process does not wait for the new image it hands over to,
+	// so it serves with a new image that exits at start first: the old
+	// one must stay.
+	old, out := start("exit")
+	c1 := dial(t, path)
+	c1.expect("a", "old c1 a")
+	old.Process.Signal(syscall.SIGUSR1)
+	if line, _ := out.ReadString('\n'); !strings.HasPrefix(line, "failed: ") || !strings.Contains(line, "exit status 3") {
+		t.Fatalf("old image after a failed handover: %q", line)
+	}
+	c1.expect("b", "old c1 b")
+	old.Process.Kill()
+	old.Wait()
+
+	os.Remove(path)
+	old, out = start("serve")
+	c1 = dial(t, path)
+	c1.expect("a", "old c1 a")
+	old.Process.Signal(syscall.SIGUSR1)
+	line, _ := out.ReadString('\n')
+	var pid int
+	if _, err := fmt.Sscanf(line, "handed over to %d\n", &pid); err != nil {
+		t.Fatalf("old image after the handover: %q", line)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if err := old.Wait(); err != nil {
+		t.Fatalf("old image: %v", err)
+	}
+	c1.expect("x", fmt.Sprintf("new %d c1 x", pid))
+	c2 := dial(t, path)
+	c2.expect("y", fmt.Sprintf("new %d - y", pid))
+	if b, err := os.ReadFile(filepath.Join(dir, "pid")); err != nil || string(b) != fmt.Sprintf("%d\n", pid) {
+		t.Fatalf("pid file %q, %v; want %d", b, err, pid)
+	}
+	fmt.Fprintf(c2.c, "quit\n")
 }
