@@ -723,3 +723,23 @@ func TestHandoverBetweenProcesses(t *testing.T) {
 	}
 	fmt.Fprintf(c2.c, "quit\n")
 }
+
+// TestHandoverBusy: a second handover while one runs fails at once and
+// does not touch the first.
+func TestHandoverBusy(t *testing.T) {
+	srv, path := newOldServer(t)
+	c1 := dial(t, path)
+	var second error
+	srv.beforeQuiesce = func() { _, second = Handover(context.Background(), childSpec(t, "serve"), srv) }
+	res, err := Handover(context.Background(), childSpec(t, "serve"), srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(res.Pid, syscall.SIGKILL) })
+	var he *Error
+	if !errors.As(second, &he) || !errors.Is(second, ErrBusy) {
+		t.Fatalf("second handover: %v", second)
+	}
+	srv.stop()
+	c1.expect("x", fmt.Sprintf("new %d c1 x", res.Pid))
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -113,6 +114,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrRejected wraps the reason the new image gave in an ERROR message.
 var ErrRejected = errors.New("new image rejected the handover")
 
+// ErrBusy is a handover asked for while another one runs (a SIGUSR1 and
+// a reexec command at once).
+var ErrBusy = errors.New("another handover is in progress")
+
+// running serialises handovers in this process.
+var running sync.Mutex
+
 // ErrTimeout is a step of the handover that took too long.
 var ErrTimeout = errors.New("timed out")
 
@@ -121,6 +129,10 @@ var ErrTimeout = errors.New("timed out")
 // as Result says. On failure the error is an *Error and the caller keeps
 // serving.
 func Handover(ctx context.Context, spec Spec, src Source) (*Result, error) {
+	if !running.TryLock() {
+		return nil, &Error{Path: spec.Path, Stage: StageSnapshot, Err: ErrBusy}
+	}
+	defer running.Unlock()
 	h := &oldSide{spec: spec, src: src}
 	if h.spec.ReadyTimeout <= 0 {
 		h.spec.ReadyTimeout = 10 * time.Second
