@@ -74,7 +74,10 @@ type Spec struct {
 // Result describes a completed handover. The old image must then exit
 // without touching what it handed over: no close of a lease, no
 // deactivation of a wdmd session, no unlink of the socket or pid file,
-// no shutdown(2) of a connection (closing its own fds is harmless).
+// no shutdown(2) of a connection. Closing its own fds is harmless, except
+// a net.UnixListener's Close, which unlinks the socket path unless
+// SetUnlinkOnClose(false) was called: simplest is to exit without
+// closing anything.
 type Result struct {
 	Pid int // the new image's pid, which now serves
 }
