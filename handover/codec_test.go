@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -263,6 +264,16 @@ func TestWriteSeedCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A released format is written once and kept.
+	v := filepath.Join("testdata", "formats", fmt.Sprintf("v%d.blob", FormatVersion))
+	if _, err := os.Stat(v); os.IsNotExist(err) {
+		if err := os.MkdirAll(filepath.Dir(v), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(v, good, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	write("FuzzDecode", "valid-sample", good)
 	write("FuzzPayload", "valid-sample", good[headerSize:])
 	for _, tc := range rejectCases(t) {
@@ -283,5 +294,31 @@ func TestSealHelperMatchesEncode(t *testing.T) {
 	}
 	if sha256.Size != 32 {
 		t.Fatal("sha256 size")
+	}
+}
+
+// TestReleasedFormats: every format version ever written stays readable
+// (issue 14: a newer binary accepts the older format). testdata/formats
+// holds one blob per version, written once by TestWriteSeedCorpus from
+// sampleState and never rewritten; a change that breaks one of them needs
+// a decodePayload case instead (docs/upgrade.md "Versioning").
+func TestReleasedFormats(t *testing.T) {
+	names, err := filepath.Glob(filepath.Join("testdata", "formats", "v*.blob"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no released formats in testdata/formats: %v", err)
+	}
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if s.Lockspaces[0].Generation != 3 || s.Tokens[0].Lver != 7 || s.Clients[0].Name != "holder" ||
+			s.Lockspaces[0].Wdmd.Name != "sanlock_ls1:1" || len(s.Orphans) != 1 {
+			t.Fatalf("%s: decoded %+v", name, s)
+		}
 	}
 }
