@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -287,6 +288,14 @@ func (s *oldServer) serve(oc *oldConn) {
 			}
 			return
 		}
+		if line == "bye\n" {
+			s.mu.Lock()
+			delete(s.conns, oc.c)
+			s.mu.Unlock()
+			fmt.Fprintf(oc.c, "bye\n")
+			oc.c.Close()
+			return
+		}
 		fmt.Fprintf(oc.c, "old %s %s", oc.name, line)
 	}
 }
@@ -437,12 +446,17 @@ func TestHandover(t *testing.T) {
 	srv, path := newOldServer(t)
 	c1 := dial(t, path)
 	c1.expect("a", "old c1 a")
+	c0 := dial(t, path)
+	c0.expect("a", "old c2 a")
 	// c2 connects after the snapshot, just before the quiesce: its fd
-	// travels with COMMIT instead of being inherited at start.
+	// travels with COMMIT instead of being inherited at start. c0 goes
+	// away in between: its fd was inherited but is not in the final
+	// state, and the new image must close it.
 	var c2 *client
 	srv.beforeQuiesce = func() {
 		c2 = dial(t, path)
-		c2.expect("b", "old c2 b")
+		c2.expect("b", "old c3 b")
+		c0.expect("bye", "bye")
 	}
 
 	res, err := Handover(context.Background(), childSpec(t, "serve"), srv)
@@ -457,7 +471,13 @@ func TestHandover(t *testing.T) {
 	srv.stop()
 
 	c1.expect("x", fmt.Sprintf("new %d c1 x", res.Pid))
-	c2.expect("y", fmt.Sprintf("new %d c2 y", res.Pid))
+	c2.expect("y", fmt.Sprintf("new %d c3 y", res.Pid))
+	// Every copy of c0's connection is closed: it reads EOF (a leaked
+	// copy in the new image would make this read wait for the deadline).
+	c0.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if b, err := c0.r.ReadString('\n'); err != io.EOF {
+		t.Fatalf("closed client read %q, %v; want EOF", b, err)
+	}
 	c3 := dial(t, path)
 	c3.expect("z", fmt.Sprintf("new %d - z", res.Pid))
 	c1.expect("x2", fmt.Sprintf("new %d c1 x2", res.Pid))
