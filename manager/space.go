@@ -234,7 +234,7 @@ func (sp *space) monitor() {
 		case passKilling:
 			interval /= 5
 		default:
-			interval = sp.untilDeadline(run, interval)
+			interval = min(sp.untilDeadline(run, interval), untilBoundary(m.cfg.Clock.Now(), interval))
 		}
 		if m.cfg.Clock.Sleep(sp.ctx, interval) != nil {
 			// Daemon stop: leave without waiting for holders.
@@ -246,6 +246,18 @@ func (sp *space) monitor() {
 			return
 		}
 	}
+}
+
+// untilBoundary is the time from now to the next multiple of every on the
+// clock. Passes that come on the clock's whole seconds (monotime changes
+// exactly there) rather than at each lockspace's own phase let the
+// runtime wake once a second for all idle lockspaces instead of once per
+// lockspace.
+func untilBoundary(now, every time.Duration) time.Duration {
+	if every <= 0 {
+		return every
+	}
+	return every - now%every
 }
 
 // untilDeadline shortens the sleep before the next pass so that it comes
