@@ -793,7 +793,14 @@ func versionString(v uint32) string {
 // live as long as the program (docs/cli.md "command").
 func (c *clientRun) command() int {
 	o := c.o
-	c.printf("register\n")
+	// A terminal gets each line as it is written; into a pipe or a file
+	// the lines stay buffered, so a successful exec drops them (sanlock
+	// 3.8.5's stdio does the same) and only a failure shows them.
+	printf := c.printf
+	if c.env.OutTTY {
+		printf = func(format string, a ...any) { c.printf(format, a...); c.env.Out.Flush() }
+	}
+	printf("register\n")
 	var reg *client.Reg
 	r := c.call(func() (err error) { reg, err = c.cl.Register(); return err })
 	fd := -1
@@ -801,21 +808,20 @@ func (c *clientRun) command() int {
 		fd, r = regFD(reg)
 	}
 	if r < 0 {
-		c.printf("register done %d\n", r)
+		printf("register done %d\n", r)
 		return 0
 	}
-	c.printf("register done %d\n", fd)
-	c.printf("acquire fd %d\n", fd)
+	printf("register done %d\n", fd)
+	printf("acquire fd %d\n", fd)
 	res, flags := c.acquireArgs()
 	r = rv(reg.Acquire(res, flags, nil))
-	c.printf("acquire done %d\n", r)
+	printf("acquire done %d\n", r)
 	if r < 0 {
 		return 1
 	}
 	if o.command == "" {
 		select {} // hold the leases until killed
 	}
-	c.env.Out.Flush()
 	argv := append([]string{o.command}, o.commandArgs...)
 	err := c.env.Exec(o.command, argv, os.Environ())
 	fmt.Fprintf(c.stderr, "execv failed: %s\n", errText(err))

@@ -127,6 +127,32 @@ func runGoExe(t *testing.T, args ...string) (string, int) {
 	return out.String(), rc
 }
 
+// runCommand runs bin with args and extra environment, its stdout a pipe,
+// or with tty a terminal (script(1) gives it a pseudo-terminal; its CRLF
+// line ends are turned back into LF).
+func runCommand(t *testing.T, tty bool, env []string, bin string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	if tty {
+		q := make([]string, 0, len(args)+1)
+		for _, a := range append([]string{bin}, args...) {
+			q = append(q, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+		}
+		cmd = exec.Command("script", "-qec", strings.Join(q, " "), "/dev/null")
+	}
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := cmd.Run()
+	rc := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		rc = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(out.String(), "\r\n", "\n"), rc
+}
+
 // same runs args with both tools (C first) and compares.
 func same(t *testing.T, args ...string) {
 	t.Helper()
@@ -375,11 +401,15 @@ func TestClientVsC(t *testing.T) {
 			cl("command", "-c", "/bin/echo", "hi"),
 			cl("command", "-r", res("R3", 3), "-c", "/nonexistent"),
 		} {
-			cOut, cRC := runC(t, a...)
-			waitReleased(t)
-			gOut, gRC := runGoExe(t, a...)
-			waitReleased(t)
-			check(t, a, cOut, cRC, gOut, gRC)
+			// Into a pipe (the lines are lost at exec) and on a terminal
+			// (each line shows as it is written).
+			for _, tty := range []bool{false, true} {
+				cOut, cRC := runCommand(t, tty, nil, cSanlock, a...)
+				waitReleased(t)
+				gOut, gRC := runCommand(t, tty, []string{asSanlockEV + "=1"}, os.Args[0], a...)
+				waitReleased(t)
+				check(t, append([]string{fmt.Sprintf("tty=%v", tty)}, a...), cOut, cRC, gOut, gRC)
+			}
 		}
 	})
 

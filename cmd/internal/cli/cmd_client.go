@@ -17,6 +17,10 @@ type ClientOptions struct {
 	ErrOut io.Writer
 	Dial   func() (*client.Client, error)
 	Exec   func(path string, argv, env []string) error
+	// OutTTY says stdout is a terminal: "client command" then shows its
+	// lines as they come, and otherwise leaves them in the buffer that
+	// exec discards, as sanlock 3.8.5's stdio does (docs/compat.md).
+	OutTTY bool
 
 	opts *options
 }
@@ -143,7 +147,7 @@ func NewCmdClient(f *Factory) *cobra.Command {
 // instead of running the action (tests).
 func NewCmdClientAction(f *Factory, a clientAction, runF func(*ClientOptions) error) *cobra.Command {
 	return newOptionsCmd(f, "client", a.name(), a.use, a.short, func(o *options) error {
-		opts := &ClientOptions{Action: a.name(), Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial, Exec: f.Exec, opts: o}
+		opts := &ClientOptions{Action: a.name(), Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial, Exec: f.Exec, OutTTY: f.OutTTY, opts: o}
 		if runF != nil {
 			return runF(opts)
 		}

@@ -3,7 +3,10 @@ package cli
 import (
 	"bufio"
 	"io"
+	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/clock"
@@ -40,6 +43,8 @@ type Factory struct {
 	MonotonicSeconds func() uint64
 	// Exec replaces the process ("client command -c").
 	Exec func(path string, argv, env []string) error
+	// OutTTY says Out ends on a terminal (see ClientOptions.OutTTY).
+	OutTTY bool
 }
 
 // NewFactory returns the factory of the real tool writing to stdout and
@@ -58,5 +63,16 @@ func NewFactory(argv0 string, stdout, stderr io.Writer) *Factory {
 		Clock:            func() clock.Clock { return clock.NewSystem() },
 		MonotonicSeconds: monotonicSeconds,
 		Exec:             syscall.Exec,
+		OutTTY:           isTerminal(stdout),
 	}
+}
+
+// isTerminal reports whether w is an open terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
