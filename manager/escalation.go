@@ -10,6 +10,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // killCountMax is the most signals sent to one holder.
@@ -90,10 +91,8 @@ func decideKills(e escalation, holders []holder, kills map[int]*killState) []kil
 				}
 				a.argv = killpathArgv(h.killpath, h.killargs, pidArg)
 				k.ranKillpath = true
-			case a.sig == syscall.SIGKILL && h.restrict&client.RestrictSigkill != 0:
-				a.sig = syscall.SIGTERM
-			case a.sig == syscall.SIGTERM && h.restrict&client.RestrictSigterm != 0:
-				a.sig = syscall.SIGKILL
+			default:
+				a.sig = wire.RestrictSignal(h.restrict, a.sig)
 			}
 		}
 		out = append(out, a)
