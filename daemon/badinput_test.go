@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -34,27 +35,27 @@ func TestBadHeadersCloseConnection(t *testing.T) {
 	require.NoError(t, err)
 	defer reg.Close()
 
-	m := client.Magic
+	m := wire.Magic
 	cases := []struct {
 		name string
 		b    []byte
 	}{
-		{"bad magic", header(0x12345678, 1, client.CmdVersion, 0, 32, 0, 0, 0)},
+		{"bad magic", header(0x12345678, 1, wire.CmdVersion, 0, 32, 0, 0, 0)},
 		{"zero header", make([]byte, 32)},
 		{"cmd 0", header(m, 1, 0, 0, 32, 0, 0, 0)},
 		{"cmd 41", header(m, 1, 41, 0, 32, 0, 0, 0)},
 		{"cmd 99", header(m, 1, 99, 0, 32, 0, 0, 0)},
 		{"cmd max", header(m, 1, 0xffffffff, 0, 32, 0, 0, 0)},
-		{"proto major 2 status", header(m, 0x00020000, client.CmdStatus, 0, 32, 0, 0, 0)},
-		{"length 2^32-1", header(m, 1, client.CmdVersion, 0, 0xffffffff, 0, 0, 0)},
-		{"length 2^32-32", header(m, 1, client.CmdAddLockspace, 0, 0xffffffe0, 0, 0, 0)},
-		{"length 2^31", header(m, 1, client.CmdSetLVB, 0, 1<<31, 0, 0, 0)},
-		{"length over max", header(m, 1, client.CmdAcquire, 0, 32+wire.DefaultMaxPayload+1, 0, 1, 0xffffffff)},
-		{"set_lvb length near 2^32", append(header(m, 1, client.CmdSetLVB, 0, 0xfffffff0, 0, 0, 0), make([]byte, 128)...)},
-		{"truncated lockspace", append(header(m, 1, client.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 100)...)},
-		{"truncated host_status", append(header(m, 1, client.CmdHostStatus, 0, 32, 0, 0, 0), make([]byte, 1103)...)},
-		{"truncated disk", append(header(m, 1, client.CmdAlign, 0, 32+1040, 0, 0, 0), make([]byte, 1039)...)},
-		{"half header", header(m, 1, client.CmdVersion, 0, 32, 0, 0, 0)[:17]},
+		{"proto major 2 status", header(m, 0x00020000, wire.CmdStatus, 0, 32, 0, 0, 0)},
+		{"length 2^32-1", header(m, 1, wire.CmdVersion, 0, 0xffffffff, 0, 0, 0)},
+		{"length 2^32-32", header(m, 1, wire.CmdAddLockspace, 0, 0xffffffe0, 0, 0, 0)},
+		{"length 2^31", header(m, 1, wire.CmdSetLVB, 0, 1<<31, 0, 0, 0)},
+		{"length over max", header(m, 1, wire.CmdAcquire, 0, 32+wire.DefaultMaxPayload+1, 0, 1, 0xffffffff)},
+		{"set_lvb length near 2^32", append(header(m, 1, wire.CmdSetLVB, 0, 0xfffffff0, 0, 0, 0), make([]byte, 128)...)},
+		{"truncated lockspace", append(header(m, 1, wire.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 100)...)},
+		{"truncated host_status", append(header(m, 1, wire.CmdHostStatus, 0, 32, 0, 0, 0), make([]byte, 1103)...)},
+		{"truncated disk", append(header(m, 1, wire.CmdAlign, 0, 32+1040, 0, 0, 0), make([]byte, 1039)...)},
+		{"half header", header(m, 1, wire.CmdVersion, 0, 32, 0, 0, 0)[:17]},
 	}
 	for _, tc := range cases {
 		c := td.dial()
@@ -81,76 +82,76 @@ func TestBadHeadersCloseConnection(t *testing.T) {
 
 func TestPayloadResultErrors(t *testing.T) {
 	td := startDaemon(t, nil)
-	m := client.Magic
+	m := wire.Magic
 	// As sanlock 3.8.5 (measured): ACQUIRE resolves its target first, so
 	// an unregistered self gets -EBUSY and an unknown pid -ESRCH, whatever
 	// the payload.
 	u := td.dial()
-	_, err := u.Write(header(m, 1, client.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
+	_, err := u.Write(header(m, 1, wire.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
 	require.NoError(t, err)
-	p, err := client.ReadReply(u, client.CmdAcquire)
+	p, err := wire.ReadReply(u, wire.CmdAcquire)
 	require.NoError(t, err)
-	assert.Equal(t, int32(client.RvEBUSY), p.Result())
-	_, err = u.Write(header(m, 1, client.CmdAcquire, 0, 32+56, 5, 9, 999999))
+	assert.Equal(t, int32(rescode.RvEBUSY), p.Result())
+	_, err = u.Write(header(m, 1, wire.CmdAcquire, 0, 32+56, 5, 9, 999999))
 	require.NoError(t, err)
-	p, err = client.ReadReply(u, client.CmdAcquire)
+	p, err = wire.ReadReply(u, wire.CmdAcquire)
 	require.NoError(t, err)
-	assert.Equal(t, int32(client.RvESRCH), p.Result())
+	assert.Equal(t, int32(rescode.RvESRCH), p.Result())
 
 	c := td.dial()
-	_, err = c.Write(header(m, 1, client.CmdRegister, 0, 32, 0, 0, 0))
+	_, err = c.Write(header(m, 1, wire.CmdRegister, 0, 32, 0, 0, 0))
 	require.NoError(t, err)
 	// ACQUIRE with 2^32-1 resources from a registered client: answered
 	// with -E2BIG like sanlock, nothing allocated, connection kept.
-	_, err = c.Write(header(m, 1, client.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
+	_, err = c.Write(header(m, 1, wire.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
 	require.NoError(t, err)
-	p, err = client.ReadReply(c, client.CmdAcquire)
+	p, err = wire.ReadReply(c, wire.CmdAcquire)
 	require.NoError(t, err)
-	assert.Equal(t, int32(client.RvE2BIG), p.Result())
+	assert.Equal(t, int32(rescode.RvE2BIG), p.Result())
 	assert.Equal(t, uint32(5), p.Header.Seq)
 
 	// READ_RESOURCE with num_disks 0: -ERANGE with the resource echoed
 	// (160 bytes, as sanlock), so a client reading a resource reply does
 	// not wait for bytes that never come.
-	r0 := client.Resource{LockspaceName: "LS", Name: "R1", LVer: 5}
+	r0 := wire.Resource{LockspaceName: "LS", Name: "R1", LVer: 5}
 	r0b, err := r0.AppendBinary(nil)
 	require.NoError(t, err)
-	_, err = c.Write(append(header(m, 1, client.CmdReadResource, 0, uint32(32+len(r0b)), 0, 0, 0), r0b...))
+	_, err = c.Write(append(header(m, 1, wire.CmdReadResource, 0, uint32(32+len(r0b)), 0, 0, 0), r0b...))
 	require.NoError(t, err)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	p, err = client.ReadReply(c, client.CmdReadResource)
+	p, err = wire.ReadReply(c, wire.CmdReadResource)
 	require.NoError(t, err)
 	_ = c.SetReadDeadline(time.Time{})
-	assert.Equal(t, int32(client.RvERANGE), p.Result())
-	assert.Equal(t, uint32(32+client.ResourceSize), p.Header.Length)
+	assert.Equal(t, int32(rescode.RvERANGE), p.Result())
+	assert.Equal(t, uint32(32+wire.ResourceSize), p.Header.Length)
 	require.NotNil(t, p.Resource)
 	assert.Equal(t, "R1", p.Resource.Name)
 
 	// Resource with num_disks out of range: -ERANGE, the rest drained.
-	res := client.Resource{LockspaceName: "LS", Name: "R", NumDisks: 9}
+	res := wire.Resource{LockspaceName: "LS", Name: "R", NumDisks: 9}
 	rb, err := res.AppendBinary(nil)
 	require.NoError(t, err)
 	binary.LittleEndian.PutUint32(rb[124:], 9)
-	msg := append(header(m, 1, client.CmdRequest, 0, uint32(32+len(rb)+200), 0, 0, 0), rb...)
+	msg := append(header(m, 1, wire.CmdRequest, 0, uint32(32+len(rb)+200), 0, 0, 0), rb...)
 	msg = append(msg, make([]byte, 200)...)
 	_, err = c.Write(msg)
 	require.NoError(t, err)
-	p, err = client.ReadReply(c, client.CmdRequest)
+	p, err = wire.ReadReply(c, wire.CmdRequest)
 	require.NoError(t, err)
-	assert.Equal(t, int32(client.RvERANGE), p.Result())
+	assert.Equal(t, int32(rescode.RvERANGE), p.Result())
 
 	// Same connection still in sync.
-	_, err = c.Write(header(m, 1, client.CmdVersion, 0, 32, 0, 0, 0))
+	_, err = c.Write(header(m, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
 	require.NoError(t, err)
-	p, err = client.ReadReply(c, client.CmdVersion)
+	p, err = wire.ReadReply(c, wire.CmdVersion)
 	require.NoError(t, err)
-	assert.Equal(t, client.DaemonVersion, p.Header.Data2)
+	assert.Equal(t, wire.DaemonVersion, p.Header.Data2)
 }
 
 func TestStalledPayloadDoesNotBlockOthers(t *testing.T) {
 	td := startDaemon(t, nil)
 	c := td.dial()
-	_, err := c.Write(append(header(client.Magic, 1, client.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 10)...))
+	_, err := c.Write(append(header(wire.Magic, 1, wire.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 10)...))
 	require.NoError(t, err)
 	for range 10 {
 		td.mustVersion()
@@ -170,9 +171,9 @@ func TestRestrictAllIgnoresCommands(t *testing.T) {
 	reg, err := td.cl.Register()
 	require.NoError(t, err)
 	defer reg.Close()
-	require.NoError(t, reg.Restrict(client.RestrictAll))
+	require.NoError(t, reg.Restrict(wire.RestrictAll))
 	c := reg.Conn()
-	_, err = c.Write(header(client.Magic, 1, client.CmdVersion, 0, 32, 0, 0, 0))
+	_, err = c.Write(header(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
 	require.NoError(t, err)
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
 	var b [1]byte
@@ -203,17 +204,17 @@ func TestRandomMessages(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0x5a17))
 	valid := [][]byte{}
-	for _, q := range []*client.Request{
-		client.NewRequest(client.CmdStatus, 0, 0, 0),
-		client.NewRequest(client.CmdVersion, 0, 0, 0),
-		client.NewRequest(client.CmdLogDump, 0, 0, 0),
-		client.NewRequest(client.CmdRegister, 0, 0, 0),
-		{Header: wire.NewHeader(client.CmdInqLockspace, 0, 0, 0), Lockspace: &client.Lockspace{Name: "LS"}},
-		{Header: wire.NewHeader(client.CmdHostStatus, 0, 0, 0), Lockspace: &client.Lockspace{Name: "LS"}},
-		{Header: wire.NewHeader(client.CmdAcquire, 0, 1, 0xffffffff),
-			Resources: []client.Resource{{LockspaceName: "LS", Name: "R", Disks: []client.Disk{{Path: "/x"}}}}},
-		{Header: wire.NewHeader(client.CmdSetLVB, 0, 0, 0),
-			Resources: []client.Resource{{LockspaceName: "LS", Name: "R", NumDisks: 1}}, LVB: []byte("hello")},
+	for _, q := range []*wire.Request{
+		client.NewRequest(wire.CmdStatus, 0, 0, 0),
+		client.NewRequest(wire.CmdVersion, 0, 0, 0),
+		client.NewRequest(wire.CmdLogDump, 0, 0, 0),
+		client.NewRequest(wire.CmdRegister, 0, 0, 0),
+		{Header: wire.NewHeader(wire.CmdInqLockspace, 0, 0, 0), Lockspace: &wire.Lockspace{Name: "LS"}},
+		{Header: wire.NewHeader(wire.CmdHostStatus, 0, 0, 0), Lockspace: &wire.Lockspace{Name: "LS"}},
+		{Header: wire.NewHeader(wire.CmdAcquire, 0, 1, 0xffffffff),
+			Resources: []wire.Resource{{LockspaceName: "LS", Name: "R", Disks: []wire.Disk{{Path: "/x"}}}}},
+		{Header: wire.NewHeader(wire.CmdSetLVB, 0, 0, 0),
+			Resources: []wire.Resource{{LockspaceName: "LS", Name: "R", NumDisks: 1}}, LVB: []byte("hello")},
 	} {
 		b, err := q.MarshalBinary()
 		require.NoError(t, err)
@@ -229,7 +230,7 @@ func TestRandomMessages(t *testing.T) {
 				msg[j] = byte(rng.Uint32())
 			}
 		case 1: // valid header, random fields
-			msg = header(client.Magic, rng.Uint32()&0x3, client.Cmd(rng.IntN(45)), rng.Uint32(),
+			msg = header(wire.Magic, rng.Uint32()&0x3, wire.Cmd(rng.IntN(45)), rng.Uint32(),
 				randLength(rng), rng.Uint32(), rng.Uint32(), rng.Uint32())
 			msg = append(msg, make([]byte, rng.IntN(2400))...)
 		default: // a valid message, mutated and/or truncated
@@ -243,9 +244,9 @@ func TestRandomMessages(t *testing.T) {
 		}
 		if len(msg) >= 12 {
 			// Never ask for a (forced) exit or for disk access.
-			switch client.Cmd(binary.LittleEndian.Uint32(msg[8:])) {
-			case client.CmdShutdown, client.CmdShutdownWait, client.CmdAlign:
-				binary.LittleEndian.PutUint32(msg[8:], uint32(client.CmdVersion))
+			switch wire.Cmd(binary.LittleEndian.Uint32(msg[8:])) {
+			case wire.CmdShutdown, wire.CmdShutdownWait, wire.CmdAlign:
+				binary.LittleEndian.PutUint32(msg[8:], uint32(wire.CmdVersion))
 			}
 		}
 		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: td.srv.SockPath(), Net: "unix"})

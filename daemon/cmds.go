@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -15,35 +15,35 @@ import (
 // lockspace commands whose wire shape is fixed and whose work is done by
 // the LockspaceManager.
 func (s *Server) registerBuiltins() {
-	s.Handle(client.CmdRegister, ClassKeep, cmdRegister)
-	s.Handle(client.CmdVersion, ClassKeep, cmdVersion)
-	s.Handle(client.CmdRestrict, ClassKeep, cmdRestrict)
-	s.Handle(client.CmdStatus, ClassClose, cmdStatus)
-	s.Handle(client.CmdLogDump, ClassClose, cmdLogDump)
-	s.Handle(client.CmdShutdown, ClassClose, cmdShutdown)
-	s.Handle(client.CmdShutdownWait, ClassWork, cmdShutdownWait)
-	s.Handle(client.CmdAlign, ClassWork, cmdAlign)
-	s.Handle(client.CmdAddLockspace, ClassWork, cmdAddLockspace)
-	s.Handle(client.CmdRemLockspace, ClassWork, cmdRemLockspace)
-	s.Handle(client.CmdInqLockspace, ClassWork, cmdInqLockspace)
-	s.Handle(client.CmdGetLockspaces, ClassClose, cmdGetLockspaces)
-	s.Handle(client.CmdHostStatus, ClassClose, cmdHostStatus)
+	s.Handle(wire.CmdRegister, ClassKeep, cmdRegister)
+	s.Handle(wire.CmdVersion, ClassKeep, cmdVersion)
+	s.Handle(wire.CmdRestrict, ClassKeep, cmdRestrict)
+	s.Handle(wire.CmdStatus, ClassClose, cmdStatus)
+	s.Handle(wire.CmdLogDump, ClassClose, cmdLogDump)
+	s.Handle(wire.CmdShutdown, ClassClose, cmdShutdown)
+	s.Handle(wire.CmdShutdownWait, ClassWork, cmdShutdownWait)
+	s.Handle(wire.CmdAlign, ClassWork, cmdAlign)
+	s.Handle(wire.CmdAddLockspace, ClassWork, cmdAddLockspace)
+	s.Handle(wire.CmdRemLockspace, ClassWork, cmdRemLockspace)
+	s.Handle(wire.CmdInqLockspace, ClassWork, cmdInqLockspace)
+	s.Handle(wire.CmdGetLockspaces, ClassClose, cmdGetLockspaces)
+	s.Handle(wire.CmdHostStatus, ClassClose, cmdHostStatus)
 	s.registerDiskCmds()
 }
 
 // cmdRegister: record the peer pid; no reply (docs/protocol.md "Commands" #1).
-func cmdRegister(_ context.Context, c *Conn, _ *client.Request) error {
+func cmdRegister(_ context.Context, c *Conn, _ *wire.Request) error {
 	return c.register()
 }
 
 // cmdVersion: fixed reply header, connection kept (docs/protocol.md "Commands" #28).
-func cmdVersion(_ context.Context, c *Conn, _ *client.Request) error {
-	h := wire.VersionReply(client.DaemonVersion)
+func cmdVersion(_ context.Context, c *Conn, _ *wire.Request) error {
+	h := wire.VersionReply(wire.DaemonVersion)
 	return c.write(h.Bytes())
 }
 
 // cmdRestrict sets the connection's restrict flags and replies 0.
-func cmdRestrict(_ context.Context, c *Conn, q *client.Request) error {
+func cmdRestrict(_ context.Context, c *Conn, q *wire.Request) error {
 	c.mu.Lock()
 	c.restricted = q.Header.CmdFlags
 	c.mu.Unlock()
@@ -52,24 +52,24 @@ func cmdRestrict(_ context.Context, c *Conn, q *client.Request) error {
 
 // cmdStatus streams DAEMON, CLIENT, LOCKSPACE and RESOURCE records up to the
 // requested detail level, then the connection is closed (docs/protocol.md "Commands" #5).
-func cmdStatus(_ context.Context, c *Conn, q *client.Request) error {
+func cmdStatus(_ context.Context, c *Conn, q *wire.Request) error {
 	s := c.srv
 	level := q.Header.Data
-	if level == 0 || level > client.StateResource {
-		level = client.StateResource
+	if level == 0 || level > wire.StateResource {
+		level = wire.StateResource
 	}
 	h := q.Header
-	h.Version, h.Length, h.Data = client.ProtoVersion, client.HeaderSize, 0
+	h.Version, h.Length, h.Data = wire.ProtoVersion, wire.HeaderSize, 0
 	b := h.Bytes()
 
-	recs := []client.StateRecord{s.daemonRecord()}
-	if level >= client.StateClient {
+	recs := []wire.StateRecord{s.daemonRecord()}
+	if level >= wire.StateClient {
 		recs = append(recs, s.clientRecords()...)
 	}
-	if level >= client.StateLockspace {
+	if level >= wire.StateLockspace {
 		recs = append(recs, s.deps.Lockspaces.StatusRecords()...)
 	}
-	if level >= client.StateResource {
+	if level >= wire.StateResource {
 		recs = append(recs, s.deps.Resources.StatusRecords()...)
 	}
 	for i := range recs {
@@ -82,9 +82,9 @@ func cmdStatus(_ context.Context, c *Conn, q *client.Request) error {
 }
 
 // daemonRecord is the DAEMON record (docs/protocol.md "Record texts", snapshot key list).
-func (s *Server) daemonRecord() client.StateRecord {
+func (s *Server) daemonRecord() wire.StateRecord {
 	cfg := &s.cfg
-	v := client.DaemonVersion
+	v := wire.DaemonVersion
 	text := fmt.Sprintf("our_host_name=%s use_watchdog=%d high_priority=%d mlock_level=%d quiet_fail=%d "+
 		"debug_renew=%d debug_clients=%d debug_cmds=0x%x renewal_history_size=%d gid=%d uid=%d "+
 		"sh_retries=%d max_sectors_kb_ignore=%d max_sectors_kb_align=%d max_sectors_kb_num=%d "+
@@ -96,23 +96,23 @@ func (s *Server) daemonRecord() client.StateRecord {
 		cfg.ShRetries, b2i(cfg.MaxSectorsKBIgnore), b2i(cfg.MaxSectorsKBAlign), cfg.MaxSectorsKBNum,
 		cfg.MaxWorkerThreads, cfg.WriteInitIOTimeout, b2i(cfg.UseAIO),
 		cfg.KillGraceSeconds, os.Getpid(), -1, 0, s.startMon,
-		monoSeconds(), Version, v>>24, v>>16&0xff, v>>8&0xff, v, client.ProtoVersion)
-	return client.StateRecord{State: client.State{Type: client.StateDaemon, Name: s.hostName}, Text: text}
+		monoSeconds(), Version, v>>24, v>>16&0xff, v>>8&0xff, v, wire.ProtoVersion)
+	return wire.StateRecord{State: wire.State{Type: wire.StateDaemon, Name: s.hostName}, Text: text}
 }
 
 // clientRecords returns the CLIENT records in slot order: the internal
 // "helper" and "listener" slots, then every connection (docs/protocol.md "Commands" #5).
-func (s *Server) clientRecords() []client.StateRecord {
-	internal := func(slot, fd int, name string) client.StateRecord {
+func (s *Server) clientRecords() []wire.StateRecord {
+	internal := func(slot, fd int, name string) wire.StateRecord {
 		text := fmt.Sprintf("ci=%d fd=%d pid=-1 flags=0 restricted=0 cmd_active=0 cmd_last=0 pid_dead=0 "+
 			"kill_count=0 kill_last=0 suspend=0 need_free=0", slot, fd)
-		return client.StateRecord{State: client.State{Type: client.StateClient, Data32: 0xffffffff, Name: name}, Text: text}
+		return wire.StateRecord{State: wire.State{Type: wire.StateClient, Data32: 0xffffffff, Name: name}, Text: text}
 	}
-	recs := []client.StateRecord{internal(0, -1, "helper"), internal(1, s.lnFD, "listener")}
+	recs := []wire.StateRecord{internal(0, -1, "helper"), internal(1, s.lnFD, "listener")}
 	for _, c := range s.clients() {
 		name, pid, text := c.clientText()
-		recs = append(recs, client.StateRecord{
-			State: client.State{Type: client.StateClient, Data32: uint32(int32(pid)), Name: name},
+		recs = append(recs, wire.StateRecord{
+			State: wire.State{Type: wire.StateClient, Data32: uint32(int32(pid)), Name: name},
 			Text:  text,
 		})
 	}
@@ -121,27 +121,27 @@ func (s *Server) clientRecords() []client.StateRecord {
 
 // cmdLogDump: header with data = byte count, length echoed from the
 // request, then the log bytes; connection closed (docs/protocol.md "Commands" #6).
-func cmdLogDump(_ context.Context, c *Conn, q *client.Request) error {
+func cmdLogDump(_ context.Context, c *Conn, q *wire.Request) error {
 	dump := c.srv.LogDump()
 	h := q.Header
-	h.Version, h.Data = client.ProtoVersion, uint32(len(dump))
+	h.Version, h.Data = wire.ProtoVersion, uint32(len(dump))
 	return c.write(append(h.Bytes(), dump...))
 }
 
 // cmdShutdown: no reply; the connection is closed (docs/protocol.md "Commands" #4).
-func cmdShutdown(_ context.Context, c *Conn, q *client.Request) error {
+func cmdShutdown(_ context.Context, c *Conn, q *wire.Request) error {
 	c.srv.RequestShutdown(q.Header.Data != 0)
 	return nil
 }
 
 // cmdShutdownWait: -EBUSY at once when refused; otherwise the connection is
 // held and answered with a zeroed header at exit (docs/protocol.md "Commands" #29).
-func cmdShutdownWait(_ context.Context, c *Conn, q *client.Request) error {
+func cmdShutdownWait(_ context.Context, c *Conn, q *wire.Request) error {
 	s := c.srv
 	force := q.Header.Data != 0
 	if !force && s.deps.Lockspaces.Count() > 0 {
 		s.lg.Warn("ignore shutdown, lockspace exists")
-		return c.Reply(q, client.RvEBUSY)
+		return c.Reply(q, rescode.RvEBUSY)
 	}
 	if !s.addWaiter(c) {
 		return errCloseConn
@@ -151,56 +151,56 @@ func cmdShutdownWait(_ context.Context, c *Conn, q *client.Request) error {
 }
 
 // cmdAlign: the align size of the disk's sector size (docs/protocol.md "Commands" #12).
-func cmdAlign(_ context.Context, c *Conn, q *client.Request) error {
+func cmdAlign(_ context.Context, c *Conn, q *wire.Request) error {
 	if q.Disk == nil || q.Disk.Path == "" {
-		return c.Reply(q, client.RvENODEV)
+		return c.Reply(q, rescode.RvENODEV)
 	}
 	f, err := diskfmt.OpenFile(q.Disk.Path)
 	if err != nil {
-		return c.Reply(q, client.RvENODEV)
+		return c.Reply(q, rescode.RvENODEV)
 	}
 	sector := f.SectorSize()
 	_ = f.Close()
 	align := diskfmt.LegacyAlign(sector)
 	if align < 0 {
-		return c.Reply(q, client.RvEINVAL)
+		return c.Reply(q, rescode.RvEINVAL)
 	}
 	return c.Reply(q, int32(align))
 }
 
-func lockspaceOf(q *client.Request) client.Lockspace {
+func lockspaceOf(q *wire.Request) wire.Lockspace {
 	if q.Lockspace == nil {
-		return client.Lockspace{}
+		return wire.Lockspace{}
 	}
 	return *q.Lockspace
 }
 
-func cmdAddLockspace(ctx context.Context, c *Conn, q *client.Request) error {
+func cmdAddLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 	err := c.srv.deps.Lockspaces.Add(ctx, manager.AddRequest{Lockspace: lockspaceOf(q),
-		Async: q.Header.CmdFlags&client.AddAsync != 0, IOTimeout: q.Header.Data})
+		Async: q.Header.CmdFlags&wire.AddAsync != 0, IOTimeout: q.Header.Data})
 	return c.Reply(q, result(err))
 }
 
-func cmdRemLockspace(ctx context.Context, c *Conn, q *client.Request) error {
+func cmdRemLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 	f := q.Header.CmdFlags
 	err := c.srv.deps.Lockspaces.Rem(ctx, manager.RemRequest{Lockspace: lockspaceOf(q),
-		Async: f&client.RemAsync != 0, Unused: f&client.RemUnused != 0})
+		Async: f&wire.RemAsync != 0, Unused: f&wire.RemUnused != 0})
 	return c.Reply(q, result(err))
 }
 
-func cmdInqLockspace(ctx context.Context, c *Conn, q *client.Request) error {
+func cmdInqLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 	err := c.srv.deps.Lockspaces.Inq(ctx, manager.InqRequest{Lockspace: lockspaceOf(q),
-		Wait: q.Header.CmdFlags&client.InqWait != 0})
+		Wait: q.Header.CmdFlags&wire.InqWait != 0})
 	return c.Reply(q, result(err))
 }
 
 // cmdGetLockspaces: header (length 32 + 1104 x count, data2 = count) and the
 // lockspaces; connection closed (docs/protocol.md "Commands" #22).
-func cmdGetLockspaces(_ context.Context, c *Conn, q *client.Request) error {
+func cmdGetLockspaces(_ context.Context, c *Conn, q *wire.Request) error {
 	list := c.srv.deps.Lockspaces.List()
 	h := q.Header
-	h.Version, h.Data = client.ProtoVersion, 0
-	h.Length = uint32(client.HeaderSize + client.LockspaceSize*len(list))
+	h.Version, h.Data = wire.ProtoVersion, 0
+	h.Length = uint32(wire.HeaderSize + wire.LockspaceSize*len(list))
 	h.Data2 = uint32(len(list))
 	b := h.Bytes()
 	for i := range list {
@@ -214,11 +214,11 @@ func cmdGetLockspaces(_ context.Context, c *Conn, q *client.Request) error {
 
 // cmdHostStatus: header (length 32, data = result) then HOST records on
 // success; connection closed (docs/protocol.md "Commands" #15).
-func cmdHostStatus(_ context.Context, c *Conn, q *client.Request) error {
+func cmdHostStatus(_ context.Context, c *Conn, q *wire.Request) error {
 	recs, err := c.srv.deps.Lockspaces.HostStatus(lockspaceOf(q).Name)
 	rv := result(err)
 	h := q.Header
-	h.Version, h.Length, h.Data = client.ProtoVersion, client.HeaderSize, uint32(rv)
+	h.Version, h.Length, h.Data = wire.ProtoVersion, wire.HeaderSize, uint32(rv)
 	b := h.Bytes()
 	if rv >= 0 {
 		for i := range recs {

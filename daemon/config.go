@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -40,7 +39,7 @@ const (
 	DefaultDebugCmds uint64 = 0xfffffffffe06ffff
 
 	// HostNameLen is the longest host name (SANLK_NAME_LEN).
-	HostNameLen = client.NameLen
+	HostNameLen = wire.NameLen
 )
 
 // Environment variables read by the daemon (docs/cli.md "Environment").
@@ -344,7 +343,7 @@ func (c *Config) applyDebugCmd(value string) {
 }
 
 // debugCmd reports whether command cmd is logged (debug_cmd).
-func (c *Config) debugCmd(cmd client.Cmd) bool {
+func (c *Config) debugCmd(cmd wire.Cmd) bool {
 	return uint32(cmd) < 64 && c.DebugCmds&(1<<uint32(cmd)) != 0
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -43,7 +44,7 @@ const (
 // c.Reply / c.Write (or nothing, for REGISTER and SHUTDOWN). ctx ends when
 // the daemon stops. A non-nil error is logged and closes the connection.
 // Handlers must not call Server.Stop (use RequestShutdown).
-type Handler func(ctx context.Context, c *Conn, q *client.Request) error
+type Handler func(ctx context.Context, c *Conn, q *wire.Request) error
 
 type route struct {
 	h     Handler
@@ -58,13 +59,13 @@ var ErrHold = errors.New("daemon: connection held by handler")
 
 // Handle registers h for cmd with the given class, replacing any previous
 // handler. It is safe to call while the server runs.
-func (s *Server) Handle(cmd client.Cmd, class Class, h Handler) {
+func (s *Server) Handle(cmd wire.Cmd, class Class, h Handler) {
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
 	s.handlers[cmd] = route{h: s.strictHandler(h), class: class}
 }
 
-func (s *Server) route(cmd client.Cmd) (route, bool) {
+func (s *Server) route(cmd wire.Cmd) (route, bool) {
 	s.hmu.RLock()
 	defer s.hmu.RUnlock()
 	r, ok := s.handlers[cmd]
@@ -91,8 +92,8 @@ type Conn struct {
 	pid        int // -1 until REGISTER
 	registered bool
 	restricted uint32
-	cmdActive  client.Cmd
-	cmdLast    client.Cmd
+	cmdActive  wire.Cmd
+	cmdLast    wire.Cmd
 	pidDead    bool
 	killCount  int
 	killLast   uint64
@@ -198,7 +199,7 @@ func (c *Conn) write(b []byte) error {
 }
 
 // Reply sends the result reply of docs/protocol.md "Header" for q.
-func (c *Conn) Reply(q *client.Request, result int32) error {
+func (c *Conn) Reply(q *wire.Request, result int32) error {
 	h := wire.ResultReply(q.Header, result)
 	c.srv.metricsOf().replied(q, result)
 	return c.write(h.Bytes())
@@ -253,7 +254,7 @@ func (c *Conn) serve() {
 				// A payload the C daemon answers with a result (-E2BIG,
 				// -ERANGE): drain what was announced, reply, go on.
 				c.drain(q)
-				if c.Restricted()&client.RestrictAll != 0 {
+				if c.Restricted()&wire.RestrictAll != 0 {
 					continue
 				}
 				if err := c.replyBadPayload(q, int32(rv.Code)); err != nil {
@@ -266,7 +267,7 @@ func (c *Conn) serve() {
 			}
 			return
 		}
-		if c.Restricted()&client.RestrictAll != 0 {
+		if c.Restricted()&wire.RestrictAll != 0 {
 			continue // never answered (docs/protocol.md "Header checks" step 4)
 		}
 		err = c.dispatch(q)
@@ -290,25 +291,25 @@ func (c *Conn) serve() {
 // unknown pid gives -ESRCH and an unregistered self -EBUSY before -ERANGE.
 // READ_RESOURCE and READ_RESOURCE_OWNERS reply with the resource echoed, as
 // on every other error of theirs.
-func (c *Conn) replyBadPayload(q *client.Request, result int32) error {
+func (c *Conn) replyBadPayload(q *wire.Request, result int32) error {
 	switch q.Header.Cmd {
-	case client.CmdAcquire:
+	case wire.CmdAcquire:
 		if q.Header.Data2 == selfPid {
 			if !c.Registered() {
-				result = client.RvEBUSY
+				result = rescode.RvEBUSY
 			}
 		} else if c.srv.FindClient(int(int32(q.Header.Data2))) == nil {
-			result = client.RvESRCH
+			result = rescode.RvESRCH
 		}
-	case client.CmdReadResource, client.CmdReadResourceOwners:
-		var res client.Resource
+	case wire.CmdReadResource, wire.CmdReadResourceOwners:
+		var res wire.Resource
 		if len(q.Resources) > 0 {
 			res = q.Resources[0]
 		}
 		res.Disks, res.NumDisks = nil, 0
 		h := q.Header
-		h.Version, h.Data, h.Data2 = client.ProtoVersion, uint32(result), 0
-		h.Length = client.HeaderSize + client.ResourceSize
+		h.Version, h.Data, h.Data2 = wire.ProtoVersion, uint32(result), 0
+		h.Length = wire.HeaderSize + wire.ResourceSize
 		b, err := res.AppendBinary(h.Bytes())
 		if err != nil {
 			return err
@@ -322,7 +323,7 @@ func (c *Conn) replyBadPayload(q *client.Request, result int32) error {
 var errCloseConn = errors.New("daemon: close after command")
 
 // dispatch runs the handler of q's command.
-func (c *Conn) dispatch(q *client.Request) error {
+func (c *Conn) dispatch(q *wire.Request) error {
 	s := c.srv
 	cmd := q.Header.Cmd
 	r, ok := s.route(cmd)
@@ -334,7 +335,7 @@ func (c *Conn) dispatch(q *client.Request) error {
 			c.name = cmd.DebugName()
 		case ClassWork:
 			switch cmd {
-			case client.CmdAddLockspace, client.CmdInqLockspace, client.CmdRemLockspace:
+			case wire.CmdAddLockspace, wire.CmdInqLockspace, wire.CmdRemLockspace:
 				c.name = cmd.DebugName()
 			default:
 				c.name = "cmd" + strconv.Itoa(int(cmd))
@@ -355,7 +356,7 @@ func (c *Conn) dispatch(q *client.Request) error {
 		_ = c.Reply(q, -38)
 		return errCloseConn
 	}
-	if cmd != client.CmdRegister && s.cfg.debugCmd(cmd) {
+	if cmd != wire.CmdRegister && s.cfg.debugCmd(cmd) {
 		s.lg.Debug(fmt.Sprintf("cmd_%s %d,%d", cmd.DebugName(), c.slot, c.fd))
 	}
 	err := r.h(s.ctx, c, q)
@@ -370,13 +371,13 @@ func (c *Conn) dispatch(q *client.Request) error {
 
 // drain discards the unread rest of an announced payload, bounded in size
 // and time (docs/protocol.md "Header").
-func (c *Conn) drain(q *client.Request) {
+func (c *Conn) drain(q *wire.Request) {
 	_ = c.uc.SetReadDeadline(time.Now().Add(drainTimeout))
 	_, _ = wire.Drain(c.uc, q, int64(c.srv.cfg.MaxPayload))
 	_ = c.uc.SetReadDeadline(time.Time{})
 }
 
-func (c *Conn) logBad(q *client.Request, err error) {
+func (c *Conn) logBad(q *wire.Request, err error) {
 	f := []zap.Field{zap.Int("ci", c.slot), zap.Int("fd", c.fd), zap.Error(err)}
 	if q != nil {
 		f = append(f, zap.Uint32("cmd", uint32(q.Header.Cmd)), zap.Uint32("length", q.Header.Length))

@@ -22,6 +22,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Differential tests of the disk-only resource-area commands (docs/protocol.md "Commands"
@@ -449,51 +450,51 @@ func dkAPISteps(s *dkSide) string {
 		return err.Error()
 	}
 	cl.Timeout = 30 * time.Second
-	rx := func(name string, off uint64, maxRes uint32) *client.RIndex {
-		return &client.RIndex{LockspaceName: name, MaxResources: maxRes, Disk: client.Disk{Path: s.path, Offset: off}}
+	rx := func(name string, off uint64, maxRes uint32) *wire.RIndex {
+		return &wire.RIndex{LockspaceName: name, MaxResources: maxRes, Disk: wire.Disk{Path: s.path, Offset: off}}
 	}
-	show := func(label string, e *client.REntry, err error) {
+	show := func(label string, e *wire.REntry, err error) {
 		if e == nil {
-			e = &client.REntry{}
+			e = &wire.REntry{}
 		}
 		fmt.Fprintf(&b, "%s: %d %q %d %d %d\n", label, client.ErrorCode(err), e.Name, e.Offset, e.Flags, e.Unused)
 	}
 	x := rx("LS", 34<<20, 2)
 	fmt.Fprintf(&b, "format max 2: %d\n", client.ErrorCode(cl.FormatRIndex(x, 0)))
 	for _, n := range []string{"A", "B", "C"} {
-		e, err := cl.CreateResource(x, 0, &client.REntry{Name: n, Offset: 1234}, 5, 3)
+		e, err := cl.CreateResource(x, 0, &wire.REntry{Name: n, Offset: 1234}, 5, 3)
 		show("create "+n, e, err)
 	}
-	e, err := cl.LookupRIndex(x, 0, &client.REntry{})
+	e, err := cl.LookupRIndex(x, 0, &wire.REntry{})
 	show("lookup free", e, err)
-	e, err = cl.LookupRIndex(x, 0, &client.REntry{Name: "B"})
+	e, err = cl.LookupRIndex(x, 0, &wire.REntry{Name: "B"})
 	show("lookup B", e, err)
-	for _, f := range []uint32{0, client.RXUpAdd, client.RXUpRem, client.RXUpAdd | client.RXUpRem, client.RXUpAdd | client.RXNoLockspace} {
-		e, err = cl.UpdateRIndex(x, f, &client.REntry{Name: "U", Offset: 36 << 20})
+	for _, f := range []uint32{0, wire.RXUpAdd, wire.RXUpRem, wire.RXUpAdd | wire.RXUpRem, wire.RXUpAdd | wire.RXNoLockspace} {
+		e, err = cl.UpdateRIndex(x, f, &wire.REntry{Name: "U", Offset: 36 << 20})
 		show(fmt.Sprintf("update flags %#x", f), e, err)
 	}
-	e, err = cl.LookupRIndex(x, client.RXNoLockspace, &client.REntry{Offset: 36 << 20})
+	e, err = cl.LookupRIndex(x, wire.RXNoLockspace, &wire.REntry{Offset: 36 << 20})
 	show("lookup no lockspace", e, err)
-	show("delete B", nil, cl.DeleteResource(x, 0, &client.REntry{Name: "B"}))
-	fmt.Fprintf(&b, "rebuild no lockspace: %d\n", client.ErrorCode(cl.RebuildRIndex(x, client.RXNoLockspace)))
-	e, err = cl.LookupRIndex(x, 0, &client.REntry{})
+	show("delete B", nil, cl.DeleteResource(x, 0, &wire.REntry{Name: "B"}))
+	fmt.Fprintf(&b, "rebuild no lockspace: %d\n", client.ErrorCode(cl.RebuildRIndex(x, wire.RXNoLockspace)))
+	e, err = cl.LookupRIndex(x, 0, &wire.REntry{})
 	show("lookup free after rebuild", e, err)
-	e, err = cl.CreateResource(rx("LX", 34<<20, 0), client.RXNoLockspace, &client.REntry{Name: "A"}, 0, 0)
+	e, err = cl.CreateResource(rx("LX", 34<<20, 0), wire.RXNoLockspace, &wire.REntry{Name: "A"}, 0, 0)
 	show("create no lockspace", e, err)
 	fmt.Fprintf(&b, "format LX at 38M: %d\n", client.ErrorCode(cl.FormatRIndex(rx("LX", 38<<20, 0), 0)))
-	e, err = cl.LookupRIndex(rx("LX", 38<<20, 0), client.RXNoLockspace, &client.REntry{})
+	e, err = cl.LookupRIndex(rx("LX", 38<<20, 0), wire.RXNoLockspace, &wire.REntry{})
 	show("lookup LX no lockspace", e, err)
-	e, err = cl.LookupRIndex(rx("LX", 38<<20, 0), 0, &client.REntry{})
+	e, err = cl.LookupRIndex(rx("LX", 38<<20, 0), 0, &wire.REntry{})
 	show("lookup LX", e, err)
-	r, err := cl.ReadResource(&client.Resource{Disks: []client.Disk{{Path: s.path, Offset: 36 << 20}}})
+	r, err := cl.ReadResource(&wire.Resource{Disks: []wire.Disk{{Path: s.path, Offset: 36 << 20}}})
 	if r == nil {
-		r = &client.Resource{}
+		r = &wire.Resource{}
 	}
 	fmt.Fprintf(&b, "read 36M: %d %+v\n", client.ErrorCode(err), *r)
-	r, hosts, err := cl.ReadResourceOwners(&client.Resource{LockspaceName: "LS", Name: "A", Flags: client.ResAlign1M,
-		Disks: []client.Disk{{Path: s.path, Offset: 36 << 20}}})
+	r, hosts, err := cl.ReadResourceOwners(&wire.Resource{LockspaceName: "LS", Name: "A", Flags: wire.ResAlign1M,
+		Disks: []wire.Disk{{Path: s.path, Offset: 36 << 20}}})
 	if r == nil {
-		r = &client.Resource{}
+		r = &wire.Resource{}
 	}
 	fmt.Fprintf(&b, "owners 36M: %d %+v %v\n", client.ErrorCode(err), *r, hosts)
 	return b.String()
@@ -607,26 +608,26 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	}
 	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
 	cl := td.cl
-	rx := &client.RIndex{LockspaceName: "LS", Disk: client.Disk{Path: path, Offset: 1 << 20}}
-	require.NoError(t, cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: path}}, 0, 1))
+	rx := &wire.RIndex{LockspaceName: "LS", Disk: wire.Disk{Path: path, Offset: 1 << 20}}
+	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
 	require.NoError(t, cl.FormatRIndex(rx, 0))
 
 	// Not joined: -ENOENT, except with SANLK_RX_NO_LOCKSPACE.
-	_, err := cl.LookupRIndex(rx, 0, &client.REntry{})
-	assert.Equal(t, client.RvENOENT, code(err))
-	e, err := cl.UpdateRIndex(rx, client.RXUpAdd|client.RXNoLockspace, &client.REntry{Name: "Q", Offset: 4 << 20})
+	_, err := cl.LookupRIndex(rx, 0, &wire.REntry{})
+	assert.Equal(t, rescode.RvENOENT, code(err))
+	e, err := cl.UpdateRIndex(rx, wire.RXUpAdd|wire.RXNoLockspace, &wire.REntry{Name: "Q", Offset: 4 << 20})
 	require.NoError(t, err)
-	assert.Equal(t, client.REntry{Name: "Q", Offset: 4 << 20}, *e)
-	e, err = cl.LookupRIndex(rx, client.RXNoLockspace, &client.REntry{Name: "Q"})
+	assert.Equal(t, wire.REntry{Name: "Q", Offset: 4 << 20}, *e)
+	e, err = cl.LookupRIndex(rx, wire.RXNoLockspace, &wire.REntry{Name: "Q"})
 	require.NoError(t, err)
-	assert.Equal(t, client.REntry{Name: "Q", Offset: 4 << 20}, *e)
-	require.NoError(t, cl.RebuildRIndex(rx, client.RXNoLockspace))
-	_, err = cl.LookupRIndex(rx, client.RXNoLockspace, &client.REntry{Name: "Q"})
-	assert.Equal(t, client.RvENOENT, code(err), "rebuild dropped the entry without a lease")
-	_, err = cl.CreateResource(rx, client.RXNoLockspace, &client.REntry{Name: "A"}, 0, 0)
-	assert.Equal(t, client.RvENOENT, code(err), "create always needs the lockspace")
+	assert.Equal(t, wire.REntry{Name: "Q", Offset: 4 << 20}, *e)
+	require.NoError(t, cl.RebuildRIndex(rx, wire.RXNoLockspace))
+	_, err = cl.LookupRIndex(rx, wire.RXNoLockspace, &wire.REntry{Name: "Q"})
+	assert.Equal(t, rescode.RvENOENT, code(err), "rebuild dropped the entry without a lease")
+	_, err = cl.CreateResource(rx, wire.RXNoLockspace, &wire.REntry{Name: "A"}, 0, 0)
+	assert.Equal(t, rescode.RvENOENT, code(err), "create always needs the lockspace")
 
-	require.NoError(t, cl.AddLockspace(&client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}, 0, 2))
+	require.NoError(t, cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, 0, 2))
 	hdr := func() []byte {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
@@ -634,15 +635,15 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	}
 	before := hdr()
 	for _, off := range []uint64{1 << 20, 2 << 20} {
-		_, err = cl.UpdateRIndex(rx, client.RXUpAdd, &client.REntry{Name: "P", Offset: off})
+		_, err = cl.UpdateRIndex(rx, wire.RXUpAdd, &wire.REntry{Name: "P", Offset: off})
 		assert.Equal(t, int(rescode.ErrRindexOffset), code(err), "update at %d", off)
 	}
 	assert.Equal(t, before, hdr(), "header sector untouched")
 	// sanlock 3.8.5 crashes (daemon and direct tool) on a lookup far past
 	// the index; we answer like our direct tool: no entry there.
-	e, err = cl.LookupRIndex(rx, 0, &client.REntry{Offset: 100000 << 20})
+	e, err = cl.LookupRIndex(rx, 0, &wire.REntry{Offset: 100000 << 20})
 	require.NoError(t, err)
-	assert.Equal(t, client.REntry{Offset: 100000 << 20}, *e)
+	assert.Equal(t, wire.REntry{Offset: 100000 << 20}, *e)
 
 	// A second operation while one runs: -EBUSY. The first create is held
 	// inside its rindex_lease acquire by a device that blocks writes there.
@@ -654,7 +655,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 			first <- -1000
 			return
 		}
-		_, err = c.CreateResource(rx, 0, &client.REntry{Name: "A"}, 0, 0)
+		_, err = c.CreateResource(rx, 0, &wire.REntry{Name: "A"}, 0, 0)
 		first <- code(err)
 	}()
 	select {
@@ -662,19 +663,19 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("create did not reach rindex_lease")
 	}
-	_, err = cl.LookupRIndex(rx, 0, &client.REntry{})
-	assert.Equal(t, client.RvEBUSY, code(err), "lookup during create")
-	_, err = cl.CreateResource(rx, 0, &client.REntry{Name: "B"}, 0, 0)
-	assert.Equal(t, client.RvEBUSY, code(err), "create during create")
-	_, err = cl.LookupRIndex(rx, client.RXNoLockspace, &client.REntry{})
+	_, err = cl.LookupRIndex(rx, 0, &wire.REntry{})
+	assert.Equal(t, rescode.RvEBUSY, code(err), "lookup during create")
+	_, err = cl.CreateResource(rx, 0, &wire.REntry{Name: "B"}, 0, 0)
+	assert.Equal(t, rescode.RvEBUSY, code(err), "create during create")
+	_, err = cl.LookupRIndex(rx, wire.RXNoLockspace, &wire.REntry{})
 	assert.NoError(t, err, "SANLK_RX_NO_LOCKSPACE does not take the lockspace slot")
 	gate.Store(false)
 	close(release)
 	assert.Equal(t, 0, <-first)
-	e, err = cl.LookupRIndex(rx, 0, &client.REntry{Name: "A"})
+	e, err = cl.LookupRIndex(rx, 0, &wire.REntry{Name: "A"})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3<<20), e.Offset)
-	lv, err := cl.ReadResource(&client.Resource{Disks: []client.Disk{{Path: path, Offset: 2 << 20}}})
+	lv, err := cl.ReadResource(&wire.Resource{Disks: []wire.Disk{{Path: path, Offset: 2 << 20}}})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), lv.LVer, "rindex_lease taken once")
 }

@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Host events (docs/protocol.md "Events"): a REG_EVENT connection is handed
@@ -18,7 +18,7 @@ import (
 // cmdRegEvent: REG_EVENT. On success the connection is handed to the
 // lockspace (ErrHold) and only event_cb messages are written to it.
 func cmdRegEvent(m *manager.Lockspaces) Handler {
-	return func(_ context.Context, c *Conn, q *client.Request) error {
+	return func(_ context.Context, c *Conn, q *wire.Request) error {
 		name := lockspaceOf(q).Name
 		rv := result(m.RegEvent(name, c))
 		if err := c.write(headerReply(q, rv)); err != nil || rv != 0 {
@@ -39,16 +39,16 @@ func cmdRegEvent(m *manager.Lockspaces) Handler {
 // cmdEndEvent: END_EVENT, sent on a new connection after the client wrote
 // the end marker on its listener.
 func cmdEndEvent(m *manager.Lockspaces) Handler {
-	return func(_ context.Context, c *Conn, q *client.Request) error {
+	return func(_ context.Context, c *Conn, q *wire.Request) error {
 		return c.write(headerReply(q, result(m.EndEvent(lockspaceOf(q).Name))))
 	}
 }
 
 // headerReply is a copy of the request header with version 1, length 32
 // and data = rv (data2 echoed).
-func headerReply(q *client.Request, rv int32) []byte {
+func headerReply(q *wire.Request, rv int32) []byte {
 	h := q.Header
-	h.Version, h.Length, h.Data = client.ProtoVersion, client.HeaderSize, uint32(rv)
+	h.Version, h.Length, h.Data = wire.ProtoVersion, wire.HeaderSize, uint32(rv)
 	return h.Bytes()
 }
 

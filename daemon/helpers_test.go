@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // testDaemon is an in-process server on a short temp run dir.
@@ -97,12 +98,12 @@ func (td *testDaemon) mustVersion() {
 	td.t.Helper()
 	v, proto, err := td.cl.Version()
 	require.NoError(td.t, err)
-	require.Equal(td.t, client.DaemonVersion, v)
-	require.Equal(td.t, client.ProtoVersion, proto)
+	require.Equal(td.t, wire.DaemonVersion, v)
+	require.Equal(td.t, wire.ProtoVersion, proto)
 }
 
 // header encodes a raw header.
-func header(magic, version uint32, cmd client.Cmd, flags, length, seq, data, data2 uint32) []byte {
+func header(magic, version uint32, cmd wire.Cmd, flags, length, seq, data, data2 uint32) []byte {
 	b := make([]byte, 32)
 	le := binary.LittleEndian
 	le.PutUint32(b[0:], magic)

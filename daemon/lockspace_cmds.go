@@ -3,34 +3,34 @@ package daemon
 import (
 	"context"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // registerLockspaceCmds installs the lockspace commands that the core's
 // LockspaceManager interface does not cover (docs/protocol.md "Commands").
 func (s *Server) registerLockspaceCmds(m *manager.Lockspaces) {
-	s.Handle(client.CmdGetHosts, ClassClose, cmdGetHosts(m))
-	s.Handle(client.CmdRenewal, ClassClose, cmdRenewal(m))
-	s.Handle(client.CmdSetConfig, ClassClose, cmdSetConfig(m))
-	s.Handle(client.CmdRegEvent, ClassClose, cmdRegEvent(m))
-	s.Handle(client.CmdEndEvent, ClassClose, cmdEndEvent(m))
-	s.Handle(client.CmdSetEvent, ClassWork, cmdSetEvent(m))
-	s.Handle(client.CmdWriteLockspace, ClassWork, cmdWriteLockspace(m))
-	s.Handle(client.CmdReadLockspace, ClassWork, cmdReadLockspace(m))
-	s.Handle(client.CmdExamineLockspace, ClassWork, cmdExamineLockspace(m))
+	s.Handle(wire.CmdGetHosts, ClassClose, cmdGetHosts(m))
+	s.Handle(wire.CmdRenewal, ClassClose, cmdRenewal(m))
+	s.Handle(wire.CmdSetConfig, ClassClose, cmdSetConfig(m))
+	s.Handle(wire.CmdRegEvent, ClassClose, cmdRegEvent(m))
+	s.Handle(wire.CmdEndEvent, ClassClose, cmdEndEvent(m))
+	s.Handle(wire.CmdSetEvent, ClassWork, cmdSetEvent(m))
+	s.Handle(wire.CmdWriteLockspace, ClassWork, cmdWriteLockspace(m))
+	s.Handle(wire.CmdReadLockspace, ClassWork, cmdReadLockspace(m))
+	s.Handle(wire.CmdExamineLockspace, ClassWork, cmdExamineLockspace(m))
 }
 
 // cmdGetHosts: header (length 32 + 32 x count, data = result, data2 =
 // count) and the hosts; connection closed (docs/protocol.md "Commands" #23).
 func cmdGetHosts(m *manager.Lockspaces) Handler {
-	return func(_ context.Context, c *Conn, q *client.Request) error {
+	return func(_ context.Context, c *Conn, q *wire.Request) error {
 		ls := lockspaceOf(q)
 		hosts, err := m.GetHosts(ls.Name, ls.HostID)
 		rv := result(err)
 		h := q.Header
-		h.Version, h.Data = client.ProtoVersion, uint32(rv)
-		h.Length = uint32(client.HeaderSize + client.HostSize*len(hosts))
+		h.Version, h.Data = wire.ProtoVersion, uint32(rv)
+		h.Length = uint32(wire.HeaderSize + wire.HostSize*len(hosts))
 		h.Data2 = uint32(len(hosts))
 		b := h.Bytes()
 		for i := range hosts {
@@ -46,9 +46,9 @@ func cmdGetHosts(m *manager.Lockspaces) Handler {
 // cmdRenewal: header (length 32, data2 = io_timeout when history is sent)
 // and one RENEWAL record per history entry, oldest first (docs/protocol.md "Commands" #34).
 func cmdRenewal(m *manager.Lockspaces) Handler {
-	return func(_ context.Context, c *Conn, q *client.Request) error {
+	return func(_ context.Context, c *Conn, q *wire.Request) error {
 		h := q.Header
-		h.Version, h.Length = client.ProtoVersion, client.HeaderSize
+		h.Version, h.Length = wire.ProtoVersion, wire.HeaderSize
 		if c.srv.cfg.RenewalHistorySize <= 0 {
 			h.Data = 0
 			return c.write(h.Bytes())
@@ -62,7 +62,7 @@ func cmdRenewal(m *manager.Lockspaces) Handler {
 		h.Data2 = uint32(io)
 		b := h.Bytes()
 		for _, e := range hist {
-			rec := client.StateRecord{State: client.State{Type: client.StateRenewal, Data64: e.Timestamp}, Text: e.String()}
+			rec := wire.StateRecord{State: wire.State{Type: wire.StateRenewal, Data64: e.Timestamp}, Text: e.String()}
 			var err error
 			if b, err = rec.AppendBinary(b); err != nil {
 				return err
@@ -74,15 +74,15 @@ func cmdRenewal(m *manager.Lockspaces) Handler {
 
 // cmdSetConfig: SET_CONFIG, config command in header data (docs/protocol.md "Commands" #33).
 func cmdSetConfig(m *manager.Lockspaces) Handler {
-	return func(_ context.Context, c *Conn, q *client.Request) error {
+	return func(_ context.Context, c *Conn, q *wire.Request) error {
 		return c.write(headerReply(q, result(m.SetConfig(lockspaceOf(q).Name, q.Header.Data))))
 	}
 }
 
 // cmdSetEvent: SET_EVENT (docs/protocol.md "Commands" #32).
 func cmdSetEvent(m *manager.Lockspaces) Handler {
-	return func(_ context.Context, c *Conn, q *client.Request) error {
-		var he client.HostEvent
+	return func(_ context.Context, c *Conn, q *wire.Request) error {
+		var he wire.HostEvent
 		if q.HostEvent != nil {
 			he = *q.HostEvent
 		}
@@ -94,7 +94,7 @@ func cmdSetEvent(m *manager.Lockspaces) Handler {
 // held in the lockspace; the result is 0 whatever it finds, even for an
 // empty name (docs/protocol.md "Commands" #13; checked with sanlock 3.8.5).
 func cmdExamineLockspace(m *manager.Lockspaces) Handler {
-	return func(_ context.Context, c *Conn, q *client.Request) error {
+	return func(_ context.Context, c *Conn, q *wire.Request) error {
 		m.Examine(lockspaceOf(q).Name)
 		return c.Reply(q, 0)
 	}
@@ -103,7 +103,7 @@ func cmdExamineLockspace(m *manager.Lockspaces) Handler {
 // cmdWriteLockspace: initialise the delta leases (docs/protocol.md "Commands" #18). data2 is the
 // io_timeout written into the leases (0: the daemon default).
 func cmdWriteLockspace(m *manager.Lockspaces) Handler {
-	return func(ctx context.Context, c *Conn, q *client.Request) error {
+	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		return c.Reply(q, result(m.WriteLockspace(ctx, lockspaceOf(q), q.Header.Data2)))
 	}
 }
@@ -112,12 +112,12 @@ func cmdWriteLockspace(m *manager.Lockspaces) Handler {
 // with the lockspace name, host_id, size flags and, in data2, the lease's
 // io_timeout (docs/protocol.md "Commands" #20). The lockspace is always sent.
 func cmdReadLockspace(m *manager.Lockspaces) Handler {
-	return func(ctx context.Context, c *Conn, q *client.Request) error {
+	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		out, io, err := m.ReadLockspace(ctx, lockspaceOf(q))
 		rv := result(err)
 		h := q.Header
-		h.Version, h.Data, h.Data2 = client.ProtoVersion, uint32(rv), io
-		h.Length = client.HeaderSize + client.LockspaceSize
+		h.Version, h.Data, h.Data2 = wire.ProtoVersion, uint32(rv), io
+		h.Length = wire.HeaderSize + wire.LockspaceSize
 		b, err := out.AppendBinary(h.Bytes())
 		if err != nil {
 			return err

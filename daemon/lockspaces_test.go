@@ -20,6 +20,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // leaseFile returns a zero-filled file of size bytes under /var/tmp (O_DIRECT
@@ -50,13 +51,13 @@ func startLS(t *testing.T, host string, lcfg manager.LockspacesConfig) (*testDae
 func code(err error) int { return client.ErrorCode(err) }
 
 // waitHosts polls get_hosts until it stops answering -EAGAIN.
-func waitHosts(t *testing.T, cl *client.Client, ls string, id uint64) []client.Host {
+func waitHosts(t *testing.T, cl *client.Client, ls string, id uint64) []wire.Host {
 	t.Helper()
-	var hosts []client.Host
+	var hosts []wire.Host
 	require.Eventually(t, func() bool {
 		var err error
 		hosts, err = cl.GetHosts(ls, id)
-		if code(err) == client.RvEAGAIN {
+		if code(err) == rescode.RvEAGAIN {
 			return false
 		}
 		require.NoError(t, err)
@@ -70,46 +71,46 @@ func TestLockspaceLifecycle(t *testing.T) {
 	td, _ := startLS(t, "hostA", manager.LockspacesConfig{})
 	cl := td.cl
 	path := leaseFile(t, 1<<20)
-	ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 
-	require.NoError(t, cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: path}}, 0, 1))
-	rd, io, err := cl.ReadLockspace(&client.Lockspace{Disk: client.Disk{Path: path}})
+	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
+	rd, io, err := cl.ReadLockspace(&wire.Lockspace{Disk: wire.Disk{Path: path}})
 	require.NoError(t, err)
 	assert.Equal(t, "LS", rd.Name)
 	assert.Equal(t, uint64(1), rd.HostID, "host_id 0 reads host 1")
-	assert.Equal(t, uint32(client.ResAlign1M|client.ResSector512), rd.Flags)
+	assert.Equal(t, uint32(wire.ResAlign1M|wire.ResSector512), rd.Flags)
 	assert.Equal(t, uint32(1), io)
 
-	assert.Equal(t, client.RvENOENT, code(cl.InqLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, code(cl.InqLockspace(ls, 0)))
 	start := time.Now()
 	require.NoError(t, cl.AddLockspace(ls, 0, 1))
 	t.Logf("add_lockspace (sync, io_timeout 1) took %v", time.Since(start))
 	assert.NoError(t, cl.InqLockspace(ls, 0))
-	assert.NoError(t, cl.InqLockspace(&client.Lockspace{Name: "LS", Disk: ls.Disk}, 0), "host_id 0 matches any")
-	assert.Equal(t, client.RvEEXIST, code(cl.AddLockspace(ls, 0, 1)))
-	assert.Equal(t, client.RvEINVAL, code(cl.AddLockspace(&client.Lockspace{Name: "LS", HostID: 2, Disk: ls.Disk}, 0, 1)))
-	assert.Equal(t, client.RvEINVAL, code(cl.AddLockspace(&client.Lockspace{Name: "LT", HostID: 1, Disk: ls.Disk}, 0, 1)))
-	assert.Equal(t, client.RvEINVAL, code(cl.AddLockspace(&client.Lockspace{Name: "LT", HostID: 0, Disk: ls.Disk}, 0, 1)))
+	assert.NoError(t, cl.InqLockspace(&wire.Lockspace{Name: "LS", Disk: ls.Disk}, 0), "host_id 0 matches any")
+	assert.Equal(t, rescode.RvEEXIST, code(cl.AddLockspace(ls, 0, 1)))
+	assert.Equal(t, rescode.RvEINVAL, code(cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 2, Disk: ls.Disk}, 0, 1)))
+	assert.Equal(t, rescode.RvEINVAL, code(cl.AddLockspace(&wire.Lockspace{Name: "LT", HostID: 1, Disk: ls.Disk}, 0, 1)))
+	assert.Equal(t, rescode.RvEINVAL, code(cl.AddLockspace(&wire.Lockspace{Name: "LT", HostID: 0, Disk: ls.Disk}, 0, 1)))
 
 	list, err := cl.GetLockspaces()
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	assert.Equal(t, client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}, list[0])
+	assert.Equal(t, wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, list[0])
 
 	hosts := waitHosts(t, cl, "LS", 0)
 	require.Len(t, hosts, 1)
 	assert.Equal(t, uint64(1), hosts[0].HostID)
 	assert.Equal(t, uint64(1), hosts[0].Generation)
 	assert.Equal(t, uint32(1), hosts[0].IOTimeout)
-	assert.Equal(t, uint32(client.HostLive), hosts[0].Flags)
+	assert.Equal(t, uint32(wire.HostLive), hosts[0].Flags)
 	hosts, err = cl.GetHosts("LS", 5)
 	require.NoError(t, err)
-	assert.Equal(t, []client.Host{{HostID: 5, Flags: client.HostFree}}, hosts)
+	assert.Equal(t, []wire.Host{{HostID: 5, Flags: wire.HostFree}}, hosts)
 	hosts, err = cl.GetHosts("LS", 2001)
 	require.NoError(t, err)
 	assert.Empty(t, hosts)
 	_, err = cl.GetHosts("nope", 0)
-	assert.Equal(t, client.RvENOENT, code(err))
+	assert.Equal(t, rescode.RvENOENT, code(err))
 
 	recs, err := cl.HostStatus("LS")
 	require.NoError(t, err)
@@ -122,18 +123,18 @@ func TestLockspaceLifecycle(t *testing.T) {
 		return err == nil && len(recs) >= 2
 	}, 10*time.Second, 100*time.Millisecond)
 	for _, r := range recs {
-		assert.Equal(t, uint32(client.StateRenewal), r.Type)
+		assert.Equal(t, uint32(wire.StateRenewal), r.Type)
 		assert.Regexp(t, `^timestamp=\d+ read_ms=\d+ write_ms=\d+ next_timeouts=0 next_errors=0$`, r.Text)
 	}
 	assert.True(t, strings.HasPrefix(recs[0].Text, "timestamp="+fmt.Sprint(recs[0].Data64)+" read_ms=0 write_ms=0"), recs[0].Text)
 	_, err = cl.Renewal("nope")
-	assert.Equal(t, client.RvENOSPC, code(err))
+	assert.Equal(t, rescode.RvENOSPC, code(err))
 
 	st, err := cl.Status(0)
 	require.NoError(t, err)
-	var lsRecs []client.StateRecord
+	var lsRecs []wire.StateRecord
 	for _, r := range st {
-		if r.Type == client.StateLockspace {
+		if r.Type == wire.StateLockspace {
 			lsRecs = append(lsRecs, r)
 		}
 	}
@@ -145,58 +146,58 @@ func TestLockspaceLifecycle(t *testing.T) {
 	assert.Equal(t, uint32(512), lsRecs[0].Lockspace.Disk.Pad1)
 	assert.Equal(t, uint64(1), lsRecs[0].Data64)
 
-	assert.Equal(t, client.RvEINVAL, code(cl.SetConfig("LS", 0)))
-	assert.Equal(t, client.RvENOENT, code(cl.SetConfig("nope", client.ConfigUsed)))
-	assert.NoError(t, cl.SetConfig("LS", client.ConfigUsed))
-	assert.NoError(t, cl.SetConfig("LS", client.ConfigUnused))
+	assert.Equal(t, rescode.RvEINVAL, code(cl.SetConfig("LS", 0)))
+	assert.Equal(t, rescode.RvENOENT, code(cl.SetConfig("nope", wire.ConfigUsed)))
+	assert.NoError(t, cl.SetConfig("LS", wire.ConfigUsed))
+	assert.NoError(t, cl.SetConfig("LS", wire.ConfigUnused))
 	assert.NoError(t, cl.ExamineLockspace(ls))
 
 	// A plain shutdown is refused while a lockspace exists.
-	assert.Equal(t, client.RvEBUSY, code(cl.ShutdownWait(false)))
+	assert.Equal(t, rescode.RvEBUSY, code(cl.ShutdownWait(false)))
 
 	start = time.Now()
 	require.NoError(t, cl.RemLockspace(ls, 0))
 	t.Logf("rem_lockspace (sync) took %v", time.Since(start))
-	assert.Equal(t, client.RvENOENT, code(cl.InqLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, code(cl.InqLockspace(ls, 0)))
 	assertReleased(t, path, "LS", 1)
-	assert.Equal(t, client.RvENOENT, code(cl.RemLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, code(cl.RemLockspace(ls, 0)))
 
 	// Async add: in progress, listed with ADD, then joined.
-	require.NoError(t, cl.AddLockspace(ls, client.AddAsync, 1))
-	assert.Equal(t, client.RvEINPROGRESS, code(cl.InqLockspace(ls, 0)))
-	assert.Equal(t, client.RvEINPROGRESS, code(cl.AddLockspace(ls, 0, 1)))
+	require.NoError(t, cl.AddLockspace(ls, wire.AddAsync, 1))
+	assert.Equal(t, rescode.RvEINPROGRESS, code(cl.InqLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvEINPROGRESS, code(cl.AddLockspace(ls, 0, 1)))
 	list, err = cl.GetLockspaces()
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	assert.Equal(t, uint32(client.LSFAdd), list[0].Flags)
-	st, err = cl.Status(client.StateLockspace)
+	assert.Equal(t, uint32(wire.LSFAdd), list[0].Flags)
+	st, err = cl.Status(wire.StateLockspace)
 	require.NoError(t, err)
 	assert.Regexp(t, `^list=add space_id=2 io_timeout=1 .* host_generation=0 .* acquire_last_result=0 renewal_last_result=0 `+
 		`acquire_last_attempt=0 acquire_last_success=0 renewal_last_attempt=0 renewal_last_success=0$`, st[len(st)-1].Text)
 	recs, err = cl.HostStatus("LS")
 	require.NoError(t, err, "a lockspace being added is found")
 	assert.Empty(t, recs)
-	require.NoError(t, cl.InqLockspace(ls, client.InqWait))
+	require.NoError(t, cl.InqLockspace(ls, wire.InqWait))
 	list, err = cl.GetLockspaces()
 	require.NoError(t, err)
 	assert.Equal(t, uint32(0), list[0].Flags)
 
 	// Async rem: eventually gone.
-	require.NoError(t, cl.RemLockspace(ls, client.RemAsync))
-	require.Eventually(t, func() bool { return code(cl.InqLockspace(ls, 0)) == client.RvENOENT }, 10*time.Second, 50*time.Millisecond)
+	require.NoError(t, cl.RemLockspace(ls, wire.RemAsync))
+	require.Eventually(t, func() bool { return code(cl.InqLockspace(ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
 
 	// Rem of an add in progress aborts it.
 	errc := make(chan error, 1)
 	go func() { errc <- cl.AddLockspace(ls, 0, 1) }()
-	require.Eventually(t, func() bool { return code(cl.InqLockspace(ls, 0)) == client.RvEINPROGRESS }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return code(cl.InqLockspace(ls, 0)) == rescode.RvEINPROGRESS }, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, cl.RemLockspace(ls, 0))
 	rv := code(<-errc)
-	assert.Contains(t, []int{client.SanlkError, client.RvEPERM}, rv)
+	assert.Contains(t, []int{client.SanlkError, rescode.RvEPERM}, rv)
 	assert.Equal(t, 0, td.srv.deps.Lockspaces.Count())
 
 	// REM_UNUSED with no resources.
 	require.NoError(t, cl.AddLockspace(ls, 0, 1))
-	require.NoError(t, cl.RemLockspace(ls, client.RemUnused))
+	require.NoError(t, cl.RemLockspace(ls, wire.RemUnused))
 	assert.Equal(t, 0, td.srv.deps.Lockspaces.Count())
 }
 
@@ -225,26 +226,26 @@ func TestAddLockspaceErrors(t *testing.T) {
 	cl := td.cl
 	zero := leaseFile(t, 1<<20)
 	good := leaseFile(t, 1<<20)
-	require.NoError(t, cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: good}}, 0, 1))
+	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: good}}, 0, 1))
 	for _, tc := range []struct {
 		name string
-		ls   client.Lockspace
+		ls   wire.Lockspace
 		want int
 	}{
-		{"empty name", client.Lockspace{HostID: 1, Disk: client.Disk{Path: good}}, client.RvEINVAL},
-		{"host_id 0", client.Lockspace{Name: "LS", Disk: client.Disk{Path: good}}, client.RvEINVAL},
-		{"no path", client.Lockspace{Name: "LS", HostID: 1}, client.RvEINVAL},
-		{"missing file", client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: good + ".none"}}, client.RvENODEV},
-		{"no lease", client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: zero}}, client.SanlkLeaderMagic},
-		{"host_id too big", client.Lockspace{Name: "LS", HostID: 2001, Disk: client.Disk{Path: good}}, client.SanlkAddLSInvalidHostID},
-		{"wrong name", client.Lockspace{Name: "LX", HostID: 1, Disk: client.Disk{Path: good}}, client.SanlkLeaderLockspace},
+		{"empty name", wire.Lockspace{HostID: 1, Disk: wire.Disk{Path: good}}, rescode.RvEINVAL},
+		{"host_id 0", wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: good}}, rescode.RvEINVAL},
+		{"no path", wire.Lockspace{Name: "LS", HostID: 1}, rescode.RvEINVAL},
+		{"missing file", wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: good + ".none"}}, rescode.RvENODEV},
+		{"no lease", wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: zero}}, client.SanlkLeaderMagic},
+		{"host_id too big", wire.Lockspace{Name: "LS", HostID: 2001, Disk: wire.Disk{Path: good}}, client.SanlkAddLSInvalidHostID},
+		{"wrong name", wire.Lockspace{Name: "LX", HostID: 1, Disk: wire.Disk{Path: good}}, client.SanlkLeaderLockspace},
 	} {
 		assert.Equal(t, tc.want, code(cl.AddLockspace(&tc.ls, 0, 1)), tc.name)
 	}
 	assert.Equal(t, 0, td.srv.deps.Lockspaces.Count())
-	_, _, err := cl.ReadLockspace(&client.Lockspace{Disk: client.Disk{Path: zero}})
+	_, _, err := cl.ReadLockspace(&wire.Lockspace{Disk: wire.Disk{Path: zero}})
 	t.Logf("read_lockspace of a zero file: %d", code(err))
-	assert.Equal(t, client.RvENODEV, code(cl.WriteLockspace(&client.Lockspace{Name: "LS"}, 0, 1)))
+	assert.Equal(t, rescode.RvENODEV, code(cl.WriteLockspace(&wire.Lockspace{Name: "LS"}, 0, 1)))
 }
 
 // hangDev is a device whose I/O blocks until the context ends.
@@ -294,29 +295,29 @@ func TestRemKillsHoldersAndUsed(t *testing.T) {
 	cl := td.cl
 	cl.Timeout = 30 * time.Second
 	path := leaseFile(t, 1<<20)
-	require.NoError(t, cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: path}}, 0, 1))
-	ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}
+	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	require.NoError(t, cl.AddLockspace(ls, 0, 1))
 
-	assert.Equal(t, client.RvEBUSY, code(cl.RemLockspace(ls, client.RemUnused)))
-	require.NoError(t, cl.SetConfig("LS", client.ConfigUsed))
-	require.NoError(t, cl.RemLockspace(ls, client.RemAsync))
+	assert.Equal(t, rescode.RvEBUSY, code(cl.RemLockspace(ls, wire.RemUnused)))
+	require.NoError(t, cl.SetConfig("LS", wire.ConfigUsed))
+	require.NoError(t, cl.RemLockspace(ls, wire.RemAsync))
 	assert.Equal(t, "4242 9", <-kills)
 	require.Eventually(t, func() bool {
-		st, _ := cl.Status(client.StateLockspace)
+		st, _ := cl.Status(wire.StateLockspace)
 		for _, r := range st {
-			if r.Type == client.StateLockspace && strings.Contains(r.Text, "space_dead=1 killing_pids=1") &&
+			if r.Type == wire.StateLockspace && strings.Contains(r.Text, "space_dead=1 killing_pids=1") &&
 				!strings.Contains(r.Text, "used_retries=0 ") {
 				return true
 			}
 		}
 		return false
 	}, 10*time.Second, 100*time.Millisecond, "USED blocks the removal")
-	assert.Equal(t, client.RvENOSPC, code(cl.SetConfig("LS", client.ConfigUsed)))
+	assert.Equal(t, rescode.RvENOSPC, code(cl.SetConfig("LS", wire.ConfigUsed)))
 	assert.Equal(t, int32(1), u.dead.Load())
-	require.NoError(t, cl.SetConfig("LS", client.ConfigUnused))
+	require.NoError(t, cl.SetConfig("LS", wire.ConfigUnused))
 	require.NoError(t, cl.InqLockspace(ls, 0), "still joined while dying")
-	require.Eventually(t, func() bool { return code(cl.InqLockspace(ls, 0)) == client.RvENOENT }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return code(cl.InqLockspace(ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
 	assertReleased(t, path, "LS", 1)
 }
 
@@ -327,42 +328,42 @@ func TestLockspaceEvents(t *testing.T) {
 	td1, _ := startLS(t, "hostA", manager.LockspacesConfig{})
 	td2, _ := startLS(t, "hostB", manager.LockspacesConfig{})
 	path := leaseFile(t, 1<<20)
-	require.NoError(t, td1.cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: path}}, 0, 1))
-	ls1 := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}
-	ls2 := &client.Lockspace{Name: "LS", HostID: 2, Disk: client.Disk{Path: path}}
-	require.NoError(t, td1.cl.AddLockspace(ls1, client.AddAsync, 1))
+	require.NoError(t, td1.cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
+	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
+	require.NoError(t, td1.cl.AddLockspace(ls1, wire.AddAsync, 1))
 	require.NoError(t, td2.cl.AddLockspace(ls2, 0, 1))
-	require.NoError(t, td1.cl.InqLockspace(ls1, client.InqWait))
+	require.NoError(t, td1.cl.InqLockspace(ls1, wire.InqWait))
 
 	// Before joining, events cannot be registered.
 	_, err := td1.cl.RegEvent("nope")
-	assert.Equal(t, client.RvENOENT, code(err))
+	assert.Equal(t, rescode.RvENOENT, code(err))
 	ev, err := td1.cl.RegEvent("LS")
 	require.NoError(t, err)
 	_, err = ev.GetEvent()
-	assert.Equal(t, client.RvEAGAIN, code(err))
+	assert.Equal(t, rescode.RvEAGAIN, code(err))
 
-	assert.Equal(t, client.RvEINVAL, code(td2.cl.SetEvent("LS", client.HostEvent{HostID: 0, Event: 1}, 0)))
-	assert.Equal(t, client.RvENOENT, code(td2.cl.SetEvent("nope", client.HostEvent{HostID: 1, Event: 1}, 0)))
-	require.NoError(t, td2.cl.SetEvent("LS", client.HostEvent{HostID: 1, Generation: 0, Event: 0x77, Data: 0x99}, 0))
-	assert.Equal(t, client.RvEBUSY, code(td2.cl.SetEvent("LS", client.HostEvent{HostID: 1, Event: 0x78}, 0)))
+	assert.Equal(t, rescode.RvEINVAL, code(td2.cl.SetEvent("LS", wire.HostEvent{HostID: 0, Event: 1}, 0)))
+	assert.Equal(t, rescode.RvENOENT, code(td2.cl.SetEvent("nope", wire.HostEvent{HostID: 1, Event: 1}, 0)))
+	require.NoError(t, td2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Generation: 0, Event: 0x77, Data: 0x99}, 0))
+	assert.Equal(t, rescode.RvEBUSY, code(td2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Event: 0x78}, 0)))
 
 	cb, err := ev.WaitEvent(15 * time.Second)
 	require.NoError(t, err)
-	assert.Equal(t, client.HostEvent{HostID: 1, Generation: 0, Event: 0x77, Data: 0x99}, cb.HostEvent)
+	assert.Equal(t, wire.HostEvent{HostID: 1, Generation: 0, Event: 0x77, Data: 0x99}, cb.HostEvent)
 	assert.Equal(t, uint64(2), cb.FromHostID)
 	assert.Equal(t, uint64(1), cb.FromGeneration)
-	assert.Equal(t, uint32(client.EventCBSize), cb.Header.Length)
+	assert.Equal(t, uint32(wire.EventCBSize), cb.Header.Length)
 	require.NoError(t, td1.cl.EndEvent(ev))
 
 	// Each side sees the other.
 	require.Eventually(t, func() bool {
 		h, err := td1.cl.GetHosts("LS", 2)
-		return err == nil && len(h) == 1 && h[0].Flags == client.HostLive
+		return err == nil && len(h) == 1 && h[0].Flags == wire.HostLive
 	}, 15*time.Second, 200*time.Millisecond)
 	require.Eventually(t, func() bool {
 		h, err := td2.cl.GetHosts("LS", 1)
-		return err == nil && len(h) == 1 && (h[0].Flags == client.HostLive || h[0].Flags == client.HostUnknown)
+		return err == nil && len(h) == 1 && (h[0].Flags == wire.HostLive || h[0].Flags == wire.HostUnknown)
 	}, 15*time.Second, 200*time.Millisecond)
 	recs, err := td1.cl.HostStatus("LS")
 	require.NoError(t, err)

@@ -18,10 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Issue 13 item 9: error lines name the operation, the lockspace/resource,
@@ -119,8 +119,8 @@ func TestLogLinesResourceFailures(t *testing.T) {
 	defer reg.Close()
 	acquire := func(name, path string) {
 		t.Helper()
-		err := reg.Acquire([]client.Resource{{LockspaceName: "LS", Name: name,
-			Disks: []client.Disk{{Path: path, Offset: 1 << 20}}}}, 0, nil)
+		err := reg.Acquire([]wire.Resource{{LockspaceName: "LS", Name: name,
+			Disks: []wire.Disk{{Path: path, Offset: 1 << 20}}}}, 0, nil)
 		require.Error(t, err, name)
 	}
 
@@ -159,10 +159,10 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 	}
 	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
 	cl := td.cl
-	require.NoError(t, cl.WriteLockspace(&client.Lockspace{Name: "LS", Disk: client.Disk{Path: good}}, 0, 1))
+	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: good}}, 0, 1))
 
 	missing := good + ".none"
-	bad := &client.Lockspace{Name: "LSX", HostID: 1, Disk: client.Disk{Path: missing}}
+	bad := &wire.Lockspace{Name: "LSX", HostID: 1, Disk: wire.Disk{Path: missing}}
 	require.Error(t, cl.AddLockspace(bad, 0, 1))
 	line := logLine(t, td.logs, "add_lockspace fail result -19 (ENODEV) lockspace LSX")
 	for _, want := range []string{missing + ":0", "no such file or directory"} {
@@ -170,7 +170,7 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 	}
 
 	zero := leaseFile(t, 1<<20)
-	noLease := &client.Lockspace{Name: "LSZ", HostID: 1, Disk: client.Disk{Path: zero}}
+	noLease := &wire.Lockspace{Name: "LSZ", HostID: 1, Disk: wire.Disk{Path: zero}}
 	require.Error(t, cl.AddLockspace(noLease, 0, 1))
 	line = logLine(t, td.logs, "add_lockspace fail result -223 (SANLK_LEADER_MAGIC) lockspace LSZ")
 	for _, want := range []string{"delta_acquire of host_id 1 at " + zero + ":0", "Lease does not exist on storage"} {
@@ -180,7 +180,7 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 	assert.Contains(t, line, "(lockspace LSZ disk "+zero+":0)")
 
 	// A renewal whose read hangs past io_timeout.
-	ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: good}}
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: good}}
 	require.NoError(t, cl.AddLockspace(ls, 0, 1))
 	mode.Store(devHang)
 	line = logLine(t, td.logs, "renewal error -202")

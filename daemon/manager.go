@@ -3,9 +3,9 @@ package daemon
 import (
 	"context"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // LockspaceManager is what the daemon core needs from the lockspace (delta
@@ -22,16 +22,16 @@ type LockspaceManager interface {
 	Inq(ctx context.Context, req manager.InqRequest) error
 	// List returns every lockspace in GET_LOCKSPACES order: joined, then
 	// being removed, then being added, with LSFAdd/LSFRem in Flags.
-	List() []client.Lockspace
+	List() []wire.Lockspace
 	// HostStatus returns the HOST records of HOST_STATUS for lockspace
 	// name, or an error (-ENOSPC when not joined).
-	HostStatus(name string) ([]client.StateRecord, error)
+	HostStatus(name string) ([]wire.StateRecord, error)
 	// Count is the number of lockspaces in any state; the daemon refuses a
 	// non-forced shutdown while it is non-zero (docs/cli.md "Signals and exit").
 	Count() int
 	// StatusRecords returns the LOCKSPACE records of STATUS (docs/protocol.md "Commands" #5,
 	// "Record texts"), each with its Lockspace tail.
-	StatusRecords() []client.StateRecord
+	StatusRecords() []wire.StateRecord
 	// ShutdownAll is the forced shutdown: kill the registered pids using
 	// lockspaces (SIGKILL), drop every lockspace, return when done.
 	ShutdownAll(ctx context.Context) error
@@ -42,7 +42,7 @@ type LockspaceManager interface {
 type ResourceManager interface {
 	// StatusRecords returns the RESOURCE records of STATUS (docs/protocol.md "Record texts"),
 	// each with its Resource tail (and disks).
-	StatusRecords() []client.StateRecord
+	StatusRecords() []wire.StateRecord
 	// ClientDead is called once when a registered connection ends (EOF or
 	// error): release the leases of cl, or make persistent ones orphans
 	// (docs/protocol.md "Registration"). It runs on its own goroutine.
@@ -77,16 +77,16 @@ func (NoLockspaces) Rem(context.Context, manager.RemRequest) error { return resc
 func (NoLockspaces) Inq(context.Context, manager.InqRequest) error { return rescode.ErrENOENT }
 
 // List returns nothing.
-func (NoLockspaces) List() []client.Lockspace { return nil }
+func (NoLockspaces) List() []wire.Lockspace { return nil }
 
 // HostStatus returns -ENOSPC, as sanlock does for a lockspace not joined.
-func (NoLockspaces) HostStatus(string) ([]client.StateRecord, error) { return nil, rescode.ErrENOSPC }
+func (NoLockspaces) HostStatus(string) ([]wire.StateRecord, error) { return nil, rescode.ErrENOSPC }
 
 // Count returns 0.
 func (NoLockspaces) Count() int { return 0 }
 
 // StatusRecords returns nothing.
-func (NoLockspaces) StatusRecords() []client.StateRecord { return nil }
+func (NoLockspaces) StatusRecords() []wire.StateRecord { return nil }
 
 // ShutdownAll does nothing.
 func (NoLockspaces) ShutdownAll(context.Context) error { return nil }
@@ -97,7 +97,7 @@ type NoResources struct{}
 var _ ResourceManager = NoResources{}
 
 // StatusRecords returns nothing.
-func (NoResources) StatusRecords() []client.StateRecord { return nil }
+func (NoResources) StatusRecords() []wire.StateRecord { return nil }
 
 // ClientDead does nothing.
 func (NoResources) ClientDead(manager.ClientID) {}

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/testdisk"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // TestManyLeasesOneFile (issue 17 item 1, issue 10 item 3): one client
@@ -66,17 +66,17 @@ func TestManyLeasesOneFile(t *testing.T) {
 	m := manager.New(manager.Config{})
 	td := startDaemon(t, func(c *Config, d *Deps) { d.Manager = m })
 	td.cl.Timeout = 30 * time.Second
-	require.NoError(t, td.cl.AddLockspace(&client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: disk}}, 0, 1))
+	require.NoError(t, td.cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: disk}}, 0, 1))
 	res := m.Resources
 
 	reg, err := td.cl.Register()
 	require.NoError(t, err)
 	defer reg.Close()
-	batch := func(from int) []client.Resource {
-		var rs []client.Resource
-		for i := from; i < min(from+client.MaxResources, n); i++ {
-			rs = append(rs, client.Resource{LockspaceName: "LS", Name: name(i),
-				Disks: []client.Disk{{Path: disk, Offset: uint64(base + i*stride)}}})
+	batch := func(from int) []wire.Resource {
+		var rs []wire.Resource
+		for i := from; i < min(from+wire.MaxResources, n); i++ {
+			rs = append(rs, wire.Resource{LockspaceName: "LS", Name: name(i),
+				Disks: []wire.Disk{{Path: disk, Offset: uint64(base + i*stride)}}})
 		}
 		return rs
 	}
@@ -84,13 +84,13 @@ func TestManyLeasesOneFile(t *testing.T) {
 	require.NoError(t, reg.Acquire(batch(0), 0, nil))
 	fds0 := countFDs(t)
 	heap0 := heapInuse()
-	for i := client.MaxResources; i < n; i += client.MaxResources {
+	for i := wire.MaxResources; i < n; i += wire.MaxResources {
 		require.NoError(t, reg.Acquire(batch(i), 0, nil), "acquire %d", i)
 	}
 	fds1 := countFDs(t)
 	heap1 := heapInuse()
 	require.Equal(t, n, res.HeldCount())
-	perLease := float64(heap1-heap0) / float64(n-client.MaxResources)
+	perLease := float64(heap1-heap0) / float64(n-wire.MaxResources)
 	t.Logf("%d leases held: descriptors %d -> %d, disks open %d; heap in use %.1f -> %.1f MiB, %.0f bytes per held lease",
 		n, fds0, fds1, res.OpenDisks(), float64(heap0)/(1<<20), float64(heap1)/(1<<20), perLease)
 	require.Equal(t, 1, res.OpenDisks(), "one open for one disk")

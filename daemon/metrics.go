@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // The Prometheus endpoint (ours: -M, metrics_address; docs/metrics.md).
@@ -92,7 +92,7 @@ type metrics struct {
 	reqDuration *prometheus.HistogramVec // cmd
 	reqResults  *prometheus.CounterVec   // cmd, result
 
-	starts sync.Map // *client.Request -> time.Time, acquire/release in progress
+	starts sync.Map // *wire.Request -> time.Time, acquire/release in progress
 }
 
 // startMetrics starts the endpoint when metrics_address is set (after
@@ -198,7 +198,7 @@ func (s *Server) renewalHook(space string) func(error, int64, int64) {
 }
 
 // timedCmds are the commands whose latency and results are counted.
-var timedCmds = map[client.Cmd]string{client.CmdAcquire: "acquire", client.CmdRelease: "release"}
+var timedCmds = map[wire.Cmd]string{wire.CmdAcquire: "acquire", wire.CmdRelease: "release"}
 
 // wrapHandlers makes the acquire and release handlers note when a request
 // started; Conn.Reply then calls replied.
@@ -212,7 +212,7 @@ func (m *metrics) wrapHandlers() {
 			continue
 		}
 		h := r.h
-		r.h = func(ctx context.Context, c *Conn, q *client.Request) error {
+		r.h = func(ctx context.Context, c *Conn, q *wire.Request) error {
 			m.starts.Store(q, time.Now())
 			defer m.starts.Delete(q)
 			return h(ctx, c, q)
@@ -222,7 +222,7 @@ func (m *metrics) wrapHandlers() {
 }
 
 // replied counts the result reply of q if it is a timed request.
-func (m *metrics) replied(q *client.Request, result int32) {
+func (m *metrics) replied(q *wire.Request, result int32) {
 	if m == nil {
 		return
 	}
@@ -284,7 +284,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		mode := "ex"
-		if r.Resource.Flags&client.ResShared != 0 {
+		if r.Resource.Flags&wire.ResShared != 0 {
 			mode = "sh"
 		}
 		held[[2]string{r.Resource.LockspaceName, mode}]++

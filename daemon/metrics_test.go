@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,7 +59,7 @@ func TestMetricsOffByDefault(t *testing.T) {
 	stop()
 	assert.Nil(t, td.srv.metricsOf())
 	// The hooks are no-ops without the endpoint.
-	td.srv.metricsOf().replied(&client.Request{}, 0)
+	td.srv.metricsOf().replied(&wire.Request{}, 0)
 	td.srv.renewalHook("ls")(nil, 1, 1)
 	(*Server)(nil).renewalHook("ls")(rescode.ErrAIOTimeout, -1, -1)
 }
@@ -83,8 +83,8 @@ func TestMetricsScrape(t *testing.T) {
 	_ = held
 	m := td.srv.metricsOf()
 	require.NotNil(t, m)
-	m.replied(&client.Request{Header: client.Header{Cmd: client.CmdAcquire}}, -243)
-	m.replied(&client.Request{Header: client.Header{Cmd: client.CmdStatus}}, 0) // not counted
+	m.replied(&wire.Request{Header: wire.Header{Cmd: wire.CmdAcquire}}, -243)
+	m.replied(&wire.Request{Header: wire.Header{Cmd: wire.CmdStatus}}, 0) // not counted
 
 	resp, err := http.Get("http://" + addr + "/metrics")
 	require.NoError(t, err)

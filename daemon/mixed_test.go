@@ -21,6 +21,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // crashDev fails every I/O once crashed: the host stops writing its lease
@@ -138,8 +139,8 @@ func TestMixedLockspace(t *testing.T) {
 	require.Equal(t, 0, rc, out)
 
 	// Join all four at once and time each add.
-	lsOf := func(id uint64) *client.Lockspace {
-		return &client.Lockspace{Name: "LS", HostID: id, Disk: client.Disk{Path: path}}
+	lsOf := func(id uint64) *wire.Lockspace {
+		return &wire.Lockspace{Name: "LS", HostID: id, Disk: wire.Disk{Path: path}}
 	}
 	var wg sync.WaitGroup
 	durs := make([]time.Duration, 5)

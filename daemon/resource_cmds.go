@@ -5,20 +5,22 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // registerResourceCmds installs the resource commands (docs/protocol.md
 // "Commands" #7–#11, #14, #17, #25–#27): each handler decodes the request,
 // calls the lease manager and turns its error into the wire result.
 func (s *Server) registerResourceCmds(m *manager.Resources) {
-	s.Handle(client.CmdAcquire, ClassWork, regCmd(func(ctx context.Context, t *Conn, q *client.Request) error {
+	s.Handle(wire.CmdAcquire, ClassWork, regCmd(func(ctx context.Context, t *Conn, q *wire.Request) error {
 		req := manager.AcquireRequest{Resources: q.Resources, Flags: q.Header.CmdFlags}
 		if q.Options != nil {
 			req.OwnerName = q.Options.OwnerName
 		}
 		return m.Acquire(ctx, t, req)
 	}, true))
-	s.Handle(client.CmdRelease, ClassWork, func(ctx context.Context, c *Conn, q *client.Request) error {
+	s.Handle(wire.CmdRelease, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		t, code := target(c, q, false)
 		if code != 0 {
 			return c.Reply(q, code)
@@ -29,54 +31,54 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 		}
 		return c.Reply(q, int32(n))
 	})
-	s.Handle(client.CmdInquire, ClassWork, func(_ context.Context, c *Conn, q *client.Request) error {
+	s.Handle(wire.CmdInquire, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		return cmdInquire(m, c, q)
 	})
-	s.Handle(client.CmdConvert, ClassWork, regCmd(func(ctx context.Context, t *Conn, q *client.Request) error {
+	s.Handle(wire.CmdConvert, ClassWork, regCmd(func(ctx context.Context, t *Conn, q *wire.Request) error {
 		req := manager.ConvertRequest{Flags: q.Header.CmdFlags}
 		if len(q.Resources) > 0 {
 			req.Resource = &q.Resources[0]
 		}
 		return m.Convert(ctx, t, req)
 	}, false))
-	s.Handle(client.CmdKillpath, ClassWork, regCmd(func(_ context.Context, t *Conn, q *client.Request) error {
-		var kp client.Killpath
+	s.Handle(wire.CmdKillpath, ClassWork, regCmd(func(_ context.Context, t *Conn, q *wire.Request) error {
+		var kp wire.Killpath
 		if q.Killpath != nil {
 			kp = *q.Killpath
 		}
 		return m.ClientCmd(t, func() {
 			t.mu.Lock()
 			t.killPath, t.killArgs = kp.Path, kp.Args
-			t.flags = t.flags&^client.KillpathPID | q.Header.CmdFlags&client.KillpathPID
+			t.flags = t.flags&^wire.KillpathPID | q.Header.CmdFlags&wire.KillpathPID
 			t.mu.Unlock()
 		})
 	}, false))
-	s.Handle(client.CmdRequest, ClassWork, func(ctx context.Context, c *Conn, q *client.Request) error {
+	s.Handle(wire.CmdRequest, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		if len(q.Resources) == 0 {
-			return c.Reply(q, client.RvEINVAL)
+			return c.Reply(q, rescode.RvEINVAL)
 		}
 		err := m.Request(ctx, manager.RequestRequest{Resource: q.Resources[0], Force: q.Header.Data,
-			NextLVer: q.Header.CmdFlags&client.RequestNextLVer != 0})
+			NextLVer: q.Header.CmdFlags&wire.RequestNextLVer != 0})
 		return c.Reply(q, result(err))
 	})
-	s.Handle(client.CmdExamineResource, ClassWork, func(_ context.Context, c *Conn, q *client.Request) error {
+	s.Handle(wire.CmdExamineResource, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		if len(q.Resources) > 0 {
 			m.ExamineResource(q.Resources[0].LockspaceName, q.Resources[0].Name)
 		}
 		return c.Reply(q, 0)
 	})
-	s.Handle(client.CmdSetLVB, ClassWork, func(_ context.Context, c *Conn, q *client.Request) error {
+	s.Handle(wire.CmdSetLVB, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		space, name := resName(q)
 		return c.Reply(q, result(m.SetLVB(space, name, q.LVB)))
 	})
-	s.Handle(client.CmdGetLVB, ClassWork, func(_ context.Context, c *Conn, q *client.Request) error {
+	s.Handle(wire.CmdGetLVB, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		return cmdGetLVB(m, c, q)
 	})
 }
 
 // resName is the lockspace and resource name of a request's first
 // resource ("" when it has none).
-func resName(q *client.Request) (space, name string) {
+func resName(q *wire.Request) (space, name string) {
 	if len(q.Resources) == 0 {
 		return "", ""
 	}
@@ -88,31 +90,31 @@ const selfPid = 0xffffffff
 
 // target resolves the registered client a W-reg command acts on (docs/protocol.md
 // "Dispatch classes", "Commands"); the manager then marks it busy.
-func target(c *Conn, q *client.Request, acquire bool) (*Conn, int32) {
+func target(c *Conn, q *wire.Request, acquire bool) (*Conn, int32) {
 	t := c
 	if q.Header.Data2 == selfPid {
 		if !c.Registered() {
-			return nil, client.RvEBUSY
+			return nil, rescode.RvEBUSY
 		}
 	} else if t = c.srv.FindClient(int(int32(q.Header.Data2))); t == nil {
-		return nil, client.RvESRCH
+		return nil, rescode.RvESRCH
 	}
 	t.mu.Lock()
 	dead, killing := t.pidDead, t.killCount > 0
 	t.mu.Unlock()
 	switch {
 	case dead:
-		return nil, client.RvESTALE
+		return nil, rescode.RvESTALE
 	case acquire && killing:
-		return nil, client.RvEBUSY
+		return nil, rescode.RvEBUSY
 	}
 	return t, 0
 }
 
 // regCmd is a W-reg command whose reply is a result: resolve the target
 // client, run fn, reply with its result.
-func regCmd(fn func(context.Context, *Conn, *client.Request) error, acquire bool) Handler {
-	return func(ctx context.Context, c *Conn, q *client.Request) error {
+func regCmd(fn func(context.Context, *Conn, *wire.Request) error, acquire bool) Handler {
+	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		t, code := target(c, q, acquire)
 		if code == 0 {
 			code = result(fn(ctx, t, q))
@@ -122,11 +124,11 @@ func regCmd(fn func(context.Context, *Conn, *client.Request) error, acquire bool
 }
 
 // cmdInquire is INQUIRE (docs/protocol.md "Commands" #9, docs/paxos.md "inquire").
-func cmdInquire(m *manager.Resources, c *Conn, q *client.Request) error {
+func cmdInquire(m *manager.Resources, c *Conn, q *wire.Request) error {
 	h := q.Header
-	h.Version, h.Length, h.Data, h.Data2 = client.ProtoVersion, client.HeaderSize, 0, 0
+	h.Version, h.Length, h.Data, h.Data2 = wire.ProtoVersion, wire.HeaderSize, 0, 0
 	t, code := target(c, q, false)
-	var list []client.Resource
+	var list []wire.Resource
 	if code == 0 {
 		var err error
 		list, err = m.Inquire(t)
@@ -140,27 +142,27 @@ func cmdInquire(m *manager.Resources, c *Conn, q *client.Request) error {
 		return c.write(h.Bytes())
 	}
 	h.Data2 = uint32(len(list))
-	state, err := client.FormatState(list)
+	state, err := wire.FormatState(list)
 	if err != nil {
-		h.Data, h.Length = uint32(client.ErrorCode(err)), client.HeaderSize+1
+		h.Data, h.Length = uint32(client.ErrorCode(err)), wire.HeaderSize+1
 		return c.write(append(h.Bytes(), 0))
 	}
-	h.Length = uint32(client.HeaderSize + len(state) + 1)
+	h.Length = uint32(wire.HeaderSize + len(state) + 1)
 	b := append(h.Bytes(), state...)
 	return c.write(append(b, 0))
 }
 
 // cmdGetLVB is GET_LVB (docs/paxos.md "LVB", docs/protocol.md "Commands" #26): the in-memory LVB,
 // at most one sector.
-func cmdGetLVB(m *manager.Resources, c *Conn, q *client.Request) error {
+func cmdGetLVB(m *manager.Resources, c *Conn, q *wire.Request) error {
 	h := q.Header
-	h.Version, h.Data2 = client.ProtoVersion, 0
+	h.Version, h.Data2 = wire.ProtoVersion, 0
 	space, name := resName(q)
 	b, err := m.GetLVB(space, name, int(q.Header.Data2))
 	if err != nil {
-		h.Data, h.Length = uint32(result(err)), client.HeaderSize+q.Header.Data2
+		h.Data, h.Length = uint32(result(err)), wire.HeaderSize+q.Header.Data2
 		return c.write(h.Bytes())
 	}
-	h.Data, h.Length = 0, uint32(client.HeaderSize+len(b))
+	h.Data, h.Length = 0, uint32(wire.HeaderSize+len(b))
 	return c.write(append(h.Bytes(), b...))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // resCluster is two in-process daemons (host_ids 1 and 2) joined to one
@@ -26,7 +27,7 @@ import (
 type resCluster struct {
 	path string
 	tds  []*testDaemon
-	ls   []*client.Lockspace
+	ls   []*wire.Lockspace
 }
 
 func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...func(*Config)) *resCluster {
@@ -55,7 +56,7 @@ func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...f
 			}
 		})
 		td.cl.Timeout = 30 * time.Second
-		ls := &client.Lockspace{Name: "LS", HostID: uint64(i + 1), Disk: client.Disk{Path: path}}
+		ls := &wire.Lockspace{Name: "LS", HostID: uint64(i + 1), Disk: wire.Disk{Path: path}}
 		rc.tds, rc.ls = append(rc.tds, td), append(rc.ls, ls)
 		wg.Add(1)
 		go func() {
@@ -68,9 +69,9 @@ func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...f
 	return rc
 }
 
-func (rc *resCluster) res(i int, flags uint32) client.Resource {
-	return client.Resource{LockspaceName: "LS", Name: fmt.Sprintf("R%d", i), Flags: flags,
-		Disks: []client.Disk{{Path: rc.path, Offset: uint64(i+1) << 20}}}
+func (rc *resCluster) res(i int, flags uint32) wire.Resource {
+	return wire.Resource{LockspaceName: "LS", Name: fmt.Sprintf("R%d", i), Flags: flags,
+		Disks: []wire.Disk{{Path: rc.path, Offset: uint64(i+1) << 20}}}
 }
 
 func TestResourceAcquireRelease(t *testing.T) {
@@ -86,52 +87,52 @@ func TestResourceAcquireRelease(t *testing.T) {
 	defer rb.Close()
 
 	r0 := rc.res(0, 0)
-	require.NoError(t, ra.Acquire([]client.Resource{r0}, 0, nil))
+	require.NoError(t, ra.Acquire([]wire.Resource{r0}, 0, nil))
 	state, n, err := ra.Inquire()
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	assert.Equal(t, fmt.Sprintf("LS:R0:%s:1048576:1", rc.path), state)
 
 	// Held on this host: -EEXIST; on the other host: -243 (owner alive).
-	assert.Equal(t, client.RvEEXIST, code(ra.Acquire([]client.Resource{r0}, 0, nil)))
-	assert.Equal(t, int(rescode.ErrAcquireIDLive), code(rb.Acquire([]client.Resource{r0}, 0, nil)))
+	assert.Equal(t, rescode.RvEEXIST, code(ra.Acquire([]wire.Resource{r0}, 0, nil)))
+	assert.Equal(t, int(rescode.ErrAcquireIDLive), code(rb.Acquire([]wire.Resource{r0}, 0, nil)))
 
-	recs, err := a.Status(client.StateResource)
+	recs, err := a.Status(wire.StateResource)
 	require.NoError(t, err)
 	var rlines []string
 	for _, r := range recs {
-		if r.Type == client.StateResource {
+		if r.Type == wire.StateResource {
 			rlines = append(rlines, r.Name+" "+r.Text)
 		}
 	}
 	require.Len(t, rlines, 1)
 	assert.Contains(t, rlines[0], "R0 list=held flags=0 sector_size=512 align_size=1048576 lver=1")
 
-	_, err = ra.Release([]client.Resource{r0}, 0)
+	_, err = ra.Release([]wire.Resource{r0}, 0)
 	require.NoError(t, err)
 	_, n, err = ra.Inquire()
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)
-	_, err = ra.Release([]client.Resource{r0}, 0)
-	assert.Equal(t, client.RvEPERM, code(err))
+	_, err = ra.Release([]wire.Resource{r0}, 0)
+	assert.Equal(t, rescode.RvEPERM, code(err))
 
 	// Now host 2 gets it, with the next lver.
-	require.NoError(t, rb.Acquire([]client.Resource{r0}, 0, nil))
+	require.NoError(t, rb.Acquire([]wire.Resource{r0}, 0, nil))
 	state, _, err = rb.Inquire()
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(state, ":2"), state)
 
 	// Shared: both hosts hold R1 SH; EX is refused while they do.
-	r1sh := rc.res(1, client.ResShared)
-	require.NoError(t, ra.Acquire([]client.Resource{r1sh}, 0, nil))
-	require.NoError(t, rb.Acquire([]client.Resource{r1sh}, 0, nil))
-	_, owners, err := a.ReadResourceOwners(&client.Resource{LockspaceName: "LS", Name: "R1",
-		Disks: []client.Disk{{Path: rc.path, Offset: 2 << 20}}})
+	r1sh := rc.res(1, wire.ResShared)
+	require.NoError(t, ra.Acquire([]wire.Resource{r1sh}, 0, nil))
+	require.NoError(t, rb.Acquire([]wire.Resource{r1sh}, 0, nil))
+	_, owners, err := a.ReadResourceOwners(&wire.Resource{LockspaceName: "LS", Name: "R1",
+		Disks: []wire.Disk{{Path: rc.path, Offset: 2 << 20}}})
 	if code(err) != -38 { // READ_RESOURCE_OWNERS may not be wired yet
 		require.NoError(t, err)
 		assert.Len(t, owners, 2)
 	}
-	n2, err := rb.Release(nil, client.RelAll)
+	n2, err := rb.Release(nil, wire.RelAll)
 	require.NoError(t, err)
 	assert.Equal(t, 0, n2)
 	_, n, err = rb.Inquire()
@@ -148,39 +149,39 @@ func TestResourceClientDeath(t *testing.T) {
 
 	ra, err := a.Register()
 	require.NoError(t, err)
-	require.NoError(t, ra.Acquire([]client.Resource{rc.res(0, 0), rc.res(1, client.ResPersistent)}, 0, nil))
+	require.NoError(t, ra.Acquire([]wire.Resource{rc.res(0, 0), rc.res(1, wire.ResPersistent)}, 0, nil))
 	require.NoError(t, ra.Close()) // the "process" goes away
 
 	rb, err := b.Register()
 	require.NoError(t, err)
 	defer rb.Close()
 	require.Eventually(t, func() bool {
-		return rb.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil) == nil
+		return rb.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil) == nil
 	}, 10*time.Second, 50*time.Millisecond)
 
 	// R1 is an orphan on host 1: still owned on disk, EUCLEAN locally.
-	assert.Equal(t, int(rescode.ErrAcquireIDLive), code(rb.Acquire([]client.Resource{rc.res(1, 0)}, 0, nil)))
+	assert.Equal(t, int(rescode.ErrAcquireIDLive), code(rb.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil)))
 	ra2, err := a.Register()
 	require.NoError(t, err)
 	defer ra2.Close()
-	assert.Equal(t, client.RvEUCLEAN, code(ra2.Acquire([]client.Resource{rc.res(1, 0)}, 0, nil)))
-	recs, err := a.Status(client.StateResource)
+	assert.Equal(t, rescode.RvEUCLEAN, code(ra2.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil)))
+	recs, err := a.Status(wire.StateResource)
 	require.NoError(t, err)
 	found := false
 	for _, r := range recs {
-		if r.Type == client.StateResource && strings.Contains(r.Text, "list=orphan") {
+		if r.Type == wire.StateResource && strings.Contains(r.Text, "list=orphan") {
 			found = true
 		}
 	}
 	assert.True(t, found, "orphan shown in status")
 	// Adopt it, then release it; host 2 can then take it.
-	require.NoError(t, ra2.Acquire([]client.Resource{rc.res(1, 0)}, client.AcquireOrphan, nil))
+	require.NoError(t, ra2.Acquire([]wire.Resource{rc.res(1, 0)}, wire.AcquireOrphan, nil))
 	state, _, err := ra2.Inquire()
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(state, ":1"), "lver kept: %s", state)
-	_, err = ra2.Release([]client.Resource{rc.res(1, 0)}, 0)
+	_, err = ra2.Release([]wire.Resource{rc.res(1, 0)}, 0)
 	require.NoError(t, err)
-	require.NoError(t, rb.Acquire([]client.Resource{rc.res(1, 0)}, 0, nil))
+	require.NoError(t, rb.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil))
 }
 
 // TestResourceParallelAcquires: acquires of different resources by
@@ -201,10 +202,10 @@ func TestResourceParallelAcquires(t *testing.T) {
 			}
 			defer reg.Close()
 			for j := 0; j < 5; j++ {
-				if !assert.NoError(t, reg.Acquire([]client.Resource{rc.res(i, 0)}, 0, nil)) {
+				if !assert.NoError(t, reg.Acquire([]wire.Resource{rc.res(i, 0)}, 0, nil)) {
 					return
 				}
-				_, err := reg.Release([]client.Resource{rc.res(i, 0)}, 0)
+				_, err := reg.Release([]wire.Resource{rc.res(i, 0)}, 0)
 				assert.NoError(t, err)
 			}
 		}()
@@ -228,10 +229,10 @@ func TestResourceRequestExamine(t *testing.T) {
 	ra, err := a.Register()
 	require.NoError(t, err)
 	defer ra.Close()
-	require.NoError(t, ra.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil))
+	require.NoError(t, ra.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil))
 
 	r := rc.res(0, 0)
-	require.NoError(t, b.Request(&r, client.RequestNextLVer, client.ReqForce))
+	require.NoError(t, b.Request(&r, wire.RequestNextLVer, wire.ReqForce))
 	select {
 	case pid := <-killed:
 		assert.Equal(t, os.Getpid(), pid)
@@ -263,10 +264,10 @@ func TestRevocationNotice(t *testing.T) {
 	notices, stop, err := reg.WatchRevocations() // before acquiring: see its doc
 	require.NoError(t, err)
 	defer stop()
-	require.NoError(t, reg.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil))
+	require.NoError(t, reg.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil))
 
 	r := rc.res(0, 0)
-	require.NoError(t, b.Request(&r, client.RequestNextLVer, client.ReqGraceful))
+	require.NoError(t, b.Request(&r, wire.RequestNextLVer, wire.ReqGraceful))
 	select {
 	case n := <-notices:
 		assert.Equal(t, syscall.SIGUSR1, n.Signal)
@@ -363,7 +364,7 @@ func TestWatchdogLifecycle(t *testing.T) {
 			regMu.Lock()
 			reg = r
 			regMu.Unlock()
-			require.NoError(t, r.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil))
+			require.NoError(t, r.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil))
 			require.Eventually(t, func() bool { return len(wd.list()) >= 2 }, 10*time.Second, 50*time.Millisecond)
 			assert.Equal(t, []string{"activate +8", "renewed +8"}, wd.list()[:2])
 
@@ -400,9 +401,9 @@ func TestRestrictSigkill(t *testing.T) {
 	a := rc.tds[0].cl
 	reg, err := a.Register()
 	require.NoError(t, err)
-	require.NoError(t, reg.Restrict(client.RestrictSigkill))
-	require.NoError(t, reg.Acquire([]client.Resource{rc.res(0, 0)}, 0, nil))
-	require.NoError(t, a.RemLockspace(rc.ls[0], client.RemAsync))
+	require.NoError(t, reg.Restrict(wire.RestrictSigkill))
+	require.NoError(t, reg.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil))
+	require.NoError(t, a.RemLockspace(rc.ls[0], wire.RemAsync))
 	select {
 	case s := <-sigs:
 		assert.Equal(t, syscall.SIGTERM, s)
@@ -410,6 +411,6 @@ func TestRestrictSigkill(t *testing.T) {
 		t.Fatal("holder not signalled")
 	}
 	require.NoError(t, reg.Close())
-	require.Eventually(t, func() bool { return code(a.InqLockspace(rc.ls[0], 0)) == client.RvENOENT },
+	require.Eventually(t, func() bool { return code(a.InqLockspace(rc.ls[0], 0)) == rescode.RvENOENT },
 		10*time.Second, 50*time.Millisecond, "lockspace gone once the holder exited")
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // pipeListener is an in-memory listener for Serve: dial hands it one end
@@ -68,18 +69,18 @@ func (l *pipeListener) dial(pid int) net.Conn {
 }
 
 // call sends q on c and returns the reply header and payload.
-func call(t *testing.T, c net.Conn, q *client.Request) (client.Header, []byte) {
+func call(t *testing.T, c net.Conn, q *wire.Request) (wire.Header, []byte) {
 	t.Helper()
 	b, err := q.MarshalBinary()
 	require.NoError(t, err)
 	_, err = c.Write(b)
 	require.NoError(t, err)
-	hb := make([]byte, client.HeaderSize)
+	hb := make([]byte, wire.HeaderSize)
 	_, err = io.ReadFull(c, hb)
 	require.NoError(t, err)
-	var h client.Header
+	var h wire.Header
 	require.NoError(t, h.Decode(hb))
-	body := make([]byte, int(h.Length)-client.HeaderSize)
+	body := make([]byte, int(h.Length)-wire.HeaderSize)
 	_, err = io.ReadFull(c, body)
 	require.NoError(t, err)
 	return h, body
@@ -136,39 +137,39 @@ func TestServeInMemory(t *testing.T) {
 
 		c := ln.dial(4242)
 		defer c.Close()
-		h, _ := call(t, c, client.NewRequest(client.CmdVersion, 0, 0, 0))
-		assert.Equal(t, client.DaemonVersion, h.Data2)
+		h, _ := call(t, c, client.NewRequest(wire.CmdVersion, 0, 0, 0))
+		assert.Equal(t, wire.DaemonVersion, h.Data2)
 
-		ls := client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: path}}
-		q := client.NewRequest(client.CmdAddLockspace, 0, 1, 0)
+		ls := wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+		q := client.NewRequest(wire.CmdAddLockspace, 0, 1, 0)
 		q.Lockspace = &ls
 		h, _ = call(t, ln.dial(0), q)
 		require.Equal(t, int32(0), h.Result(), "add_lockspace")
 
 		reg := ln.dial(4242)
 		defer reg.Close()
-		b, err := client.NewRequest(client.CmdRegister, 0, 0, 0).MarshalBinary()
+		b, err := client.NewRequest(wire.CmdRegister, 0, 0, 0).MarshalBinary()
 		require.NoError(t, err)
 		_, err = reg.Write(b)
 		require.NoError(t, err)
-		res := client.Resource{LockspaceName: "LS", Name: "R1", Disks: []client.Disk{{Path: path, Offset: 1 << 20}}}
-		q = client.NewRequest(client.CmdAcquire, 0, 0, 0xffffffff)
-		q.Resources = []client.Resource{res}
+		res := wire.Resource{LockspaceName: "LS", Name: "R1", Disks: []wire.Disk{{Path: path, Offset: 1 << 20}}}
+		q = client.NewRequest(wire.CmdAcquire, 0, 0, 0xffffffff)
+		q.Resources = []wire.Resource{res}
 		h, _ = call(t, reg, q)
 		require.Equal(t, int32(0), h.Result(), "acquire")
 		assert.NotEmpty(t, logs.FilterMessageSnippet("cmd_register").All())
 
-		h, body := call(t, reg, client.NewRequest(client.CmdInquire, 0, 0, 0xffffffff))
+		h, body := call(t, reg, client.NewRequest(wire.CmdInquire, 0, 0, 0xffffffff))
 		require.Equal(t, int32(0), h.Result(), "inquire")
 		assert.Equal(t, uint32(1), h.Data2)
 		assert.Contains(t, string(body), "LS:R1:"+path+":1048576")
 
-		q = client.NewRequest(client.CmdRelease, 0, 0, 0xffffffff)
-		q.Resources = []client.Resource{res}
+		q = client.NewRequest(wire.CmdRelease, 0, 0, 0xffffffff)
+		q.Resources = []wire.Resource{res}
 		h, _ = call(t, reg, q)
 		require.Equal(t, int32(0), h.Result(), "release")
 
-		q = client.NewRequest(client.CmdRemLockspace, 0, 0, 0)
+		q = client.NewRequest(wire.CmdRemLockspace, 0, 0, 0)
 		q.Lockspace = &ls
 		h, _ = call(t, ln.dial(0), q)
 		require.Equal(t, int32(0), h.Result(), "rem_lockspace")
@@ -189,30 +190,30 @@ func TestHungLockspaceIsolated(t *testing.T) {
 			return nopClose{disk}, nil
 		}
 		ln, _ := serveInMemory(t, manager.New(manager.Config{Lockspaces: manager.LockspacesConfig{Open: open}}), "hostA")
-		lsReq := func(cmd client.Cmd, flags, data uint32, ls client.Lockspace) *client.Request {
+		lsReq := func(cmd wire.Cmd, flags, data uint32, ls wire.Lockspace) *wire.Request {
 			q := client.NewRequest(cmd, flags, data, 0)
 			q.Lockspace = &ls
 			return q
 		}
 
-		hung := client.Lockspace{Name: "HUNG", HostID: 1, Disk: client.Disk{Path: "/var/tmp/hung"}}
+		hung := wire.Lockspace{Name: "HUNG", HostID: 1, Disk: wire.Disk{Path: "/var/tmp/hung"}}
 		errc := make(chan int32, 1)
 		start := time.Now()
 		go func() {
-			h, _ := call(t, ln.dial(0), lsReq(client.CmdAddLockspace, 0, 3, hung))
+			h, _ := call(t, ln.dial(0), lsReq(wire.CmdAddLockspace, 0, 3, hung))
 			errc <- h.Result()
 		}()
 		synctest.Wait()
-		h, _ := call(t, ln.dial(0), lsReq(client.CmdInqLockspace, 0, 0, hung))
-		require.Equal(t, int32(client.RvEINPROGRESS), h.Result())
+		h, _ := call(t, ln.dial(0), lsReq(wire.CmdInqLockspace, 0, 0, hung))
+		require.Equal(t, int32(rescode.RvEINPROGRESS), h.Result())
 
-		ls := client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: "/good"}}
-		h, _ = call(t, ln.dial(0), lsReq(client.CmdAddLockspace, client.AddAsync, 1, ls))
+		ls := wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: "/good"}}
+		h, _ = call(t, ln.dial(0), lsReq(wire.CmdAddLockspace, wire.AddAsync, 1, ls))
 		require.Equal(t, int32(0), h.Result())
-		h, _ = call(t, ln.dial(0), client.NewRequest(client.CmdGetLockspaces, 0, 0, 0))
+		h, _ = call(t, ln.dial(0), client.NewRequest(wire.CmdGetLockspaces, 0, 0, 0))
 		assert.Equal(t, uint32(2), h.Data2, "get_lockspaces lists both")
 		st := ln.dial(0)
-		h, _ = call(t, st, client.NewRequest(client.CmdStatus, 0, 0, 0))
+		h, _ = call(t, st, client.NewRequest(wire.CmdStatus, 0, 0, 0))
 		assert.Equal(t, int32(0), h.Result())
 		recs, err := io.ReadAll(st)
 		require.NoError(t, err)
@@ -220,9 +221,9 @@ func TestHungLockspaceIsolated(t *testing.T) {
 
 		assert.Equal(t, int32(client.SanlkAIOTimeout), <-errc, "the hung add times out after its io_timeout")
 		assert.GreaterOrEqual(t, time.Since(start), 3*time.Second)
-		h, _ = call(t, ln.dial(0), lsReq(client.CmdInqLockspace, client.InqWait, 0, ls))
+		h, _ = call(t, ln.dial(0), lsReq(wire.CmdInqLockspace, wire.InqWait, 0, ls))
 		require.Equal(t, int32(0), h.Result())
-		h, _ = call(t, ln.dial(0), lsReq(client.CmdRemLockspace, 0, 0, ls))
+		h, _ = call(t, ln.dial(0), lsReq(wire.CmdRemLockspace, 0, 0, ls))
 		require.Equal(t, int32(0), h.Result())
 	})
 }
@@ -232,7 +233,7 @@ func register(t *testing.T, ln *pipeListener, pid int) net.Conn {
 	t.Helper()
 	c := ln.dial(pid)
 	t.Cleanup(func() { c.Close() })
-	b, err := client.NewRequest(client.CmdRegister, 0, 0, 0).MarshalBinary()
+	b, err := client.NewRequest(wire.CmdRegister, 0, 0, 0).MarshalBinary()
 	require.NoError(t, err)
 	_, err = c.Write(b)
 	require.NoError(t, err)
@@ -263,13 +264,13 @@ func TestResourceSlowDiskIsolated(t *testing.T) {
 		mg := manager.New(manager.Config{Lockspaces: manager.LockspacesConfig{Open: open},
 			Resources: manager.ResourcesConfig{Open: open}})
 		ln, _ := serveInMemory(t, mg, "host1")
-		q := client.NewRequest(client.CmdAddLockspace, 0, 1, 0)
-		q.Lockspace = &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: good}}
+		q := client.NewRequest(wire.CmdAddLockspace, 0, 1, 0)
+		q.Lockspace = &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: good}}
 		h, _ := call(t, ln.dial(0), q)
 		require.Equal(t, int32(0), h.Result())
 		acquire := func(c net.Conn, name, path string) int32 {
-			q := client.NewRequest(client.CmdAcquire, 0, 0, 0xffffffff)
-			q.Resources = []client.Resource{{LockspaceName: "LS", Name: name, Disks: []client.Disk{{Path: path, Offset: 1 << 20}}}}
+			q := client.NewRequest(wire.CmdAcquire, 0, 0, 0xffffffff)
+			q.Resources = []wire.Resource{{LockspaceName: "LS", Name: name, Disks: []wire.Disk{{Path: path, Offset: 1 << 20}}}}
 			h, _ := call(t, c, q)
 			return h.Result()
 		}
@@ -281,8 +282,8 @@ func TestResourceSlowDiskIsolated(t *testing.T) {
 		reg := register(t, ln, 1002)
 		start := time.Now()
 		require.Equal(t, int32(0), acquire(reg, "R0", good))
-		q = client.NewRequest(client.CmdRelease, 0, 0, 0xffffffff)
-		q.Resources = []client.Resource{{LockspaceName: "LS", Name: "R0", Disks: []client.Disk{{Path: good, Offset: 1 << 20}}}}
+		q = client.NewRequest(wire.CmdRelease, 0, 0, 0xffffffff)
+		q.Resources = []wire.Resource{{LockspaceName: "LS", Name: "R0", Disks: []wire.Disk{{Path: good, Offset: 1 << 20}}}}
 		h, _ = call(t, reg, q)
 		require.Equal(t, int32(0), h.Result())
 		assert.Less(t, time.Since(start), 900*time.Millisecond, "other disk not delayed by the hung one")

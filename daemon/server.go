@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -67,7 +66,7 @@ type Server struct {
 	startMon uint64
 
 	hmu      sync.RWMutex
-	handlers map[client.Cmd]route
+	handlers map[wire.Cmd]route
 
 	mu      sync.Mutex
 	slots   []*Conn // index = slot; nil = free (0 and 1 are internal)
@@ -113,7 +112,7 @@ func New(cfg *Config, deps Deps) *Server {
 	s := &Server{
 		cfg:      *cfg,
 		deps:     deps,
-		handlers: make(map[client.Cmd]route),
+		handlers: make(map[wire.Cmd]route),
 		stopCh:   make(chan struct{}),
 		done:     make(chan struct{}),
 		lg:       zap.NewNop(),

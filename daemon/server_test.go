@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -36,11 +37,11 @@ func TestVersion(t *testing.T) {
 	// connection stays open (docs/protocol.md "Header checks", "Commands" #28).
 	c := td.dial()
 	for _, v := range []uint32{0, 1, 0x00020000} {
-		_, err := c.Write(header(client.Magic, v, client.CmdVersion, 7, 32, 9, 5, 6))
+		_, err := c.Write(header(wire.Magic, v, wire.CmdVersion, 7, 32, 9, 5, 6))
 		require.NoError(t, err)
-		p, err := client.ReadReply(c, client.CmdVersion)
+		p, err := wire.ReadReply(c, wire.CmdVersion)
 		require.NoError(t, err)
-		want := wire.VersionReply(client.DaemonVersion)
+		want := wire.VersionReply(wire.DaemonVersion)
 		assert.Equal(t, want, p.Header)
 	}
 }
@@ -112,14 +113,14 @@ func TestRegisterAndDeath(t *testing.T) {
 
 	// REGISTER has no reply: wait until the daemon has processed it.
 	me := strconv.Itoa(os.Getpid())
-	var mine *client.StateRecord
+	var mine *wire.StateRecord
 	require.Eventually(t, func() bool {
 		recs, err := td.cl.Status(0)
 		if err != nil {
 			return false
 		}
 		for i, r := range recs {
-			if r.Type == client.StateClient && int32(r.Data32) == int32(os.Getpid()) {
+			if r.Type == wire.StateClient && int32(r.Data32) == int32(os.Getpid()) {
 				mine = &recs[i]
 				return true
 			}
@@ -150,12 +151,12 @@ func TestStatusRecords(t *testing.T) {
 	var lines []string
 	for _, r := range recs {
 		switch r.Type {
-		case client.StateDaemon:
+		case wire.StateDaemon:
 			lines = append(lines, "daemon "+r.Name)
 			assert.True(t, strings.HasPrefix(r.Text, "our_host_name=hostS use_watchdog=0 "), r.Text)
 			assert.Contains(t, r.Text, " debug_cmds=0xfffffffffe06ffff ")
 			assert.True(t, strings.HasSuffix(r.Text, " version_str=3.8.5 version_num=3.8.5 version_hex=03080500 smproto_hex=00000001"), r.Text)
-		case client.StateClient:
+		case wire.StateClient:
 			lines = append(lines, fmt.Sprintf("p %d %s", int32(r.Data32), r.Name))
 		default:
 			t.Errorf("unexpected record type %d", r.Type)
@@ -163,10 +164,10 @@ func TestStatusRecords(t *testing.T) {
 	}
 	assert.Equal(t, []string{"daemon hostS", "p -1 helper", "p -1 listener", "p -1 status"}, lines)
 
-	recs, err = td.cl.Status(client.StateDaemon)
+	recs, err = td.cl.Status(wire.StateDaemon)
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
-	assert.Equal(t, uint32(client.StateDaemon), recs[0].Type)
+	assert.Equal(t, uint32(wire.StateDaemon), recs[0].Type)
 }
 
 func TestLogDump(t *testing.T) {
@@ -198,7 +199,7 @@ func TestShutdown(t *testing.T) {
 	// gets -EBUSY (docs/cli.md "shutdown").
 	require.NoError(t, td.cl.Shutdown(false))
 	err := td.cl.ShutdownWait(false)
-	assert.Equal(t, client.RvEBUSY, client.ErrorCode(err))
+	assert.Equal(t, rescode.RvEBUSY, client.ErrorCode(err))
 	td.mustVersion()
 	require.Eventually(t, func() bool {
 		return td.logs.FilterMessage("ignore shutdown, lockspace exists").Len() == 2
@@ -207,7 +208,7 @@ func TestShutdown(t *testing.T) {
 	// Forced wait: the manager drops lockspaces, the final header comes at
 	// exit (all zero but magic, version, length).
 	c := td.dial()
-	_, err = c.Write(header(client.Magic, 1, client.CmdShutdownWait, 0, 32, 0, 1, 0))
+	_, err = c.Write(header(wire.Magic, 1, wire.CmdShutdownWait, 0, 32, 0, 1, 0))
 	require.NoError(t, err)
 	b := readAllTimeout(t, c, 10*time.Second)
 	want := wire.ShutdownWaitFinalReply()
@@ -225,7 +226,7 @@ func TestShutdownNoLockspaces(t *testing.T) {
 		t.Fatal("daemon did not exit")
 	}
 	_, _, err := td.cl.Version()
-	assert.Equal(t, client.RvECONNREFUSED, client.ErrorCode(err))
+	assert.Equal(t, rescode.RvECONNREFUSED, client.ErrorCode(err))
 }
 
 func TestRunSignals(t *testing.T) {
@@ -277,7 +278,7 @@ func TestConcurrentHandlers(t *testing.T) {
 	td := startDaemon(t, nil)
 	release := make(chan struct{})
 	entered := make(chan struct{})
-	td.srv.Handle(client.CmdExamineLockspace, ClassWork, func(ctx context.Context, c *Conn, q *client.Request) error {
+	td.srv.Handle(wire.CmdExamineLockspace, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		close(entered)
 		select {
 		case <-release:
@@ -286,13 +287,13 @@ func TestConcurrentHandlers(t *testing.T) {
 		return c.Reply(q, 0)
 	})
 	errc := make(chan error, 1)
-	go func() { errc <- td.cl.ExamineLockspace(&client.Lockspace{Name: "LS"}) }()
+	go func() { errc <- td.cl.ExamineLockspace(&wire.Lockspace{Name: "LS"}) }()
 	<-entered
 	// The slow handler blocks neither accept nor other connections.
 	for range 20 {
 		td.mustVersion()
 	}
-	recs, err := td.cl.Status(client.StateClient)
+	recs, err := td.cl.Status(wire.StateClient)
 	require.NoError(t, err)
 	var names []string
 	for _, r := range recs[1:] {
@@ -305,10 +306,10 @@ func TestConcurrentHandlers(t *testing.T) {
 
 func TestHandlerPanicIsolated(t *testing.T) {
 	td := startDaemon(t, nil)
-	td.srv.Handle(client.CmdExamineResource, ClassWork, func(context.Context, *Conn, *client.Request) error {
+	td.srv.Handle(wire.CmdExamineResource, ClassWork, func(context.Context, *Conn, *wire.Request) error {
 		panic("boom")
 	})
-	err := td.cl.ExamineResource(&client.Resource{LockspaceName: "LS", Name: "R"})
+	err := td.cl.ExamineResource(&wire.Resource{LockspaceName: "LS", Name: "R"})
 	require.Error(t, err)
 	td.mustVersion()
 	require.Equal(t, 1, td.logs.FilterMessage("connection panic").Len())
@@ -324,45 +325,45 @@ func TestUnimplementedCommand(t *testing.T) {
 
 func TestAlign(t *testing.T) {
 	td := startDaemon(t, nil)
-	n, err := td.cl.Align(&client.Disk{})
-	assert.Equal(t, client.RvENODEV, client.ErrorCode(err), "%d", n)
-	_, err = td.cl.Align(&client.Disk{Path: "/nonexistent/x"})
-	assert.Equal(t, client.RvENODEV, client.ErrorCode(err))
+	n, err := td.cl.Align(&wire.Disk{})
+	assert.Equal(t, rescode.RvENODEV, client.ErrorCode(err), "%d", n)
+	_, err = td.cl.Align(&wire.Disk{Path: "/nonexistent/x"})
+	assert.Equal(t, rescode.RvENODEV, client.ErrorCode(err))
 
 	f, err := os.CreateTemp("/var/tmp", "gs-align")
 	require.NoError(t, err)
 	defer os.Remove(f.Name())
 	require.NoError(t, f.Truncate(1<<20))
 	f.Close()
-	n, err = td.cl.Align(&client.Disk{Path: f.Name()})
+	n, err = td.cl.Align(&wire.Disk{Path: f.Name()})
 	require.NoError(t, err)
 	assert.Equal(t, 1<<20, n)
 }
 
 func TestStubLockspaceCommands(t *testing.T) {
 	td := startDaemon(t, nil)
-	ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: "/x"}}
-	assert.Equal(t, client.RvENOENT, client.ErrorCode(td.cl.InqLockspace(ls, 0)))
-	assert.Equal(t, client.RvENOENT, client.ErrorCode(td.cl.RemLockspace(ls, 0)))
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: "/x"}}
+	assert.Equal(t, rescode.RvENOENT, client.ErrorCode(td.cl.InqLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, client.ErrorCode(td.cl.RemLockspace(ls, 0)))
 	list, err := td.cl.GetLockspaces()
 	require.NoError(t, err)
 	assert.Empty(t, list)
 	_, err = td.cl.HostStatus("LS")
-	assert.Equal(t, client.RvENOSPC, client.ErrorCode(err))
+	assert.Equal(t, rescode.RvENOSPC, client.ErrorCode(err))
 }
 
 func TestConnectionTableFull(t *testing.T) {
 	td := startDaemon(t, func(c *Config, _ *Deps) { c.MaxConns = 4 }) // slots 2 and 3
 	a, b := td.dial(), td.dial()
 	for _, c := range []*net.UnixConn{a, b} {
-		_, err := c.Write(header(client.Magic, 1, client.CmdVersion, 0, 32, 0, 0, 0))
+		_, err := c.Write(header(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
 		require.NoError(t, err)
-		_, err = client.ReadReply(c, client.CmdVersion)
+		_, err = wire.ReadReply(c, wire.CmdVersion)
 		require.NoError(t, err)
 	}
 	// A third connection is closed at once.
 	c := td.dial()
-	_, _ = c.Write(header(client.Magic, 1, client.CmdVersion, 0, 32, 0, 0, 0))
+	_, _ = c.Write(header(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
 	assert.Empty(t, readAllTimeout(t, c, 5*time.Second))
 	// A freed slot is reused.
 	a.Close()

@@ -8,7 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Strict peer mode (ours, off by default; docs/security.md).
@@ -35,30 +36,30 @@ const (
 )
 
 // strictPolicyOf classifies q for strict mode.
-func strictPolicyOf(q *client.Request) strictPolicy {
+func strictPolicyOf(q *wire.Request) strictPolicy {
 	h := q.Header
 	switch h.Cmd {
-	case client.CmdAcquire:
-		if h.CmdFlags&(client.AcquireOrphan|client.AcquireOrphanOnly) != 0 {
+	case wire.CmdAcquire:
+		if h.CmdFlags&(wire.AcquireOrphan|wire.AcquireOrphanOnly) != 0 {
 			return strictPrivOnly // adopting a dead client's orphan
 		}
 		return strictOwnPid
-	case client.CmdRelease:
-		if h.CmdFlags&client.RelOrphan != 0 {
+	case wire.CmdRelease:
+		if h.CmdFlags&wire.RelOrphan != 0 {
 			return strictPrivOnly
 		}
 		return strictOwnPid
-	case client.CmdInquire, client.CmdConvert:
+	case wire.CmdInquire, wire.CmdConvert:
 		return strictOwnPid
-	case client.CmdKillpath:
+	case wire.CmdKillpath:
 		// The kill program runs with the daemon's rights: setting one
 		// would let the peer run a program of its choice as them.
 		return strictPrivOnly
-	case client.CmdSetLVB, client.CmdGetLVB:
+	case wire.CmdSetLVB, wire.CmdGetLVB:
 		return strictOwnLease
-	case client.CmdRemLockspace:
+	case wire.CmdRemLockspace:
 		return strictPrivOnly // ends every holder's leases in it
-	case client.CmdShutdown, client.CmdShutdownWait:
+	case wire.CmdShutdown, wire.CmdShutdownWait:
 		if h.Data != 0 {
 			return strictPrivOnly // force: kills every holder
 		}
@@ -132,7 +133,7 @@ func (s *Server) strictHandler(h Handler) Handler {
 	if !s.cfg.StrictPeer {
 		return h
 	}
-	return func(ctx context.Context, c *Conn, q *client.Request) error {
+	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		if strictPolicyOf(q) != strictOpen {
 			id := peerIdentityOf(c)
 			if target, ok := c.srv.strictAllowed(id, q); !ok {
@@ -146,7 +147,7 @@ func (s *Server) strictHandler(h Handler) Handler {
 // strictAllowed decides q from peer id for strict mode. When it refuses,
 // target is the pid the command named or whose lease it touches (-1 when
 // none).
-func (s *Server) strictAllowed(id peerIdentity, q *client.Request) (target int, ok bool) {
+func (s *Server) strictAllowed(id peerIdentity, q *wire.Request) (target int, ok bool) {
 	target = -1
 	pol := strictPolicyOf(q)
 	if pol == strictOpen || id.privileged(s.cfg.GID) {
@@ -174,7 +175,7 @@ func (s *Server) strictAllowed(id peerIdentity, q *client.Request) (target int, 
 	}
 	if q.Header.Data2 != selfPid {
 		switch q.Header.Cmd {
-		case client.CmdAcquire, client.CmdRelease, client.CmdKillpath:
+		case wire.CmdAcquire, wire.CmdRelease, wire.CmdKillpath:
 			target = int(int32(q.Header.Data2)) // for the log
 		}
 	}
@@ -183,22 +184,22 @@ func (s *Server) strictAllowed(id peerIdentity, q *client.Request) (target int, 
 
 // strictRefuse logs and answers a refused command with -EPERM in the reply
 // shape of its command.
-func (c *Conn) strictRefuse(q *client.Request, id peerIdentity, target int) error {
+func (c *Conn) strictRefuse(q *wire.Request, id peerIdentity, target int) error {
 	c.srv.lg.Warn(fmt.Sprintf("cmd_%s ci %d fd %d refused by strict_peer: peer pid %d uid %d gid %d target pid %d",
 		q.Header.Cmd.DebugName(), c.slot, c.fd, id.pid, id.uid, id.gid, target))
-	eperm := int32(client.RvEPERM)
+	eperm := int32(rescode.RvEPERM)
 	switch q.Header.Cmd {
-	case client.CmdShutdown:
+	case wire.CmdShutdown:
 		return nil // no reply; the connection is closed
-	case client.CmdGetLVB:
+	case wire.CmdGetLVB:
 		h := q.Header
-		h.Version, h.Data2 = client.ProtoVersion, 0
-		h.Data, h.Length = uint32(eperm), client.HeaderSize+q.Header.Data2
+		h.Version, h.Data2 = wire.ProtoVersion, 0
+		h.Data, h.Length = uint32(eperm), wire.HeaderSize+q.Header.Data2
 		return c.write(h.Bytes())
-	case client.CmdInquire:
+	case wire.CmdInquire:
 		h := q.Header
-		h.Version, h.Length, h.Data, h.Data2 = client.ProtoVersion, client.HeaderSize, uint32(eperm), 0
+		h.Version, h.Length, h.Data, h.Data2 = wire.ProtoVersion, wire.HeaderSize, uint32(eperm), 0
 		return c.write(h.Bytes())
 	}
-	return c.Reply(q, client.RvEPERM)
+	return c.Reply(q, rescode.RvEPERM)
 }

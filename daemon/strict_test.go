@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Strict peer mode (strict.go): the impersonation attempts of issue 14,
@@ -40,28 +40,28 @@ func TestStrictPeerConfig(t *testing.T) {
 }
 
 func TestStrictPolicy(t *testing.T) {
-	req := func(cmd client.Cmd, flags, data uint32) *client.Request {
-		return &client.Request{Header: client.Header{Cmd: cmd, CmdFlags: flags, Data: data}}
+	req := func(cmd wire.Cmd, flags, data uint32) *wire.Request {
+		return &wire.Request{Header: wire.Header{Cmd: cmd, CmdFlags: flags, Data: data}}
 	}
 	for _, c := range []struct {
-		q    *client.Request
+		q    *wire.Request
 		want strictPolicy
 	}{
-		{req(client.CmdAcquire, 0, 0), strictOwnPid},
-		{req(client.CmdAcquire, client.AcquireOrphan, 0), strictPrivOnly},
-		{req(client.CmdRelease, 0, 0), strictOwnPid},
-		{req(client.CmdRelease, client.RelOrphan, 0), strictPrivOnly},
-		{req(client.CmdInquire, 0, 0), strictOwnPid},
-		{req(client.CmdConvert, 0, 0), strictOwnPid},
-		{req(client.CmdKillpath, 0, 0), strictPrivOnly},
-		{req(client.CmdSetLVB, 0, 0), strictOwnLease},
-		{req(client.CmdGetLVB, 0, 0), strictOwnLease},
-		{req(client.CmdRemLockspace, 0, 0), strictPrivOnly},
-		{req(client.CmdShutdown, 0, 0), strictOpen},
-		{req(client.CmdShutdown, 0, 1), strictPrivOnly},
-		{req(client.CmdShutdownWait, 0, 1), strictPrivOnly},
-		{req(client.CmdAddLockspace, 0, 0), strictOpen},
-		{req(client.CmdStatus, 0, 0), strictOpen},
+		{req(wire.CmdAcquire, 0, 0), strictOwnPid},
+		{req(wire.CmdAcquire, wire.AcquireOrphan, 0), strictPrivOnly},
+		{req(wire.CmdRelease, 0, 0), strictOwnPid},
+		{req(wire.CmdRelease, wire.RelOrphan, 0), strictPrivOnly},
+		{req(wire.CmdInquire, 0, 0), strictOwnPid},
+		{req(wire.CmdConvert, 0, 0), strictOwnPid},
+		{req(wire.CmdKillpath, 0, 0), strictPrivOnly},
+		{req(wire.CmdSetLVB, 0, 0), strictOwnLease},
+		{req(wire.CmdGetLVB, 0, 0), strictOwnLease},
+		{req(wire.CmdRemLockspace, 0, 0), strictPrivOnly},
+		{req(wire.CmdShutdown, 0, 0), strictOpen},
+		{req(wire.CmdShutdown, 0, 1), strictPrivOnly},
+		{req(wire.CmdShutdownWait, 0, 1), strictPrivOnly},
+		{req(wire.CmdAddLockspace, 0, 0), strictOpen},
+		{req(wire.CmdStatus, 0, 0), strictOpen},
 	} {
 		assert.Equal(t, c.want, strictPolicyOf(c.q), "%s flags %x data %d", c.q.Header.Cmd.DebugName(), c.q.Header.CmdFlags, c.q.Header.Data)
 	}
@@ -86,10 +86,10 @@ func TestStrictAllowed(t *testing.T) {
 		return nil
 	}
 
-	req := func(cmd client.Cmd, flags, data2 uint32, res ...string) *client.Request {
-		q := &client.Request{Header: client.Header{Cmd: cmd, CmdFlags: flags, Data2: data2}}
+	req := func(cmd wire.Cmd, flags, data2 uint32, res ...string) *wire.Request {
+		q := &wire.Request{Header: wire.Header{Cmd: cmd, CmdFlags: flags, Data2: data2}}
 		for _, r := range res {
-			q.Resources = append(q.Resources, client.Resource{LockspaceName: "LS", Name: r})
+			q.Resources = append(q.Resources, wire.Resource{LockspaceName: "LS", Name: r})
 		}
 		return q
 	}
@@ -99,33 +99,33 @@ func TestStrictAllowed(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		id     peerIdentity
-		q      *client.Request
+		q      *wire.Request
 		ok     bool
 		target int
 	}{
-		{"own registration", user, req(client.CmdAcquire, 0, selfPid), true, -1},
-		{"own pid", user, req(client.CmdInquire, 0, 7), true, -1},
-		{"other pid inquire", user, req(client.CmdInquire, 0, 42), false, 42},
-		{"other pid acquire", user, req(client.CmdAcquire, 0, 42), false, 42},
-		{"other pid release", user, req(client.CmdRelease, 0, 42), false, 42},
-		{"other pid convert", user, req(client.CmdConvert, 0, 42), false, 42},
-		{"other pid killpath", user, req(client.CmdKillpath, 0, 42), false, 42},
-		{"other pid release orphans", user, req(client.CmdRelease, client.RelOrphan, 42, "R1"), false, 42},
-		{"own killpath", user, req(client.CmdKillpath, 0, selfPid), false, -1},
-		{"own killpath by the group", group, req(client.CmdKillpath, 0, selfPid), true, -1},
-		{"unknown peer", peerIdentity{pid: 7}, req(client.CmdInquire, 0, 7), false, 7},
-		{"group acts for others", group, req(client.CmdRelease, 0, 42), true, -1},
-		{"root acts for others", peerIdentity{pid: 9, known: true}, req(client.CmdConvert, 0, 42), true, -1},
-		{"release orphans", user, req(client.CmdRelease, client.RelOrphan, selfPid, "R1"), false, -1},
-		{"adopt orphan", user, req(client.CmdAcquire, client.AcquireOrphan, selfPid, "R1"), false, -1},
-		{"set_lvb of another's lease", user, req(client.CmdSetLVB, 0, 0, "R1"), false, 42},
-		{"get_lvb of another's lease", user, req(client.CmdGetLVB, 0, 0, "R1"), false, 42},
-		{"set_lvb of own lease", holder, req(client.CmdSetLVB, 0, 0, "R1"), true, -1},
-		{"set_lvb of a lease nobody holds", user, req(client.CmdSetLVB, 0, 0, "R2"), true, -1},
-		{"rem_lockspace", user, req(client.CmdRemLockspace, 0, 0), false, -1},
-		{"rem_lockspace by the group", group, req(client.CmdRemLockspace, 0, 0), true, -1},
-		{"add_lockspace", user, req(client.CmdAddLockspace, 0, 0), true, -1},
-		{"request", user, req(client.CmdRequest, 0, 0, "R1"), true, -1},
+		{"own registration", user, req(wire.CmdAcquire, 0, selfPid), true, -1},
+		{"own pid", user, req(wire.CmdInquire, 0, 7), true, -1},
+		{"other pid inquire", user, req(wire.CmdInquire, 0, 42), false, 42},
+		{"other pid acquire", user, req(wire.CmdAcquire, 0, 42), false, 42},
+		{"other pid release", user, req(wire.CmdRelease, 0, 42), false, 42},
+		{"other pid convert", user, req(wire.CmdConvert, 0, 42), false, 42},
+		{"other pid killpath", user, req(wire.CmdKillpath, 0, 42), false, 42},
+		{"other pid release orphans", user, req(wire.CmdRelease, wire.RelOrphan, 42, "R1"), false, 42},
+		{"own killpath", user, req(wire.CmdKillpath, 0, selfPid), false, -1},
+		{"own killpath by the group", group, req(wire.CmdKillpath, 0, selfPid), true, -1},
+		{"unknown peer", peerIdentity{pid: 7}, req(wire.CmdInquire, 0, 7), false, 7},
+		{"group acts for others", group, req(wire.CmdRelease, 0, 42), true, -1},
+		{"root acts for others", peerIdentity{pid: 9, known: true}, req(wire.CmdConvert, 0, 42), true, -1},
+		{"release orphans", user, req(wire.CmdRelease, wire.RelOrphan, selfPid, "R1"), false, -1},
+		{"adopt orphan", user, req(wire.CmdAcquire, wire.AcquireOrphan, selfPid, "R1"), false, -1},
+		{"set_lvb of another's lease", user, req(wire.CmdSetLVB, 0, 0, "R1"), false, 42},
+		{"get_lvb of another's lease", user, req(wire.CmdGetLVB, 0, 0, "R1"), false, 42},
+		{"set_lvb of own lease", holder, req(wire.CmdSetLVB, 0, 0, "R1"), true, -1},
+		{"set_lvb of a lease nobody holds", user, req(wire.CmdSetLVB, 0, 0, "R2"), true, -1},
+		{"rem_lockspace", user, req(wire.CmdRemLockspace, 0, 0), false, -1},
+		{"rem_lockspace by the group", group, req(wire.CmdRemLockspace, 0, 0), true, -1},
+		{"add_lockspace", user, req(wire.CmdAddLockspace, 0, 0), true, -1},
+		{"request", user, req(wire.CmdRequest, 0, 0, "R1"), true, -1},
 	} {
 		target, ok := s.strictAllowed(c.id, c.q)
 		assert.Equal(t, c.ok, ok, c.name)

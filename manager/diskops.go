@@ -9,10 +9,10 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // DiskOps are the resource-area commands that work on disk without a
@@ -51,7 +51,7 @@ func (d *DiskOps) openRaw(path string) (diskfmt.Device, int32) {
 		rv := int32(rescode.CodeOf(err))
 		d.lg().Error(fmt.Sprintf("open error %d %s: %s", rv, path, causeLog(err, 0)))
 		if rv >= 0 {
-			rv = client.RvENODEV
+			rv = rescode.RvENODEV
 		}
 		return nil, rv
 	}
@@ -81,7 +81,7 @@ func (d *DiskOps) open(path string, ioTimeout int) (diskfmt.Device, int32) {
 
 // openDisks opens every disk of res (sanlock opens them all before any
 // I/O, so any missing disk fails the command).
-func (d *DiskOps) openDisks(res *client.Resource, ioTimeout int) ([]diskfmt.ResourceDisk, func(), int32) {
+func (d *DiskOps) openDisks(res *wire.Resource, ioTimeout int) ([]diskfmt.ResourceDisk, func(), int32) {
 	var disks []diskfmt.ResourceDisk
 	closeAll := func() {
 		for _, dk := range disks {
@@ -89,7 +89,7 @@ func (d *DiskOps) openDisks(res *client.Resource, ioTimeout int) ([]diskfmt.Reso
 		}
 	}
 	if len(res.Disks) == 0 || len(res.Disks) > diskfmt.MaxDisks {
-		return nil, closeAll, client.RvERANGE
+		return nil, closeAll, rescode.RvERANGE
 	}
 	for _, dk := range res.Disks {
 		dev, rv := d.open(dk.Path, ioTimeout)
@@ -108,11 +108,11 @@ func resultOf(err error) int32 { return int32(rescode.CodeOf(err)) }
 // WriteResource initialises the lease of res on its disks (WRITE_RESOURCE,
 // docs/protocol.md "Commands" #19): numHosts is num_hosts (what libsanlock
 // calls max_hosts); clear writes an invalidated lease (SANLK_WRITE_CLEAR).
-func (d *DiskOps) WriteResource(ctx context.Context, res client.Resource, numHosts uint32, clear bool) error {
+func (d *DiskOps) WriteResource(ctx context.Context, res wire.Resource, numHosts uint32, clear bool) error {
 	return codeErr(d.doWriteResource(ctx, res, numHosts, clear))
 }
 
-func (d *DiskOps) doWriteResource(ctx context.Context, res client.Resource, numHosts uint32, clearIt bool) int32 {
+func (d *DiskOps) doWriteResource(ctx context.Context, res wire.Resource, numHosts uint32, clearIt bool) int32 {
 	disks, closeAll, rv := d.openDisks(&res, d.writeInitIO)
 	defer closeAll()
 	if rv < 0 {
@@ -128,11 +128,11 @@ func (d *DiskOps) doWriteResource(ctx context.Context, res client.Resource, numH
 // ReadResource reads the leader of the lease of res (READ_RESOURCE,
 // docs/protocol.md "Commands" #21, docs/paxos.md "read_resource"): on
 // success res gets the names and lver of the leader and its size flags.
-func (d *DiskOps) ReadResource(ctx context.Context, res *client.Resource) error {
+func (d *DiskOps) ReadResource(ctx context.Context, res *wire.Resource) error {
 	return codeErr(d.doReadResource(ctx, res))
 }
 
-func (d *DiskOps) doReadResource(ctx context.Context, res *client.Resource) int32 {
+func (d *DiskOps) doReadResource(ctx context.Context, res *wire.Resource) int32 {
 	disks, closeAll, rv := d.openDisks(res, 0)
 	defer closeAll()
 	if rv < 0 {
@@ -154,12 +154,12 @@ func (d *DiskOps) doReadResource(ctx context.Context, res *client.Resource) int3
 // (READ_RESOURCE_OWNERS, docs/protocol.md "Commands" #24, docs/paxos.md
 // "read_resource_owners"): res gets the lver of the leader and SHARED when
 // some holder is shared.
-func (d *DiskOps) ReadResourceOwners(ctx context.Context, res *client.Resource) ([]paxos.Owner, error) {
+func (d *DiskOps) ReadResourceOwners(ctx context.Context, res *wire.Resource) ([]paxos.Owner, error) {
 	o, rv := d.doReadResourceOwners(ctx, res)
 	return o, codeErr(rv)
 }
 
-func (d *DiskOps) doReadResourceOwners(ctx context.Context, res *client.Resource) ([]paxos.Owner, int32) {
+func (d *DiskOps) doReadResourceOwners(ctx context.Context, res *wire.Resource) ([]paxos.Owner, int32) {
 	disks, closeAll, rv := d.openDisks(res, 0)
 	defer closeAll()
 	if rv < 0 {
@@ -171,7 +171,7 @@ func (d *DiskOps) doReadResourceOwners(ctx context.Context, res *client.Resource
 	}
 	res.LVer = own.Lver
 	if own.Shared {
-		res.Flags |= client.ResShared
+		res.Flags |= wire.ResShared
 	}
 	return own.Owners, 0
 }
@@ -186,7 +186,7 @@ func (d *DiskOps) doReadResourceOwners(ctx context.Context, res *client.Resource
 // sizes (a zeroed area) is -EINVAL too. Only then is the leader verified
 // (magic, version, names, checksum) and the holders listed
 // (paxos.ResourceOwners). A read past the end of the device is -EMSGSIZE.
-func dkReadOwners(ctx context.Context, dev diskfmt.Device, off int64, res *client.Resource) (paxos.Owners, error) {
+func dkReadOwners(ctx context.Context, dev diskfmt.Device, off int64, res *wire.Resource) (paxos.Owners, error) {
 	givenSS, givenAlign := diskfmt.SectorFromFlags(res.Flags), diskfmt.AlignFromFlags(res.Flags)
 	ss, align := givenSS, givenAlign
 	if ss == 0 {

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -31,7 +30,7 @@ type holder struct {
 	restrict uint32
 	killpath string
 	killargs string
-	flags    uint32 // client.KillpathPID: pass the pid to the kill program
+	flags    uint32 // wire.KillpathPID: pass the pid to the kill program
 }
 
 // escalation is the situation of a dying lockspace at one main-loop pass.
@@ -86,7 +85,7 @@ func decideKills(e escalation, holders []holder, kills map[int]*killState) []kil
 			switch {
 			case a.sig == syscall.SIGTERM && h.killpath != "" && e.killGraceSeconds > 0:
 				pidArg := 0
-				if h.flags&client.KillpathPID != 0 {
+				if h.flags&wire.KillpathPID != 0 {
 					pidArg = h.pid
 				}
 				a.argv = killpathArgv(h.killpath, h.killargs, pidArg)

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // fakeClient is a registered client as the escalation sees it.
@@ -26,9 +26,9 @@ func TestDecideKills(t *testing.T) {
 		return escalation{now: time.Duration(sec) * time.Second, lastRenewal: last, ioTimeout: io, killGraceSeconds: grace}
 	}
 	plain := holder{pid: 10}
-	kp := holder{pid: 11, client: fakeClient{}, killpath: "/bin/kp", killargs: "a b", flags: client.KillpathPID}
-	noTerm := holder{pid: 12, client: fakeClient{}, restrict: client.RestrictSigterm}
-	noKill := holder{pid: 13, client: fakeClient{}, restrict: client.RestrictSigkill}
+	kp := holder{pid: 11, client: fakeClient{}, killpath: "/bin/kp", killargs: "a b", flags: wire.KillpathPID}
+	noTerm := holder{pid: 12, client: fakeClient{}, restrict: wire.RestrictSigterm}
+	noKill := holder{pid: 13, client: fakeClient{}, restrict: wire.RestrictSigkill}
 	all := []holder{plain, kp, noTerm, noKill}
 	kills := map[int]*killState{}
 

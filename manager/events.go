@@ -7,6 +7,8 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Host events (docs/protocol.md "Events", docs/delta.md "Receiving events"): a REG_EVENT connection
@@ -20,13 +22,13 @@ func (m *Lockspaces) RegEvent(name string, c Listener) error { return codeErr(m.
 
 func (m *Lockspaces) regEvent(name string, c Listener) int32 {
 	if name == "" {
-		return client.RvEINVAL
+		return rescode.RvEINVAL
 	}
 	m.mu.Lock()
 	sp := m.byName(listSpaces, name)
 	if sp == nil {
 		m.mu.Unlock()
-		return client.RvENOENT
+		return rescode.RvENOENT
 	}
 	full := len(sp.listeners) >= maxEventListeners
 	m.mu.Unlock()
@@ -36,10 +38,10 @@ func (m *Lockspaces) regEvent(name string, c Listener) int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if sp.list != listSpaces {
-		return client.RvENOENT
+		return rescode.RvENOENT
 	}
 	if len(sp.listeners) >= maxEventListeners {
-		return client.RvENOCSI
+		return rescode.RvENOCSI
 	}
 	sp.listeners = append(sp.listeners, c)
 	return 0
@@ -71,13 +73,13 @@ func (m *Lockspaces) EndEvent(name string) error { return codeErr(m.endEvent(nam
 
 func (m *Lockspaces) endEvent(name string) int32 {
 	if name == "" {
-		return client.RvEINVAL
+		return rescode.RvEINVAL
 	}
 	m.mu.Lock()
 	sp := m.byName(listSpaces, name)
 	m.mu.Unlock()
 	if sp == nil {
-		return client.RvENOENT
+		return rescode.RvENOENT
 	}
 	m.pruneListeners(sp)
 	return 0
@@ -106,7 +108,7 @@ func (m *Lockspaces) pruneListeners(sp *space) {
 // deliver sends one received event to every listener of the lockspace.
 func (sp *space) deliver(ev delta.ReceivedEvent) {
 	m := sp.m
-	cb := client.NewEventCB(client.HostEvent{HostID: ev.Event.HostID, Generation: ev.Event.Generation,
+	cb := client.NewEventCB(wire.HostEvent{HostID: ev.Event.HostID, Generation: ev.Event.Generation,
 		Event: ev.Event.Event, Data: ev.Event.Data}, ev.FromHostID, ev.FromGeneration)
 	b, err := cb.MarshalBinary()
 	if err != nil {

@@ -6,10 +6,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // spaceLiveness is the paxos layer's view of the other hosts of one joined
@@ -50,7 +50,7 @@ func (m *Lockspaces) paxosHost(name string) (*paxos.Host, int32) {
 	defer m.mu.Unlock()
 	sp := m.byName(listSpaces, name)
 	if sp == nil || sp.run == nil || sp.spaceDead || sp.killingPids != 0 {
-		return nil, client.RvENOSPC
+		return nil, rescode.RvENOSPC
 	}
 	if sp.paxos == nil {
 		st := sp.run.Status()

@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // ioTimeoutCtx bounds one daemon-side disk operation.
@@ -20,20 +20,20 @@ func ioTimeoutCtx(ctx context.Context, secs int) (context.Context, context.Cance
 // WriteLockspace initialises the delta leases of ls (WRITE_LOCKSPACE,
 // docs/protocol.md "Commands" #18); io is the io_timeout written into the
 // leases (0: the default).
-func (m *Lockspaces) WriteLockspace(ctx context.Context, ls client.Lockspace, io uint32) error {
+func (m *Lockspaces) WriteLockspace(ctx context.Context, ls wire.Lockspace, io uint32) error {
 	return codeErr(m.writeLockspace(ctx, ls, io))
 }
 
-func (m *Lockspaces) writeLockspace(ctx context.Context, ls client.Lockspace, io uint32) int32 {
+func (m *Lockspaces) writeLockspace(ctx context.Context, ls wire.Lockspace, io uint32) int32 {
 	if ls.Disk.Path == "" {
-		return client.RvENODEV
+		return rescode.RvENODEV
 	}
 	if io == 0 {
 		io = DefaultIOTimeout // 3.8.5: the daemon's -o is not a default here
 	}
 	dev, err := m.cfg.Open(ls.Disk.Path)
 	if err != nil {
-		return client.RvENODEV
+		return rescode.RvENODEV
 	}
 	defer dev.Close()
 	ioctx, cancel := ioTimeoutCtx(ctx, m.conf().WriteInitIOTimeout)
@@ -46,21 +46,21 @@ func (m *Lockspaces) writeLockspace(ctx context.Context, ls client.Lockspace, io
 // (READ_LOCKSPACE, docs/protocol.md "Commands" #20): the lockspace with its
 // name and size flags, and the lease's io_timeout. The lockspace is
 // returned on error too.
-func (m *Lockspaces) ReadLockspace(ctx context.Context, ls client.Lockspace) (client.Lockspace, uint32, error) {
+func (m *Lockspaces) ReadLockspace(ctx context.Context, ls wire.Lockspace) (wire.Lockspace, uint32, error) {
 	out, io, rv := m.readLockspace(ctx, ls)
 	return out, io, codeErr(rv)
 }
 
-func (m *Lockspaces) readLockspace(ctx context.Context, ls client.Lockspace) (client.Lockspace, uint32, int32) {
+func (m *Lockspaces) readLockspace(ctx context.Context, ls wire.Lockspace) (wire.Lockspace, uint32, int32) {
 	if ls.HostID == 0 {
 		ls.HostID = 1
 	}
 	if ls.Disk.Path == "" {
-		return ls, 0, client.RvENODEV
+		return ls, 0, rescode.RvENODEV
 	}
 	dev, err := m.cfg.Open(ls.Disk.Path)
 	if err != nil {
-		return ls, 0, client.RvENODEV
+		return ls, 0, rescode.RvENODEV
 	}
 	defer dev.Close()
 	ioctx, cancel := ioTimeoutCtx(ctx, DefaultIOTimeout)
@@ -79,7 +79,7 @@ func (m *Lockspaces) readLockspace(ctx context.Context, ls client.Lockspace) (cl
 			return ls, 0, int32(rescode.ErrLeaderVersion)
 		}
 		if g, err = diskfmt.GeometryFromLeader(&l); err != nil {
-			return ls, 0, client.RvEINVAL
+			return ls, 0, rescode.RvEINVAL
 		}
 	}
 	name := ls.Name

@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // StatusRecords returns the LOCKSPACE records of joined,
 // then being added, then being removed lockspaces (docs/protocol.md "Commands" #5, "Record texts").
-func (m *Lockspaces) StatusRecords() []client.StateRecord {
+func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 	m.mu.Lock()
 	var all []*space
 	for _, l := range []list{listSpaces, listAdd, listRem} {
@@ -34,7 +34,7 @@ func (m *Lockspaces) StatusRecords() []client.StateRecord {
 	m.mu.Unlock()
 
 	cfg := m.conf()
-	recs := make([]client.StateRecord, 0, len(snaps))
+	recs := make([]wire.StateRecord, 0, len(snaps))
 	for _, s := range snaps {
 		var st delta.Status
 		if s.run != nil {
@@ -56,8 +56,8 @@ func (m *Lockspaces) StatusRecords() []client.StateRecord {
 			st.RenewalLastSuccess)
 		ls := s.sp.ls
 		ls.Disk.Pad1 = uint32(st.SectorSize)
-		recs = append(recs, client.StateRecord{
-			State:     client.State{Type: client.StateLockspace, Data64: ls.HostID, Name: ls.Name},
+		recs = append(recs, wire.StateRecord{
+			State:     wire.State{Type: wire.StateLockspace, Data64: ls.HostID, Name: ls.Name},
 			Text:      text,
 			Lockspace: &ls,
 		})
@@ -68,12 +68,12 @@ func (m *Lockspaces) StatusRecords() []client.StateRecord {
 // HostStatus returns the HOST records of lockspace name (docs/protocol.md
 // "Commands" #15, "Record texts"), looked up on all three lists; -ENOSPC
 // when there is none.
-func (m *Lockspaces) HostStatus(name string) ([]client.StateRecord, error) {
+func (m *Lockspaces) HostStatus(name string) ([]wire.StateRecord, error) {
 	recs, rv := m.hostStatus(name)
 	return recs, codeErr(rv)
 }
 
-func (m *Lockspaces) hostStatus(name string) ([]client.StateRecord, int32) {
+func (m *Lockspaces) hostStatus(name string) ([]wire.StateRecord, int32) {
 	m.mu.Lock()
 	sp := m.anyByName(name)
 	var run *delta.Lockspace
@@ -82,15 +82,15 @@ func (m *Lockspaces) hostStatus(name string) ([]client.StateRecord, int32) {
 	}
 	m.mu.Unlock()
 	if sp == nil {
-		return nil, client.RvENOSPC
+		return nil, rescode.RvENOSPC
 	}
 	if run == nil {
 		return nil, 0
 	}
-	var recs []client.StateRecord
+	var recs []wire.StateRecord
 	for _, h := range run.HostStatuses() {
-		recs = append(recs, client.StateRecord{
-			State: client.State{Type: client.StateHost, Data32: uint32(h.HostID), Data64: h.Timestamp},
+		recs = append(recs, wire.StateRecord{
+			State: wire.State{Type: wire.StateHost, Data32: uint32(h.HostID), Data64: h.Timestamp},
 			Text:  hostStatusText(&h),
 		})
 	}
@@ -100,8 +100,8 @@ func (m *Lockspaces) hostStatus(name string) ([]client.StateRecord, int32) {
 // hostStatusText is the HOST record text (docs/protocol.md "Record texts").
 func hostStatusText(h *delta.HostStatus) string {
 	name := h.OwnerName
-	if len(name) > client.NameLen {
-		name = name[:client.NameLen]
+	if len(name) > wire.NameLen {
+		name = name[:wire.NameLen]
 	}
 	return fmt.Sprintf("last_check=%d last_live=%d last_req=%d owner_id=%d owner_generation=%d timestamp=%d "+
 		"io_timeout=%d owner_name=%s", h.LastCheck, h.LastLive, h.LastReq, h.OwnerID, h.OwnerGeneration,
@@ -109,23 +109,23 @@ func hostStatusText(h *delta.HostStatus) string {
 }
 
 // GetHosts answers GET_HOSTS (docs/delta.md "get_hosts").
-func (m *Lockspaces) GetHosts(name string, hostID uint64) ([]client.Host, error) {
+func (m *Lockspaces) GetHosts(name string, hostID uint64) ([]wire.Host, error) {
 	h, rv := m.getHosts(name, hostID)
 	return h, codeErr(rv)
 }
 
-func (m *Lockspaces) getHosts(name string, hostID uint64) ([]client.Host, int32) {
+func (m *Lockspaces) getHosts(name string, hostID uint64) ([]wire.Host, int32) {
 	run, ok := m.Joined(name)
 	if !ok {
-		return nil, client.RvENOENT
+		return nil, rescode.RvENOENT
 	}
 	infos, err := run.GetHosts(hostID)
 	if err != nil {
 		return nil, int32(rescode.CodeOf(err))
 	}
-	out := make([]client.Host, len(infos))
+	out := make([]wire.Host, len(infos))
 	for i, h := range infos {
-		out[i] = client.Host{HostID: h.HostID, Generation: h.Generation, Timestamp: h.Timestamp,
+		out[i] = wire.Host{HostID: h.HostID, Generation: h.Generation, Timestamp: h.Timestamp,
 			IOTimeout: h.IOTimeout, Flags: uint32(h.State)}
 	}
 	return out, 0
@@ -147,7 +147,7 @@ func (m *Lockspaces) renewals(name string) ([]delta.HistoryEntry, int, int32) {
 	}
 	m.mu.Unlock()
 	if sp == nil {
-		return nil, 0, client.RvENOSPC
+		return nil, 0, rescode.RvENOSPC
 	}
 	if run == nil {
 		return nil, sp.ioTimeout, 0
@@ -156,17 +156,17 @@ func (m *Lockspaces) renewals(name string) ([]delta.HistoryEntry, int, int32) {
 }
 
 // SetEvent answers SET_EVENT (docs/delta.md "set_event").
-func (m *Lockspaces) SetEvent(name string, he client.HostEvent, flags uint32) error {
+func (m *Lockspaces) SetEvent(name string, he wire.HostEvent, flags uint32) error {
 	return codeErr(m.setEvent(name, he, flags))
 }
 
-func (m *Lockspaces) setEvent(name string, he client.HostEvent, flags uint32) int32 {
+func (m *Lockspaces) setEvent(name string, he wire.HostEvent, flags uint32) int32 {
 	if name == "" || he.HostID == 0 || he.HostID > delta.MaxHostID {
-		return client.RvEINVAL
+		return rescode.RvEINVAL
 	}
 	run, ok := m.Joined(name)
 	if !ok {
-		return client.RvENOENT
+		return rescode.RvENOENT
 	}
 	err := run.SetEvent(delta.HostEvent{HostID: he.HostID, Generation: he.Generation, Event: he.Event, Data: he.Data}, flags)
 	return int32(rescode.CodeOf(err))
@@ -180,24 +180,24 @@ func (m *Lockspaces) setConfig(name string, cmd uint32) int32 {
 	defer m.mu.Unlock()
 	sp := m.byName(listSpaces, name)
 	if sp == nil {
-		return client.RvENOENT
+		return rescode.RvENOENT
 	}
 	switch cmd {
-	case client.ConfigUsed, client.ConfigUsedByOrphans:
+	case wire.ConfigUsed, wire.ConfigUsedByOrphans:
 		if sp.spaceDead {
-			return client.RvENOSPC
+			return rescode.RvENOSPC
 		}
-		if cmd == client.ConfigUsed {
+		if cmd == wire.ConfigUsed {
 			sp.externalUsed = true
 		} else {
 			sp.usedByOrphans = true
 		}
-	case client.ConfigUnused:
+	case wire.ConfigUnused:
 		sp.externalUsed = false
-	case client.ConfigUnusedByOrphans:
+	case wire.ConfigUnusedByOrphans:
 		sp.usedByOrphans = false
 	default:
-		return client.RvEINVAL
+		return rescode.RvEINVAL
 	}
 	return 0
 }
@@ -215,7 +215,7 @@ func (m *Lockspaces) Now() time.Duration { return m.cfg.Clock.Now() }
 
 // SpaceInfo is one lockspace as the metrics see it.
 type SpaceInfo struct {
-	Lockspace client.Lockspace
+	Lockspace wire.Lockspace
 	IOTimeout int
 	List      string // "add", "spaces" or "rem"
 	Run       *delta.Lockspace

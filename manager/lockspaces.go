@@ -11,12 +11,12 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // LockspacesConfig holds what the lockspace manager takes from outside.
@@ -206,7 +206,7 @@ func (m *Lockspaces) examine(space string) {
 type space struct {
 	m         *Lockspaces
 	id        uint32
-	ls        client.Lockspace // identity: name, host_id, path, offset
+	ls        wire.Lockspace // identity: name, host_id, path, offset
 	ioTimeout int
 
 	ctx    context.Context // the runner's; cancelled to stop or abort it
@@ -274,13 +274,13 @@ func (sp *space) deltaLogf(format string, args ...any) {
 }
 
 // sameDisk compares the disk part of two lockspaces.
-func sameDisk(a, b *client.Lockspace) bool {
+func sameDisk(a, b *wire.Lockspace) bool {
 	return a.Disk.Path == b.Disk.Path && a.Disk.Offset == b.Disk.Offset
 }
 
 // matches is the identity rule of add/inq/rem (docs/delta.md "Lockspace lists"): name,
 // path, offset, and host_id unless the request's is 0 (anyID).
-func (sp *space) matches(ls *client.Lockspace, anyID bool) bool {
+func (sp *space) matches(ls *wire.Lockspace, anyID bool) bool {
 	if sp.ls.Name != ls.Name || !sameDisk(&sp.ls, ls) {
 		return false
 	}
@@ -288,7 +288,7 @@ func (sp *space) matches(ls *client.Lockspace, anyID bool) bool {
 }
 
 // find returns the first entry matching ls on list l. Called with m.mu.
-func (m *Lockspaces) find(l list, ls *client.Lockspace, anyID bool) *space {
+func (m *Lockspaces) find(l list, ls *wire.Lockspace, anyID bool) *space {
 	for _, sp := range m.lists[l] {
 		if sp.matches(ls, anyID) {
 			return sp
@@ -352,19 +352,19 @@ func (m *Lockspaces) Joined(name string) (*delta.Lockspace, bool) {
 // "Request" step 5): -ENOSPC when not joined, -EINVAL for a bad host_id.
 func (m *Lockspaces) RequestHost(name string, hostID uint64) int32 {
 	if hostID == 0 || hostID > delta.MaxHostID {
-		return client.RvEINVAL
+		return rescode.RvEINVAL
 	}
 	run, ok := m.Joined(name)
 	if !ok {
-		return client.RvENOSPC
+		return rescode.RvENOSPC
 	}
 	return int32(rescode.CodeOf(run.Request(hostID)))
 }
 
 // AddRequest is ADD_LOCKSPACE (docs/protocol.md "Commands" #2).
 type AddRequest struct {
-	Lockspace client.Lockspace
-	Async     bool   // return once the add has started (client.AddAsync)
+	Lockspace wire.Lockspace
+	Async     bool   // return once the add has started (wire.AddAsync)
 	IOTimeout uint32 // 0: DefaultIOTimeout
 }
 
@@ -373,16 +373,16 @@ type AddRequest struct {
 func (m *Lockspaces) Add(ctx context.Context, req AddRequest) error {
 	flags := uint32(0)
 	if req.Async {
-		flags = client.AddAsync
+		flags = wire.AddAsync
 	}
 	return codeErr(m.add(ctx, req.Lockspace, flags, req.IOTimeout))
 }
 
-func (m *Lockspaces) add(ctx context.Context, ls client.Lockspace, flags, ioTimeout uint32) int32 {
+func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeout uint32) int32 {
 	if ls.Name == "" || ls.HostID == 0 || ls.Disk.Path == "" {
-		return client.RvEINVAL
+		return rescode.RvEINVAL
 	}
-	ident := client.Lockspace{Name: ls.Name, HostID: ls.HostID, Disk: client.Disk{Path: ls.Disk.Path, Offset: ls.Disk.Offset}}
+	ident := wire.Lockspace{Name: ls.Name, HostID: ls.HostID, Disk: wire.Disk{Path: ls.Disk.Path, Offset: ls.Disk.Offset}}
 	io := int(ioTimeout)
 	if io <= 0 {
 		// 3.8.5's daemon ignores -o and the io_timeout key: 0 means 10.
@@ -395,22 +395,22 @@ func (m *Lockspaces) add(ctx context.Context, ls client.Lockspace, flags, ioTime
 	switch {
 	case m.stopped:
 		m.mu.Unlock()
-		return client.RvEPERM
+		return rescode.RvEPERM
 	case m.find(listSpaces, &ident, false) != nil:
 		m.mu.Unlock()
-		return client.RvEEXIST
+		return rescode.RvEEXIST
 	case m.find(listAdd, &ident, false) != nil:
 		m.mu.Unlock()
-		return client.RvEINPROGRESS
+		return rescode.RvEINPROGRESS
 	case m.find(listRem, &ident, false) != nil:
 		m.mu.Unlock()
-		return client.RvEAGAIN
+		return rescode.RvEAGAIN
 	}
 	for _, l := range m.lists {
 		for _, sp := range l {
 			if sp.ls.Name == ident.Name || sameDisk(&sp.ls, &ident) {
 				m.mu.Unlock()
-				return client.RvEINVAL
+				return rescode.RvEINVAL
 			}
 		}
 	}
@@ -422,10 +422,10 @@ func (m *Lockspaces) add(ctx context.Context, ls client.Lockspace, flags, ioTime
 	m.wg.Add(1)
 	m.mu.Unlock()
 
-	m.lg().Warn(fmt.Sprintf("s%d lockspace %s", sp.id, client.LockspaceString(&ident)))
+	m.lg().Warn(fmt.Sprintf("s%d lockspace %s", sp.id, wire.LockspaceString(&ident)))
 	go sp.thread()
 
-	if flags&client.AddAsync != 0 {
+	if flags&wire.AddAsync != 0 {
 		return 0
 	}
 	select {
@@ -438,35 +438,35 @@ func (m *Lockspaces) add(ctx context.Context, ls client.Lockspace, flags, ioTime
 
 // RemRequest is REM_LOCKSPACE (docs/protocol.md "Commands" #3).
 type RemRequest struct {
-	Lockspace client.Lockspace
-	Async     bool // return at once (client.RemAsync)
-	Unused    bool // refuse with -EBUSY while resources exist (client.RemUnused)
+	Lockspace wire.Lockspace
+	Async     bool // return at once (wire.RemAsync)
+	Unused    bool // refuse with -EBUSY while resources exist (wire.RemUnused)
 }
 
 // Rem leaves a lockspace (docs/delta.md "Removing a lockspace").
 func (m *Lockspaces) Rem(ctx context.Context, req RemRequest) error {
 	var flags uint32
 	if req.Async {
-		flags |= client.RemAsync
+		flags |= wire.RemAsync
 	}
 	if req.Unused {
-		flags |= client.RemUnused
+		flags |= wire.RemUnused
 	}
 	return codeErr(m.rem(ctx, req.Lockspace, flags))
 }
 
-func (m *Lockspaces) rem(ctx context.Context, ls client.Lockspace, flags uint32) int32 {
-	if flags&client.RemUnused != 0 {
+func (m *Lockspaces) rem(ctx context.Context, ls wire.Lockspace, flags uint32) int32 {
+	if flags&wire.RemUnused != 0 {
 		if u := m.usage; u != nil {
 			if all, _ := u.SpaceResources(ls.Name); all > 0 {
-				return client.RvEBUSY
+				return rescode.RvEBUSY
 			}
 		}
 	}
 	m.mu.Lock()
 	if m.find(listRem, &ls, true) != nil {
 		m.mu.Unlock()
-		return client.RvEINPROGRESS
+		return rescode.RvEINPROGRESS
 	}
 	sp := m.find(listAdd, &ls, true)
 	if sp != nil {
@@ -476,10 +476,10 @@ func (m *Lockspaces) rem(ctx context.Context, ls client.Lockspace, flags uint32)
 		sp.removeReq = true
 	} else {
 		m.mu.Unlock()
-		return client.RvENOENT
+		return rescode.RvENOENT
 	}
 	m.mu.Unlock()
-	if flags&client.RemAsync != 0 {
+	if flags&wire.RemAsync != 0 {
 		return 0
 	}
 	select {
@@ -492,8 +492,8 @@ func (m *Lockspaces) rem(ctx context.Context, ls client.Lockspace, flags uint32)
 
 // InqRequest is INQ_LOCKSPACE (docs/protocol.md "Commands" #16).
 type InqRequest struct {
-	Lockspace client.Lockspace
-	Wait      bool // wait while being added or removed (client.InqWait)
+	Lockspace wire.Lockspace
+	Wait      bool // wait while being added or removed (wire.InqWait)
 }
 
 // Inq reports whether a lockspace is joined (docs/delta.md "inq_lockspace"):
@@ -501,15 +501,15 @@ type InqRequest struct {
 func (m *Lockspaces) Inq(ctx context.Context, req InqRequest) error {
 	var flags uint32
 	if req.Wait {
-		flags = client.InqWait
+		flags = wire.InqWait
 	}
 	return codeErr(m.inqWait(ctx, req.Lockspace, flags))
 }
 
-func (m *Lockspaces) inqWait(ctx context.Context, ls client.Lockspace, flags uint32) int32 {
+func (m *Lockspaces) inqWait(ctx context.Context, ls wire.Lockspace, flags uint32) int32 {
 	for {
 		rv := m.inq(&ls)
-		if rv != client.RvEINPROGRESS || flags&client.InqWait == 0 {
+		if rv != rescode.RvEINPROGRESS || flags&wire.InqWait == 0 {
 			return rv
 		}
 		if m.cfg.Clock.Sleep(ctx, m.cfg.PollInterval) != nil {
@@ -518,27 +518,27 @@ func (m *Lockspaces) inqWait(ctx context.Context, ls client.Lockspace, flags uin
 	}
 }
 
-func (m *Lockspaces) inq(ls *client.Lockspace) int32 {
+func (m *Lockspaces) inq(ls *wire.Lockspace) int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
 	case m.find(listSpaces, ls, true) != nil:
 		return 0
 	case m.find(listAdd, ls, true) != nil, m.find(listRem, ls, true) != nil:
-		return client.RvEINPROGRESS
+		return rescode.RvEINPROGRESS
 	}
-	return client.RvENOENT
+	return rescode.RvENOENT
 }
 
 // List returns every lockspace: spaces, then rem, then add (docs/delta.md "get_lockspaces").
-func (m *Lockspaces) List() []client.Lockspace {
+func (m *Lockspaces) List() []wire.Lockspace {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []client.Lockspace
+	var out []wire.Lockspace
 	for _, e := range []struct {
 		l     list
 		flags uint32
-	}{{listSpaces, 0}, {listRem, client.LSFRem}, {listAdd, client.LSFAdd}} {
+	}{{listSpaces, 0}, {listRem, wire.LSFRem}, {listAdd, wire.LSFAdd}} {
 		for _, sp := range m.lists[e.l] {
 			ls := sp.ls
 			ls.Flags = e.flags

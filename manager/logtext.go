@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // Helpers that give error log lines what a person needs to act on them
@@ -22,7 +22,7 @@ func codeLog(c int32) string { return rescode.Code(c).LogString() }
 func diskLog(path string, off uint64) string { return fmt.Sprintf("%s:%d", path, off) }
 
 // disksLog formats a resource's disks as "path:offset[,path:offset...]".
-func disksLog(ds []client.Disk) string {
+func disksLog(ds []wire.Disk) string {
 	parts := make([]string, len(ds))
 	for i, d := range ds {
 		parts[i] = diskLog(d.Path, d.Offset)

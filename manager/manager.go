@@ -71,7 +71,7 @@ type Client interface {
 	// Restricted returns the RESTRICT flags.
 	Restricted() uint32
 	// Killpath returns the KILLPATH program, its arguments and the client
-	// flags (client.KillpathPID).
+	// flags (wire.KillpathPID).
 	Killpath() (path, args string, flags uint32)
 	// NoteKill records a signal or kill program sent by the escalation
 	// (shown in the CLIENT record); runpath says a kill program was run.

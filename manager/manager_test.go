@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // testClient is a registered client as the daemon would present it.
@@ -103,11 +103,11 @@ func newTestManager(t *testing.T, kill func(pid int, sig syscall.Signal) error, 
 
 // testLS is the lockspace of newTestManager. The disk path must exist (a
 // release checks it): any directory does.
-var testLS = client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: "/"}}
+var testLS = wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: "/"}}
 
-func testRes(i int, flags uint32) client.Resource {
-	return client.Resource{LockspaceName: "LS", Name: []string{"R0", "R1", "R2"}[i], Flags: flags,
-		Disks: []client.Disk{{Path: "/", Offset: uint64(i+1) << 20}}}
+func testRes(i int, flags uint32) wire.Resource {
+	return wire.Resource{LockspaceName: "LS", Name: []string{"R0", "R1", "R2"}[i], Flags: flags,
+		Disks: []wire.Disk{{Path: "/", Offset: uint64(i+1) << 20}}}
 }
 
 // lists returns the list= of every RESOURCE record.
@@ -135,9 +135,9 @@ func TestManagerLeases(t *testing.T) {
 		ctx := context.Background()
 		r := m.Resources
 
-		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []client.Resource{testRes(0, 0)}, OwnerName: "vm1"}))
+		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}, OwnerName: "vm1"}))
 		assert.Equal(t, "vm1", a.name)
-		err := r.Acquire(ctx, b, AcquireRequest{Resources: []client.Resource{testRes(0, 0)}})
+		err := r.Acquire(ctx, b, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}})
 		assert.Error(t, err, "a second exclusive holder on the same host")
 		held, err := r.Inquire(a)
 		require.NoError(t, err)
@@ -146,18 +146,18 @@ func TestManagerLeases(t *testing.T) {
 		assert.Equal(t, []int{100}, r.SpaceHolders("LS"))
 
 		// Shared by both clients, then released by one.
-		sh := testRes(1, client.ResShared)
-		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []client.Resource{sh}}))
-		require.NoError(t, r.Acquire(ctx, b, AcquireRequest{Resources: []client.Resource{sh}}))
-		n, err := r.Release(ctx, b, ReleaseRequest{Resources: []client.Resource{sh}})
+		sh := testRes(1, wire.ResShared)
+		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []wire.Resource{sh}}))
+		require.NoError(t, r.Acquire(ctx, b, AcquireRequest{Resources: []wire.Resource{sh}}))
+		n, err := r.Release(ctx, b, ReleaseRequest{Resources: []wire.Resource{sh}})
 		require.NoError(t, err)
 		assert.Zero(t, n)
-		_, err = r.Release(ctx, b, ReleaseRequest{Resources: []client.Resource{sh}})
-		assert.Equal(t, rescode.Code(client.RvEPERM), rescode.CodeOf(err), "not held by b any more")
+		_, err = r.Release(ctx, b, ReleaseRequest{Resources: []wire.Resource{sh}})
+		assert.Equal(t, rescode.Code(rescode.RvEPERM), rescode.CodeOf(err), "not held by b any more")
 
 		// A persistent lease becomes an orphan when its client dies; the
 		// others are released in the background.
-		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []client.Resource{testRes(2, client.ResPersistent)}}))
+		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []wire.Resource{testRes(2, wire.ResPersistent)}}))
 		r.ClientDead(a.ID())
 		synctest.Wait()
 		assert.Equal(t, []string{"R2:orphan"}, lists(m))
@@ -167,10 +167,10 @@ func TestManagerLeases(t *testing.T) {
 		_, err = r.Inquire(b)
 		require.NoError(t, err)
 		// The orphan is adopted by an ORPHAN acquire, then released.
-		require.NoError(t, r.Acquire(ctx, b, AcquireRequest{Resources: []client.Resource{testRes(2, client.ResPersistent)},
-			Flags: client.AcquireOrphan}))
+		require.NoError(t, r.Acquire(ctx, b, AcquireRequest{Resources: []wire.Resource{testRes(2, wire.ResPersistent)},
+			Flags: wire.AcquireOrphan}))
 		assert.Equal(t, []string{"R2:held"}, lists(m))
-		_, err = r.Release(ctx, b, ReleaseRequest{Flags: client.RelAll})
+		_, err = r.Release(ctx, b, ReleaseRequest{Flags: wire.RelAll})
 		require.NoError(t, err)
 		assert.Empty(t, lists(m))
 
@@ -206,7 +206,7 @@ func TestManagerEscalation(t *testing.T) {
 		m, dead, stop := newTestManager(t, kill, testClients{100: a}, Settings{KillGraceSeconds: 3})
 		defer stop()
 		ctx := context.Background()
-		require.NoError(t, m.Resources.Acquire(ctx, a, AcquireRequest{Resources: []client.Resource{testRes(0, 0)}}))
+		require.NoError(t, m.Resources.Acquire(ctx, a, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}}))
 		start = time.Now()
 		dead.Store(true)
 		require.NoError(t, m.Lockspaces.Inq(ctx, InqRequest{Lockspace: testLS}))

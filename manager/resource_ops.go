@@ -4,9 +4,9 @@ import (
 	"context"
 	"slices"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // begin marks the lease state of client cl busy: one W-reg command at a
@@ -21,7 +21,7 @@ func (m *Resources) begin(cl Client) (*leaseClient, int32) {
 		m.clients[cl.ID()] = lc
 	}
 	if lc.busy || lc.dead {
-		return nil, client.RvEBUSY
+		return nil, rescode.RvEBUSY
 	}
 	lc.busy = true
 	return lc, 0
@@ -58,7 +58,7 @@ func findToken(lc *leaseClient, space, name string) (int, *token) {
 
 // AcquireRequest is ACQUIRE (docs/paxos.md "Acquire command").
 type AcquireRequest struct {
-	Resources []client.Resource
+	Resources []wire.Resource
 	Flags     uint32 // client.Acquire* command flags
 	OwnerName string // the client record's new name
 }
@@ -109,7 +109,7 @@ func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireReque
 		if h, _ := m.paxosHost(q.Resources[i].LockspaceName); h != hosts[i] {
 			undo()
 			m.done(lc)
-			return client.RvENOSPC
+			return rescode.RvENOSPC
 		}
 	}
 	m.mu.Lock()
@@ -117,12 +117,12 @@ func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireReque
 		m.mu.Unlock()
 		undo()
 		m.done(lc)
-		return client.RvENOTTY
+		return rescode.RvENOTTY
 	}
 	lc.tokens = append(lc.tokens, got...)
 	m.mu.Unlock()
 	if m.done(lc) {
-		return client.RvENOTTY
+		return rescode.RvENOTTY
 	}
 	return 0
 }
@@ -141,11 +141,11 @@ func (m *Resources) ClientCmd(cl Client, f func()) error {
 
 // ReleaseRequest is RELEASE (docs/paxos.md "Release command").
 type ReleaseRequest struct {
-	Resources []client.Resource
+	Resources []wire.Resource
 	Flags     uint32 // client.Rel* command flags
 }
 
-// Release releases resources of client cl. With client.RelOrphan n is
+// Release releases resources of client cl. With wire.RelOrphan n is
 // the number of orphans moved to release.
 func (m *Resources) Release(ctx context.Context, cl Client, req ReleaseRequest) (n int, err error) {
 	lc, code := m.begin(cl)
@@ -163,9 +163,9 @@ func (m *Resources) Release(ctx context.Context, cl Client, req ReleaseRequest) 
 // release is RELEASE (docs/paxos.md "Release command").
 func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseRequest) int32 {
 	flags := q.Flags
-	if flags&client.RelOrphan != 0 {
+	if flags&wire.RelOrphan != 0 {
 		if len(q.Resources) == 0 {
-			return client.RvEINVAL
+			return rescode.RvEINVAL
 		}
 		return m.releaseOrphans(q.Resources[0].LockspaceName, q.Resources[0].Name)
 	}
@@ -173,11 +173,11 @@ func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseReque
 	var work []*token
 	rename := ""
 	m.mu.Lock()
-	if flags&client.RelAll != 0 {
+	if flags&wire.RelAll != 0 {
 		work, lc.tokens = lc.tokens, nil
 	} else {
 		list := q.Resources
-		if flags&client.RelRename != 0 && len(list) > 0 {
+		if flags&wire.RelRename != 0 && len(list) > 0 {
 			if len(list) > 1 {
 				rename = list[1].Name
 			}
@@ -186,7 +186,7 @@ func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseReque
 		for _, res := range list {
 			i, tk := findToken(lc, res.LockspaceName, res.Name)
 			if tk == nil {
-				result = client.RvEPERM
+				result = rescode.RvEPERM
 				continue
 			}
 			lc.tokens = slices.Delete(lc.tokens, i, i+1)
@@ -229,20 +229,20 @@ func (m *Resources) releaseOrphans(space, name string) int32 {
 
 // Inquire lists the resources client cl holds (docs/protocol.md
 // "Commands" #9, docs/paxos.md "inquire").
-func (m *Resources) Inquire(cl Client) ([]client.Resource, error) {
+func (m *Resources) Inquire(cl Client) ([]wire.Resource, error) {
 	lc, code := m.begin(cl)
 	if code != 0 {
 		return nil, codeErr(code)
 	}
 	m.mu.Lock()
-	list := make([]client.Resource, 0, len(lc.tokens))
+	list := make([]wire.Resource, 0, len(lc.tokens))
 	for _, tk := range lc.tokens {
-		res := client.Resource{LockspaceName: tk.r.key.space, Name: tk.r.key.name, LVer: tk.lver}
+		res := wire.Resource{LockspaceName: tk.r.key.space, Name: tk.r.key.name, LVer: tk.lver}
 		for _, d := range tk.res.Disks {
-			res.Disks = append(res.Disks, client.Disk{Path: d.Path, Offset: d.Offset})
+			res.Disks = append(res.Disks, wire.Disk{Path: d.Path, Offset: d.Offset})
 		}
 		if tk.r.shared {
-			res.Flags |= client.ResShared
+			res.Flags |= wire.ResShared
 		}
 		list = append(list, res)
 	}
@@ -253,8 +253,8 @@ func (m *Resources) Inquire(cl Client) ([]client.Resource, error) {
 
 // ConvertRequest is CONVERT (docs/paxos.md "Convert").
 type ConvertRequest struct {
-	Resource *client.Resource // Flags: client.ResShared for shared; nil: -EINVAL
-	Flags    uint32           // client.ConvertOwnerNowait
+	Resource *wire.Resource // Flags: wire.ResShared for shared; nil: -EINVAL
+	Flags    uint32         // wire.ConvertOwnerNowait
 }
 
 // Convert converts a held resource of client cl between shared and
@@ -274,36 +274,36 @@ func (m *Resources) Convert(ctx context.Context, cl Client, req ConvertRequest) 
 // converts it and leaves their tokens attached: quirk Q4).
 func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertRequest) int32 {
 	if q.Resource == nil {
-		return client.RvEINVAL
+		return rescode.RvEINVAL
 	}
 	res := *q.Resource
-	toShared := res.Flags&client.ResShared != 0
+	toShared := res.Flags&wire.ResShared != 0
 	m.mu.Lock()
 	_, tk := findToken(lc, res.LockspaceName, res.Name)
 	if tk == nil || tk.r.list != resHeld || tk.r.held == nil {
 		m.mu.Unlock()
-		return client.RvENOENT
+		return rescode.RvENOENT
 	}
 	r := tk.r
 	switch {
 	case r.shared == toShared:
 		m.mu.Unlock()
-		return client.RvEALREADY
+		return rescode.RvEALREADY
 	case !r.shared && len(r.tokens) != 1:
 		m.mu.Unlock()
-		return client.RvEINVAL
+		return rescode.RvEINVAL
 	case r.shared && len(r.tokens) != 1:
 		m.mu.Unlock()
-		return client.RvEBUSY
+		return rescode.RvEBUSY
 	case r.converting:
 		m.mu.Unlock()
-		return client.RvEBUSY
+		return rescode.RvEBUSY
 	}
 	r.converting = true
 	m.mu.Unlock()
 
 	r.opMu.Lock()
-	err := r.held.Convert(ctx, toShared, q.Flags&client.ConvertOwnerNowait != 0)
+	err := r.held.Convert(ctx, toShared, q.Flags&wire.ConvertOwnerNowait != 0)
 	lver := r.held.Lver()
 	r.opMu.Unlock()
 
@@ -316,12 +316,12 @@ func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertReque
 	r.shared = toShared
 	if toShared {
 		r.pid, r.restrict = 0, 0
-		tk.flags |= client.ResShared
+		tk.flags |= wire.ResShared
 		tk.lver = 0
 	} else {
 		r.pid = tk.pid
-		r.restrict = lc.cl.Restricted() & (client.RestrictSigkill | client.RestrictSigterm)
-		tk.flags &^= client.ResShared
+		r.restrict = lc.cl.Restricted() & (wire.RestrictSigkill | wire.RestrictSigterm)
+		tk.flags &^= wire.ResShared
 		tk.lver = lver
 	}
 	return 0
@@ -329,9 +329,9 @@ func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertReque
 
 // RequestRequest is REQUEST (docs/paxos.md "Request").
 type RequestRequest struct {
-	Resource client.Resource
+	Resource wire.Resource
 	Force    uint32 // force_mode
-	NextLVer bool   // client.RequestNextLVer
+	NextLVer bool   // wire.RequestNextLVer
 }
 
 // Request writes a request record for a resource held elsewhere and

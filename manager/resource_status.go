@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // resFlags is the r.flags value shown in RESOURCE records.
@@ -23,10 +23,10 @@ func (r *resource) flagsText() uint32 {
 	if r.releasing {
 		f |= 0x04
 	}
-	if r.restrict&client.RestrictSigkill != 0 {
+	if r.restrict&wire.RestrictSigkill != 0 {
 		f |= 0x08
 	}
-	if r.restrict&client.RestrictSigterm != 0 {
+	if r.restrict&wire.RestrictSigterm != 0 {
 		f |= 0x10
 	}
 	return f
@@ -35,7 +35,7 @@ func (r *resource) flagsText() uint32 {
 // StatusRecords returns the RESOURCE records of STATUS: one RESOURCE record per token
 // of held and add resources, one per resource on rem and orphan
 // (docs/protocol.md "Record texts").
-func (m *Resources) StatusRecords() []client.StateRecord {
+func (m *Resources) StatusRecords() []wire.StateRecord {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	all := make([]*resource, 0, len(m.res))
@@ -44,7 +44,7 @@ func (m *Resources) StatusRecords() []client.StateRecord {
 	}
 	// newest first, as sanlock lists them
 	slices.SortFunc(all, func(a, b *resource) int { return int(b.id) - int(a.id) })
-	var recs []client.StateRecord
+	var recs []wire.StateRecord
 	for _, l := range []resList{resHeld, resAdd, resRem, resOrphan} {
 		for _, r := range all {
 			if r.list != l {
@@ -58,18 +58,18 @@ func (m *Resources) StatusRecords() []client.StateRecord {
 				lver = r.held.Leader.Lver
 			}
 			one := func(pid int, tokID uint32) {
-				res := client.Resource{LockspaceName: r.key.space, Name: r.key.name, LVer: lver,
-					Disks: make([]client.Disk, len(r.disks))}
+				res := wire.Resource{LockspaceName: r.key.space, Name: r.key.name, LVer: lver,
+					Disks: make([]wire.Disk, len(r.disks))}
 				for i, d := range r.disks {
-					res.Disks[i] = client.Disk{Path: d.Path, Offset: d.Offset, Pad1: uint32(ss), Pad2: 0xffffffff}
+					res.Disks[i] = wire.Disk{Path: d.Path, Offset: d.Offset, Pad1: uint32(ss), Pad2: 0xffffffff}
 				}
 				if r.shared {
-					res.Flags |= client.ResShared
+					res.Flags |= wire.ResShared
 				}
 				text := fmt.Sprintf("list=%s flags=%x sector_size=%d align_size=%d lver=%d reused=%d res_id=%d token_id=%d",
 					r.list, r.flagsText(), ss, align, lver, 0, r.id, tokID)
-				recs = append(recs, client.StateRecord{
-					State:    client.State{Type: client.StateResource, Data32: uint32(int32(pid)), Data64: lver, Name: r.key.name},
+				recs = append(recs, wire.StateRecord{
+					State:    wire.State{Type: wire.StateResource, Data32: uint32(int32(pid)), Data64: lver, Name: r.key.name},
 					Text:     text,
 					Resource: &res,
 				})

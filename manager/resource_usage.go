@@ -3,7 +3,7 @@ package manager
 import (
 	"slices"
 
-	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // ClientDead is called once when a registered client has gone (docs/paxos.md "Client exit", docs/protocol.md
@@ -42,7 +42,7 @@ func (m *Resources) dropTokens(toks []*token) {
 		case r.spaceDead || r.held == nil:
 			m.mu.Unlock()
 			m.finish(r)
-		case t.flags&client.ResPersistent != 0:
+		case t.flags&wire.ResPersistent != 0:
 			r.list = resOrphan
 			m.mu.Unlock()
 			m.logf("r%d orphan %s:%s pid %d", r.id, r.key.space, r.key.name, t.pid)

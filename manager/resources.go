@@ -13,11 +13,11 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // ResourcesConfig holds what the resource manager takes from outside. Zero
@@ -64,7 +64,7 @@ type resource struct {
 	shared bool
 
 	host     *paxos.Host // the lockspace membership it was acquired in
-	disks    []client.Disk
+	disks    []wire.Disk
 	restrict uint32
 	killpath string
 	killargs string
@@ -88,12 +88,12 @@ type token struct {
 	r     *resource
 	cl    Client
 	pid   int
-	res   client.Resource // as requested, with its disks
-	lver  uint64          // the lver inquire reports (EX)
-	flags uint32          // res.Flags at acquire (SHARED, PERSISTENT, ...)
+	res   wire.Resource // as requested, with its disks
+	lver  uint64        // the lver inquire reports (EX)
+	flags uint32        // res.Flags at acquire (SHARED, PERSISTENT, ...)
 }
 
-func (t *token) shared() bool { return t.flags&client.ResShared != 0 }
+func (t *token) shared() bool { return t.flags&wire.ResShared != 0 }
 
 // leaseClient is the lease state of a registered client, keyed by its
 // ClientID in Resources.clients.
@@ -183,7 +183,7 @@ func (m *Resources) baseContext() context.Context {
 // paxosHost returns our membership of lockspace name, or -ENOSPC.
 func (m *Resources) paxosHost(name string) (*paxos.Host, int32) {
 	if m.spaces == nil {
-		return nil, client.RvENOSPC
+		return nil, rescode.RvENOSPC
 	}
 	return m.spaces.paxosHost(name)
 }
@@ -205,13 +205,13 @@ func openCode(err error) int32 {
 	if errors.As(err, &en) {
 		return -int32(en)
 	}
-	return client.RvENODEV
+	return rescode.RvENODEV
 }
 
 // openDisks opens every disk of a resource through the shared cache (one
 // descriptor per path, however many leases use it); on failure the ones
 // opened are closed again and the open's result is returned.
-func (m *Resources) openDisks(disks []client.Disk) ([]diskfmt.Device, []paxos.Disk, int32) {
+func (m *Resources) openDisks(disks []wire.Disk) ([]diskfmt.Device, []paxos.Disk, int32) {
 	devs := make([]diskfmt.Device, 0, len(disks))
 	pd := make([]paxos.Disk, 0, len(disks))
 	for _, d := range disks {
@@ -286,7 +286,7 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 		disks: t.res.Disks, tokens: []*token{t}}
 	if !shared {
 		r.pid = t.pid
-		r.restrict = t.cl.Restricted() & (client.RestrictSigkill | client.RestrictSigterm)
+		r.restrict = t.cl.Restricted() & (wire.RestrictSigkill | wire.RestrictSigterm)
 	}
 	r.killpath, r.killargs, _ = t.cl.Killpath()
 	t.r = r
@@ -303,13 +303,13 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	lease := &paxos.Lease{Host: host, Name: key.name, Disks: disks}
 	req := paxos.AcquireRequest{
 		Shared:      shared,
-		OwnerNowait: cmdFlags&client.AcquireOwnerNowait != 0,
-		LVB:         cmdFlags&client.AcquireLVB != 0,
+		OwnerNowait: cmdFlags&wire.AcquireOwnerNowait != 0,
+		LVB:         cmdFlags&wire.AcquireLVB != 0,
 	}
-	if t.res.Flags&client.ResLVer != 0 {
+	if t.res.Flags&wire.ResLVer != 0 {
 		req.Lver = t.res.LVer
 	}
-	if t.res.Flags&client.ResNumHosts != 0 {
+	if t.res.Flags&wire.ResNumHosts != 0 {
 		req.NumHosts = uint64(t.res.Data32)
 	}
 	held, err := lease.Acquire(ctx, req)

@@ -6,16 +6,16 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // FormatRindex writes an empty resource index: FORMAT_RINDEX (docs/protocol.md "Commands" #35, docs/ondisk.md
 // "Resource index operations"). No lockspace is needed.
-func (d *DiskOps) FormatRindex(ctx context.Context, rx client.RIndex) error {
+func (d *DiskOps) FormatRindex(ctx context.Context, rx wire.RIndex) error {
 	dev, rv := d.open(rx.Disk.Path, d.writeInitIO)
 	if rv < 0 {
 		d.lg().Error(fmt.Sprintf("rindex_format open failed %d %s: %s", rv, diskLog(rx.Disk.Path, rx.Disk.Offset),
@@ -43,7 +43,7 @@ type rindexOp struct {
 // failing. Then the header is read (with the lockspace's sector size, 4096
 // without one) and verified (-274..-277). Order as sanlock 3.8.5: open,
 // lockspace, header.
-func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *client.RIndex, needLS bool) (*rindexOp, int32) {
+func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex, needLS bool) (*rindexOp, int32) {
 	op := &rindexOp{}
 	dev, rv := d.openRaw(rxa.Disk.Path)
 	if rv < 0 {
@@ -56,7 +56,7 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *client.RInd
 	op.done = closeDev
 	if needLS {
 		h, rv := d.paxosHost(rxa.LockspaceName)
-		if rv == client.RvENOENT {
+		if rv == rescode.RvENOENT {
 			d.lg().Error(fmt.Sprintf("%s lockspace not available %d %s: not joined (rindex %s)", what, rv, rxa.LockspaceName,
 				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 		}
@@ -68,7 +68,7 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *client.RInd
 			closeDev()
 			d.lg().Error(fmt.Sprintf("%s lockspace %s busy with another rindex op (rindex %s)", what, rxa.LockspaceName,
 				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
-			return nil, client.RvEBUSY
+			return nil, rescode.RvEBUSY
 		}
 		op.host, ss, ioTimeout = h, h.Geometry.SectorSize, h.IOTimeout
 		op.done = func() { d.unlockRindex(rxa.LockspaceName); closeDev() }
@@ -89,10 +89,10 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *client.RInd
 // joined, -ENOSPC when it is failing.
 func (d *DiskOps) paxosHost(name string) (*paxos.Host, int32) {
 	if d.ls == nil {
-		return nil, client.RvENOENT
+		return nil, rescode.RvENOENT
 	}
 	if _, joined := d.ls.Joined(name); !joined {
-		return nil, client.RvENOENT
+		return nil, rescode.RvENOENT
 	}
 	return d.ls.paxosHost(name)
 }
@@ -171,7 +171,7 @@ func dkReleaseLeader(ctx context.Context, h *paxos.Host, held *paxos.Held, dev d
 
 // RebuildRindex rebuilds the entries of a resource index from the leases: REBUILD_RINDEX (docs/protocol.md "Commands" #40). With SANLK_RX_NO_LOCKSPACE no
 // lockspace and no rindex_lease are needed.
-func (d *DiskOps) RebuildRindex(ctx context.Context, rxa client.RIndex, noLockspace bool) error {
+func (d *DiskOps) RebuildRindex(ctx context.Context, rxa wire.RIndex, noLockspace bool) error {
 	needLS := !noLockspace
 	op, rv := d.beginRindex(ctx, "rindex_rebuild", &rxa, needLS)
 	if rv < 0 {
@@ -195,56 +195,56 @@ func misaligned(op *rindexOp, off uint64) bool {
 
 // LookupRindex: LOOKUP_RINDEX (docs/protocol.md "Commands" #37). Read-only; see diskfmt
 // Rindex.Lookup for the four forms.
-func (d *DiskOps) LookupRindex(ctx context.Context, rxa client.RIndex, e client.REntry, flags uint32) (client.REntry, error) {
+func (d *DiskOps) LookupRindex(ctx context.Context, rxa wire.RIndex, e wire.REntry, flags uint32) (wire.REntry, error) {
 	out, rv := d.lookupRindex(ctx, rxa, e, flags)
 	return out, codeErr(rv)
 }
 
-func (d *DiskOps) lookupRindex(ctx context.Context, rxa client.RIndex, e client.REntry, flags uint32) (client.REntry, int32) {
-	op, rv := d.beginRindex(ctx, "rindex_lookup", &rxa, flags&client.RXNoLockspace == 0)
+func (d *DiskOps) lookupRindex(ctx context.Context, rxa wire.RIndex, e wire.REntry, flags uint32) (wire.REntry, int32) {
+	op, rv := d.beginRindex(ctx, "rindex_lookup", &rxa, flags&wire.RXNoLockspace == 0)
 	if rv < 0 {
-		return client.REntry{}, rv
+		return wire.REntry{}, rv
 	}
 	defer op.done()
 	found, err := op.rx.Lookup(ctx, e.Name, e.Offset)
 	if err != nil {
 		rv := resultOf(err)
-		if rv == client.RvENOSPC {
-			rv = client.RvENOENT // no free entry: sanlock 3.8.5 says -ENOENT
+		if rv == rescode.RvENOSPC {
+			rv = rescode.RvENOENT // no free entry: sanlock 3.8.5 says -ENOENT
 		}
-		return client.REntry{}, rv
+		return wire.REntry{}, rv
 	}
-	return client.REntry{Name: diskfmt.NameString(found.Name[:]), Offset: found.ResOffset}, 0
+	return wire.REntry{Name: diskfmt.NameString(found.Name[:]), Offset: found.ResOffset}, 0
 }
 
 // UpdateRindex: UPDATE_RINDEX (docs/protocol.md "Commands" #36). RXUP_REM frees the entry of the
 // offset (and wins when both flags are set), RXUP_ADD records name there;
 // rindex_lease is not taken. The reply echoes the added entry.
-func (d *DiskOps) UpdateRindex(ctx context.Context, rxa client.RIndex, e client.REntry, flags uint32) (client.REntry, error) {
+func (d *DiskOps) UpdateRindex(ctx context.Context, rxa wire.RIndex, e wire.REntry, flags uint32) (wire.REntry, error) {
 	out, rv := d.updateRindex(ctx, rxa, e, flags)
 	return out, codeErr(rv)
 }
 
-func (d *DiskOps) updateRindex(ctx context.Context, rxa client.RIndex, e client.REntry, flags uint32) (client.REntry, int32) {
-	op, rv := d.beginRindex(ctx, "rindex_update", &rxa, flags&client.RXNoLockspace == 0)
+func (d *DiskOps) updateRindex(ctx context.Context, rxa wire.RIndex, e wire.REntry, flags uint32) (wire.REntry, int32) {
+	op, rv := d.beginRindex(ctx, "rindex_update", &rxa, flags&wire.RXNoLockspace == 0)
 	if rv < 0 {
-		return client.REntry{}, rv
+		return wire.REntry{}, rv
 	}
 	defer op.done()
 	if misaligned(op, e.Offset) {
-		return client.REntry{}, int32(rescode.ErrRindexOffset)
+		return wire.REntry{}, int32(rescode.ErrRindexOffset)
 	}
-	remove := flags&client.RXUpRem != 0
-	if !remove && flags&client.RXUpAdd == 0 {
-		return client.REntry{}, client.RvEINVAL
+	remove := flags&wire.RXUpRem != 0
+	if !remove && flags&wire.RXUpAdd == 0 {
+		return wire.REntry{}, rescode.RvEINVAL
 	}
 	if err := op.rx.UpdateEntry(ctx, e.Name, e.Offset, remove); err != nil {
-		return client.REntry{}, resultOf(err)
+		return wire.REntry{}, resultOf(err)
 	}
 	if remove {
-		return client.REntry{}, 0
+		return wire.REntry{}, 0
 	}
-	return client.REntry{Name: e.Name, Offset: e.Offset}, 0
+	return wire.REntry{Name: e.Name, Offset: e.Offset}, 0
 }
 
 // CreateResource: CREATE_RESOURCE (docs/protocol.md "Commands" #38). Under rindex_lease: take the
@@ -252,15 +252,15 @@ func (d *DiskOps) updateRindex(ctx context.Context, rxa client.RIndex, e client.
 // header data2, 0 = max_hosts), then record the entry. The reply carries
 // the new lease's offset. Any name is accepted, even an empty one (as
 // sanlock does).
-func (d *DiskOps) CreateResource(ctx context.Context, rxa client.RIndex, e client.REntry, numHosts uint32) (client.REntry, error) {
+func (d *DiskOps) CreateResource(ctx context.Context, rxa wire.RIndex, e wire.REntry, numHosts uint32) (wire.REntry, error) {
 	out, rv := d.createResource(ctx, rxa, e, numHosts)
 	return out, codeErr(rv)
 }
 
-func (d *DiskOps) createResource(ctx context.Context, rxa client.RIndex, e client.REntry, numHosts uint32) (client.REntry, int32) {
+func (d *DiskOps) createResource(ctx context.Context, rxa wire.RIndex, e wire.REntry, numHosts uint32) (wire.REntry, int32) {
 	op, rv := d.beginRindex(ctx, "rindex_create", &rxa, true)
 	if rv < 0 {
-		return client.REntry{}, rv
+		return wire.REntry{}, rv
 	}
 	defer op.done()
 	var off uint64
@@ -280,7 +280,7 @@ func (d *DiskOps) createResource(ctx context.Context, rxa client.RIndex, e clien
 			// sanlock 3.8.5 answers a full index with -ENOENT.
 			d.lg().Error(fmt.Sprintf("rindex_create no free entry for %s lockspace %s disk %s", e.Name, rxa.LockspaceName,
 				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
-			return client.RvENOENT
+			return rescode.RvENOENT
 		}
 		off = diskfmt.RindexResourceOffset(op.rx.Geo, op.rx.Header.RxOffset, i)
 		p := diskfmt.PaxosInit{SpaceName: rxa.LockspaceName, ResourceName: e.Name, NumHosts: uint64(numHosts)}
@@ -296,9 +296,9 @@ func (d *DiskOps) createResource(ctx context.Context, rxa client.RIndex, e clien
 		return resultOf(dkWriteEntry(ctx, op.rx, i, diskfmt.RindexEntry{ResOffset: off, Name: name}))
 	})
 	if rv < 0 {
-		return client.REntry{}, rv
+		return wire.REntry{}, rv
 	}
-	return client.REntry{Offset: off}, 0
+	return wire.REntry{Offset: off}, 0
 }
 
 // DeleteResource: DELETE_RESOURCE (docs/protocol.md "Commands" #39). A given offset must be an
@@ -306,23 +306,23 @@ func (d *DiskOps) createResource(ctx context.Context, rxa client.RIndex, e clien
 // otherwise ignored: the entry is found by name. Under rindex_lease the
 // entry is freed, then its lease is invalidated (PAXOS_DISK_CLEAR, name
 // kept).
-func (d *DiskOps) DeleteResource(ctx context.Context, rxa client.RIndex, e client.REntry) (client.REntry, error) {
+func (d *DiskOps) DeleteResource(ctx context.Context, rxa wire.RIndex, e wire.REntry) (wire.REntry, error) {
 	out, rv := d.deleteResource(ctx, rxa, e)
 	return out, codeErr(rv)
 }
 
-func (d *DiskOps) deleteResource(ctx context.Context, rxa client.RIndex, e client.REntry) (client.REntry, int32) {
+func (d *DiskOps) deleteResource(ctx context.Context, rxa wire.RIndex, e wire.REntry) (wire.REntry, int32) {
 	op, rv := d.beginRindex(ctx, "rindex_delete", &rxa, true)
 	if rv < 0 {
-		return client.REntry{}, rv
+		return wire.REntry{}, rv
 	}
 	defer op.done()
 	if misaligned(op, e.Offset) {
-		return client.REntry{}, int32(rescode.ErrRindexOffset)
+		return wire.REntry{}, int32(rescode.ErrRindexOffset)
 	}
 	rv = d.withRindexLease(ctx, op, func() int32 {
 		if e.Name == "" {
-			return client.RvENOENT
+			return rescode.RvENOENT
 		}
 		es, err := op.rx.Entries(ctx)
 		if err != nil {
@@ -340,9 +340,9 @@ func (d *DiskOps) deleteResource(ctx context.Context, rxa client.RIndex, e clien
 			disks := []diskfmt.ResourceDisk{{Dev: op.rx.Dev, Offset: int64(off)}}
 			return resultOf(diskfmt.WriteResource(ctx, disks, diskfmt.SizeFlags(op.rx.Geo), p))
 		}
-		return client.RvENOENT
+		return rescode.RvENOENT
 	})
-	return client.REntry{}, rv
+	return wire.REntry{}, rv
 }
 
 // dkWriteEntry rewrites the one sector that holds entry i with e. (Unlike

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // thread is the life of one lockspace: join, then the main-loop checks
@@ -44,7 +44,7 @@ func (sp *space) join() int32 {
 	if err != nil {
 		sp.addCause = fmt.Sprintf("open %s: %s", sp.disk(), causeLog(err, 0))
 		sp.logf("open error %s: %s", sp.disk(), causeLog(err, 0))
-		return client.RvENODEV
+		return rescode.RvENODEV
 	}
 	if sp.ls.HostID > delta.MaxHostID {
 		// Beyond any geometry: the sizes decide between a bad lease and
@@ -146,11 +146,11 @@ func (sp *space) join() int32 {
 	m.mu.Lock()
 	if sp.removeReq || m.forced || m.stopped {
 		m.mu.Unlock()
-		sp.logf("add_lockspace undo %s", client.LockspaceString(&sp.ls))
+		sp.logf("add_lockspace undo %s", wire.LockspaceString(&sp.ls))
 		sp.deactivateWatchdog()
 		sp.cancel()
 		<-run.Done()
-		return client.RvEPERM
+		return rescode.RvEPERM
 	}
 	m.move(sp, listSpaces)
 	m.mu.Unlock()
