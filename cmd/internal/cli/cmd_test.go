@@ -118,3 +118,25 @@ func TestPinCommandWords(t *testing.T) {
 		assert.Equal(t, c.want, pinCommandWords(root, c.in), "%q", c.in)
 	}
 }
+
+// TestCommandWordsFirst: the real 3.8.5 decides by the first word, so
+// "-h 1 client status" is help (cobra alone would find "client" past "-h 1",
+// as our tool did before pinCommandWords).
+func TestCommandWordsFirst(t *testing.T) {
+	t.Setenv("SANLOCK_RUN_DIR", "/nonexistent/run")
+	for _, c := range []struct {
+		args []string
+		out  string
+		rc   int
+	}{
+		{[]string{"-h", "1", "client", "status"}, usageText, 0},
+		{[]string{"-x", "client", "status"}, "client action \"-x\" is unknown\n", 1},
+		{[]string{"client", "-x", "-y", "status"}, "client action \"-x\" is unknown\n", 1},
+		{[]string{"direct", "-o", "1", "init"}, "direct action \"-o\" is unknown\n", 1},
+		{[]string{"--", "status"}, "client action \"--\" is unknown\n", 1},
+	} {
+		out, rc := runMain(t, c.args...)
+		assert.Equal(t, c.out, out, "%q", c.args)
+		assert.Equal(t, c.rc, rc, "%q", c.args)
+	}
+}
