@@ -14,7 +14,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -249,7 +248,7 @@ func (c *Conn) serve() {
 	for {
 		q, err := wire.ReadRequest(c.uc, s.cfg.MaxPayload)
 		if err != nil {
-			var rv *client.Error
+			var rv *rescode.Error
 			if errors.As(err, &rv) && q != nil {
 				// A payload the C daemon answers with a result (-E2BIG,
 				// -ERANGE): drain what was announced, reply, go on.

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -144,7 +143,7 @@ func cmdInquire(m *manager.Resources, c *Conn, q *wire.Request) error {
 	h.Data2 = uint32(len(list))
 	state, err := wire.FormatState(list)
 	if err != nil {
-		h.Data, h.Length = uint32(client.ErrorCode(err)), wire.HeaderSize+1
+		h.Data, h.Length = uint32(rescode.ErrorCode(err)), wire.HeaderSize+1
 		return c.write(append(h.Bytes(), 0))
 	}
 	h.Length = uint32(wire.HeaderSize + len(state) + 1)

@@ -5,7 +5,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -108,7 +107,7 @@ func (m *Lockspaces) pruneListeners(sp *space) {
 // deliver sends one received event to every listener of the lockspace.
 func (sp *space) deliver(ev delta.ReceivedEvent) {
 	m := sp.m
-	cb := client.NewEventCB(wire.HostEvent{HostID: ev.Event.HostID, Generation: ev.Event.Generation,
+	cb := wire.NewEventCB(wire.HostEvent{HostID: ev.Event.HostID, Generation: ev.Event.Generation,
 		Event: ev.Event.Event, Data: ev.Event.Data}, ev.FromHostID, ev.FromGeneration)
 	b, err := cb.MarshalBinary()
 	if err != nil {
