@@ -1,0 +1,122 @@
+package client
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"time"
+)
+
+// EventConn is an event listener connection (REG_EVENT, docs/protocol.md "Events").
+type EventConn struct {
+	conn *net.UnixConn
+	ls   string
+}
+
+// RegEvent registers an event listener for lockspace ls.
+func (c *Client) RegEvent(ls string) (*EventConn, error) {
+	ctx := c.context()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", c.SockPath)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, connErr(err)
+	}
+	conn := nc.(*net.UnixConn)
+	q := NewRequest(CmdRegEvent, 0, 0, 0)
+	q.Lockspace = lsName(ls)
+	q.HostEvent = &HostEvent{}
+	stop := interruptOnDone(ctx, conn)
+	p, err := exchange(conn, q)
+	if stop() && err != nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = p.Err()
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &EventConn{conn: conn, ls: ls}, nil
+}
+
+// Conn returns the listener connection (to poll it).
+func (e *EventConn) Conn() *net.UnixConn { return e.conn }
+
+// GetEvent does one non-blocking read of an event_cb, like sanlock_get_event:
+// *Error -11 (EAGAIN) when nothing is pending, io.EOF when the daemon closed
+// the listener.
+func (e *EventConn) GetEvent() (EventCB, error) {
+	var ev EventCB
+	var buf [EventCBSize]byte
+	rc, err := e.conn.SyscallConn()
+	if err != nil {
+		return ev, err
+	}
+	var n int
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		n, _, rerr = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_DONTWAIT)
+		return true
+	})
+	if err != nil {
+		return ev, err
+	}
+	if rerr != nil {
+		if errors.Is(rerr, syscall.EAGAIN) {
+			return ev, &Error{Code: RvEAGAIN}
+		}
+		return ev, connErr(rerr)
+	}
+	if n == 0 {
+		return ev, io.EOF
+	}
+	if n != EventCBSize {
+		// A partial record: wait for the rest.
+		if _, err := io.ReadFull(e.conn, buf[n:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return ev, err
+		}
+	}
+	_ = ev.UnmarshalBinary(buf[:])
+	return ev, nil
+}
+
+// WaitEvent blocks until an event arrives or the timeout passes (0 = no
+// timeout).
+func (e *EventConn) WaitEvent(timeout time.Duration) (EventCB, error) {
+	var ev EventCB
+	if timeout > 0 {
+		_ = e.conn.SetReadDeadline(time.Now().Add(timeout))
+		defer e.conn.SetReadDeadline(time.Time{})
+	}
+	var buf [EventCBSize]byte
+	if _, err := io.ReadFull(e.conn, buf[:]); err != nil {
+		return ev, err
+	}
+	_ = ev.UnmarshalBinary(buf[:])
+	return ev, nil
+}
+
+// EndEvent ends a listener as libsanlock does: write the 4-byte value 1 on
+// the listener, close it, then send END_EVENT on a new connection.
+func (c *Client) EndEvent(e *EventConn) error {
+	var one [4]byte
+	binary.LittleEndian.PutUint32(one[:], 1)
+	_, werr := e.conn.Write(one[:])
+	e.conn.Close()
+	if werr != nil {
+		return &Error{Code: RvEALREADY}
+	}
+	q := NewRequest(CmdEndEvent, 0, 0, 0)
+	q.Lockspace = lsName(e.ls)
+	_, err := c.result(q)
+	return err
+}
