@@ -1,0 +1,303 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gosanlock/gosanlock/client"
+)
+
+// statusLine is one printed record of STATUS: its line and key list.
+type statusLine struct {
+	rec  *client.StateRecord
+	line string
+}
+
+// listSuffix is the " ADD" / " REM" / " ORPHAN" mark the tool adds after s
+// and r lines, found by substring in the record text (docs/protocol.md "Record texts").
+func listSuffix(text string, orphan bool) string {
+	switch {
+	case strings.Contains(text, "list=add"):
+		return " ADD"
+	case strings.Contains(text, "list=rem"):
+		return " REM"
+	case orphan && strings.Contains(text, "list=orphan"):
+		return " ORPHAN"
+	}
+	return ""
+}
+
+func statusText(rec *client.StateRecord) string {
+	switch rec.Type {
+	case client.StateDaemon:
+		return "daemon " + rec.Name
+	case client.StateClient:
+		return fmt.Sprintf("p %d %s", int32(rec.Data32), rec.Name)
+	case client.StateLockspace:
+		ls := client.Lockspace{}
+		if rec.Lockspace != nil {
+			ls = *rec.Lockspace
+		}
+		return "s " + client.LockspaceString(&ls) + listSuffix(rec.Text, false)
+	case client.StateResource:
+		r := client.Resource{}
+		if rec.Resource != nil {
+			r = *rec.Resource
+		}
+		r.LVer = rec.Data64 // the held version; the struct's lver is stale
+		return fmt.Sprintf("r %s p %d%s", client.ResourceString(&r), int32(rec.Data32), listSuffix(rec.Text, true))
+	}
+	return ""
+}
+
+// printRecord prints a line and, with -D, the record's key=value pairs.
+func (c *clientRun) printRecord(l statusLine) {
+	c.printf("%s\n", l.line)
+	if c.o.debug {
+		c.printKeys(l.rec.Text)
+	}
+}
+
+// printKeys prints a key list one pair per line, indented by 4 spaces.
+func (c *clientRun) printKeys(text string) {
+	for _, kv := range strings.Split(text, " ") {
+		if kv != "" {
+			c.printf("    %s\n", kv)
+		}
+	}
+}
+
+// maxSort is the most records the tool sorts for -o p / -o s.
+const maxSort = 1024
+
+func (c *clientRun) status() int {
+	if c.err != nil {
+		return 1
+	}
+	recs, err := c.cl.Status(0)
+	if err != nil && len(recs) == 0 {
+		return 1
+	}
+	lines := make([]statusLine, 0, len(recs))
+	for i := range recs {
+		if t := statusText(&recs[i]); t != "" {
+			lines = append(lines, statusLine{rec: &recs[i], line: t})
+		}
+	}
+	sortBy := c.o.sortArg
+	if (sortBy == 'p' || sortBy == 's') && len(lines) > maxSort {
+		c.printf("cannot sort over %d\n", maxSort)
+		sortBy = 0
+	}
+	switch sortBy {
+	case 'p':
+		c.statusByPid(lines)
+	case 's':
+		c.statusBySpace(lines)
+	default:
+		for _, l := range lines {
+			c.printRecord(l)
+		}
+	}
+	return 0
+}
+
+func isType(l statusLine, t uint32) bool { return l.rec.Type == t }
+
+func pidOf(l statusLine) int32 { return int32(l.rec.Data32) }
+
+// statusHead prints the daemon record and the clients with pid -1; with
+// allClients also the other clients. It returns the clients not printed.
+func (c *clientRun) statusHead(lines []statusLine, allClients bool) []statusLine {
+	var rest []statusLine
+	for _, l := range lines {
+		if isType(l, client.StateDaemon) {
+			c.printRecord(l)
+		}
+	}
+	for _, l := range lines {
+		if isType(l, client.StateClient) {
+			if pidOf(l) == -1 {
+				c.printRecord(l)
+			} else {
+				rest = append(rest, l)
+			}
+		}
+	}
+	if allClients {
+		for _, l := range rest {
+			c.printRecord(l)
+		}
+	}
+	return rest
+}
+
+// statusGrouped prints each group line followed by the resource lines that
+// match it, then the unmatched resource lines after a "-" line.
+func (c *clientRun) statusGrouped(lines, groups []statusLine, match func(g, r statusLine) bool) {
+	var res []statusLine
+	for _, l := range lines {
+		if isType(l, client.StateResource) {
+			res = append(res, l)
+		}
+	}
+	used := make([]bool, len(res))
+	for _, g := range groups {
+		c.printRecord(g)
+		for i, r := range res {
+			if !used[i] && match(g, r) {
+				used[i] = true
+				c.printRecord(r)
+			}
+		}
+	}
+	dash := false
+	for i, r := range res {
+		if used[i] {
+			continue
+		}
+		if !dash {
+			c.printf("-\n")
+			dash = true
+		}
+		c.printRecord(r)
+	}
+}
+
+func (c *clientRun) statusByPid(lines []statusLine) {
+	clients := c.statusHead(lines, false)
+	for _, l := range lines {
+		if isType(l, client.StateLockspace) {
+			c.printRecord(l)
+		}
+	}
+	c.statusGrouped(lines, clients, func(g, r statusLine) bool { return pidOf(g) == pidOf(r) })
+}
+
+func (c *clientRun) statusBySpace(lines []statusLine) {
+	c.statusHead(lines, true)
+	var spaces []statusLine
+	for _, l := range lines {
+		if isType(l, client.StateLockspace) {
+			spaces = append(spaces, l)
+		}
+	}
+	c.statusGrouped(lines, spaces, func(g, r statusLine) bool {
+		return g.rec.Lockspace != nil && r.rec.Resource != nil &&
+			g.rec.Lockspace.Name == r.rec.Resource.LockspaceName
+	})
+}
+
+func (c *clientRun) printHosts(recs []client.StateRecord) {
+	for i := range recs {
+		c.printf("%d timestamp %d\n", recs[i].Data32, recs[i].Data64)
+		if c.o.debug {
+			c.printKeys(recs[i].Text)
+		}
+	}
+}
+
+func (c *clientRun) hostStatus() int {
+	if c.err != nil {
+		return 1
+	}
+	if name := c.o.lockspace.Name; name != "" {
+		recs, err := c.cl.HostStatus(name)
+		if err != nil {
+			return exitStatus(rv(err))
+		}
+		c.printHosts(recs)
+		return 0
+	}
+	spaces, err := c.cl.GetLockspaces()
+	if err != nil {
+		return 1
+	}
+	for _, ls := range spaces {
+		c.printf("lockspace %s\n", ls.Name)
+		recs, err := c.cl.HostStatus(ls.Name)
+		if err == nil {
+			c.printHosts(recs)
+		}
+	}
+	return 0
+}
+
+// hostState names the state in the low bits of sanlk_host.flags.
+func hostState(flags uint32) string {
+	switch flags & client.HostMask {
+	case client.HostFree:
+		return "FREE"
+	case client.HostLive:
+		return "LIVE"
+	case client.HostFail:
+		return "FAIL"
+	case client.HostDead:
+		return "DEAD"
+	case client.HostUnknown:
+		return "UNKNOWN"
+	}
+	return "ERROR"
+}
+
+func (c *clientRun) gets() int {
+	var spaces []client.Lockspace
+	r := c.call(func() (err error) { spaces, err = c.cl.GetLockspaces(); return err })
+	if r < 0 {
+		c.printf("gets error %d\n", r)
+		return 1
+	}
+	for _, ls := range spaces {
+		flags := ""
+		switch {
+		case ls.Flags&client.LSFAdd != 0:
+			flags = "ADD "
+		case ls.Flags&client.LSFRem != 0:
+			flags = "REM "
+		}
+		c.printf("s %s:%d:%s:%d %s\n", ls.Name, ls.HostID, ls.Disk.Path, ls.Disk.Offset, flags)
+		if c.o.getHosts == 0 {
+			continue
+		}
+		hosts, err := c.cl.GetHosts(ls.Name, 0)
+		switch hr := rv(err); {
+		case hr == client.RvEAGAIN:
+			c.printf("hosts not ready\n")
+		case hr < 0:
+			c.printf("hosts error %d\n", hr)
+		default:
+			for _, h := range hosts {
+				c.printf("h %d gen %d timestamp %d %s\n", h.HostID, h.Generation, h.Timestamp, hostState(h.Flags))
+			}
+		}
+	}
+	return 0
+}
+
+func (c *clientRun) renewal() int {
+	name := c.o.lockspace.Name
+	if name == "" || c.err != nil {
+		return 1
+	}
+	recs, err := c.cl.Renewal(name)
+	if err != nil {
+		return exitStatus(rv(err))
+	}
+	for i := range recs {
+		c.printf("%s\n", recs[i].Text)
+	}
+	return 0
+}
+
+func (c *clientRun) logDump() int {
+	if c.err != nil {
+		return 1
+	}
+	data, err := c.cl.LogDump()
+	if err != nil {
+		return 1
+	}
+	c.out.Write(data)
+	c.printf("\n")
+	return exitStatus(len(data))
+}
