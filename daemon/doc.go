@@ -14,12 +14,14 @@
 //     the daemon; without -D this replaces sanlock's fork).
 //  3. err := Run(ctx, cfg, deps); exit 1 if err != nil, else 0.
 //
-// Lockspace and resource work plugs in two ways: the LockspaceManager and
-// ResourceManager interfaces in Deps (used by STATUS, shutdown, client death
-// and the lockspace commands), and Server.Handle, which registers a Handler
-// for any command number. Run uses Lockspaces (delta-lease runners, one set
-// of goroutines per lockspace) unless Deps names another LockspaceManager;
-// New lets Lockspaces register the lockspace commands beyond the interface.
+// The lease work is the lease manager (package manager), given in
+// Deps.Manager (Run makes one unless Deps names a LockspaceManager): New
+// registers the lockspace, resource and disk commands, whose handlers
+// decode a request, call the manager and turn its error into the result
+// code of the reply. The LockspaceManager and ResourceManager interfaces
+// are what STATUS, shutdown and client death need (test fakes implement
+// them), and Server.Handle registers a Handler for any command number.
+// Serve runs the daemon on any listener (in-memory connections in tests).
 //
 // # Connections
 //
@@ -31,7 +33,7 @@
 // protocol major > 0) and malformed streams (announced length over
 // Config.MaxPayload, truncated payload) close that connection only; a
 // handler panic is recovered and logged. A registered connection that ends
-// runs ResourceManager.ClientDead.
+// runs ResourceManager.ClientDead with its manager.ClientID.
 //
 // # Logging
 //

@@ -1,3 +1,10 @@
+// Package manager is the lease manager of one host: the lockspaces it
+// joins (delta leases, docs/delta.md), the resource leases of its clients
+// (paxos leases, docs/paxos.md), the kill escalation when a lockspace
+// fails, and the disk commands. It knows nothing of sockets: the daemon
+// translates wire requests into its typed requests and its errors (which
+// carry the wire result, diskfmt.CodeOf) into replies. See
+// docs/architecture.md.
 package manager
 
 import (
