@@ -3,7 +3,7 @@
 // (paxos leases, docs/paxos.md), the kill escalation when a lockspace
 // fails, and the disk commands. It knows nothing of sockets: the daemon
 // translates wire requests into its typed requests and its errors (which
-// carry the wire result, diskfmt.CodeOf) into replies. See
+// carry the wire result, rescode.CodeOf) into replies. See
 // docs/architecture.md.
 package manager
 
