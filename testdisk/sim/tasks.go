@@ -1,0 +1,79 @@
+package sim
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"time"
+)
+
+// task is one goroutine of a simulated host. It runs only between a resume
+// and its next park.
+type task struct {
+	s    *Sim
+	in   *inst
+	name string
+	wake chan bool // true: die
+	done bool
+}
+
+// spawn starts a task; it first runs at the current time.
+func (s *Sim) spawn(in *inst, name string, fn func()) *task {
+	t := &task{s: s, in: in, name: name, wake: make(chan bool)}
+	in.tasks = append(in.tasks, t)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				s.violate = fmt.Errorf("panic in %s: %v\n%s", name, r, debug.Stack())
+			}
+			t.done = true
+			s.yield <- t
+		}()
+		if <-t.wake {
+			return
+		}
+		fn()
+	}()
+	s.push(&event{at: s.now, kind: evRun, t: t})
+	return t
+}
+
+// resume runs t until it parks or ends.
+func (s *Sim) resume(t *task) {
+	if t.done {
+		return
+	}
+	prev := s.running
+	s.running = t
+	t.wake <- false
+	<-s.yield
+	s.running = prev
+}
+
+// park gives control back to the scheduler; the caller has arranged for an
+// event that resumes it (or none: blocked until killed).
+func (t *task) park() {
+	t.s.yield <- t
+	if <-t.wake {
+		runtime.Goexit()
+	}
+}
+
+// kill ends a parked task.
+func (s *Sim) kill(t *task) {
+	if t.done {
+		return
+	}
+	t.wake <- true
+	<-s.yield
+}
+
+// sleepTrue parks the running task until true time at.
+func (s *Sim) sleepUntil(at time.Duration) {
+	t := s.running
+	s.push(&event{at: at, kind: evRun, t: t})
+	t.park()
+}
+
+// block parks the running task until it is killed.
+func (s *Sim) block() { s.running.park() }
