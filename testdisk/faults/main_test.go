@@ -10,10 +10,12 @@ package faults_test
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +35,20 @@ var (
 
 func holderBin() string { return loopHold }
 
+// parallelTests is how many parallel tests the short battery runs at once
+// unless -test.parallel is given: its three parallel tests (storage
+// faults, hangs, many leases) mostly wait on timers and hung storage, and
+// with the default (GOMAXPROCS, 2 in CI) the third waited for the first to
+// end (18-21 s more wall time).
+const parallelTests = 3
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && !full() { // the full battery keeps the default: its figures are cleaner
+		_ = flag.Set("test.parallel", strconv.Itoa(max(parallelTests, runtime.GOMAXPROCS(0))))
+	}
 	code := func() int {
 		dir, err := os.MkdirTemp("", "faults-bin-")
 		if err != nil {
