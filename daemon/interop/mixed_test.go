@@ -1,4 +1,4 @@
-package daemon
+package interop
 
 import (
 	"context"
@@ -128,7 +128,7 @@ func TestMixedLockspace(t *testing.T) {
 	realDaemon(t, c1, "-e", "c-host1")
 	c3cmd := realDaemon(t, c3, "-e", "c-host3")
 	realDaemon(t, c6, "-e", "c-host6")
-	g2, _ := startLS(t, "go-host2", manager.LockspacesConfig{})
+	g2, g2ls := startLS(t, "go-host2", manager.LockspacesConfig{})
 	open4, crash4 := crashable()
 	g4, _ := startLS(t, "go-host4", manager.LockspacesConfig{Open: open4})
 	g5, _ := startLS(t, "go-host5", manager.LockspacesConfig{})
@@ -285,7 +285,7 @@ func TestMixedLockspace(t *testing.T) {
 
 	// Our own view of the timing rule: DEAD only after more than 8N+W
 	// since the last change we saw.
-	run, ok := g2.srv.deps.Manager.Lockspaces.Joined("LS")
+	run, ok := g2ls.Joined("LS")
 	require.True(t, ok)
 	h3, _ := run.Host(3)
 	now := clock.Monotime(clock.NewSystem())

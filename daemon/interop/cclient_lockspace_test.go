@@ -1,4 +1,4 @@
-package daemon
+package interop
 
 import (
 	"os/exec"

@@ -1,4 +1,4 @@
-package daemon
+package interop
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/daemon"
 )
 
 const realSanlock = "/usr/sbin/sanlock"
@@ -30,11 +32,11 @@ func needRealSanlock(t *testing.T) {
 func sanlockEnv(runDir string) []string {
 	var env []string
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, EnvRunDir+"=") && !strings.HasPrefix(e, EnvPrivileged+"=") {
+		if !strings.HasPrefix(e, daemon.EnvRunDir+"=") && !strings.HasPrefix(e, daemon.EnvPrivileged+"=") {
 			env = append(env, e)
 		}
 	}
-	return append(env, EnvRunDir+"="+runDir, EnvPrivileged+"=0")
+	return append(env, daemon.EnvRunDir+"="+runDir, daemon.EnvPrivileged+"=0")
 }
 
 // realDaemon starts the C daemon on runDir in the foreground (-D) and stops
@@ -61,7 +63,7 @@ func realDaemon(t *testing.T, runDir string, args ...string) *exec.Cmd {
 			<-exited
 		}
 	})
-	sock := filepath.Join(runDir, SockName)
+	sock := filepath.Join(runDir, daemon.SockName)
 	require.Eventually(t, func() bool {
 		c, err := net.Dial("unix", sock)
 		if err == nil {
@@ -107,7 +109,7 @@ func TestCClientDifferential(t *testing.T) {
 	needRealSanlock(t)
 	realDir := shortTempDir(t)
 	realDaemon(t, realDir, "-e", "hostX")
-	td := startDaemon(t, func(c *Config, _ *Deps) { c.OurHostName = "hostX" })
+	td := startDaemon(t, func(c *daemon.Config, _ *daemon.Deps) { c.OurHostName = "hostX" })
 
 	for _, args := range [][]string{
 		{"client", "version"},
@@ -216,10 +218,10 @@ func TestLockfileInterop(t *testing.T) {
 	// The C daemon holds the lock: Start fails with the same line.
 	realDir := shortTempDir(t)
 	realDaemon(t, realDir)
-	s := New(testConfig(realDir), Deps{})
+	s := daemon.New(testConfig(realDir), daemon.Deps{})
 	err = s.Start()
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, ErrLocked))
+	assert.True(t, errors.Is(err, daemon.ErrLocked))
 	assert.Equal(t, fmt.Sprintf("lockfile setlk error %s/sanlock.pid: Resource temporarily unavailable", realDir), err.Error())
 	out, code := runClient(t, realDir, "client", "version")
 	assert.Equal(t, 0, code)

@@ -1,4 +1,4 @@
-package daemon
+package interop
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/daemon"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -64,7 +66,7 @@ func TestManyLeasesOneFile(t *testing.T) {
 	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &old) })
 
 	m := manager.New(manager.Config{})
-	td := startDaemon(t, func(c *Config, d *Deps) { d.Manager = m })
+	td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) { d.Manager = m })
 	td.cl.Timeout = 30 * time.Second
 	require.NoError(t, td.cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: disk}}, 0, 1))
 	res := m.Resources

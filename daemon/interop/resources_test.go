@@ -1,4 +1,4 @@
-package daemon
+package interop
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/daemon"
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -30,7 +32,7 @@ type resCluster struct {
 	ls   []*wire.Lockspace
 }
 
-func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...func(*Config)) *resCluster {
+func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...func(*daemon.Config)) *resCluster {
 	t.Helper()
 	path := leaseFile(t, int64(nres+1)<<20)
 	dev, err := diskfmt.OpenFile(path)
@@ -48,7 +50,7 @@ func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...f
 	var wg sync.WaitGroup
 	for i := 0; i < hosts; i++ {
 		m := manager.New(mcfg)
-		td := startDaemon(t, func(c *Config, d *Deps) {
+		td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) {
 			c.OurHostName = fmt.Sprintf("host%d", i+1)
 			d.Manager = m
 			for _, f := range mods {
@@ -256,7 +258,7 @@ func TestRevocationNotice(t *testing.T) {
 		}
 		return nil
 	}}
-	rc := newResCluster(t, 2, 1, manager.Config{Lockspaces: lcfg}, func(c *Config) { c.KillGraceSeconds = 3 })
+	rc := newResCluster(t, 2, 1, manager.Config{Lockspaces: lcfg}, func(c *daemon.Config) { c.KillGraceSeconds = 3 })
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 	reg, err := a.Register()
 	require.NoError(t, err)
@@ -357,7 +359,7 @@ func TestWatchdogLifecycle(t *testing.T) {
 					return nil
 				},
 			}
-			rc := newResCluster(t, 1, 1, manager.Config{Lockspaces: lcfg}, func(c *Config) { c.UseWatchdog = true; c.KillGraceSeconds = 2 })
+			rc := newResCluster(t, 1, 1, manager.Config{Lockspaces: lcfg}, func(c *daemon.Config) { c.UseWatchdog = true; c.KillGraceSeconds = 2 })
 			a := rc.tds[0].cl
 			r, err := a.Register()
 			require.NoError(t, err)
