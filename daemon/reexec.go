@@ -35,6 +35,7 @@ type reexecState struct {
 	parked   int // readers waiting at a message boundary
 	busy     int // requests between their first byte and the end of their dispatch
 	accept   bool
+	adopted  bool       // this image took over from another (reexec_new.go)
 	files    []*os.File // duplicates made for Snapshot/Quiesce, closed by release
 }
 
@@ -338,7 +339,7 @@ func (s *Server) Reexec(ctx context.Context, path string) (*handover.Result, err
 		path = s.exePath()
 	}
 	s.lg.Warn(fmt.Sprintf("reexec %s", path))
-	res, err := handover.Handover(ctx, handover.Spec{Path: path, Args: os.Args}, s)
+	res, err := handover.Handover(ctx, handover.Spec{Path: path, Args: os.Args, Stdout: os.Stdout, Stderr: os.Stderr}, s)
 	s.releaseHandoverFiles()
 	if err != nil {
 		s.lg.Error(fmt.Sprintf("reexec failed: %v", err))
@@ -355,4 +356,16 @@ func (s *Server) exePath() string {
 		return p
 	}
 	return "/proc/self/exe"
+}
+
+// reexecAndExit is a reexec whose success ends this process (SIGUSR1,
+// `sanlock client reexec`); on failure it returns the error and this
+// daemon serves on.
+func (s *Server) reexecAndExit(path string) error {
+	res, err := s.Reexec(s.ctx, path)
+	if err != nil {
+		return err
+	}
+	exitAfterHandover(res)
+	return nil
 }
