@@ -352,11 +352,15 @@ func (s *Server) Reexec(ctx context.Context, path string) (*handover.Result, err
 // exePath is the binary a reexec without a path starts: this daemon's
 // own, re-read from disk.
 func (s *Server) exePath() string {
-	if p, err := os.Executable(); err == nil {
-		return p
+	if startExe != "" {
+		return startExe
 	}
 	return "/proc/self/exe"
 }
+
+// startExe is the daemon's binary resolved when the process started (a
+// later os.Executable names a replaced file "... (deleted)").
+var startExe, _ = os.Executable()
 
 // reexecAndExit is a reexec whose success ends this process (SIGUSR1,
 // `sanlock client reexec`); on failure it returns the error and this
