@@ -197,6 +197,20 @@ func (c *Client) Renewal(ls string) ([]StateRecord, error) {
 	return c.records(q)
 }
 
+// Reexec asks the daemon to hand over to the binary at path ("" = its
+// own binary, re-read from disk; docs/upgrade.md). nil means the new
+// image serves; on failure the error carries the daemon's reason and the
+// old image serves on.
+func (c *Client) Reexec(path string) error {
+	q := NewRequest(CmdReexec, 0, 0, 0)
+	q.Disk = &Disk{Path: path}
+	p, err := c.result(q)
+	if err != nil && p != nil && len(p.Records) > 0 && p.Records[0].Text != "" {
+		return fmt.Errorf("%w: %s", err, p.Records[0].Text)
+	}
+	return err
+}
+
 // records sends q and returns the state records of its reply.
 func (c *Client) records(q *Request) ([]StateRecord, error) {
 	p, err := c.result(q)

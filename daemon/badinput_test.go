@@ -42,7 +42,7 @@ func TestBadHeadersCloseConnection(t *testing.T) {
 		{"bad magic", header(0x12345678, 1, client.CmdVersion, 0, 32, 0, 0, 0)},
 		{"zero header", make([]byte, 32)},
 		{"cmd 0", header(m, 1, 0, 0, 32, 0, 0, 0)},
-		{"cmd 41", header(m, 1, 41, 0, 32, 0, 0, 0)},
+		{"cmd 42", header(m, 1, 42, 0, 32, 0, 0, 0)},
 		{"cmd 99", header(m, 1, 99, 0, 32, 0, 0, 0)},
 		{"cmd max", header(m, 1, 0xffffffff, 0, 32, 0, 0, 0)},
 		{"proto major 2 status", header(m, 0x00020000, client.CmdStatus, 0, 32, 0, 0, 0)},

@@ -28,6 +28,7 @@ func (s *Server) registerBuiltins() {
 	s.Handle(client.CmdInqLockspace, ClassWork, cmdInqLockspace)
 	s.Handle(client.CmdGetLockspaces, ClassClose, cmdGetLockspaces)
 	s.Handle(client.CmdHostStatus, ClassClose, cmdHostStatus)
+	s.Handle(client.CmdReexec, ClassClose, cmdReexec) // reexec.go
 	s.registerDiskCmds()
 }
 

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/handover"
 	"github.com/gosanlock/gosanlock/manager"
 )
@@ -81,9 +82,10 @@ func (g *reexecState) parkAccept() bool {
 // Between requests (begin) it parks while the daemon is quiesced; once a
 // request's first byte is read it counts as busy until the next begin.
 type connReader struct {
-	c       *Conn
-	started bool
-	inReq   bool
+	c        *Conn
+	started  bool
+	inReq    bool
+	detached bool // cmdReexec's own connection
 }
 
 // begin marks a message boundary: the previous request is done.
@@ -104,8 +106,14 @@ func (r *connReader) begin() {
 
 // end is called when the reader stops for good.
 func (r *connReader) end() {
-	r.begin()
 	g := &r.c.srv.rx
+	g.mu.Lock()
+	detached := r.detached
+	g.mu.Unlock()
+	if detached {
+		return
+	}
+	r.begin()
 	g.mu.Lock()
 	g.serving--
 	g.c().Broadcast()
@@ -275,6 +283,12 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 	}
 	index := map[manager.ClientID]int{}
 	for _, c := range s.clients() {
+		s.rx.mu.Lock()
+		detached := c.rd.detached
+		s.rx.mu.Unlock()
+		if detached {
+			continue
+		}
 		uc, ok := c.uc.(*net.UnixConn)
 		if !ok {
 			return handover.Snapshot{}, fmt.Errorf("connection ci %d is not a unix socket", c.slot)
@@ -339,7 +353,7 @@ func (s *Server) Reexec(ctx context.Context, path string) (*handover.Result, err
 		path = s.exePath()
 	}
 	s.lg.Warn(fmt.Sprintf("reexec %s", path))
-	res, err := handover.Handover(ctx, handover.Spec{Path: path, Args: os.Args, Stdout: os.Stdout, Stderr: os.Stderr}, s)
+	res, err := handover.Handover(ctx, handover.Spec{Path: path, Args: reexecArgs(), Stdout: os.Stdout, Stderr: os.Stderr}, s)
 	s.releaseHandoverFiles()
 	if err != nil {
 		s.lg.Error(fmt.Sprintf("reexec failed: %v", err))
@@ -358,6 +372,10 @@ func (s *Server) exePath() string {
 	return "/proc/self/exe"
 }
 
+// reexecArgs is the new image's command line: this daemon's (a test
+// running the daemon in-process replaces it).
+var reexecArgs = func() []string { return os.Args }
+
 // startExe is the daemon's binary resolved when the process started (a
 // later os.Executable names a replaced file "... (deleted)").
 var startExe, _ = os.Executable()
@@ -372,4 +390,59 @@ func (s *Server) reexecAndExit(path string) error {
 	}
 	exitAfterHandover(res)
 	return nil
+}
+
+// cmdReexec is `sanlock client reexec [-e PATH]` (CmdReexec): the answer
+// comes only after the handover: 0, and then this image exits; or the
+// error, with its text in one record, and this image serves on. Only
+// root or the daemon's own uid may ask.
+func cmdReexec(ctx context.Context, c *Conn, q *client.Request) error {
+	s := c.srv
+	reply := func(rv int32, why string) error {
+		h := q.Header
+		h.Version, h.Length, h.Data, h.Data2 = client.ProtoVersion, client.HeaderSize, uint32(rv), 0
+		b := h.Bytes()
+		if why != "" {
+			rec := client.StateRecord{State: client.State{Type: client.StateDaemon}, Text: why}
+			var err error
+			if b, err = rec.AppendBinary(b); err != nil {
+				return err
+			}
+		}
+		return c.write(b)
+	}
+	if uc, ok := c.uc.(*net.UnixConn); ok {
+		f, err := dupRaw(uc)
+		if err == nil {
+			_, uid, _, perr := handover.PeerCred(f)
+			_ = f.Close()
+			if perr == nil && uid != 0 && int(uid) != os.Getuid() {
+				return reply(client.RvEPERM, "reexec: permission denied")
+			}
+		}
+	}
+	path := ""
+	if q.Disk != nil {
+		path = q.Disk.Path
+	}
+	// This connection waits for the answer: it is neither in flight nor
+	// handed over.
+	c.rd.detach()
+	res, err := s.Reexec(ctx, path)
+	if err != nil {
+		return reply(client.RvEAGAIN, err.Error())
+	}
+	_ = reply(0, "")
+	exitAfterHandover(res)
+	return nil
+}
+
+// detach takes a reader out of the quiesce accounting for good: its
+// connection is answered by this image and then closed.
+func (r *connReader) detach() {
+	r.end()
+	g := &r.c.srv.rx
+	g.mu.Lock()
+	r.detached = true
+	g.mu.Unlock()
 }

@@ -26,11 +26,10 @@ import (
 // was.
 func TestReexecProcess(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "sanlock")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	good, err := os.ReadFile(bin)
+	good, err := os.ReadFile(reexecBinary(t))
 	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "sanlock")
+	require.NoError(t, os.WriteFile(bin, good, 0o755))
 	dir := shortTempDir(t)
 	var stderr bytes.Buffer
 	logf, err := os.Create(filepath.Join(dir, "daemon.out"))
@@ -127,6 +126,17 @@ func TestReexecProcess(t *testing.T) {
 	require.NoError(t, os.Remove(bin))
 	require.NoError(t, os.WriteFile(bin, good, 0o755))
 	reexec()
+	serving()
+
+	// The command: a failure answers why, a success answers 0 once the
+	// new image serves.
+	err = cl.Reexec("/bin/false")
+	assert.Equal(t, client.RvEAGAIN, client.ErrorCode(err))
+	assert.Contains(t, err.Error(), "the old image keeps serving")
+	serving()
+	old := pidOf()
+	require.NoError(t, cl.Reexec(""))
+	require.Eventually(t, func() bool { return pidOf() != old && gone(old) }, 20*time.Second, 5*time.Millisecond)
 	serving()
 }
 

@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -146,4 +148,45 @@ func TestReexecFails(t *testing.T) {
 		assert.Contains(t, err.Error(), "the old image keeps serving")
 		f.intact(t)
 	}
+	// The same through the command: the error and its reason come back.
+	err := f.td.cl.Reexec("/bin/false")
+	assert.Equal(t, client.RvEAGAIN, code(err))
+	assert.Contains(t, err.Error(), "handover to /bin/false failed at ready")
+	f.intact(t)
+	// The new image refuses what it cannot adopt yet (leases): the
+	// handover fails before the daemon quiesces.
+	err = f.td.cl.Reexec(reexecBinary(t))
+	assert.Equal(t, client.RvEAGAIN, code(err))
+	assert.Contains(t, err.Error(), "cannot adopt lockspaces")
+	f.intact(t)
+}
+
+func init() {
+	// The in-process daemons of these tests hand over to our binary.
+	reexecArgs = func() []string { return []string{"sanlock", "daemon", "-D", "-w", "0", "-l", "0"} }
+}
+
+var reexecBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// reexecBinary builds our sanlock binary once per test binary.
+func reexecBinary(t *testing.T) string {
+	t.Helper()
+	reexecBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gsrx")
+		if err != nil {
+			reexecBin.err = err
+			return
+		}
+		reexecBin.path = filepath.Join(dir, "sanlock")
+		out, err := exec.Command("go", "build", "-o", reexecBin.path, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()
+		if err != nil {
+			reexecBin.err = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	require.NoError(t, reexecBin.err)
+	return reexecBin.path
 }
