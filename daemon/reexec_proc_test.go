@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -80,7 +81,30 @@ func TestReexecProcess(t *testing.T) {
 		}
 		return false
 	}
-	require.True(t, registered())
+	// REGISTER has no reply: wait until the daemon has processed it.
+	require.Eventually(t, registered, 10*time.Second, 10*time.Millisecond)
+
+	// A python3-sanlock holder registers too and inquires at the end.
+	py := pythonSanlock(t)
+	pycmd := exec.Command(py, "-c", `
+import sanlock, sys
+fd = sanlock.register()
+print("registered", flush=True)
+sys.stdin.readline()
+print("inquire", sanlock.inquire(slkfd=fd), flush=True)
+`)
+	pycmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+dir)
+	pyIn, err := pycmd.StdinPipe()
+	require.NoError(t, err)
+	pyOut, err := pycmd.StdoutPipe()
+	require.NoError(t, err)
+	pycmd.Stderr = &stderr
+	require.NoError(t, pycmd.Start())
+	defer func() { _ = pycmd.Process.Kill(); _ = pycmd.Wait() }()
+	pyLines := bufio.NewScanner(pyOut)
+	require.True(t, pyLines.Scan())
+	require.Equal(t, "registered", pyLines.Text())
+
 	serving := func() {
 		t.Helper()
 		_, n, err := reg.Inquire() // on the registered connection
@@ -138,6 +162,19 @@ func TestReexecProcess(t *testing.T) {
 	require.NoError(t, cl.Reexec(""))
 	require.Eventually(t, func() bool { return pidOf() != old && gone(old) }, 20*time.Second, 5*time.Millisecond)
 	serving()
+
+	// The python holder's registration went through every image.
+	recs, err := cl.Status(client.StateClient)
+	require.NoError(t, err)
+	found := false
+	for _, r := range recs {
+		found = found || r.Type == client.StateClient && int32(r.Data32) == int32(pycmd.Process.Pid)
+	}
+	assert.True(t, found, "python holder pid %d registered", pycmd.Process.Pid)
+	_, err = pyIn.Write([]byte("go\n"))
+	require.NoError(t, err)
+	require.True(t, pyLines.Scan())
+	assert.Equal(t, "inquire []", pyLines.Text())
 }
 
 // reexecLoops is how many reexecs TestReexecProcess runs in a row.
