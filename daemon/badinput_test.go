@@ -242,9 +242,9 @@ func TestRandomMessages(t *testing.T) {
 			}
 		}
 		if len(msg) >= 12 {
-			// Never ask for a (forced) exit or for disk access.
+			// Never ask for a (forced) exit, a reexec or for disk access.
 			switch client.Cmd(binary.LittleEndian.Uint32(msg[8:])) {
-			case client.CmdShutdown, client.CmdShutdownWait, client.CmdAlign:
+			case client.CmdShutdown, client.CmdShutdownWait, client.CmdAlign, client.CmdReexec:
 				binary.LittleEndian.PutUint32(msg[8:], uint32(client.CmdVersion))
 			}
 		}

@@ -24,6 +24,9 @@ import (
 // every connection reader at a message boundary and waits for the
 // commands in flight; Resume undoes it.
 
+// errNotHandedOver is a connection state the handover cannot carry yet.
+var errNotHandedOver = errors.New("cannot be handed over yet")
+
 // quiesceTimeout bounds the wait for readers and commands in flight.
 const quiesceTimeout = 2 * time.Second
 
@@ -85,7 +88,16 @@ type connReader struct {
 	c        *Conn
 	started  bool
 	inReq    bool
+	ended    bool // the serve loop has stopped reading (closed or held)
 	detached bool // cmdReexec's own connection
+}
+
+// reading reports whether c's serve loop reads requests: not before it
+// starts, not after it ended or handed the connection to a handler.
+func (s *Server) reading(c *Conn) (reading, held bool) {
+	s.rx.mu.Lock()
+	defer s.rx.mu.Unlock()
+	return c.rd.started && !c.rd.ended, c.rd.ended && !c.rd.detached
 }
 
 // begin marks a message boundary: the previous request is done.
@@ -115,6 +127,7 @@ func (r *connReader) end() {
 	}
 	r.begin()
 	g.mu.Lock()
+	r.ended = true
 	g.serving--
 	g.c().Broadcast()
 	g.mu.Unlock()
@@ -174,7 +187,12 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 		_ = dl.SetDeadline(past)
 	}
 	for _, c := range s.clients() {
-		_ = c.uc.SetReadDeadline(past)
+		// Only readers: a held connection (event listener) polls itself
+		// and would take a deadline for its end. A reader that starts
+		// later parks before its first read.
+		if r, _ := s.reading(c); r {
+			_ = c.uc.SetReadDeadline(past)
+		}
 	}
 	deadline := time.Now().Add(quiesceTimeout)
 	timer := time.AfterFunc(quiesceTimeout, func() {
@@ -288,6 +306,10 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 		s.rx.mu.Unlock()
 		if detached {
 			continue
+		}
+		if _, held := s.reading(c); held {
+			return handover.Snapshot{}, fmt.Errorf("%w: connection ci %d is held by its command (event listener or shutdown_wait)",
+				errNotHandedOver, c.slot)
 		}
 		uc, ok := c.uc.(*net.UnixConn)
 		if !ok {

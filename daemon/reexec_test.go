@@ -162,8 +162,10 @@ func TestReexecFails(t *testing.T) {
 }
 
 func init() {
-	// The in-process daemons of these tests hand over to our binary.
+	// The in-process daemons of these tests hand over to our binary, and
+	// never to the test binary (a reexec without a path).
 	reexecArgs = func() []string { return []string{"sanlock", "daemon", "-D", "-w", "0", "-l", "0"} }
+	startExe = "/bin/false"
 }
 
 var reexecBin struct {
