@@ -378,7 +378,7 @@ func (s *Server) Reexec(ctx context.Context, path string) (*handover.Result, err
 	res, err := handover.Handover(ctx, handover.Spec{Path: path, Args: reexecArgs(), Stdout: os.Stdout, Stderr: os.Stderr}, s)
 	s.releaseHandoverFiles()
 	if err != nil {
-		s.lg.Error(fmt.Sprintf("reexec failed: %v", err))
+		s.lg.Error("reexec failed: " + err.Error())
 		return nil, err
 	}
 	s.lg.Warn(fmt.Sprintf("reexec done: pid %d serves", res.Pid), zap.Int("pid", res.Pid))

@@ -179,7 +179,7 @@ func (s *Server) rewritePid() {
 	if err := s.lockf.Truncate(0); err == nil {
 		_, err = s.lockf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 		if err != nil {
-			s.lg.Error(fmt.Sprintf("pid file write: %v", err))
+			s.lg.Error("pid file write: " + err.Error())
 		}
 	}
 }

@@ -161,7 +161,7 @@ func (s *Server) serveSignals(ctx context.Context, sigs chan os.Signal) error {
 	stopMetrics, err := s.startMetrics()
 	if err != nil && s.rx.adopted {
 		// The old image may still hold the port for a moment: serve on.
-		s.lg.Error(fmt.Sprintf("metrics after takeover: %v", err))
+		s.lg.Error("metrics after takeover: " + err.Error())
 		stopMetrics, err = func() {}, nil
 	}
 	if err != nil {
