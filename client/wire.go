@@ -63,6 +63,7 @@ const (
 	CmdReadResource       = wire.CmdReadResource
 	CmdReadResourceOwners = wire.CmdReadResourceOwners
 	CmdRebuildRIndex      = wire.CmdRebuildRIndex
+	CmdReexec             = wire.CmdReexec
 	CmdRegEvent           = wire.CmdRegEvent
 	CmdRegister           = wire.CmdRegister
 	CmdRelease            = wire.CmdRelease

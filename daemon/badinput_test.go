@@ -43,7 +43,7 @@ func TestBadHeadersCloseConnection(t *testing.T) {
 		{"bad magic", header(0x12345678, 1, wire.CmdVersion, 0, 32, 0, 0, 0)},
 		{"zero header", make([]byte, 32)},
 		{"cmd 0", header(m, 1, 0, 0, 32, 0, 0, 0)},
-		{"cmd 41", header(m, 1, 41, 0, 32, 0, 0, 0)},
+		{"cmd 42", header(m, 1, 42, 0, 32, 0, 0, 0)},
 		{"cmd 99", header(m, 1, 99, 0, 32, 0, 0, 0)},
 		{"cmd max", header(m, 1, 0xffffffff, 0, 32, 0, 0, 0)},
 		{"proto major 2 status", header(m, 0x00020000, wire.CmdStatus, 0, 32, 0, 0, 0)},
@@ -243,9 +243,9 @@ func TestRandomMessages(t *testing.T) {
 			}
 		}
 		if len(msg) >= 12 {
-			// Never ask for a (forced) exit or for disk access.
+			// Never ask for a (forced) exit, a reexec or for disk access.
 			switch wire.Cmd(binary.LittleEndian.Uint32(msg[8:])) {
-			case wire.CmdShutdown, wire.CmdShutdownWait, wire.CmdAlign:
+			case wire.CmdShutdown, wire.CmdShutdownWait, wire.CmdAlign, wire.CmdReexec:
 				binary.LittleEndian.PutUint32(msg[8:], uint32(wire.CmdVersion))
 			}
 		}

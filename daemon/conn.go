@@ -99,6 +99,8 @@ type Conn struct {
 	flags      uint32
 	killPath   string // KILLPATH program
 	killArgs   string // ... and its arguments
+
+	rd connReader // reads through the quiesce gate (reexec.go)
 }
 
 var (
@@ -232,7 +234,9 @@ func (c *Conn) rawConn() (syscall.RawConn, error) {
 func (c *Conn) serve() {
 	s := c.srv
 	held := false
+	c.rd.c = c
 	defer s.conns.Done()
+	defer c.rd.end()
 	defer func() {
 		if r := recover(); r != nil {
 			s.lg.Error("connection panic", zap.Int("ci", c.slot), zap.Any("panic", r),
@@ -246,7 +250,8 @@ func (c *Conn) serve() {
 		s.freeSlot(c)
 	}()
 	for {
-		q, err := wire.ReadRequest(c.uc, s.cfg.MaxPayload)
+		c.rd.begin()
+		q, err := wire.ReadRequest(&c.rd, s.cfg.MaxPayload)
 		if err != nil {
 			var rv *rescode.Error
 			if errors.As(err, &rv) && q != nil {

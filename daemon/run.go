@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gosanlock/gosanlock/handover"
 	"github.com/gosanlock/gosanlock/manager"
 	"golang.org/x/sys/unix"
 )
@@ -101,7 +102,7 @@ func (s *Server) setPriority() {
 // with EnvDaemonized=1, and returns true: the caller (cmd/) then exits 0.
 // It returns false when the caller should go on and run the daemon itself.
 func Daemonize(cfg *Config) (parent bool, err error) {
-	if cfg.Debug || os.Getenv(EnvDaemonized) == "1" {
+	if cfg.Debug || os.Getenv(EnvDaemonized) == "1" || handover.Inherited() {
 		return false, nil
 	}
 	exe, err := os.Executable()
@@ -132,17 +133,37 @@ func Daemonize(cfg *Config) (parent bool, err error) {
 // otherwise (exit status 1). The caller handles Daemonize first.
 func Run(ctx context.Context, cfg *Config, deps Deps) error {
 	_ = os.Unsetenv(EnvDaemonized) // not for the programs we start
+	if handover.Inherited() {
+		return runAdopted(ctx, cfg, deps) // live re-exec: reexec_new.go
+	}
 	if deps.Lockspaces == nil && deps.Manager == nil {
 		deps.Manager = manager.New(manager.Config{})
 	}
 	s := New(cfg, deps)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	sigs := notifySignals()
 	defer signal.Stop(sigs)
 	if err := s.Start(); err != nil {
 		return err
 	}
+	return s.serveSignals(ctx, sigs)
+}
+
+// notifySignals starts catching the daemon's signals.
+func notifySignals() chan os.Signal {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1)
+	return sigs
+}
+
+// serveSignals runs a started daemon until it stops: metrics, systemd
+// notification, and the signals (SIGUSR1: live re-exec, reexec.go).
+func (s *Server) serveSignals(ctx context.Context, sigs chan os.Signal) error {
 	stopMetrics, err := s.startMetrics()
+	if err != nil && s.rx.adopted {
+		// The old image may still hold the port for a moment: serve on.
+		s.lg.Error("metrics after takeover: " + err.Error())
+		stopMetrics, err = func() {}, nil
+	}
 	if err != nil {
 		s.Stop()
 		return err
@@ -153,6 +174,10 @@ func Run(ctx context.Context, cfg *Config, deps Deps) error {
 		select {
 		case sig := <-sigs:
 			s.lg.Debug("signal received", zap.String("signal", sig.String()))
+			if sig == syscall.SIGUSR1 {
+				go s.reexecAndExit("")
+				continue
+			}
 			s.RequestShutdown(false)
 		case <-ctx.Done():
 			s.Stop()

@@ -92,6 +92,8 @@ type Server struct {
 
 	// holders lists the pids holding a resource (strict peer checks).
 	holders func(space, name string) []int
+
+	rx reexecState // live re-exec (reexec.go)
 }
 
 // New returns a server for cfg (copied). Nothing touches the system until
@@ -338,6 +340,9 @@ func (s *Server) acceptLoop() {
 	var delay time.Duration
 	for {
 		uc, err := s.ln.Accept()
+		if err != nil && s.acceptTimedOut(err) {
+			continue
+		}
 		if err != nil {
 			select {
 			case <-s.stopCh:

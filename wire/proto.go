@@ -93,8 +93,16 @@ const (
 	CmdDeleteResource     Cmd = 39
 	CmdRebuildRIndex      Cmd = 40
 
-	// MaxCmd is the highest valid command number.
+	// MaxCmd is the highest command number of sanlock 3.8.5.
 	MaxCmd = CmdRebuildRIndex
+
+	// CmdReexec is gosanlock's own: hand the daemon over to a new image
+	// (docs/upgrade.md). Payload: a sanlk_disk whose path names the
+	// binary ("" = the daemon's own); reply: result, then on failure one
+	// record whose text says why.
+	CmdReexec Cmd = 41
+	// MaxExtCmd is the highest command number this package knows.
+	MaxExtCmd = CmdReexec
 )
 
 var cmdNames = [...]struct{ name, debug string }{
@@ -138,10 +146,12 @@ var cmdNames = [...]struct{ name, debug string }{
 	CmdCreateResource:     {"SM_CMD_CREATE_RESOURCE", "create_resource"},
 	CmdDeleteResource:     {"SM_CMD_DELETE_RESOURCE", "delete_resource"},
 	CmdRebuildRIndex:      {"SM_CMD_REBUILD_RINDEX", "rebuild_rindex"},
+	CmdReexec:             {"SM_CMD_REEXEC", "reexec"},
 }
 
-// Valid reports whether c is one of the 40 defined commands.
-func (c Cmd) Valid() bool { return c >= CmdRegister && c <= MaxCmd }
+// Valid reports whether c is one of the 40 commands of 3.8.5 or one of
+// gosanlock's own (CmdReexec).
+func (c Cmd) Valid() bool { return c >= CmdRegister && c <= MaxExtCmd }
 
 // String returns the SM_CMD_* name, or "SM_CMD_<n>" for unknown numbers.
 func (c Cmd) String() string {
@@ -162,7 +172,7 @@ func (c Cmd) DebugName() string {
 
 // CmdByDebugName maps a debug name ("add_lockspace") back to its command.
 func CmdByDebugName(name string) (Cmd, bool) {
-	for c := CmdRegister; c <= MaxCmd; c++ {
+	for c := CmdRegister; c <= MaxExtCmd; c++ {
 		if cmdNames[c].debug == name {
 			return c, true
 		}

@@ -102,6 +102,7 @@ var replyKinds = [...]replyKind{
 	CmdCreateResource:     rpREntry,
 	CmdDeleteResource:     rpREntry,
 	CmdRebuildRIndex:      rpResult,
+	CmdReexec:             rpStream,
 }
 
 // HasReply reports whether the daemon answers cmd at all (REGISTER and

@@ -112,6 +112,7 @@ var requestPayload = [...]payloadKind{
 	CmdCreateResource:     plRIndexEntry,
 	CmdDeleteResource:     plRIndexEntry,
 	CmdRebuildRIndex:      plRIndex,
+	CmdReexec:             plDisk,
 }
 
 // releaseCount returns how many sanlk_resource a RELEASE carries.

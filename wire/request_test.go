@@ -170,7 +170,7 @@ func TestReadRequestSentinels(t *testing.T) {
 		{"magic", mod(hdrMagic, 0x04282011), ErrBadMagic},
 		{"version major 2", mod(hdrVersion, 0x00020000), ErrBadVersion},
 		{"cmd 0", mod(hdrCmd, 0), ErrUnknownCmd},
-		{"cmd 41", mod(hdrCmd, 41), ErrUnknownCmd},
+		{"cmd 42", mod(hdrCmd, 42), ErrUnknownCmd},
 		{"cmd 99", mod(hdrCmd, 99), ErrUnknownCmd},
 		{"length near 2^32", mod(hdrLength, 0xFFFFFFF0), ErrPayloadTooLarge},
 		{"length over max", mod(hdrLength, HeaderSize+DefaultMaxPayload+1), ErrPayloadTooLarge},

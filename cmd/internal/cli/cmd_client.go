@@ -108,6 +108,8 @@ var clientActionList = []clientAction{
 		run: withRV((*clientRun).align)},
 	{use: "version", short: "print the client and daemon versions",
 		run: func(c *clientRun) int { c.version(); return 0 }},
+	{use: "reexec [-e PATH]", short: "hand the daemon over to a new binary without dropping a lease (docs/upgrade.md)",
+		run: withRV((*clientRun).reexec)}, // reexec.go
 	{use: "locks [-s LOCKSPACE] [-r RESOURCE]", short: "show who holds what (--json: one object)",
 		run: (*clientRun).locks, json: (*clientRun).locks}, // docs/json.md
 }

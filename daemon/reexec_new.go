@@ -1,0 +1,195 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/internal/sdnotify"
+	"github.com/gosanlock/gosanlock/manager"
+)
+
+// The new image's side of a live re-exec (docs/upgrade.md "Protocol"):
+// `sanlock daemon` started by handover.Handover skips daemonize, the pid
+// file lock, the bind and the joins, and adopts the running daemon's
+// fds and state instead.
+
+// errNoLeaseAdoption is the reason this image refuses a state with
+// leases: adopting lockspaces (a delta runner that resumes instead of
+// acquiring), resource tokens and orphans is not wired yet. The handover
+// then fails before anything stops and the old image serves on.
+var errNoLeaseAdoption = errors.New("this image cannot adopt lockspaces, resource leases or orphans yet")
+
+// adoptable checks what this image can take over.
+func adoptable(st *handover.State) error {
+	if n := len(st.Lockspaces) + len(st.Tokens) + len(st.Orphans); n > 0 {
+		return fmt.Errorf("%w (%d lockspaces, %d tokens, %d orphans)", errNoLeaseAdoption,
+			len(st.Lockspaces), len(st.Tokens), len(st.Orphans))
+	}
+	for _, c := range st.Clients {
+		if c.EventLockspace != "" || len(c.PendingEvents) > 0 {
+			return errors.New("this image cannot adopt event listeners yet")
+		}
+	}
+	return nil
+}
+
+// runAdopted is Run for a process started by a handover.
+func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
+	sigs := notifySignals()
+	defer signal.Stop(sigs)
+	t, err := handover.Receive()
+	if err != nil {
+		return fmt.Errorf("handover: %w", err)
+	}
+	if err := adoptable(t.Snapshot()); err != nil {
+		return t.Fail(err)
+	}
+	ad, err := t.Ready(ctx)
+	if err != nil {
+		return fmt.Errorf("handover: %w", err)
+	}
+	if err := adoptable(ad.State); err != nil {
+		closeAll(ad.Files)
+		return t.Fail(err)
+	}
+	if deps.Lockspaces == nil && deps.Manager == nil {
+		deps.Manager = manager.New(manager.Config{})
+	}
+	s := New(cfg, deps)
+	conns, err := s.prepareAdopted(ad)
+	if err != nil {
+		closeAll(ad.Files)
+		return t.Fail(err)
+	}
+	if err := t.TookOver(ctx); err != nil {
+		return fmt.Errorf("handover: %w", err)
+	}
+	// From here on this image serves.
+	s.rewritePid()
+	s.lg.Warn(fmt.Sprintf("sanlock daemon took over from pid %d (%s) host %s", ad.State.OldPid,
+		ad.State.OldVersion, s.hostName))
+	s.fds = newFDGuard()
+	s.conns.Add(1)
+	go s.acceptLoop()
+	for _, c := range conns {
+		s.conns.Add(1)
+		go c.serve()
+	}
+	return s.serveSignals(ctx, sigs)
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// prepareAdopted builds the server from the handed-over state without
+// acting: no accept, no read, no write to any client, disk or pid file.
+func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
+	st := ad.State
+	s.started = true
+	s.rx.adopted = true
+	cfg := &s.cfg
+	cfg.ResolveIDs()
+	s.logs = newLogSinks(cfg, s.deps.Stderr, s.deps.LogCore)
+	s.lg = s.logs.lg
+	s.startMon = monoSeconds()
+	s.nofile = raiseNofile()
+	s.nodename = Nodename()
+	s.hostName = st.Config.HostName
+	if st.PidFile.FD >= 0 {
+		s.lockf = ad.Files[st.PidFile.FD]
+	}
+	lf := ad.Files[st.Listener.FD]
+	ln, err := net.FileListener(lf)
+	_ = lf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("listener: %w", err)
+	}
+	uln, ok := ln.(*net.UnixListener)
+	if !ok {
+		ln.Close()
+		return nil, fmt.Errorf("listener is a %T", ln)
+	}
+	uln.SetUnlinkOnClose(false)
+	s.ln = uln
+	if rc, err := uln.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { s.lnFD = int(fd) })
+	}
+	var conns []*Conn
+	for _, hc := range st.Clients {
+		f := ad.Files[hc.FD]
+		nc, err := net.FileConn(f)
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("connection ci %d: %w", hc.Slot, err)
+		}
+		uc, ok := nc.(*net.UnixConn)
+		if !ok {
+			nc.Close()
+			return nil, fmt.Errorf("connection ci %d is a %T", hc.Slot, nc)
+		}
+		if hc.Slot < firstConnSlot || hc.Slot >= s.cfg.MaxConns {
+			uc.Close()
+			return nil, fmt.Errorf("connection slot %d out of range", hc.Slot)
+		}
+		c := &Conn{srv: s, uc: uc, slot: hc.Slot, fd: -1, peerPid: int(hc.PeerPid),
+			id: manager.ClientID(s.lastID.Add(1)), name: hc.Name, pid: hc.Pid, registered: hc.Registered,
+			restricted: hc.Restrict, flags: hc.Flags, killPath: hc.KillPath, killArgs: hc.KillArgs,
+			pidDead: hc.PidDead, killCount: hc.KillCount}
+		if !c.registered {
+			c.pid = -1
+		}
+		if rc, err := uc.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) {
+				c.fd = int(fd)
+				_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+			})
+		}
+		for len(s.slots) <= hc.Slot {
+			s.slots = append(s.slots, nil)
+		}
+		if s.slots[hc.Slot] != nil {
+			uc.Close()
+			return nil, fmt.Errorf("connection slot %d used twice", hc.Slot)
+		}
+		s.slots[hc.Slot] = c
+		conns = append(conns, c)
+	}
+	s.startManager()
+	return conns, nil
+}
+
+// rewritePid writes our pid into the handed-over pid file.
+func (s *Server) rewritePid() {
+	if s.lockf == nil {
+		return
+	}
+	if err := s.lockf.Truncate(0); err == nil {
+		_, err = s.lockf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		if err != nil {
+			s.lg.Error("pid file write: " + err.Error())
+		}
+	}
+}
+
+// exitAfterHandover ends the old image once the new one serves: it tells
+// systemd the new main pid, then exits without any cleanup (no lease
+// release, no wdmd deactivation, no unlink, no shutdown of a connection).
+func exitAfterHandover(res *handover.Result) {
+	if sdnotify.Active() {
+		_ = sdnotify.FromEnv(false).Send(fmt.Sprintf("MAINPID=%d", res.Pid))
+	}
+	os.Exit(0)
+}

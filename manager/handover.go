@@ -1,0 +1,140 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/handover"
+)
+
+// ErrHandoverBusy is returned by HandoverState while the manager has work
+// that a handover cannot carry: a lockspace being added or removed, a
+// resource being acquired or released, a command waiting on a client.
+var ErrHandoverBusy = errors.New("lease manager busy")
+
+// HandoverState maps the joined lockspaces, the held resource tokens and
+// the orphans onto the handover format (docs/upgrade.md "The state").
+// clientIndex returns the index in State.Clients of a registered client;
+// a token whose client has none is an error (the state would not
+// validate). Times become durations before now on the lockspaces'
+// clock (CLOCK_MONOTONIC in the daemon). It refuses, with ErrHandoverBusy,
+// while anything is in transition; the caller retries or fails the
+// handover. The wdmd session fds are not mapped yet (a lockspace with a
+// wdmd session makes it fail): see docs/upgrade.md.
+func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
+	[]handover.Lockspace, []handover.Token, []handover.Orphan, error) {
+	ls, rs := m.Lockspaces, m.Resources
+	ls.mu.Lock()
+	if n := len(ls.lists[listAdd]) + len(ls.lists[listRem]); n > 0 {
+		ls.mu.Unlock()
+		return nil, nil, nil, fmt.Errorf("%w: %d lockspace(s) being added or removed", ErrHandoverBusy, n)
+	}
+	spaces := append([]*space(nil), ls.lists[listSpaces]...)
+	ls.mu.Unlock()
+
+	var out []handover.Lockspace
+	for i := len(spaces) - 1; i >= 0; i-- { // oldest first
+		sp := spaces[i]
+		ls.mu.Lock()
+		run, wd, removing, dead := sp.run, sp.wd, sp.removeReq, sp.spaceDead
+		ls.mu.Unlock()
+		if run == nil {
+			return nil, nil, nil, fmt.Errorf("%w: lockspace %s has no runner", ErrHandoverBusy, sp.ls.Name)
+		}
+		if wd != nil {
+			return nil, nil, nil, fmt.Errorf("lockspace %s: handing over a wdmd session is not implemented", sp.ls.Name)
+		}
+		st := run.Status()
+		h := handover.Lockspace{
+			Name: sp.ls.Name, HostID: sp.ls.HostID, Path: sp.ls.Disk.Path, Offset: sp.ls.Disk.Offset,
+			IOTimeout: uint32(st.IOTimeout), SectorSize: uint32(st.SectorSize), AlignSize: uint32(st.AlignSize),
+			Generation: st.HostGeneration, Timestamp: st.RenewalLastSuccess,
+			Removing: removing, SpaceDead: dead,
+		}
+		// Our monotime is CLOCK_MONOTONIC seconds: the renewal completed
+		// at or after second RenewalLastSuccess.
+		last := time.Duration(st.RenewalLastSuccess) * time.Second
+		h.LastRenewalAgo = max(ls.cfg.Clock.Now()-last, 0)
+		h.LastRenewalWall = time.Now().Add(-h.LastRenewalAgo).UnixNano()
+		for _, e := range run.Renewals() {
+			h.History = append(h.History, handover.Renewal{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
+				WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
+		}
+		if len(h.History) > handoverMaxHistory {
+			h.History = h.History[len(h.History)-handoverMaxHistory:]
+		}
+		out = append(out, h)
+	}
+
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var toks []handover.Token
+	var orphans []handover.Orphan
+	for key, r := range rs.res {
+		switch r.list {
+		case resAdd, resRem:
+			return nil, nil, nil, fmt.Errorf("%w: resource %s:%s is being %s", ErrHandoverBusy,
+				key.space, key.name, map[resList]string{resAdd: "acquired", resRem: "released"}[r.list])
+		}
+		if r.releasing || r.converting || r.examining || r.held == nil {
+			return nil, nil, nil, fmt.Errorf("%w: resource %s:%s has an operation in progress", ErrHandoverBusy,
+				key.space, key.name)
+		}
+		lease := handover.Lease{Lockspace: key.space, Resource: key.name, Mode: handover.ModeEX,
+			Lver: r.held.Leader.Lver, Leader: leaderOut(&r.held.Leader), Restrict: r.restrict,
+			KillPath: r.killpath, KillArgs: r.killargs}
+		if r.shared {
+			lease.Mode = handover.ModeSH
+		}
+		for _, d := range r.disks {
+			lease.Disks = append(lease.Disks, handover.Disk{Path: d.Path, Offset: d.Offset})
+		}
+		if r.list == resOrphan {
+			orphans = append(orphans, handover.Orphan{Lease: lease, Pid: r.pid})
+			continue
+		}
+		for _, t := range r.tokens {
+			ci, ok := clientIndex(t.cl.ID())
+			if !ok {
+				return nil, nil, nil, fmt.Errorf("%w: token %s:%s of pid %d has no connection", ErrHandoverBusy,
+					key.space, key.name, t.pid)
+			}
+			tl := lease
+			tl.Flags, tl.ResFlags = t.flags, t.res.Flags
+			if !t.shared() {
+				tl.Lver = t.lver
+			}
+			toks = append(toks, handover.Token{Lease: tl, Client: ci, Pid: t.pid})
+		}
+	}
+	for id, lc := range rs.clients {
+		if lc.busy {
+			return nil, nil, nil, fmt.Errorf("%w: a command waits on client %d", ErrHandoverBusy, id)
+		}
+	}
+	return out, toks, orphans, nil
+}
+
+// handoverMaxHistory bounds the renewal history handed over.
+const handoverMaxHistory = 1000
+
+func leaderOut(l *diskfmt.Leader) handover.Leader {
+	return handover.Leader{
+		Magic: l.Magic, Version: l.Version, Flags: l.Flags, SectorSize: l.SectorSize,
+		NumHosts: l.NumHosts, MaxHosts: l.MaxHosts, OwnerID: l.OwnerID, OwnerGeneration: l.OwnerGeneration,
+		Lver: l.Lver, SpaceName: cstr(l.SpaceName[:]), ResourceName: cstr(l.ResourceName[:]),
+		Timestamp: l.Timestamp, Checksum: l.Checksum, IOTimeout: l.IOTimeout, WriteID: l.WriteID,
+		WriteGeneration: l.WriteGeneration, WriteTimestamp: l.WriteTimestamp,
+	}
+}
+
+func cstr(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
