@@ -192,3 +192,17 @@ func gone(pid int) bool {
 	i := bytes.LastIndexByte(b, ')')
 	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
+
+// pythonSanlock returns a python3 that can import the python3-sanlock
+// binding, or skips the test (the real-client tests in daemon/interop use
+// the same rule).
+func pythonSanlock(t *testing.T) string {
+	t.Helper()
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(py, "-c", "import sanlock").Run() == nil {
+			return py
+		}
+	}
+	t.Skip("python3-sanlock not installed")
+	return ""
+}
