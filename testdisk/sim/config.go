@@ -129,6 +129,9 @@ type Counts struct {
 	Acquires, AcquireOK, Releases, ReleaseOK uint64
 	Crashes, Pauses, Partitions, Resets      uint64
 	Restarts, Doomed, LateLeaders            uint64
+	// Kills are the signals the hosts' escalations sent; Exits the
+	// clients that exited holding a lease.
+	Kills, Exits uint64
 }
 
 // Ops is the number of lease operations (acquire and release calls).

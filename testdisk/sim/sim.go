@@ -103,6 +103,7 @@ type Sim struct {
 
 	yield   chan *task
 	running *task
+	waiters []waiter // tasks waiting for a channel (Env.Await)
 	check   *checker
 	trace   *trace
 	counts  Counts
@@ -263,6 +264,7 @@ func (s *Sim) run() {
 }
 
 func (s *Sim) afterStep() {
+	s.wakeWaiters()
 	if s.violate == nil {
 		if err := s.check.step(); err != nil {
 			s.violate = err
@@ -278,7 +280,7 @@ func (s *Sim) fireWatchdogs() bool {
 			in := sl.inst
 			s.counts.Resets++
 			s.tracef(in.name, "watchdog reset (last renewal %d, local deadline %d, doomed=%v)",
-				in.wdLast, in.wdLast+uint64(8*s.cfg.IOTimeout+s.cfg.W), in.doomed)
+				in.wdLast, in.wdExp+uint64(s.cfg.W), in.doomed)
 			s.killInstance(in, "reset")
 			s.scheduleRestart(sl)
 			fired = true
