@@ -133,6 +133,10 @@ func (c *checker) released(cl *client, ri int) {
 // watchdog reset to come) has no holder left: the escalation must have
 // ended them all first.
 func (c *checker) left(in *inst) {
+	if pids := in.m.Resources.SpaceHolders(space); len(pids) > 0 {
+		c.fail("the lockspace of %s left while the manager lists holders %v", in.name, pids)
+		return
+	}
 	for ri, hs := range c.holds {
 		for _, x := range hs {
 			if x.in == in {
