@@ -32,6 +32,9 @@ type Config struct {
 	// (inst.contender); ContendedWait is paxos.Host.ContendedWait (0: off).
 	Contend       bool
 	ContendedWait time.Duration
+	// TuneHost, when set, adjusts each host's paxos.Host after it is
+	// made (the fairness settings of fair_test.go).
+	TuneHost func(*paxos.Host)
 	// LateWatchdog makes every watchdog fire this much later than the
 	// model says: a broken watchdog, for the checker's self-test.
 	LateWatchdog time.Duration

@@ -150,6 +150,9 @@ func (in *inst) mainLoop() {
 			// The manager built our paxos.Host; nothing used it yet.
 			px.TestBugs, px.ContendedWait = s.cfg.Bugs, s.cfg.ContendedWait
 			px.Rand = rand.New(rand.NewPCG(s.cfg.Seed^0xba110, in.slot.id<<32|px.Generation))
+			if s.cfg.TuneHost != nil {
+				s.cfg.TuneHost(px)
+			}
 			in.px = px
 			s.tracef(in.name, "joined generation %d", px.Generation)
 			for w := 0; w < s.cfg.Workers; w++ {
