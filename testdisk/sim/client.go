@@ -13,30 +13,53 @@ import (
 // and releases through the manager's typed API, can die holding leases,
 // and is signalled by the manager's escalation (inst.kill).
 type client struct {
-	in     *inst
-	id     manager.ClientID
-	pid    int
-	stuck  bool  // does not die of signals: freezes at the first one
-	frozen bool  // stuck and signalled: does nothing more
-	dead   bool  // exited or killed
-	holds  []int // resources it holds, as the checker knows them
-	kills  int   // signals noted by the manager
+	in    *inst
+	id    manager.ClientID
+	pid   int
+	stuck bool // does not die of signals: freezes at the first one
+	// killpath: it set a kill program (KILLPATH with the pid argument);
+	// restrict: its RESTRICT flags (wire.RestrictSigkill, RestrictSigterm).
+	killpath bool
+	restrict uint32
+	frozen   bool  // stuck and signalled: does nothing more
+	dead     bool  // exited or killed
+	holds    []int // resources it holds, as the checker knows them
+	kills    int   // signals noted by the manager
 }
 
-func (c *client) ID() manager.ClientID               { return c.id }
-func (c *client) Pid() int                           { return c.pid }
-func (c *client) Restricted() uint32                 { return 0 }
-func (c *client) Killpath() (string, string, uint32) { return "", "", 0 }
+func (c *client) ID() manager.ClientID { return c.id }
+func (c *client) Pid() int             { return c.pid }
+func (c *client) Restricted() uint32   { return c.restrict }
+func (c *client) Killpath() (string, string, uint32) {
+	if !c.killpath {
+		return "", "", 0
+	}
+	return killProgram, "", wire.KillpathPID
+}
 func (c *client) NoteKill(count int, _ uint64, _ bool) {
 	c.kills = count
 }
 func (c *client) ResetKill()     {}
 func (c *client) SetName(string) {}
 
-// newClient registers a new client process; one in four is stuck.
+// killProgram is the kill program of the clients that set one; the
+// simulator's RunKillpath (inst.runKillpath) plays it.
+const killProgram = "/sim/killpath"
+
+// newClient registers a new client process: one in four is stuck; one in
+// four sets a kill program, one in eight RESTRICT_SIGKILL and one in eight
+// RESTRICT_SIGTERM.
 func (in *inst) newClient() *client {
 	in.lastPid++
 	c := &client{in: in, id: manager.ClientID(in.lastPid), pid: in.lastPid, stuck: in.rnd.IntN(4) == 0}
+	switch in.rnd.IntN(8) {
+	case 0, 1:
+		c.killpath = true
+	case 2:
+		c.restrict = wire.RestrictSigkill
+	case 3:
+		c.restrict = wire.RestrictSigterm
+	}
 	in.clients[c.pid] = c
 	return c
 }

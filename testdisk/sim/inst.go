@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -50,11 +51,11 @@ func (s *Sim) startInstance(sl *slot) {
 	in.m = manager.New(manager.Config{
 		Lockspaces: manager.LockspacesConfig{
 			Clock: hostClock{sl}, Open: open, Kill: in.kill,
-			RunKillpath:  func([]string) error { return nil },
+			RunKillpath:  in.runKillpath,
 			OpenWatchdog: func(string, uint64) (manager.WatchdogSession, error) { return simWatchdog{in}, nil },
 		},
 		Resources: manager.ResourcesConfig{Open: open, Kill: in.kill, Clock: hostClock{sl},
-			RunKillpath: func([]string) error { return nil }},
+			RunKillpath: in.runKillpath},
 	})
 	in.m.Start(manager.Env{
 		Context: in.ctx, HostName: fmt.Sprintf("host%d", sl.id), Clients: in,
@@ -203,11 +204,18 @@ func (simWatchdog) Close() error { return nil }
 // sleep) freezes at the first signal and keeps its leases until its host
 // is reset.
 func (in *inst) kill(pid int, sig syscall.Signal) error {
-	s := in.s
 	c := in.clients[pid]
 	if c == nil {
 		return syscall.ESRCH
 	}
+	in.signal(c, fmt.Sprintf("sig %d", sig), sig == syscall.SIGKILL)
+	return nil
+}
+
+// signal delivers a signal or a kill program's action to c: a stuck client
+// freezes, others die (certainly when sure, else one time in two).
+func (in *inst) signal(c *client, what string, sure bool) {
+	s := in.s
 	if !in.doomed {
 		in.doomed = true
 		s.counts.Doomed++
@@ -216,12 +224,25 @@ func (in *inst) kill(pid int, sig syscall.Signal) error {
 	switch {
 	case c.stuck:
 		c.frozen = true
-		s.tracef(in.name, "kill pid %d sig %d: stuck, holds %v", pid, sig, c.holds)
-	case sig == syscall.SIGKILL || in.rnd.IntN(2) == 0:
-		s.tracef(in.name, "kill pid %d sig %d: dies", pid, sig)
+		s.tracef(in.name, "kill pid %d %s: stuck, holds %v", c.pid, what, c.holds)
+	case sure || in.rnd.IntN(2) == 0:
+		s.tracef(in.name, "kill pid %d %s: dies", c.pid, what)
 		in.exit(c)
 	default:
-		s.tracef(in.name, "kill pid %d sig %d: ignored", pid, sig)
+		s.tracef(in.name, "kill pid %d %s: survives", c.pid, what)
+	}
+}
+
+// runKillpath is the manager's RunKillpath: the kill program of a client
+// that set one (with its pid as last argument) ends it one time in two.
+func (in *inst) runKillpath(argv []string) error {
+	if len(argv) != 2 || argv[0] != killProgram {
+		in.s.check.fail("%s: kill program run as %q", in.name, argv)
+		return nil
+	}
+	pid, err := strconv.Atoi(argv[1])
+	if c := in.clients[pid]; err == nil && c != nil {
+		in.signal(c, "killpath", false)
 	}
 	return nil
 }
