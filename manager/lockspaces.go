@@ -423,7 +423,7 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	m.mu.Unlock()
 
 	m.lg().Warn(fmt.Sprintf("s%d lockspace %s", sp.id, wire.LockspaceString(&ident)))
-	go sp.thread()
+	m.env.spawn(sp.thread)
 
 	if flags&wire.AddAsync != 0 {
 		return 0

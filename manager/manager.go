@@ -61,6 +61,33 @@ type Env struct {
 	// OnRenewal, when set, returns the delta.Config.OnRenewal hook of a
 	// lockspace (metrics).
 	OnRenewal func(space string) func(err error, readMs, writeMs int64)
+	// Go, when set, starts each goroutine of the manager (lockspace
+	// threads and renewal runners, background releases, examines) instead
+	// of a go statement, and Await, when set, waits for a channel to be
+	// closed instead of a receive. The simulator (testdisk/sim) sets both
+	// to run the manager as its scheduled tasks, one at a time, in an order
+	// fixed by its seed (docs/testing.md "The real manager in the
+	// simulator"). Production leaves them nil.
+	Go    func(fn func())
+	Await func(ch <-chan struct{})
+}
+
+// spawn starts fn on its own goroutine (Env.Go when set).
+func (e *Env) spawn(fn func()) {
+	if e.Go != nil {
+		e.Go(fn)
+		return
+	}
+	go fn()
+}
+
+// await blocks until ch is closed (Env.Await when set).
+func (e *Env) await(ch <-chan struct{}) {
+	if e.Await != nil {
+		e.Await(ch)
+		return
+	}
+	<-ch
 }
 
 // OpenFunc opens a lease disk.

@@ -111,7 +111,7 @@ func (m *Resources) examine(space, name string) int {
 		}
 		r.examining = true
 		m.wg.Add(1)
-		go m.examineResource(r)
+		m.env.spawn(func() { m.examineResource(r) })
 	}
 	return n
 }

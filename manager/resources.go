@@ -453,7 +453,7 @@ func (m *Resources) releaseLater(r *resource) {
 	r.releasing = true
 	m.wg.Add(1)
 	m.mu.Unlock()
-	go func() {
+	m.env.spawn(func() {
 		defer m.wg.Done()
 		ctx := m.baseContext()
 		for {
@@ -471,5 +471,5 @@ func (m *Resources) releaseLater(r *resource) {
 				return
 			}
 		}
-	}()
+	})
 }

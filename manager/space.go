@@ -116,7 +116,7 @@ func (sp *space) join() int32 {
 	sp.run, sp.wd = run, wd
 	m.mu.Unlock()
 	m.wg.Add(1)
-	go func() {
+	m.env.spawn(func() {
 		defer m.wg.Done()
 		err := run.Run(sp.ctx)
 		if st := run.Status(); st.Joined {
@@ -133,12 +133,12 @@ func (sp *space) join() int32 {
 			_ = wd.Close()
 		}
 		_ = dev.Close()
-	}()
+	})
 
-	<-run.Joined()
+	m.env.await(run.Joined())
 	st := run.Status()
 	if st.AcquireLastResult != rescode.OK {
-		<-run.Done()
+		m.env.await(run.Done())
 		sp.addCause = fmt.Sprintf("delta_acquire of host_id %d at %s: %s", sp.ls.HostID, sp.disk(),
 			st.AcquireLastResult.Error())
 		return int32(st.AcquireLastResult)
@@ -149,7 +149,7 @@ func (sp *space) join() int32 {
 		sp.logf("add_lockspace undo %s", wire.LockspaceString(&sp.ls))
 		sp.deactivateWatchdog()
 		sp.cancel()
-		<-run.Done()
+		m.env.await(run.Done())
 		return rescode.RvEPERM
 	}
 	m.move(sp, listSpaces)
@@ -211,7 +211,7 @@ func (sp *space) stop() {
 	run := sp.run
 	sp.m.mu.Unlock()
 	if run != nil {
-		<-run.Done()
+		sp.m.env.await(run.Done())
 	}
 	sp.logf("free lockspace")
 	sp.free()

@@ -62,6 +62,7 @@ func run() int {
 		next                           = *seed
 		seeds, total, steps            uint64
 		diskFaults, hostFaults, resets uint64
+		escalations, kills             uint64
 		violation                      *sim.Result
 		done                           atomic.Bool
 	)
@@ -86,6 +87,8 @@ func run() int {
 				diskFaults += r.Disk.Injected() + r.Disk.Cut
 				hostFaults += r.Counts.HostFaults()
 				resets += r.Counts.Resets
+				escalations += r.Counts.Doomed
+				kills += r.Counts.Kills
 				if r.Violation != nil && violation == nil {
 					violation = r
 					done.Store(true)
@@ -105,8 +108,9 @@ func run() int {
 		if violation != nil {
 			v = 1
 		}
-		fmt.Printf("%8s seeds=%d (%d..%d) ops=%d ops/s=%.0f steps=%d disk-faults=%d host-faults=%d watchdog-resets=%d violations=%d\n",
-			el.Round(time.Second), seeds, *seed, next-1, total, float64(total)/el.Seconds(), steps, diskFaults, hostFaults, resets, v)
+		fmt.Printf("%8s seeds=%d (%d..%d) ops=%d ops/s=%.0f steps=%d disk-faults=%d host-faults=%d watchdog-resets=%d escalations=%d signals=%d violations=%d\n",
+			el.Round(time.Second), seeds, *seed, next-1, total, float64(total)/el.Seconds(), steps, diskFaults, hostFaults, resets,
+			escalations, kills, v)
 	}
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()

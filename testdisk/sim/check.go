@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
-	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -35,6 +34,7 @@ type checker struct {
 }
 
 type hold struct {
+	c      *client
 	in     *inst
 	shared bool
 	lver   uint64
@@ -76,20 +76,24 @@ func (c *checker) state(in *inst) string {
 	return st
 }
 
-func (c *checker) acquired(in *inst, ri int, h *paxos.Held) {
+// acquired records that client cl holds resource ri from now on. adopt is
+// the lver of the orphan cl adopted (0: none): an adoption continues that
+// acquisition, so it may repeat its lver.
+func (c *checker) acquired(cl *client, ri int, shared bool, lver, adopt uint64) {
 	s := c.s
-	nh := hold{in: in, shared: h.Shared(), lver: h.Leader.Lver, since: s.now}
+	in := cl.in
+	nh := hold{c: cl, in: in, shared: shared, lver: lver, since: s.now}
 	name := s.names[ri]
 	for _, x := range c.holds[ri] {
 		if !x.shared || !nh.shared {
 			c.fail("%s: %s acquired %s (lver %d) while %s holds it %s (lver %d, since %v); holder: %s",
-				name, in.name, mode(nh.shared), nh.lver, x.in.name, mode(x.shared), x.lver, x.since, c.state(x.in))
+				name, cl, mode(nh.shared), nh.lver, x.c, mode(x.shared), x.lver, x.since, c.state(x.in))
 		}
 	}
 	if !nh.shared {
-		if nh.lver <= c.maxLver[ri] {
+		if nh.lver <= c.maxLver[ri] && !(adopt != 0 && nh.lver == adopt && adopt == c.maxLver[ri]) {
 			c.fail("%s: exclusive acquisition by %s with lver %d, not above the previous %d",
-				name, in.name, nh.lver, c.maxLver[ri])
+				name, cl, nh.lver, c.maxLver[ri])
 		}
 		c.maxLver[ri] = max(c.maxLver[ri], nh.lver)
 		sec := make([]byte, s.geo.SectorSize)
@@ -100,7 +104,7 @@ func (c *checker) acquired(in *inst, ri int, h *paxos.Held) {
 		}
 		if err != nil || ld.Lver != nh.lver || ld.OwnerID != in.slot.id || ld.OwnerGeneration != in.px.Generation || ld.Timestamp == 0 {
 			c.fail("%s: %s holds lver %d but the leader on disk is lver %d owner %d/%d ts %d",
-				name, in.name, nh.lver, ld.Lver, ld.OwnerID, ld.OwnerGeneration, ld.Timestamp)
+				name, cl, nh.lver, ld.Lver, ld.OwnerID, ld.OwnerGeneration, ld.Timestamp)
 		}
 	}
 	c.holds[ri] = append(c.holds[ri], nh)
@@ -113,15 +117,35 @@ func mode(shared bool) string {
 	return "exclusive"
 }
 
-func (c *checker) released(in *inst, ri int) {
+// released ends cl's hold of resource ri (release called, or cl died).
+func (c *checker) released(cl *client, ri int) {
 	hs := c.holds[ri]
 	for i, x := range hs {
-		if x.in == in {
+		if x.c == cl {
 			c.holds[ri] = append(hs[:i], hs[i+1:]...)
 			return
 		}
 	}
-	c.fail("%s released %s which it does not hold", in.name, c.s.names[ri])
+	c.fail("%s released %s which it does not hold", cl, c.s.names[ri])
+}
+
+// left checks that a host whose lockspace has left (recovery done, no
+// watchdog reset to come) has no holder left: the escalation must have
+// ended them all first.
+func (c *checker) left(in *inst) {
+	if pids := in.m.Resources.SpaceHolders(space); len(pids) > 0 {
+		c.fail("the lockspace of %s left while the manager lists holders %v", in.name, pids)
+		return
+	}
+	for ri, hs := range c.holds {
+		for _, x := range hs {
+			if x.in == in {
+				c.fail("%s: the lockspace of %s left while %s still holds it %s (lver %d, since %v); watchdog armed %v",
+					c.s.names[ri], in.name, x.c, mode(x.shared), x.lver, x.since, in.armed)
+				return
+			}
+		}
+	}
 }
 
 // down ends every hold of a dead instance.

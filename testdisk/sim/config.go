@@ -32,6 +32,9 @@ type Config struct {
 	// (inst.contender); ContendedWait is paxos.Host.ContendedWait (0: off).
 	Contend       bool
 	ContendedWait time.Duration
+	// TuneHost, when set, adjusts each host's paxos.Host after it is
+	// made (the fairness settings of fair_test.go).
+	TuneHost func(*paxos.Host)
 	// LateWatchdog makes every watchdog fire this much later than the
 	// model says: a broken watchdog, for the checker's self-test.
 	LateWatchdog time.Duration
@@ -129,6 +132,9 @@ type Counts struct {
 	Acquires, AcquireOK, Releases, ReleaseOK uint64
 	Crashes, Pauses, Partitions, Resets      uint64
 	Restarts, Doomed, LateLeaders            uint64
+	// Kills are the signals the hosts' escalations sent; Exits the
+	// clients that exited holding a lease.
+	Kills, Exits uint64
 }
 
 // Ops is the number of lease operations (acquire and release calls).

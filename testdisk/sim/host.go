@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/paxos"
@@ -57,11 +56,14 @@ func (sl *slot) watchdogAt() (time.Duration, bool) {
 		return 0, false
 	}
 	c := sl.s.cfg
-	deadline := in.wdLast + uint64(8*c.IOTimeout+c.W)
+	deadline := in.wdExp + uint64(c.W)
 	return sl.trueAt(time.Duration(deadline)*time.Second) + c.LateWatchdog, true
 }
 
-// inst is one life of a host: from start to crash or reset.
+// inst is one life of a host: from start to crash, reset or the end of
+// its lockspace. It runs a real manager.Manager (lockspace registry,
+// delta runner, main loop, kill escalation, resource table, per-client
+// lease state) whose goroutines are tasks of the simulator.
 type inst struct {
 	s     *Sim
 	slot  *slot
@@ -70,14 +72,18 @@ type inst struct {
 	rnd   *rand.Rand // workload choices; used only by this instance's tasks
 	ctx   context.Context
 
-	ls      *delta.Lockspace
-	px      *paxos.Host
-	started bool
-	armed   bool   // watchdog armed (delta lease acquired)
-	wdLast  uint64 // last renewal the watchdog was told of (local seconds)
-	doomed  bool   // own-lease check failed: recovery, watchdog no longer fed
+	m       *manager.Manager
+	px      *paxos.Host // our membership of the lockspace, once joined
+	goN     int         // manager goroutines started
+	armed   bool        // watchdog armed (delta lease acquired, not deactivated)
+	wdLast  uint64      // last renewal the watchdog was told of (local seconds)
+	wdExp   uint64      // the expiry it was told (local seconds)
+	doomed  bool        // the escalation has started killing holders
 	dead    bool
-	busy    []bool // per resource: a worker of this instance is on it
+	lastPid int
+	clients map[int]*client // live clients by pid (looked up, never iterated)
+	orphans []orphan        // persistent leases left by dead clients
+	busy    []int           // per resource: workers of this life holding it
 }
 
 // hostClock is a host's clock.Clock.
@@ -204,191 +210,7 @@ func (s *Sim) land(r *ioReq) {
 	s.resume(r.t)
 }
 
-// ---- instances ----
-
-func (s *Sim) startInstance(sl *slot) {
-	sl.starts++
-	in := &inst{s: s, slot: sl, name: fmt.Sprintf("h%d.%d", sl.id, sl.starts), ctx: context.Background(),
-		rnd:  rand.New(rand.NewPCG(s.cfg.Seed, sl.id<<32|uint64(sl.starts))),
-		busy: make([]bool, s.cfg.Resources)}
-	sl.inst = in
-	if sl.starts > 1 {
-		s.counts.Restarts++
-	}
-	s.tracef(in.name, "start (local clock %v)", hostClock{sl}.Now())
-	ls, err := delta.New(delta.Config{
-		Dev: hostPort{sl}, Space: space, HostID: sl.id, HostName: fmt.Sprintf("host%d", sl.id),
-		Geometry: s.geo, IOTimeout: s.cfg.IOTimeout, WatchdogFireTimeout: s.cfg.W,
-		HistorySize: -1, Clock: hostClock{sl},
-		OnAcquired: func(_ context.Context, ts uint64) error {
-			in.armed, in.wdLast = true, ts
-			s.tracef(in.name, "delta lease acquired ts=%d", ts)
-			return nil
-		},
-		OnRenewed: func(ts uint64) {
-			if !in.doomed {
-				in.wdLast = ts
-			}
-		},
-	})
-	if err != nil {
-		panic(err)
-	}
-	in.ls = ls
-	s.spawn(in, in.name+"/ls", func() {
-		err := ls.Run(in.ctx)
-		s.tracef(in.name, "lockspace runner ended: %v", err)
-	})
-	s.spawn(in, in.name+"/main", in.mainLoop)
-}
-
-// killInstance ends a host's life at the current time (crash, watchdog
-// reset or end of run): its holds end, its tasks die, and each of its
-// writes in flight lands now or never.
-func (s *Sim) killInstance(in *inst, why string) {
-	if in.dead {
-		return
-	}
-	in.dead = true
-	s.check.down(in)
-	keep := s.evs[:0]
-	var lands []*ioReq
-	for _, e := range s.evs {
-		switch {
-		case e.t != nil && e.t.in == in:
-			// its tasks' resumptions and timeouts go
-		case e.kind == evLand && e.io.t.in == in:
-			lands = append(lands, e.io)
-		case e.kind == evStop && e.in == in:
-		default:
-			keep = append(keep, e)
-		}
-	}
-	s.evs = keep
-	for _, r := range lands {
-		if r.op.Kind == testdisk.OpWrite && s.rnd.IntN(2) == 0 {
-			r.o.Fault = testdisk.NoFault
-			s.disk.Apply(r.op, r.o, r.buf)
-			s.landed(r)
-			s.tracef(in.name, "in-flight write #%d lands at %s", r.op.Seq, why)
-		}
-	}
-	for _, t := range in.tasks {
-		s.kill(t)
-	}
-	if in.slot.inst == in {
-		in.slot.inst = nil
-	}
-	s.tracef(in.name, "down (%s)", why)
-}
-
-func (in *inst) sleep(d time.Duration) {
-	hostClock{in.slot}.Sleep(in.ctx, d)
-}
-
-func (in *inst) uniform(a, b time.Duration) time.Duration {
-	if b <= a {
-		return a
-	}
-	return (a + time.Duration(in.rnd.Int64N(int64(b-a)))).Round(time.Millisecond)
-}
-
-// mainLoop is the daemon's main loop: every second, the own-lease check
-// and the processing of the latest renewal read; it starts the workers
-// once the lockspace is joined.
-func (in *inst) mainLoop() {
-	s := in.s
-	for {
-		in.sleep(time.Second)
-		st := in.ls.Status()
-		if st.Stopped && !st.Joined {
-			s.tracef(in.name, "join failed: %v", st.AcquireLastResult)
-			s.push(&event{at: s.now, kind: evStop, in: in})
-			return
-		}
-		if !st.Joined {
-			continue
-		}
-		if !in.started {
-			in.started = true
-			in.px = &paxos.Host{
-				ID: in.slot.id, Generation: st.HostGeneration, Space: space, Geometry: s.geo,
-				IOTimeout: s.cfg.IOTimeout, WatchdogFireTimeout: s.cfg.W, ShRetries: paxos.DefaultShRetries,
-				Clock: hostClock{in.slot}, Live: manager.Liveness(in.ls),
-				Rand:     rand.New(rand.NewPCG(s.cfg.Seed^0xba110, in.slot.id<<32|st.HostGeneration)),
-				TestBugs: s.cfg.Bugs, ContendedWait: s.cfg.ContendedWait,
-			}
-			s.tracef(in.name, "joined generation %d", st.HostGeneration)
-			for w := 0; w < s.cfg.Workers; w++ {
-				s.spawn(in, fmt.Sprintf("%s/w%d", in.name, w), in.worker)
-			}
-		}
-		if !in.doomed {
-			if state, gap := in.ls.CheckOwnLease(); state.Failed() {
-				in.doomed = true
-				s.counts.Doomed++
-				s.tracef(in.name, "own lease check %v (gap %d): recovery, watchdog deadline %d", state, gap,
-					in.wdLast+uint64(8*s.cfg.IOTimeout+s.cfg.W))
-			}
-		}
-		in.ls.ProcessHosts()
-	}
-}
-
-// worker acquires and releases random resources, exclusive or shared.
-func (in *inst) worker() {
-	s := in.s
-	if s.cfg.Contend {
-		in.contender()
-		return
-	}
-	name := s.running.name
-	for {
-		in.sleep(in.uniform(0, time.Second))
-		if in.doomed {
-			s.block()
-		}
-		ri := in.rnd.IntN(s.cfg.Resources)
-		if in.busy[ri] {
-			continue
-		}
-		in.busy[ri] = true
-		req := paxos.AcquireRequest{Shared: in.rnd.IntN(5) == 0, OwnerNowait: in.rnd.IntN(3) == 0}
-		lease := &paxos.Lease{Host: in.px, Name: s.names[ri], Disks: []paxos.Disk{{Dev: hostPort{in.slot}, Offset: s.resOffset(ri)}}}
-		mode := "ex"
-		if req.Shared {
-			mode = "sh"
-		}
-		s.tracef(name, "acquire %s %s nowait=%v", s.names[ri], mode, req.OwnerNowait)
-		s.counts.Acquires++
-		held, err := lease.Acquire(in.ctx, req)
-		if err != nil {
-			s.tracef(name, "acquire %s %s failed: %v", s.names[ri], mode, err)
-			in.busy[ri] = false
-			continue
-		}
-		s.counts.AcquireOK++
-		s.tracef(name, "acquire %s %s ok lver %d", s.names[ri], mode, held.Leader.Lver)
-		s.check.acquired(in, ri, held)
-		hold := in.uniform(0, 2*time.Second)
-		if in.rnd.IntN(20) == 0 {
-			hold = in.uniform(2*time.Second, 30*time.Second)
-		}
-		in.sleep(hold)
-		if in.doomed {
-			s.block() // the holder cannot be killed; it keeps the lease until the reset
-		}
-		s.check.released(in, ri)
-		s.counts.Releases++
-		s.tracef(name, "release %s", s.names[ri])
-		if err := held.Release(in.ctx, paxos.ReleaseOptions{}); err != nil {
-			s.tracef(name, "release %s failed: %v", s.names[ri], err)
-		} else {
-			s.counts.ReleaseOK++
-		}
-		in.busy[ri] = false
-	}
-}
+// ---- instances: see inst.go ----
 
 // read performs a read's effect. Most of each 1 MiB area is zeros that are
 // never written (the checker fails any write outside the records), so only
@@ -441,45 +263,4 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// contender loops on R0 as a client of issue 18 does: non-blocking
-// exclusive acquire, hold 0–20 ms, release, again at once; after a failure
-// it retries 0–5 ms later.
-func (in *inst) contender() {
-	s := in.s
-	name := s.running.name
-	lease := &paxos.Lease{Host: in.px, Name: s.names[0], Disks: []paxos.Disk{{Dev: hostPort{in.slot}, Offset: s.resOffset(0)}}}
-	for {
-		if in.doomed {
-			s.block()
-		}
-		if in.busy[0] {
-			in.sleep(in.uniform(0, 5*time.Millisecond) + time.Millisecond)
-			continue
-		}
-		in.busy[0] = true
-		s.counts.Acquires++
-		held, err := lease.Acquire(in.ctx, paxos.AcquireRequest{OwnerNowait: true})
-		if err != nil {
-			in.busy[0] = false
-			s.tracef(name, "acquire R0 failed: %v", err)
-			in.sleep(in.uniform(0, 5*time.Millisecond) + time.Millisecond)
-			continue
-		}
-		s.counts.AcquireOK++
-		in.slot.acquired++
-		s.tracef(name, "acquire R0 ok lver %d", held.Leader.Lver)
-		s.check.acquired(in, 0, held)
-		in.sleep(in.uniform(0, 20*time.Millisecond))
-		if in.doomed {
-			s.block()
-		}
-		s.check.released(in, 0)
-		s.counts.Releases++
-		if err := held.Release(in.ctx, paxos.ReleaseOptions{}); err == nil {
-			s.counts.ReleaseOK++
-		}
-		in.busy[0] = false
-	}
 }

@@ -1,15 +1,18 @@
 // Package sim is a deterministic simulator for many hosts sharing one disk.
-// Each simulated host runs the real delta lockspace runner and the real
-// paxos resource leases, on a clock the simulator drives, against a
-// testdisk.Disk whose faults come from one seeded random source. A
+// Each simulated host runs the daemon's real lease manager
+// (manager.Manager: lockspaces, delta runner, main loop, kill escalation,
+// resource table, per-client leases, orphans) and through it the real
+// delta and paxos algorithms, for simulated client processes, on a clock
+// the simulator drives, against a testdisk.Disk whose faults come from one
+// seeded random source. A
 // scheduler decides, from the same seed, the order in which every disk
 // call, timer and host fault takes effect; after every step an oracle that
 // knows true time and every host's state checks mutual exclusion.
 //
 // # Execution model
 //
-// Every activity of a host (its lockspace renewal thread, its main loop,
-// its lease workers) is a task: a goroutine that only runs when the
+// Every activity of a host (the manager's goroutines, started through
+// manager.Env.Go, and the client workers) is a task: a goroutine that only runs when the
 // scheduler hands it control and that gives control back whenever it calls
 // the disk or sleeps. Only one task runs at a time, so a run is a sequence
 // of steps fixed by the seed: same seed, same trace, byte for byte.
@@ -32,14 +35,14 @@
 //
 // # Watchdog model
 //
-// A host's watchdog (docs/wdmd.md) is armed when its delta lease is acquired
-// and told of every successful renewal (the daemon's test_live). It resets
-// the host when the host's own clock reaches last success +
-// id_renewal_fail_seconds + watchdog_fire_timeout. Once the host's own-lease
-// check fails (the daemon starts recovery), the sim takes the worst case:
-// the host's lease holders keep their leases (they cannot be killed) and the
-// watchdog is no longer fed, so the reset comes at that deadline. A reset,
-// like a crash, ends every hold of the host at that true time.
+// A host's watchdog (docs/wdmd.md) is the manager's WatchdogSession: armed
+// when its delta lease is acquired, told of every successful renewal (the
+// daemon's test_live), disarmed once the escalation has ended every holder.
+// Armed, it resets the host when the host's own clock reaches last success
+// + id_renewal_fail_seconds + watchdog_fire_timeout. A signalled client
+// dies (SIGKILL; SIGTERM one time in two) unless it is stuck, and then
+// keeps its leases until the reset. A reset, like a crash, ends every hold
+// of the host at that true time.
 package sim
 
 import (
@@ -103,6 +106,7 @@ type Sim struct {
 
 	yield   chan *task
 	running *task
+	waiters []waiter // tasks waiting for a channel (Env.Await)
 	check   *checker
 	trace   *trace
 	counts  Counts
@@ -263,6 +267,7 @@ func (s *Sim) run() {
 }
 
 func (s *Sim) afterStep() {
+	s.wakeWaiters()
 	if s.violate == nil {
 		if err := s.check.step(); err != nil {
 			s.violate = err
@@ -278,7 +283,7 @@ func (s *Sim) fireWatchdogs() bool {
 			in := sl.inst
 			s.counts.Resets++
 			s.tracef(in.name, "watchdog reset (last renewal %d, local deadline %d, doomed=%v)",
-				in.wdLast, in.wdLast+uint64(8*s.cfg.IOTimeout+s.cfg.W), in.doomed)
+				in.wdLast, in.wdExp+uint64(s.cfg.W), in.doomed)
 			s.killInstance(in, "reset")
 			s.scheduleRestart(sl)
 			fired = true

@@ -77,3 +77,37 @@ func (s *Sim) sleepUntil(at time.Duration) {
 
 // block parks the running task until it is killed.
 func (s *Sim) block() { s.running.park() }
+
+// waiter is a task parked in Env.Await until ch is closed.
+type waiter struct {
+	t  *task
+	ch <-chan struct{}
+}
+
+// await is the manager's Env.Await: the running task parks until ch is
+// closed. Channels are closed only by tasks, so after each step the
+// scheduler looks at the waiters (wakeWaiters), in the order they came.
+func (s *Sim) await(ch <-chan struct{}) {
+	select {
+	case <-ch:
+		return
+	default:
+	}
+	t := s.running
+	s.waiters = append(s.waiters, waiter{t: t, ch: ch})
+	t.park()
+}
+
+// wakeWaiters schedules every waiter whose channel is closed.
+func (s *Sim) wakeWaiters() {
+	keep := s.waiters[:0]
+	for _, w := range s.waiters {
+		select {
+		case <-w.ch:
+			s.push(&event{at: s.now, kind: evRun, t: w.t})
+		default:
+			keep = append(keep, w)
+		}
+	}
+	s.waiters = keep
+}
