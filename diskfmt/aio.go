@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -98,7 +99,22 @@ type aioEngine struct {
 	slots chan int32 // free slot numbers
 	mu    sync.Mutex
 	reqs  []aioReq
+	// reapMu is held by whoever collects completions (io_getevents): the
+	// background reaper, or a caller waiting for its own request in the
+	// kernel (the fast path of do). One collector at a time, so a blocking
+	// io_getevents never misses a completion another collector took.
+	reapMu sync.Mutex
 }
+
+// selfReapMax bounds how long a caller waits for its own request in
+// io_getevents (holding a thread in the kernel) before it falls back to
+// the channel the background reaper signals. A healthy disk answers well
+// within it; on a hung disk one thread at most is held, for this long.
+const selfReapMax = 50 * time.Millisecond
+
+// selfReapOn enables the fast path of do (tests turn it off to cover the
+// reaper-only path and to compare both).
+var selfReapOn = true
 
 var (
 	aioOnce sync.Once
@@ -166,6 +182,7 @@ func (e *aioEngine) reap() {
 		if _, err := e.efd.Read(cnt[:]); err != nil {
 			return
 		}
+		e.reapMu.Lock()
 		for {
 			n, _, errno := unix.Syscall6(unix.SYS_IO_GETEVENTS, e.id, 0, uintptr(len(evs)),
 				uintptr(unsafe.Pointer(&evs[0])), uintptr(unsafe.Pointer(&zero)), 0)
@@ -181,6 +198,51 @@ func (e *aioEngine) reap() {
 			if int(n) < len(evs) {
 				break
 			}
+		}
+		e.reapMu.Unlock()
+	}
+}
+
+// selfReap is the fast path of a caller waiting for r: when no one else is
+// collecting completions, it waits for them itself in io_getevents, so the
+// kernel wakes this thread directly (no hop through the eventfd, the
+// runtime's poller and the reaper goroutine). Completions of other requests
+// it collects are delivered as the reaper would. It stops when r is done
+// (and reports true: r.done then holds its signal), at ctx's deadline or
+// after selfReapMax, whichever is first. Every completion still signals the
+// eventfd, so the background reaper collects whatever is left.
+func (e *aioEngine) selfReap(ctx context.Context, r *aioReq) bool {
+	if !selfReapOn || !e.reapMu.TryLock() {
+		return false
+	}
+	defer e.reapMu.Unlock()
+	until := time.Now().Add(selfReapMax)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(until) {
+		until = dl
+	}
+	var evs [16]ioEvent
+	for {
+		e.mu.Lock()
+		done := r.state == reqDone
+		e.mu.Unlock()
+		if done {
+			return true
+		}
+		left := time.Until(until)
+		if left <= 0 || ctx.Err() != nil {
+			return false
+		}
+		ts := unix.NsecToTimespec(left.Nanoseconds())
+		n, _, errno := unix.Syscall6(unix.SYS_IO_GETEVENTS, e.id, 1, uintptr(len(evs)),
+			uintptr(unsafe.Pointer(&evs[0])), uintptr(unsafe.Pointer(&ts)), 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 || n > uintptr(len(evs)) {
+			return false
+		}
+		for i := range evs[:n] {
+			e.complete(&evs[i])
 		}
 	}
 }
@@ -264,6 +326,10 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 		return 0, err
 	}
 
+	if e.selfReap(ctx, r) {
+		<-r.done
+		return e.finish(r, d)
+	}
 	select {
 	case <-r.done:
 		return e.finish(r, d)
