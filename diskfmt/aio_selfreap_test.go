@@ -17,7 +17,8 @@ import (
 // devices sharing the process-wide AIO context, with the fast path (a
 // caller waiting for completions in io_getevents itself) on and off: every
 // request must complete with its own data whoever collects its completion,
-// the caller, another caller or the background reaper.
+// the caller, another caller or the background reaper, and requests
+// submitted without an eventfd signal (quiet) are all accounted for.
 func TestAIOConcurrentSelfReap(t *testing.T) {
 	if ok, _ := AIOStatus(); !ok {
 		t.Skip("no native AIO")
@@ -76,6 +77,8 @@ func TestAIOConcurrentSelfReap(t *testing.T) {
 			for _, d := range devs {
 				require.NoError(t, d.Close())
 			}
+			// Every quiet request (no eventfd signal) was accounted for.
+			require.Zero(t, sharedAIO().quiet.Load())
 		})
 	}
 }
