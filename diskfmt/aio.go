@@ -2,9 +2,12 @@ package diskfmt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -89,6 +92,9 @@ type aioReq struct {
 	buf   *Buf
 	res   int64
 	done  chan struct{} // completion signal, capacity 1
+	// quiet: submitted without IOCB_FLAG_RESFD by a caller that collects
+	// completions itself (counted in aioEngine.quiet until it completes).
+	quiet bool // guarded by aioEngine.mu
 }
 
 type aioEngine struct {
@@ -98,7 +104,31 @@ type aioEngine struct {
 	slots chan int32 // free slot numbers
 	mu    sync.Mutex
 	reqs  []aioReq
+	// reapMu is held by whoever collects completions (io_getevents): the
+	// background reaper, or a caller waiting for its own request in the
+	// kernel (the fast path of do). One collector at a time, so a blocking
+	// io_getevents never misses a completion another collector took.
+	reapMu sync.Mutex
+	// quiet counts requests in flight that do not signal the eventfd.
+	// While there are any, the background reaper also polls the ring every
+	// quietPoll.
+	quiet atomic.Int32
 }
+
+// quietPoll is how often the background reaper looks for completions of
+// quiet requests whose submitter stopped collecting (a disk slower than
+// selfReapMax, or a timed-out request).
+const quietPoll = 10 * time.Millisecond
+
+// selfReapMax bounds how long a caller waits for its own request in
+// io_getevents (holding a thread in the kernel) before it falls back to
+// the channel the background reaper signals. A healthy disk answers well
+// within it; on a hung disk one thread at most is held, for this long.
+const selfReapMax = 50 * time.Millisecond
+
+// selfReapOn enables the fast path of do (tests turn it off to cover the
+// reaper-only path and to compare both).
+var selfReapOn = true
 
 var (
 	aioOnce sync.Once
@@ -162,10 +192,21 @@ func (e *aioEngine) reap() {
 	var cnt [8]byte
 	var evs [64]ioEvent
 	var zero unix.Timespec
+	polling := false
 	for {
-		if _, err := e.efd.Read(cnt[:]); err != nil {
+		if q := e.quiet.Load() > 0; q != polling {
+			polling = q
+			if !q {
+				_ = e.efd.SetReadDeadline(time.Time{})
+			}
+		}
+		if polling {
+			_ = e.efd.SetReadDeadline(time.Now().Add(quietPoll))
+		}
+		if _, err := e.efd.Read(cnt[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			return
 		}
+		e.reapMu.Lock()
 		for {
 			n, _, errno := unix.Syscall6(unix.SYS_IO_GETEVENTS, e.id, 0, uintptr(len(evs)),
 				uintptr(unsafe.Pointer(&evs[0])), uintptr(unsafe.Pointer(&zero)), 0)
@@ -182,6 +223,64 @@ func (e *aioEngine) reap() {
 				break
 			}
 		}
+		e.reapMu.Unlock()
+	}
+}
+
+// selfReap is collect for a request submitted with IOCB_FLAG_RESFD, when
+// no one else is collecting completions.
+func (e *aioEngine) selfReap(ctx context.Context, r *aioReq) bool {
+	if !selfReapOn || !e.reapMu.TryLock() {
+		return false
+	}
+	return e.collect(ctx, r)
+}
+
+// kick wakes the background reaper, so it sees that quiet requests are in
+// flight and polls for them.
+func (e *aioEngine) kick() {
+	one := [8]byte{1}
+	_, _ = unix.Write(e.efdNo, one[:])
+}
+
+// collect is the fast path of a caller waiting for r, run holding reapMu
+// (which it releases): it waits for completions itself in io_getevents, so
+// the kernel wakes this thread directly (no hop through the eventfd, the
+// runtime's poller and the reaper goroutine). Completions of other requests
+// it collects are delivered as the reaper would. It stops when r is done
+// (and reports true: r.done then holds its signal), at ctx's deadline or
+// after selfReapMax, whichever is first. Requests that signal the eventfd
+// are left to the background reaper after that; for quiet ones, see kick.
+func (e *aioEngine) collect(ctx context.Context, r *aioReq) bool {
+	defer e.reapMu.Unlock()
+	until := time.Now().Add(selfReapMax)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(until) {
+		until = dl
+	}
+	var evs [16]ioEvent
+	for {
+		e.mu.Lock()
+		done := r.state == reqDone
+		e.mu.Unlock()
+		if done {
+			return true
+		}
+		left := time.Until(until)
+		if left <= 0 || ctx.Err() != nil {
+			return false
+		}
+		ts := unix.NsecToTimespec(left.Nanoseconds())
+		n, _, errno := unix.Syscall6(unix.SYS_IO_GETEVENTS, e.id, 1, uintptr(len(evs)),
+			uintptr(unsafe.Pointer(&evs[0])), uintptr(unsafe.Pointer(&ts)), 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 || n > uintptr(len(evs)) {
+			return false
+		}
+		for i := range evs[:n] {
+			e.complete(&evs[i])
+		}
 	}
 }
 
@@ -195,6 +294,10 @@ func (e *aioEngine) complete(ev *ioEvent) {
 	}
 	r := &e.reqs[s]
 	e.mu.Lock()
+	if r.quiet && (r.state == reqPending || r.state == reqAbandoned) {
+		r.quiet = false
+		e.quiet.Add(-1)
+	}
 	switch r.state {
 	case reqPending:
 		r.res = ev.res
@@ -237,6 +340,10 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 	}
 	r := &e.reqs[s]
 	p := b.Bytes()
+	// Quiet: when no one is collecting completions, we become the
+	// collector before submitting, and the request need not signal the
+	// eventfd (no wake-up of the background reaper per I/O).
+	quiet := selfReapOn && e.reapMu.TryLock()
 	r.cb = iocb{
 		data:   uint64(s) + 1,
 		opcode: iocbCmdPread,
@@ -244,8 +351,9 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 		buf:    uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))),
 		nbytes: uint64(len(p)),
 		offset: off,
-		flags:  iocbFlagResfd,
-		resfd:  uint32(e.efdNo),
+	}
+	if !quiet {
+		r.cb.flags, r.cb.resfd = iocbFlagResfd, uint32(e.efdNo)
 	}
 	if write {
 		r.cb.opcode = iocbCmdPwrite
@@ -253,17 +361,39 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 	r.dev, r.buf = d, b
 	e.mu.Lock()
 	r.state = reqPending
+	if quiet {
+		r.quiet = true
+		e.quiet.Add(1)
+	}
 	e.mu.Unlock()
 
 	if err := d.submit(e, r); err != nil {
 		e.mu.Lock()
+		if r.quiet {
+			r.quiet = false
+			e.quiet.Add(-1)
+		}
 		r.buf, r.dev, r.state = nil, nil, reqFree
 		e.mu.Unlock()
+		if quiet {
+			e.reapMu.Unlock()
+		}
 		e.slots <- s
 		d.release()
 		return 0, err
 	}
 
+	if quiet {
+		if e.collect(ctx, r) {
+			<-r.done
+			return e.finish(r, d)
+		}
+		// r may complete without a signal: the reaper polls until it has.
+		e.kick()
+	} else if e.selfReap(ctx, r) {
+		<-r.done
+		return e.finish(r, d)
+	}
 	select {
 	case <-r.done:
 		return e.finish(r, d)

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ncw/directio"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/rescode"
@@ -119,30 +118,39 @@ func OpenFile(path string) (*File, error) {
 func OpenFileSync(path string) (*File, error) { return openFile(path) }
 
 func openFile(path string) (*File, error) {
-	f, err := directio.OpenFile(path, os.O_RDWR|unix.O_SYNC, 0)
-	if err != nil {
-		return nil, err
+	// unix.Open and os.NewFile rather than os.OpenFile: the open is on the
+	// path of every acquire (the resource disk is opened per lease, as
+	// sanlock does), and os.OpenFile would try, and fail, to register the
+	// regular file with the runtime's poller (four fcntl and an epoll_ctl).
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(path, unix.O_RDWR|unix.O_SYNC|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
 	}
-	st, err := f.Stat()
 	if err != nil {
-		f.Close()
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	ss := SectorSize512
-	if st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
-		n, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKSSZGET)
+	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+		n, err := unix.IoctlGetInt(fd, unix.BLKSSZGET)
 		if err != nil {
-			f.Close()
+			unix.Close(fd)
 			return nil, fmt.Errorf("%s: BLKSSZGET: %w", path, err)
 		}
 		if n > 0 {
 			ss = n
 		}
 	}
-	d := newFile(f, path, ss)
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { d.fd = int(fd) })
-	}
+	d := newFile(os.NewFile(uintptr(fd), path), path, ss)
+	d.fd = fd
 	return d, nil
 }
 

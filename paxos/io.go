@@ -117,6 +117,9 @@ func MaxMbalFull(buf []byte, ss int, numHosts uint64) (uint64, error) {
 		if off+diskfmt.DblockSize > uint64(len(buf)) {
 			return 0, fmt.Errorf("dblock %d beyond the %d-byte read: %w", q+1, len(buf), rescode.ErrDblockChecksum)
 		}
+		if zeroDblock(buf[off : off+diskfmt.DblockSize]) {
+			continue // mbal 0, nothing to checksum (see EvalBallotBuf)
+		}
 		d, err := diskfmt.DecodeDblock(buf[off:])
 		if err != nil {
 			return 0, fmt.Errorf("dblock %d: %w", q+1, err)
