@@ -28,8 +28,8 @@ var fairVariants = []fairVariant{
 
 // runContend runs hosts contention loops on one lease (inst.contender:
 // the bench's client loop) for d of simulated time, no host faults.
-func runContend(t *testing.T, hosts int, d time.Duration, tune func(*paxos.Host)) *Result {
-	cfg := DefaultConfig(1)
+func runContend(t *testing.T, seed uint64, hosts int, d time.Duration, tune func(*paxos.Host)) *Result {
+	cfg := DefaultConfig(seed)
 	cfg.Hosts, cfg.Resources, cfg.Workers = hosts, 1, 1
 	cfg.Faults.HostEvery = 0
 	cfg.Contend = true
@@ -37,14 +37,16 @@ func runContend(t *testing.T, hosts int, d time.Duration, tune func(*paxos.Host)
 	cfg.Duration = d
 	r := Run(cfg)
 	if r.Violation != nil {
-		t.Fatal(r.Report())
+		t.Errorf("H=%d: %s", hosts, r.Report())
 	}
 	return r
 }
 
 // TestFairnessReport prints the contention figures of every variant for
-// the host counts of -sim.fairhosts (skipped without it), 60 s each:
+// the host counts of -sim.fairhosts (skipped without it), 60 s each, seed
+// -sim.seed (default 1):
 // go test ./testdisk/sim -run TestFairnessReport -v -sim.fairhosts=16,32,64
+// A violation of the checker fails the test after the other runs.
 func TestFairnessReport(t *testing.T) {
 	if *flagFairHosts == "" {
 		t.Skip("no -sim.fairhosts")
@@ -54,7 +56,7 @@ func TestFairnessReport(t *testing.T) {
 		var h int
 		fmt.Sscan(hs, &h)
 		for _, v := range fairVariants {
-			r := runContend(t, h, 60*time.Second, v.tune)
+			r := runContend(t, *flagSeed, h, 60*time.Second, v.tune)
 			ratio, never := fairness(r.Acquired)
 			t.Logf("H=%d %-14s acq/s %.2f max/min %.1f never %d per host %v", h, v.name,
 				float64(r.Counts.AcquireOK)/r.SimTime.Seconds(), ratio, never, r.Acquired)
@@ -81,7 +83,10 @@ func TestFairnessH32(t *testing.T) {
 	if raceBuild || testing.Short() {
 		hosts, d = 16, 20*time.Second
 	}
-	r := runContend(t, hosts, d, daemonFairness)
+	r := runContend(t, 1, hosts, d, daemonFairness)
+	if r.Violation != nil {
+		t.FailNow()
+	}
 	ratio, never := fairness(r.Acquired)
 	t.Logf("H=%d %v: %d acquisitions (%.2f/s), max/min %.1f, never %d, per host %v", hosts, d,
 		r.Counts.AcquireOK, float64(r.Counts.AcquireOK)/d.Seconds(), ratio, never, r.Acquired)
