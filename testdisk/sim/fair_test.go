@@ -13,16 +13,16 @@ import (
 var flagFairHosts = flag.String("sim.fairhosts", "", "TestFairnessReport: host counts, e.g. 16,32,64")
 
 // fairVariant is one setting of the paxos fairness knobs (docs/paxos.md
-// "Fairness under contention"); "sanlock" is the zero paxos.Host, whose
-// choices are sanlock 3.8.5's.
+// "Fairness under contention"), applied over what the manager set;
+// "sanlock" turns them off (sanlock 3.8.5's choices).
 type fairVariant struct {
 	name string
 	tune func(*paxos.Host)
 }
 
 var fairVariants = []fairVariant{
-	{"sanlock", nil},
-	{"watch", func(h *paxos.Host) { h.WatchBackoff = true }},
+	{"sanlock", func(h *paxos.Host) { h.WatchBackoff, h.MbalSpread = false, 0 }},
+	{"watch", func(h *paxos.Host) { h.WatchBackoff, h.MbalSpread = true, 0 }},
 	{"watch+spread (daemon)", daemonFairness},
 }
 
@@ -65,7 +65,7 @@ func TestFairnessReport(t *testing.T) {
 }
 
 // daemonFairness is what the daemon sets on every lockspace's paxos.Host
-// (manager/liveness.go).
+// (manager/liveness.go), set again here so the test states it.
 func daemonFairness(h *paxos.Host) {
 	h.WatchBackoff, h.MbalSpread = true, paxos.SuggestedMbalSpread
 }
