@@ -65,6 +65,9 @@ func (m *Lockspaces) paxosHost(name string) (*paxos.Host, int32) {
 			IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout, ShRetries: shr,
 			Clock: m.cfg.Clock, Live: spaceLiveness{sp.run},
 			Rand: rand.New(rand.NewPCG(sp.ls.HostID, st.HostGeneration^uint64(sp.id))),
+			// Under contention across hosts (docs/paxos.md "Fairness
+			// under contention").
+			WatchBackoff: true, MbalSpread: paxos.SuggestedMbalSpread,
 			// The paxos lines name the resource; add the lockspace and its disk.
 			Log: m.lg().With(zap.String("lockspace", sp.ls.Name), zap.String("lockspace_disk", sp.disk())),
 		}

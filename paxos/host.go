@@ -62,6 +62,17 @@ type Host struct {
 	// "Fairness"); 0 (the default) turns the wait off. SuggestedContendedWait
 	// is the value measured in the simulator.
 	ContendedWait time.Duration
+	// WatchBackoff rereads the leader during the backoff after an aborted
+	// ballot and ends the backoff once the lease is decided
+	// (docs/paxos.md "Fairness under contention"); false is sanlock's
+	// plain sleep.
+	WatchBackoff bool
+	// MbalSpread, when above 1, makes the first ballot of an acquire on a
+	// lease where we met other hosts add k*max_hosts to the usual ballot
+	// number, k uniform in [0, MbalSpread): concurrent ballots then win
+	// at random instead of by host_id (docs/paxos.md "Fairness under
+	// contention"). 0 or 1 is sanlock's choice.
+	MbalSpread int
 	// TestBugs turns on deliberately broken variants for the simulator's
 	// self-test (bugs.go). Always zero outside tests.
 	TestBugs Bugs
@@ -76,6 +87,48 @@ type Host struct {
 	// contended holds the leases whose last grant to us saw other hosts'
 	// ballots; the next acquire of one that finds it free waits first.
 	contended map[string]bool
+	// rivals holds the leases whose last acquire here met another host
+	// (its ballots, or the lease owned by it); an uncontended grant
+	// clears the mark.
+	rivals map[string]bool
+}
+
+// noteRival records the outcome of an acquire of name: rival when it met
+// another host, granted when it succeeded.
+func (h *Host) noteRival(name string, rival, granted bool) {
+	h.seenMu.Lock()
+	defer h.seenMu.Unlock()
+	switch {
+	case rival:
+		if h.rivals == nil {
+			h.rivals = map[string]bool{}
+		}
+		h.rivals[name] = true
+	case granted:
+		delete(h.rivals, name)
+	}
+}
+
+// mbalSpread is what the first ballot of an acquire of name adds to
+// ChooseMbal's number: k*max_hosts with k uniform in [0, MbalSpread) when
+// the last acquire of name here met another host, else 0. The sum keeps
+// the residue host_id mod max_hosts and stays above every mbal read.
+func (h *Host) mbalSpread(name string, maxHosts uint64) uint64 {
+	if h.MbalSpread <= 1 {
+		return 0
+	}
+	h.seenMu.Lock()
+	r := h.rivals[name]
+	h.seenMu.Unlock()
+	if !r {
+		return 0
+	}
+	h.randMu.Lock()
+	defer h.randMu.Unlock()
+	if h.Rand == nil {
+		return 0
+	}
+	return uint64(h.Rand.IntN(h.MbalSpread)) * effectiveMaxHosts(maxHosts)
 }
 
 // noteGrant records whether our grant of name was contended.
@@ -139,6 +192,10 @@ func (h *Host) noteLeader(name string, ld *diskfmt.Leader) {
 // SuggestedContendedWait is the bound of Host.ContendedWait the simulator's
 // fairness figure uses (the ballot backoff's range).
 const SuggestedContendedWait = time.Second
+
+// SuggestedMbalSpread is the Host.MbalSpread the daemon uses: above the
+// number of hosts that usually start a ballot at the same moment.
+const SuggestedMbalSpread = 32
 
 // DefaultShRetries is sanlock's default sh_retries.
 const DefaultShRetries = 8

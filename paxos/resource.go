@@ -93,6 +93,7 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 			return nil, wrap("acquire", err, &ld)
 		}
 	}
+	h.noteRival(l.Name, st.contended || isOwnedCode(err), err == nil)
 	r.Geometry = l.geometry(st)
 	switch {
 	case err == nil:

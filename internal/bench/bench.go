@@ -91,7 +91,7 @@ func Defaults() Config {
 		IdleSmall: 20, IdleSmallTimeout: 1, IdleLarge: 100, IdleLargeTimeout: 10,
 		IdleSettle: 3 * time.Second, IdleWindow: 20 * time.Second, IdleLargeWindow: 40 * time.Second,
 		Held: 1000, HeldWindow: 20 * time.Second,
-		Hosts: []int{2, 8, 32, 64}, MHIdle: 15 * time.Second, MHContend: 20 * time.Second,
+		Hosts: []int{2, 8, 32, 64}, MHIdle: 15 * time.Second, MHContend: 60 * time.Second,
 		PprofSeconds: 10 * time.Second,
 	}
 }
