@@ -39,7 +39,7 @@ func sampleState() *State {
 		},
 		Lockspaces: []Lockspace{{
 			Name: "ls1", HostID: 1, Path: "/var/tmp/x-lease", Offset: 0, IOTimeout: 10, SectorSize: 512, AlignSize: 1 << 20,
-			Generation: 3, Timestamp: 1234, LastRenewalAgo: 3 * time.Second, LastRenewalWall: 1.7e18, Leader: leader,
+			Generation: 3, Timestamp: 1234, LastRenewalAgo: 3 * time.Second, LastRenewalWall: 1.7e18, Leader: leader, AcquireLastSuccess: 1100,
 			History: []Renewal{{Timestamp: 1214, ReadMs: 1, WriteMs: 2}, {Timestamp: 1234, ReadMs: -1}},
 			Hosts:   []Host{{HostID: 2, Generation: 5, Timestamp: 999, IOTimeout: 10, OwnerName: "host2", State: 3, LastLiveAgo: time.Second}},
 			Wdmd:    &WdmdSession{FD: 3, Name: "sanlock_ls1:1", Active: true, Expire: 80},
@@ -123,7 +123,7 @@ func rejectCases(t testing.TB) []rejectCase {
 		{"version bit", flip(8), ErrChecksum, "checksum"},
 		{"checksum bit", flip(30), ErrChecksum, "checksum"},
 		{"version 0", seal(0, payload), ErrVersion, "version 0"},
-		{"newer version", seal(FormatVersion+1, payload), ErrVersion, "reads 1..1"},
+		{"newer version", seal(FormatVersion+1, payload), ErrVersion, "reads 1..2"},
 		{"flags", withFlags, ErrNotState, "flags"},
 		{"too large", make([]byte, MaxStateSize+1), ErrTooLarge, "limit"},
 		{"null", seal(1, []byte("null")), ErrInvalid, "not a JSON object"},

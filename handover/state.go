@@ -137,8 +137,13 @@ type Lockspace struct {
 	// successful renewal completed; LastRenewalWall is its wall time.
 	LastRenewalAgo  time.Duration
 	LastRenewalWall int64
-	// Leader is our delta lease sector as last written.
+	// Leader is our delta lease record as last written (format 2; set in
+	// the final state, when the renewals are paused: the new image
+	// continues renewing from it). Zero in a snapshot taken while serving.
 	Leader Leader
+	// AcquireLastSuccess is the monotime (CLOCK_MONOTONIC seconds) of the
+	// acquire of our delta lease, for the status (format 2).
+	AcquireLastSuccess uint64
 
 	// History is the tail of the renewal history, oldest first.
 	History []Renewal
