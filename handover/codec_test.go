@@ -20,6 +20,9 @@ import (
 func sampleState() *State {
 	leader := Leader{Magic: 0x6152010, Version: 0x30002, SectorSize: 512, NumHosts: 2000, MaxHosts: 2000,
 		OwnerID: 1, OwnerGeneration: 3, Lver: 7, SpaceName: "ls1", ResourceName: "r1", Timestamp: 1234, IOTimeout: 10}
+	dleader := Leader{Magic: 0x12212010, Version: 0x30001, SectorSize: 512, NumHosts: 2000, MaxHosts: 2000,
+		OwnerID: 1, OwnerGeneration: 3, SpaceName: "ls1", ResourceName: "host1", Timestamp: 1234, IOTimeout: 10,
+		Raw: bytes.Repeat([]byte{0x5a}, LeaderSize)}
 	return &State{
 		NumFDs:     4,
 		OldPid:     4242,
@@ -39,7 +42,7 @@ func sampleState() *State {
 		},
 		Lockspaces: []Lockspace{{
 			Name: "ls1", HostID: 1, Path: "/var/tmp/x-lease", Offset: 0, IOTimeout: 10, SectorSize: 512, AlignSize: 1 << 20,
-			Generation: 3, Timestamp: 1234, LastRenewalAgo: 3 * time.Second, LastRenewalWall: 1.7e18, Leader: leader, AcquireLastSuccess: 1100,
+			Generation: 3, Timestamp: 1234, LastRenewalAgo: 3 * time.Second, LastRenewalWall: 1.7e18, Leader: dleader, AcquireLastSuccess: 1100,
 			History: []Renewal{{Timestamp: 1214, ReadMs: 1, WriteMs: 2}, {Timestamp: 1234, ReadMs: -1}},
 			Hosts:   []Host{{HostID: 2, Generation: 5, Timestamp: 999, IOTimeout: 10, OwnerName: "host2", State: 3, LastLiveAgo: time.Second}},
 			Wdmd:    &WdmdSession{FD: 3, Name: "sanlock_ls1:1", Active: true, Expire: 80},
@@ -319,6 +322,10 @@ func TestReleasedFormats(t *testing.T) {
 		if s.Lockspaces[0].Generation != 3 || s.Tokens[0].Lver != 7 || s.Clients[0].Name != "holder" ||
 			s.Lockspaces[0].Wdmd.Name != "sanlock_ls1:1" || len(s.Orphans) != 1 {
 			t.Fatalf("%s: decoded %+v", name, s)
+		}
+		if strings.HasSuffix(name, "v2.blob") && (s.Lockspaces[0].AcquireLastSuccess != 1100 ||
+			len(s.Lockspaces[0].Leader.Raw) != LeaderSize) {
+			t.Fatalf("%s: format 2 fields lost: %+v", name, s.Lockspaces[0])
 		}
 	}
 }

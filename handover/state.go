@@ -241,7 +241,15 @@ type Leader struct {
 	WriteID         uint64
 	WriteGeneration uint64
 	WriteTimestamp  uint64
+	// Raw is the whole record as encoded on disk (LeaderSize bytes;
+	// format 2, empty before). When set it is authoritative: the fields
+	// above are for humans and do not keep the bytes after a name's NUL,
+	// which a renewal compares (docs/delta.md "One renewal").
+	Raw []byte `json:",omitempty"`
 }
+
+// LeaderSize is the size of Leader.Raw when set.
+const LeaderSize = 200
 
 // Lease is what a token and an orphan have in common.
 type Lease struct {

@@ -212,6 +212,7 @@ func (v *validator) lockspace(i int, ls *Lockspace) {
 	}
 	v.text(what+" leader space name", ls.Leader.SpaceName, 0, MaxNameLen)
 	v.text(what+" leader resource name", ls.Leader.ResourceName, 0, MaxNameLen)
+	v.raw(what, &ls.Leader)
 	v.count(what+" history entries", len(ls.History), MaxHistory)
 	if v.count(what+" hosts", len(ls.Hosts), MaxHostID) {
 		for j := range ls.Hosts {
@@ -245,8 +246,16 @@ func (v *validator) lease(what string, l *Lease, spaces map[string]*Lockspace) {
 	}
 	v.text(what+" leader space name", l.Leader.SpaceName, 0, MaxNameLen)
 	v.text(what+" leader resource name", l.Leader.ResourceName, 0, MaxNameLen)
+	v.raw(what, &l.Leader)
 	v.text(what+" killpath", l.KillPath, 0, MaxPathLen)
 	v.text(what+" killargs", l.KillArgs, 0, MaxTextLen)
+}
+
+// raw checks a leader's encoded record: absent or LeaderSize bytes.
+func (v *validator) raw(what string, l *Leader) {
+	if n := len(l.Raw); n != 0 && n != LeaderSize {
+		v.fail("%s: leader record of %d bytes (want %d)", what, n, LeaderSize)
+	}
 }
 
 // fdRefs returns a pointer to every fd index field, listener first.
