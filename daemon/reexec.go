@@ -213,11 +213,25 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 		g.c().Wait()
 	}
 	g.mu.Unlock()
+	// No command runs now. Hold the renewals too: from here until Resume
+	// (a failed handover) or our exit no lease is renewed or released by
+	// this image (docs/upgrade.md "Adopting lockspaces").
+	if mg := s.deps.Manager; mg != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), quiesceTimeout)
+		err := mg.PauseRenewals(ctx)
+		cancel()
+		if err != nil {
+			return handover.Snapshot{}, fmt.Errorf("renewals did not pause: %w", err)
+		}
+	}
 	return s.handoverState()
 }
 
 // Resume implements handover.Source.
 func (s *Server) Resume() {
+	if mg := s.deps.Manager; mg != nil {
+		mg.ResumeRenewals()
+	}
 	g := &s.rx
 	g.mu.Lock()
 	g.quiesced = false

@@ -159,7 +159,7 @@ func TestReexecFails(t *testing.T) {
 	// handover fails before the daemon quiesces.
 	err = f.td.cl.Reexec(reexecBinary(t))
 	assert.Equal(t, rescode.RvEAGAIN, code(err))
-	assert.Contains(t, err.Error(), "cannot adopt lockspaces")
+	assert.Contains(t, err.Error(), "cannot adopt resource leases")
 	f.intact(t)
 }
 

@@ -242,3 +242,11 @@ func (ls *Lockspace) RunResumed(ctx context.Context, st Resume) error {
 	ls.mu.Unlock()
 	return relErr
 }
+
+// Paused reports whether Pause holds the renewals.
+func (ls *Lockspace) Paused() bool {
+	g := &ls.pause
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.paused
+}

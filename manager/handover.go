@@ -46,6 +46,9 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 		if wd != nil {
 			return nil, nil, nil, fmt.Errorf("lockspace %s: handing over a wdmd session is not implemented", sp.ls.Name)
 		}
+		if run.Paused() && (removing || dead) {
+			return nil, nil, nil, fmt.Errorf("%w: lockspace %s is being removed", ErrHandoverBusy, sp.ls.Name)
+		}
 		st := run.Status()
 		h := handover.Lockspace{
 			Name: sp.ls.Name, HostID: sp.ls.HostID, Path: sp.ls.Disk.Path, Offset: sp.ls.Disk.Offset,
@@ -61,6 +64,26 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 		for _, e := range run.Renewals() {
 			h.History = append(h.History, handover.Renewal{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
 				WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
+		}
+		if run.Paused() {
+			// The final state: the renewals are paused, and the new image
+			// continues them from our record as last written.
+			r, err := run.Resumable()
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("lockspace %s: %w", sp.ls.Name, err)
+			}
+			h.Leader = leaderOut(&r.Leader)
+			h.Leader.Raw = make([]byte, diskfmt.LeaderSize)
+			r.Leader.Encode(h.Leader.Raw)
+			h.Generation, h.Timestamp, h.AcquireLastSuccess = r.Leader.OwnerGeneration, r.LastSuccess, r.AcquireLastSuccess
+			last = time.Duration(r.LastSuccess) * time.Second
+			h.LastRenewalAgo = max(ls.cfg.Clock.Now()-last, 0)
+			h.LastRenewalWall = time.Now().Add(-h.LastRenewalAgo).UnixNano()
+			h.History = h.History[:0]
+			for _, e := range r.History {
+				h.History = append(h.History, handover.Renewal{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
+					WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
+			}
 		}
 		if len(h.History) > handoverMaxHistory {
 			h.History = h.History[len(h.History)-handoverMaxHistory:]

@@ -1,0 +1,234 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gosanlock/gosanlock/clock"
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/wire"
+)
+
+// Live re-exec, lease side (docs/upgrade.md "Adopting lockspaces"). The
+// old image pauses every renewal before it takes its final state
+// (PauseRenewals, undone by ResumeRenewals if the handover fails); the
+// new image builds the lockspaces from that state without any I/O
+// (PrepareAdoption) and starts their renewals and main loops only once
+// it has taken over (Adoption.Start).
+
+// PauseRenewals holds the renewals of every joined lockspace (a renewal
+// in flight ends first). While paused a lockspace neither renews nor
+// releases its lease. It fails, with every renewal running again, if one
+// does not pause before ctx ends.
+func (m *Manager) PauseRenewals(ctx context.Context) error {
+	ls := m.Lockspaces
+	var paused []*delta.Lockspace
+	for _, run := range ls.runners() {
+		if err := run.Pause(ctx); err != nil {
+			for _, p := range paused {
+				p.Unpause()
+			}
+			return err
+		}
+		paused = append(paused, run)
+	}
+	return nil
+}
+
+// ResumeRenewals undoes PauseRenewals (a renewal that came due meanwhile
+// runs at once). It is harmless when nothing is paused.
+func (m *Manager) ResumeRenewals() {
+	for _, run := range m.Lockspaces.runners() {
+		run.Unpause()
+	}
+}
+
+// runners lists the runner of every lockspace in any list.
+func (m *Lockspaces) runners() []*delta.Lockspace {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*delta.Lockspace
+	for _, l := range m.lists {
+		for _, sp := range l {
+			if sp.run != nil {
+				out = append(out, sp.run)
+			}
+		}
+	}
+	return out
+}
+
+// Adoption is the lease state of a handover, built and checked but not
+// started.
+type Adoption struct {
+	m      *Manager
+	spaces []adoptedSpace
+}
+
+type adoptedSpace struct {
+	sp     *space
+	run    *delta.Lockspace
+	dev    diskfmt.Device
+	resume delta.Resume
+}
+
+// errNoRenewalState: the lockspace comes without the record to renew from
+// (a format 1 state, or a snapshot taken while serving).
+var errNoRenewalState = errors.New("no renewal state (delta lease record)")
+
+// PrepareAdoption builds the lockspaces of a final handover state: for
+// each, its disk opened, a runner configured as a join would, the
+// handed-over record decoded and checked (our host_id, the generation
+// and timestamp the state names, a last success neither in the future
+// nor so old that the lease is failing). It writes and reads nothing.
+// Call it after Start; on error nothing is left open.
+func (m *Manager) PrepareAdoption(st *handover.State) (*Adoption, error) {
+	a := &Adoption{m: m}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Abort()
+		}
+	}()
+	ls := m.Lockspaces
+	cfg := ls.conf()
+	for i := range st.Lockspaces {
+		h := &st.Lockspaces[i]
+		if err := a.prepareSpace(ls, cfg, h); err != nil {
+			return nil, fmt.Errorf("lockspace %s: %w", h.Name, err)
+		}
+	}
+	ok = true
+	return a, nil
+}
+
+func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Lockspace) error {
+	switch {
+	case h.Wdmd != nil:
+		return errors.New("adopting a wdmd session is not implemented")
+	case h.Removing || h.SpaceDead:
+		return errors.New("being removed")
+	case len(h.Leader.Raw) != diskfmt.LeaderSize:
+		return errNoRenewalState
+	}
+	g, ok := diskfmt.LookupGeometry(int(h.SectorSize), int(h.AlignSize))
+	if !ok {
+		return fmt.Errorf("sizes %d/%d", h.SectorSize, h.AlignSize)
+	}
+	ld, err := diskfmt.DecodeLeader(h.Leader.Raw)
+	if err != nil {
+		return fmt.Errorf("delta lease record: %w", err)
+	}
+	if ld.OwnerGeneration != h.Generation || ld.Timestamp != h.Timestamp {
+		return fmt.Errorf("record generation %d timestamp %d, state says %d %d", ld.OwnerGeneration,
+			ld.Timestamp, h.Generation, h.Timestamp)
+	}
+	io := int(h.IOTimeout)
+	now := clock.Monotime(ls.cfg.Clock)
+	if fail := uint64(delta.IDRenewalFailSeconds(io)); h.Timestamp+fail <= now {
+		return fmt.Errorf("last renewal %d is %d s old (renewals fail after %d s)", h.Timestamp, now-h.Timestamp, fail)
+	}
+	ident := wire.Lockspace{Name: h.Name, HostID: h.HostID, Disk: wire.Disk{Path: h.Path, Offset: h.Offset}}
+	ls.mu.Lock()
+	for _, l := range ls.lists {
+		for _, sp := range l {
+			if sp.ls.Name == ident.Name || sameDisk(&sp.ls, &ident) {
+				ls.mu.Unlock()
+				return errors.New("already present")
+			}
+		}
+	}
+	for _, x := range a.spaces {
+		if x.sp.ls.Name == ident.Name || sameDisk(&x.sp.ls, &ident) {
+			ls.mu.Unlock()
+			return errors.New("handed over twice")
+		}
+	}
+	ls.lastID++
+	sp := &space{m: ls, id: ls.lastID, ls: ident, ioTimeout: io, addDone: make(chan struct{}),
+		gone: make(chan struct{}), kills: make(map[int]*killState), list: listSpaces}
+	ls.mu.Unlock()
+	sp.ctx, sp.cancel = context.WithCancel(ls.baseContext())
+	close(sp.addDone)
+
+	dev, err := ls.cfg.Open(h.Path)
+	if err != nil {
+		sp.cancel()
+		return fmt.Errorf("open %s: %w", sp.disk(), err)
+	}
+	hist := cfg.RenewalHistorySize
+	if hist <= 0 {
+		hist = -1
+	}
+	run, err := delta.New(delta.Config{
+		Dev: dev, Offset: int64(h.Offset), Space: h.Name, HostID: h.HostID, Geometry: g,
+		HostName: ls.hostName(), IOTimeout: io, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
+		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: ls.cfg.Clock, Logf: sp.deltaLogf,
+		DebugRenew: cfg.DebugRenew, OnRenewal: ls.renewalHook(h.Name),
+	})
+	if err != nil {
+		sp.cancel()
+		_ = dev.Close()
+		return err
+	}
+	res := delta.Resume{Leader: ld, LastSuccess: h.Timestamp, AcquireLastSuccess: h.AcquireLastSuccess}
+	for _, e := range h.History {
+		res.History = append(res.History, delta.HistoryEntry{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
+			WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
+	}
+	if err := run.CheckResume(res); err != nil {
+		sp.cancel()
+		_ = dev.Close()
+		return err
+	}
+	sp.run = run
+	a.spaces = append(a.spaces, adoptedSpace{sp: sp, run: run, dev: dev, resume: res})
+	return nil
+}
+
+// Abort drops an adoption that is not started: disks closed.
+func (a *Adoption) Abort() {
+	for _, x := range a.spaces {
+		x.sp.cancel()
+		_ = x.dev.Close()
+	}
+	a.spaces = nil
+}
+
+// Start puts the adopted lockspaces on the spaces list and starts their
+// renewals (the next one due at the handed-over last success +
+// id_renewal_seconds) and main loops. Call it once, after the handover.
+func (a *Adoption) Start() {
+	ls := a.m.Lockspaces
+	for _, x := range a.spaces {
+		sp, run, dev, res := x.sp, x.run, x.dev, x.resume
+		ls.mu.Lock()
+		ls.lists[listSpaces] = append([]*space{sp}, ls.lists[listSpaces]...)
+		ls.wg.Add(2)
+		ls.mu.Unlock()
+		ls.lg().Warn(fmt.Sprintf("s%d lockspace %s adopted generation %d last_success %d", sp.id,
+			wire.LockspaceString(&sp.ls), res.Leader.OwnerGeneration, res.LastSuccess))
+		go func() {
+			defer ls.wg.Done()
+			err := run.RunResumed(sp.ctx, res)
+			st := run.Status()
+			if err != nil && !errors.Is(err, context.Canceled) {
+				sp.logf("lockspace runner stopped released %d lockspace %s disk %s: %s", b2i(st.Released),
+					sp.ls.Name, sp.disk(), causeLog(err, sp.ioTimeout))
+			} else {
+				sp.logf("lockspace runner stopped released %d", b2i(st.Released))
+			}
+			_ = dev.Close()
+		}()
+		go func() {
+			defer ls.wg.Done()
+			<-run.Joined()
+			sp.monitor()
+			sp.stop()
+		}()
+	}
+	a.spaces = nil
+}
