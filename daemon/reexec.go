@@ -322,9 +322,12 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 		if detached {
 			continue
 		}
-		if _, held := s.reading(c); held {
+		if _, held := s.reading(c); held && s.inSlot(c) {
 			return handover.Snapshot{}, fmt.Errorf("%w: connection ci %d is held by its command (event listener or shutdown_wait)",
 				errNotHandedOver, c.slot)
+		}
+		if _, held := s.reading(c); held {
+			continue // it ended after our list was taken: going away
 		}
 		uc, ok := c.uc.(*net.UnixConn)
 		if !ok {
@@ -482,4 +485,12 @@ func (r *connReader) detach() {
 	g.mu.Lock()
 	r.detached = true
 	g.mu.Unlock()
+}
+
+// inSlot reports whether c still has its slot (a connection that ended
+// frees its slot before its reader counts as ended).
+func (s *Server) inSlot(c *Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.slot < len(s.slots) && s.slots[c.slot] == c
 }

@@ -231,3 +231,77 @@ func TestReexecLockspaceProcess(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, ld.Timestamp)
 }
+
+// TestReexecLeasesProcess: a holder with R0 (EX) and R1 (SH) and an
+// orphan (R2, persistent, its holder gone) go through several reexecs:
+// the holder's inquire answer (lver included) is unchanged on its old
+// connection, the orphan is still listed, another client can neither take
+// R0 nor R2 but acquires and releases R3, and in the end the holder
+// releases its leases on the last image.
+func TestReexecLeasesProcess(t *testing.T) {
+	t.Parallel()
+	d := startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 4)
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	res := func(i int, flags uint32) wire.Resource {
+		return wire.Resource{LockspaceName: "LS", Name: "R" + strconv.Itoa(i), Flags: flags,
+			Disks: []wire.Disk{{Path: path, Offset: uint64(i+1) << 20}}}
+	}
+	holder, err := d.cl.Register()
+	require.NoError(t, err)
+	defer holder.Close()
+	require.NoError(t, holder.Acquire([]wire.Resource{res(0, 0), res(1, wire.ResShared)}, 0, nil))
+	state, n, err := holder.Inquire()
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	gone, err := d.cl.Register()
+	require.NoError(t, err)
+	require.NoError(t, gone.Acquire([]wire.Resource{res(2, wire.ResPersistent)}, 0, nil))
+	gone.Close()
+	orphaned := func() bool {
+		out, err := d.run("client", "status", "-D")
+		require.NoError(t, err, out)
+		return strings.Contains(out, "LS:R2:") && strings.Contains(out, "list=orphan")
+	}
+	require.Eventually(t, orphaned, 10*time.Second, 50*time.Millisecond)
+
+	check := func() {
+		t.Helper()
+		got, n, err := holder.Inquire()
+		require.NoError(t, err)
+		assert.Equal(t, 2, n)
+		assert.Equal(t, state, got)
+		assert.True(t, orphaned(), "orphan R2 listed")
+		other, err := d.cl.Register()
+		require.NoError(t, err)
+		defer other.Close()
+		assert.Error(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil), "R0 is held")
+		assert.Error(t, other.Acquire([]wire.Resource{res(2, 0)}, 0, nil), "R2 is an orphan")
+		require.NoError(t, other.Acquire([]wire.Resource{res(3, 0), res(1, wire.ResShared)}, 0, nil))
+		_, err = other.Release(nil, wire.RelAll)
+		require.NoError(t, err)
+	}
+	check()
+	before := d.spaceStatus("LS")
+	for i := 0; i < 5; i++ {
+		time.Sleep(time.Duration(i*500) * time.Millisecond)
+		d.reexec()
+		check()
+		assert.Equal(t, before["host_generation"], d.spaceStatus("LS")["host_generation"])
+	}
+	ts := d.renewals("LS")
+	for i := 1; i < len(ts); i++ {
+		assert.LessOrEqual(t, ts[i]-ts[i-1], uint64(3), "renewal gap at %d: %v", i, ts)
+	}
+	// The leases are still released normally by the last image.
+	_, err = holder.Release(nil, wire.RelAll)
+	require.NoError(t, err)
+	_, n, err = holder.Inquire()
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	other, err := d.cl.Register()
+	require.NoError(t, err)
+	defer other.Close()
+	require.NoError(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil))
+}

@@ -21,17 +21,10 @@ import (
 // file lock, the bind and the joins, and adopts the running daemon's
 // fds and state instead.
 
-// errNoLeaseAdoption is the reason this image refuses a state with
-// resource leases: adopting tokens and orphans is not wired yet. The
-// handover then fails before anything stops and the old image serves on.
-var errNoLeaseAdoption = errors.New("this image cannot adopt resource leases or orphans yet")
-
 // adoptable checks what this image can take over: joined lockspaces
-// without a wdmd session, no resource leases.
+// without a wdmd session, their resource leases and orphans, no event
+// listeners.
 func adoptable(st *handover.State) error {
-	if n := len(st.Tokens) + len(st.Orphans); n > 0 {
-		return fmt.Errorf("%w (%d tokens, %d orphans)", errNoLeaseAdoption, len(st.Tokens), len(st.Orphans))
-	}
 	for _, ls := range st.Lockspaces {
 		if ls.Wdmd != nil {
 			return fmt.Errorf("this image cannot adopt the wdmd session of lockspace %s yet", ls.Name)
@@ -75,11 +68,17 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 	}
 	var leases *manager.Adoption
 	if mg := s.deps.Manager; mg != nil {
-		if leases, err = mg.PrepareAdoption(ad.State); err != nil {
+		clients := make([]manager.Client, len(conns))
+		for i, c := range conns {
+			if ad.State.Clients[i].Registered {
+				clients[i] = c
+			}
+		}
+		if leases, err = mg.PrepareAdoption(ad.State, clients); err != nil {
 			closeAll(ad.Files)
 			return t.Fail(err)
 		}
-	} else if len(ad.State.Lockspaces) > 0 {
+	} else if len(ad.State.Lockspaces)+len(ad.State.Tokens)+len(ad.State.Orphans) > 0 {
 		closeAll(ad.Files)
 		return t.Fail(errors.New("this image has no lease manager"))
 	}

@@ -224,6 +224,12 @@ func (ls *Lockspace) RunResumed(ctx context.Context, st Resume) error {
 	close(ls.joined)
 
 	r := renewer{ls: ls, last: st.Leader, prevOK: true, lastSuccess: st.LastSuccess}
+	// A handover that took longer than the rest of the renewal interval:
+	// renew at once rather than after the loop's half second.
+	if ls.now()-r.lastSuccess >= uint64(ls.timing.IDRenewalSeconds()) && ls.enterRenewal(ctx) {
+		r.renew(ctx)
+		ls.leaveRenewal(&r, true)
+	}
 	r.loop(ctx)
 
 	var relErr error

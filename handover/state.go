@@ -264,6 +264,30 @@ type Lease struct {
 	Restrict  uint32
 	KillPath  string
 	KillArgs  string
+	// Hold is the paxos hold as this host keeps it (format 2; nil in a
+	// format 1 state, which is then not adoptable).
+	Hold *Hold `json:",omitempty"`
+}
+
+// Hold is what a paxos hold keeps besides the leader (Lease.Leader, whose
+// Raw is then set): our last ballot dblock, the lease's sizes, its mode
+// details and its LVB.
+type Hold struct {
+	Dblock     Dblock
+	SectorSize uint32
+	AlignSize  uint32
+	Shared     bool
+	EraseAll   bool
+	UndoShared bool
+	LVB        []byte `json:",omitempty"` // nil: acquired without LVB
+	HasLVB     bool
+	LVBDirty   bool
+}
+
+// Dblock is a paxos ballot block.
+type Dblock struct {
+	Mbal, Bal, Inp, Inp2, Inp3, Lver uint64
+	Checksum, Flags                  uint32
 }
 
 // Token is a resource lease held by a registered client.

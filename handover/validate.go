@@ -247,6 +247,19 @@ func (v *validator) lease(what string, l *Lease, spaces map[string]*Lockspace) {
 	v.text(what+" leader space name", l.Leader.SpaceName, 0, MaxNameLen)
 	v.text(what+" leader resource name", l.Leader.ResourceName, 0, MaxNameLen)
 	v.raw(what, &l.Leader)
+	if h := l.Hold; h != nil {
+		if h.SectorSize != 512 && h.SectorSize != 4096 {
+			v.fail("%s: hold sector size %d", what, h.SectorSize)
+		}
+		switch h.AlignSize {
+		case 1 << 20, 2 << 20, 4 << 20, 8 << 20:
+		default:
+			v.fail("%s: hold align size %d", what, h.AlignSize)
+		}
+		if len(h.LVB) > 4096 || (!h.HasLVB && len(h.LVB) > 0) {
+			v.fail("%s: lvb of %d bytes", what, len(h.LVB))
+		}
+	}
 	v.text(what+" killpath", l.KillPath, 0, MaxPathLen)
 	v.text(what+" killargs", l.KillArgs, 0, MaxTextLen)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -66,6 +67,30 @@ func (m *Lockspaces) runners() []*delta.Lockspace {
 type Adoption struct {
 	m      *Manager
 	spaces []adoptedSpace
+	res    []*adoptedRes
+}
+
+// adoptedRes is one resource held by tokens of registered clients, or an
+// orphan, checked and with its disks open.
+type adoptedRes struct {
+	key     resKey
+	lease   handover.Lease // the first token's or the orphan's
+	hold    paxos.HeldState
+	orphan  bool
+	pid     int // EX holder or the orphan's pid; 0 for SH
+	tokens  []adoptedTok
+	devs    []diskfmt.Device
+	pdisks  []paxos.Disk
+	disks   []wire.Disk
+	hostID  uint64
+	hostGen uint64
+	started bool
+}
+
+type adoptedTok struct {
+	cl    Client
+	pid   int
+	lease handover.Lease
 }
 
 type adoptedSpace struct {
@@ -85,7 +110,10 @@ var errNoRenewalState = errors.New("no renewal state (delta lease record)")
 // and timestamp the state names, a last success neither in the future
 // nor so old that the lease is failing). It writes and reads nothing.
 // Call it after Start; on error nothing is left open.
-func (m *Manager) PrepareAdoption(st *handover.State) (*Adoption, error) {
+//
+// clients[i] is the adopted connection of st.Clients[i] (nil when it is
+// not registered); every token is bound to its client's.
+func (m *Manager) PrepareAdoption(st *handover.State, clients []Client) (*Adoption, error) {
 	a := &Adoption{m: m}
 	ok := false
 	defer func() {
@@ -100,6 +128,9 @@ func (m *Manager) PrepareAdoption(st *handover.State) (*Adoption, error) {
 		if err := a.prepareSpace(ls, cfg, h); err != nil {
 			return nil, fmt.Errorf("lockspace %s: %w", h.Name, err)
 		}
+	}
+	if err := a.prepareResources(st, clients); err != nil {
+		return nil, err
 	}
 	ok = true
 	return a, nil
@@ -189,8 +220,146 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	return nil
 }
 
+// prepareResources groups the tokens by resource, checks each hold
+// against its lockspace as handed over (an exclusive hold's leader names
+// our host_id and generation) and opens the disks.
+func (a *Adoption) prepareResources(st *handover.State, clients []Client) error {
+	spaces := map[string]*handover.Lockspace{}
+	for i := range st.Lockspaces {
+		spaces[st.Lockspaces[i].Name] = &st.Lockspaces[i]
+	}
+	byKey := map[resKey]*adoptedRes{}
+	add := func(l *handover.Lease, orphan bool, pid int) (*adoptedRes, error) {
+		key := resKey{l.Lockspace, l.Resource}
+		what := fmt.Sprintf("resource %s:%s", key.space, key.name)
+		hs, err := holdIn(l)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		sp := spaces[key.space]
+		if sp == nil {
+			return nil, fmt.Errorf("%s: lockspace not handed over", what)
+		}
+		if hs.Shared != (l.Mode == handover.ModeSH) {
+			return nil, fmt.Errorf("%s: mode %v, hold shared %v", what, l.Mode, hs.Shared)
+		}
+		ld := &hs.Leader
+		switch {
+		case ld.Magic != diskfmt.PaxosMagic:
+			return nil, fmt.Errorf("%s: leader magic %#x", what, ld.Magic)
+		case diskfmt.NameString(ld.SpaceName[:]) != key.space || diskfmt.NameString(ld.ResourceName[:]) != key.name:
+			return nil, fmt.Errorf("%s: leader of another resource", what)
+		case !hs.Shared && (ld.OwnerID != sp.HostID || ld.OwnerGeneration != sp.Generation):
+			return nil, fmt.Errorf("%s: leader owned by %d/%d, not %d/%d", what, ld.OwnerID, ld.OwnerGeneration,
+				sp.HostID, sp.Generation)
+		case !hs.Shared && l.Lver != ld.Lver:
+			return nil, fmt.Errorf("%s: lver %d, leader %d", what, l.Lver, ld.Lver)
+		}
+		if r := byKey[key]; r != nil {
+			if orphan || r.orphan || !hs.Shared || !r.hold.Shared {
+				return nil, fmt.Errorf("%s: held twice", what)
+			}
+			return r, nil
+		}
+		r := &adoptedRes{key: key, lease: *l, hold: hs, orphan: orphan, hostID: sp.HostID, hostGen: sp.Generation}
+		if !hs.Shared {
+			r.pid = pid
+		}
+		for _, d := range l.Disks {
+			r.disks = append(r.disks, wire.Disk{Path: d.Path, Offset: d.Offset})
+		}
+		devs, pd, code := a.m.Resources.openDisks(r.disks)
+		if code != 0 {
+			return nil, fmt.Errorf("%s: cannot open its disks (%d)", what, code)
+		}
+		r.devs, r.pdisks = devs, pd
+		byKey[key] = r
+		a.res = append(a.res, r)
+		return r, nil
+	}
+	for i := range st.Tokens {
+		tk := &st.Tokens[i]
+		if tk.Client < 0 || tk.Client >= len(clients) || clients[tk.Client] == nil {
+			return fmt.Errorf("token %s:%s: client %d not adopted", tk.Lockspace, tk.Resource, tk.Client)
+		}
+		r, err := add(&tk.Lease, false, tk.Pid)
+		if err != nil {
+			return err
+		}
+		r.tokens = append(r.tokens, adoptedTok{cl: clients[tk.Client], pid: tk.Pid, lease: tk.Lease})
+	}
+	for i := range st.Orphans {
+		o := &st.Orphans[i]
+		r, err := add(&o.Lease, true, o.Pid)
+		if err != nil {
+			return err
+		}
+		r.pid = o.Pid
+	}
+	return nil
+}
+
+// startResources binds the adopted resources to the running lockspaces
+// (their paxos membership) and to the clients' lease sets.
+func (a *Adoption) startResources() {
+	rs := a.m.Resources
+	for _, x := range a.res {
+		host, code := rs.paxosHost(x.key.space)
+		var held *paxos.Held
+		var err error
+		if code == 0 {
+			lease := &paxos.Lease{Host: host, Name: x.key.name, Disks: x.pdisks}
+			held, err = lease.Adopt(x.hold)
+		} else {
+			err = fmt.Errorf("lockspace %s: %d", x.key.space, code)
+		}
+		if err != nil {
+			// Not reachable: PrepareAdoption checked the same. The lease
+			// stays on disk, unrenewed by nobody: log it loudly.
+			rs.lg().Error(fmt.Sprintf("adopt %s:%s failed: %s", x.key.space, x.key.name, err))
+			closeDevs(x.devs)
+			continue
+		}
+		rs.mu.Lock()
+		rs.lastResID++
+		r := &resource{key: x.key, id: rs.lastResID, list: resHeld, shared: x.hold.Shared, host: host,
+			disks: x.disks, restrict: x.lease.Restrict, killpath: x.lease.KillPath, killargs: x.lease.KillArgs,
+			pid: x.pid, held: held, devs: x.devs}
+		if x.orphan {
+			r.list = resOrphan
+		}
+		for _, at := range x.tokens {
+			rs.lastTokID++
+			tk := &token{id: rs.lastTokID, r: r, cl: at.cl, pid: at.pid, flags: at.lease.Flags,
+				res: wire.Resource{LockspaceName: x.key.space, Name: x.key.name, Flags: at.lease.ResFlags,
+					Disks: x.disks}}
+			if !x.hold.Shared {
+				tk.lver = at.lease.Lver
+			}
+			r.tokens = append(r.tokens, tk)
+			lc := rs.clients[at.cl.ID()]
+			if lc == nil {
+				lc = &leaseClient{cl: at.cl}
+				rs.clients[at.cl.ID()] = lc
+			}
+			lc.tokens = append(lc.tokens, tk)
+		}
+		rs.res[x.key] = r
+		rs.mu.Unlock()
+		x.started = true
+		rs.logf("r%d %s:%s adopted %s lver %d tokens %d orphan %v", r.id, x.key.space, x.key.name,
+			x.lease.Mode, x.hold.Leader.Lver, len(r.tokens), x.orphan)
+	}
+}
+
 // Abort drops an adoption that is not started: disks closed.
 func (a *Adoption) Abort() {
+	for _, x := range a.res {
+		if !x.started {
+			closeDevs(x.devs)
+		}
+	}
+	a.res = nil
 	for _, x := range a.spaces {
 		x.sp.cancel()
 		_ = x.dev.Close()
@@ -230,5 +399,10 @@ func (a *Adoption) Start() {
 			sp.stop()
 		}()
 	}
+	for _, x := range a.spaces {
+		<-x.run.Joined() // the status (generation) the paxos membership is built from
+	}
 	a.spaces = nil
+	a.startResources()
+	a.res = nil
 }

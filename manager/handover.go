@@ -7,6 +7,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/paxos"
 )
 
 // ErrHandoverBusy is returned by HandoverState while the manager has work
@@ -95,6 +96,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 	defer rs.mu.Unlock()
 	var toks []handover.Token
 	var orphans []handover.Orphan
+	tokOf := map[*token]handover.Token{}
 	for key, r := range rs.res {
 		switch r.list {
 		case resAdd, resRem:
@@ -105,9 +107,17 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 			return nil, nil, nil, fmt.Errorf("%w: resource %s:%s has an operation in progress", ErrHandoverBusy,
 				key.space, key.name)
 		}
+		if !r.opMu.TryLock() {
+			return nil, nil, nil, fmt.Errorf("%w: resource %s:%s has a disk operation in progress", ErrHandoverBusy,
+				key.space, key.name)
+		}
+		hs := r.held.State()
+		r.opMu.Unlock()
 		lease := handover.Lease{Lockspace: key.space, Resource: key.name, Mode: handover.ModeEX,
-			Lver: r.held.Leader.Lver, Leader: leaderOut(&r.held.Leader), Restrict: r.restrict,
-			KillPath: r.killpath, KillArgs: r.killargs}
+			Lver: hs.Leader.Lver, Leader: leaderOut(&hs.Leader), Restrict: r.restrict,
+			KillPath: r.killpath, KillArgs: r.killargs, Hold: holdOut(&hs)}
+		lease.Leader.Raw = make([]byte, diskfmt.LeaderSize)
+		hs.Leader.Encode(lease.Leader.Raw)
 		if r.shared {
 			lease.Mode = handover.ModeSH
 		}
@@ -129,8 +139,20 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 			if !t.shared() {
 				tl.Lver = t.lver
 			}
-			toks = append(toks, handover.Token{Lease: tl, Client: ci, Pid: t.pid})
+			tokOf[t] = handover.Token{Lease: tl, Client: ci, Pid: t.pid}
 		}
+	}
+	// Each client's tokens in its own order (what inquire lists).
+	for _, lc := range rs.clients {
+		for _, t := range lc.tokens {
+			if ht, ok := tokOf[t]; ok {
+				toks = append(toks, ht)
+				delete(tokOf, t)
+			}
+		}
+	}
+	for _, ht := range tokOf {
+		toks = append(toks, ht)
 	}
 	for id, lc := range rs.clients {
 		if lc.busy {
@@ -160,4 +182,43 @@ func cstr(b []byte) string {
 		}
 	}
 	return string(b)
+}
+
+func holdOut(hs *paxos.HeldState) *handover.Hold {
+	d := &hs.Dblock
+	return &handover.Hold{
+		Dblock: handover.Dblock{Mbal: d.Mbal, Bal: d.Bal, Inp: d.Inp, Inp2: d.Inp2, Inp3: d.Inp3, Lver: d.Lver,
+			Checksum: d.Checksum, Flags: d.Flags},
+		SectorSize: uint32(hs.Geometry.SectorSize), AlignSize: uint32(hs.Geometry.AlignSize),
+		Shared: hs.Shared, EraseAll: hs.EraseAll, UndoShared: hs.UndoShared,
+		LVB: hs.LVB, HasLVB: hs.LVB != nil, LVBDirty: hs.LVBDirty,
+	}
+}
+
+// holdIn is the inverse of holdOut with the leader record of the lease.
+func holdIn(l *handover.Lease) (paxos.HeldState, error) {
+	h := l.Hold
+	if h == nil || len(l.Leader.Raw) != diskfmt.LeaderSize {
+		return paxos.HeldState{}, errors.New("no paxos hold state")
+	}
+	ld, err := diskfmt.DecodeLeader(l.Leader.Raw)
+	if err != nil {
+		return paxos.HeldState{}, err
+	}
+	g, ok := diskfmt.LookupGeometry(int(h.SectorSize), int(h.AlignSize))
+	if !ok {
+		return paxos.HeldState{}, fmt.Errorf("sizes %d/%d", h.SectorSize, h.AlignSize)
+	}
+	d := h.Dblock
+	st := paxos.HeldState{Leader: ld, Geometry: g, Shared: h.Shared, EraseAll: h.EraseAll, UndoShared: h.UndoShared,
+		LVBDirty: h.LVBDirty,
+		Dblock: diskfmt.Dblock{Mbal: d.Mbal, Bal: d.Bal, Inp: d.Inp, Inp2: d.Inp2, Inp3: d.Inp3, Lver: d.Lver,
+			Checksum: d.Checksum, Flags: d.Flags}}
+	if h.HasLVB {
+		if len(h.LVB) != g.SectorSize {
+			return paxos.HeldState{}, fmt.Errorf("lvb of %d bytes", len(h.LVB))
+		}
+		st.LVB = append([]byte(nil), h.LVB...)
+	}
+	return st, nil
 }
