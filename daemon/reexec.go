@@ -358,7 +358,7 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 		st.Lockspaces, st.Tokens, st.Orphans, err = mg.HandoverState(func(id manager.ClientID) (int, bool) {
 			i, ok := index[id]
 			return i, ok
-		})
+		}, keep)
 		if err != nil {
 			return handover.Snapshot{}, err
 		}

@@ -21,15 +21,9 @@ import (
 // file lock, the bind and the joins, and adopts the running daemon's
 // fds and state instead.
 
-// adoptable checks what this image can take over: joined lockspaces
-// without a wdmd session, their resource leases and orphans, no event
+// adoptable checks what this image can take over: everything but event
 // listeners.
 func adoptable(st *handover.State) error {
-	for _, ls := range st.Lockspaces {
-		if ls.Wdmd != nil {
-			return fmt.Errorf("this image cannot adopt the wdmd session of lockspace %s yet", ls.Name)
-		}
-	}
 	for _, c := range st.Clients {
 		if c.EventLockspace != "" || len(c.PendingEvents) > 0 {
 			return errors.New("this image cannot adopt event listeners yet")
@@ -74,7 +68,7 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 				clients[i] = c
 			}
 		}
-		if leases, err = mg.PrepareAdoption(ad.State, clients); err != nil {
+		if leases, err = mg.PrepareAdoption(ad.State, clients, ad.Files); err != nil {
 			closeAll(ad.Files)
 			return t.Fail(err)
 		}

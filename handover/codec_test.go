@@ -49,7 +49,8 @@ func sampleState() *State {
 			Event:   &Event{HostID: 2, Generation: 5, Event: 1},
 		}},
 		Tokens: []Token{
-			{Lease: Lease{Lockspace: "ls1", Resource: "r1", Disks: []Disk{{Path: "/var/tmp/x-res", Offset: 1 << 20}}, Mode: ModeEX, Lver: 7, Leader: leader}, Client: 0, Pid: 100},
+			{Lease: Lease{Lockspace: "ls1", Resource: "r1", Disks: []Disk{{Path: "/var/tmp/x-res", Offset: 1 << 20}}, Mode: ModeEX, Lver: 7, Leader: leader,
+				Hold: &Hold{Dblock: Dblock{Mbal: 2001, Bal: 2001, Inp: 1, Inp2: 3, Inp3: 1200, Lver: 7}, SectorSize: 512, AlignSize: 1 << 20}}, Client: 0, Pid: 100},
 			{Lease: Lease{Lockspace: "ls1", Resource: "r2", Disks: []Disk{{Path: "/var/tmp/x-res", Offset: 2 << 20}}, Mode: ModeSH, Lver: 1}, Client: 0, Pid: 100},
 		},
 		Orphans: []Orphan{{Lease: Lease{Lockspace: "ls1", Resource: "r2", Disks: []Disk{{Path: "/var/tmp/x-res", Offset: 2 << 20}}, Mode: ModeSH, Lver: 1, Flags: 1}, Pid: 99}},
@@ -324,7 +325,7 @@ func TestReleasedFormats(t *testing.T) {
 			t.Fatalf("%s: decoded %+v", name, s)
 		}
 		if strings.HasSuffix(name, "v2.blob") && (s.Lockspaces[0].AcquireLastSuccess != 1100 ||
-			len(s.Lockspaces[0].Leader.Raw) != LeaderSize) {
+			len(s.Lockspaces[0].Leader.Raw) != LeaderSize || s.Tokens[0].Hold == nil || s.Tokens[0].Hold.Dblock.Mbal != 2001) {
 			t.Fatalf("%s: format 2 fields lost: %+v", name, s.Lockspaces[0])
 		}
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/handover"
 	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -113,7 +115,9 @@ var errNoRenewalState = errors.New("no renewal state (delta lease record)")
 //
 // clients[i] is the adopted connection of st.Clients[i] (nil when it is
 // not registered); every token is bound to its client's.
-func (m *Manager) PrepareAdoption(st *handover.State, clients []Client) (*Adoption, error) {
+//
+// files is the state's fd table (the wdmd sessions' connections).
+func (m *Manager) PrepareAdoption(st *handover.State, clients []Client, files []*os.File) (*Adoption, error) {
 	a := &Adoption{m: m}
 	ok := false
 	defer func() {
@@ -125,7 +129,7 @@ func (m *Manager) PrepareAdoption(st *handover.State, clients []Client) (*Adopti
 	cfg := ls.conf()
 	for i := range st.Lockspaces {
 		h := &st.Lockspaces[i]
-		if err := a.prepareSpace(ls, cfg, h); err != nil {
+		if err := a.prepareSpace(ls, cfg, h, files); err != nil {
 			return nil, fmt.Errorf("lockspace %s: %w", h.Name, err)
 		}
 	}
@@ -136,10 +140,10 @@ func (m *Manager) PrepareAdoption(st *handover.State, clients []Client) (*Adopti
 	return a, nil
 }
 
-func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Lockspace) error {
+func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Lockspace, files []*os.File) error {
 	switch {
-	case h.Wdmd != nil:
-		return errors.New("adopting a wdmd session is not implemented")
+	case h.Wdmd != nil && (h.Wdmd.FD < 0 || h.Wdmd.FD >= len(files) || files[h.Wdmd.FD] == nil):
+		return errors.New("wdmd session without its connection")
 	case h.Removing || h.SpaceDead:
 		return errors.New("being removed")
 	case len(h.Leader.Raw) != diskfmt.LeaderSize:
@@ -190,19 +194,45 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 		sp.cancel()
 		return fmt.Errorf("open %s: %w", sp.disk(), err)
 	}
+	var wd *wdmdclient.Session
+	if w := h.Wdmd; w != nil {
+		// The same connection to wdmd: it never closes, so the expiry
+		// wdmd holds for us never lapses (docs/upgrade.md "Adopting wdmd sessions").
+		if wd, err = wdmdclient.AdoptSession(files[w.FD], w.Name, w.Active); err != nil {
+			sp.cancel()
+			_ = dev.Close()
+			return err
+		}
+	}
 	hist := cfg.RenewalHistorySize
 	if hist <= 0 {
 		hist = -1
 	}
-	run, err := delta.New(delta.Config{
+	var run *delta.Lockspace
+	dcfg := delta.Config{
 		Dev: dev, Offset: int64(h.Offset), Space: h.Name, HostID: h.HostID, Geometry: g,
 		HostName: ls.hostName(), IOTimeout: io, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
 		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: ls.cfg.Clock, Logf: sp.deltaLogf,
 		DebugRenew: cfg.DebugRenew, OnRenewal: ls.renewalHook(h.Name),
-	})
+	}
+	if wd != nil {
+		failSecs := uint64(delta.IDRenewalFailSeconds(io))
+		dcfg.OnRenewed = func(ts uint64) {
+			if err := wd.Renewed(ts, ts+failSecs); err != nil {
+				// As after a join: wdmd is gone, stop renewing (docs/wdmd.md "wdmd crash").
+				ls.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %s: renewals stopped, lockspace %s",
+					sp.id, ts, causeLog(err, 0), sp.ls.Name))
+				run.Halt()
+			}
+		}
+	}
+	run, err = delta.New(dcfg)
 	if err != nil {
 		sp.cancel()
 		_ = dev.Close()
+		if wd != nil {
+			_ = wd.Close() // our duplicate only: the old image keeps its own
+		}
 		return err
 	}
 	res := delta.Resume{Leader: ld, LastSuccess: h.Timestamp, AcquireLastSuccess: h.AcquireLastSuccess}
@@ -213,9 +243,15 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	if err := run.CheckResume(res); err != nil {
 		sp.cancel()
 		_ = dev.Close()
+		if wd != nil {
+			_ = wd.Close()
+		}
 		return err
 	}
 	sp.run = run
+	if wd != nil {
+		sp.wd, sp.wdActive = wd, h.Wdmd.Active
+	}
 	a.spaces = append(a.spaces, adoptedSpace{sp: sp, run: run, dev: dev, resume: res})
 	return nil
 }
@@ -363,6 +399,9 @@ func (a *Adoption) Abort() {
 	for _, x := range a.spaces {
 		x.sp.cancel()
 		_ = x.dev.Close()
+		if x.sp.wd != nil {
+			_ = x.sp.wd.Close() // our duplicate: wdmd sees nothing
+		}
 	}
 	a.spaces = nil
 }
@@ -391,6 +430,9 @@ func (a *Adoption) Start() {
 				sp.logf("lockspace runner stopped released %d", b2i(st.Released))
 			}
 			_ = dev.Close()
+			if wd := sp.wd; wd != nil {
+				_ = wd.Close()
+			}
 		}()
 		go func() {
 			defer ls.wg.Done()

@@ -3,8 +3,10 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
+	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/handover"
 	"github.com/gosanlock/gosanlock/paxos"
@@ -24,7 +26,10 @@ var ErrHandoverBusy = errors.New("lease manager busy")
 // while anything is in transition; the caller retries or fails the
 // handover. The wdmd session fds are not mapped yet (a lockspace with a
 // wdmd session makes it fail): see docs/upgrade.md.
-func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
+//
+// keep adds a file (a wdmd session's connection) to the state's fd table
+// and returns its index.
+func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep func(*os.File) int) (
 	[]handover.Lockspace, []handover.Token, []handover.Orphan, error) {
 	ls, rs := m.Lockspaces, m.Resources
 	ls.mu.Lock()
@@ -39,13 +44,24 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 	for i := len(spaces) - 1; i >= 0; i-- { // oldest first
 		sp := spaces[i]
 		ls.mu.Lock()
-		run, wd, removing, dead := sp.run, sp.wd, sp.removeReq, sp.spaceDead
+		run, wd, wdActive, removing, dead := sp.run, sp.wd, sp.wdActive, sp.removeReq, sp.spaceDead
 		ls.mu.Unlock()
 		if run == nil {
 			return nil, nil, nil, fmt.Errorf("%w: lockspace %s has no runner", ErrHandoverBusy, sp.ls.Name)
 		}
+		var wdmd *handover.WdmdSession
 		if wd != nil {
-			return nil, nil, nil, fmt.Errorf("lockspace %s: handing over a wdmd session is not implemented", sp.ls.Name)
+			hw, ok := wd.(interface {
+				Handover() (*os.File, string, bool, error)
+			})
+			if !ok {
+				return nil, nil, nil, fmt.Errorf("lockspace %s: its watchdog session cannot be handed over", sp.ls.Name)
+			}
+			f, name, _, err := hw.Handover()
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("lockspace %s: wdmd session: %w", sp.ls.Name, err)
+			}
+			wdmd = &handover.WdmdSession{FD: keep(f), Name: name, Active: wdActive}
 		}
 		if run.Paused() && (removing || dead) {
 			return nil, nil, nil, fmt.Errorf("%w: lockspace %s is being removed", ErrHandoverBusy, sp.ls.Name)
@@ -55,7 +71,10 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 			Name: sp.ls.Name, HostID: sp.ls.HostID, Path: sp.ls.Disk.Path, Offset: sp.ls.Disk.Offset,
 			IOTimeout: uint32(st.IOTimeout), SectorSize: uint32(st.SectorSize), AlignSize: uint32(st.AlignSize),
 			Generation: st.HostGeneration, Timestamp: st.RenewalLastSuccess,
-			Removing: removing, SpaceDead: dead,
+			Removing: removing, SpaceDead: dead, Wdmd: wdmd,
+		}
+		if wdmd != nil && wdActive {
+			wdmd.Expire = st.RenewalLastSuccess + uint64(delta.IDRenewalFailSeconds(st.IOTimeout))
 		}
 		// Our monotime is CLOCK_MONOTONIC seconds: the renewal completed
 		// at or after second RenewalLastSuccess.
