@@ -32,8 +32,16 @@ var ErrHandoverBusy = errors.New("lease manager busy")
 func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep func(*os.File) int) (
 	[]handover.Lockspace, []handover.Token, []handover.Orphan, error) {
 	ls, rs := m.Lockspaces, m.Resources
+	// The final state is taken with the renewals paused (PauseRenewals,
+	// after every command in flight ended) and must be complete; a
+	// snapshot taken while serving only previews it, so what is in
+	// transition is left out of it instead of failing the handover.
+	final := false
+	for _, run := range ls.runners() {
+		final = final || run.Paused()
+	}
 	ls.mu.Lock()
-	if n := len(ls.lists[listAdd]) + len(ls.lists[listRem]); n > 0 {
+	if n := len(ls.lists[listAdd]) + len(ls.lists[listRem]); n > 0 && final {
 		ls.mu.Unlock()
 		return nil, nil, nil, fmt.Errorf("%w: %d lockspace(s) being added or removed", ErrHandoverBusy, n)
 	}
@@ -117,6 +125,10 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 	var orphans []handover.Orphan
 	tokOf := map[*token]handover.Token{}
 	for key, r := range rs.res {
+		if !final && (r.list == resAdd || r.list == resRem || r.releasing || r.converting || r.examining ||
+			r.held == nil) {
+			continue
+		}
 		switch r.list {
 		case resAdd, resRem:
 			return nil, nil, nil, fmt.Errorf("%w: resource %s:%s is being %s", ErrHandoverBusy,
@@ -127,6 +139,9 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 				key.space, key.name)
 		}
 		if !r.opMu.TryLock() {
+			if !final {
+				continue
+			}
 			return nil, nil, nil, fmt.Errorf("%w: resource %s:%s has a disk operation in progress", ErrHandoverBusy,
 				key.space, key.name)
 		}
@@ -149,6 +164,9 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 		}
 		for _, t := range r.tokens {
 			ci, ok := clientIndex(t.cl.ID())
+			if !ok && !final {
+				continue
+			}
 			if !ok {
 				return nil, nil, nil, fmt.Errorf("%w: token %s:%s of pid %d has no connection", ErrHandoverBusy,
 					key.space, key.name, t.pid)
@@ -174,7 +192,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 		toks = append(toks, ht)
 	}
 	for id, lc := range rs.clients {
-		if lc.busy {
+		if lc.busy && final {
 			return nil, nil, nil, fmt.Errorf("%w: a command waits on client %d", ErrHandoverBusy, id)
 		}
 	}
