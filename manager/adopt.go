@@ -383,8 +383,8 @@ func (a *Adoption) startResources() {
 		rs.res[x.key] = r
 		rs.mu.Unlock()
 		x.started = true
-		rs.logf("r%d %s:%s adopted %s lver %d tokens %d orphan %v", r.id, x.key.space, x.key.name,
-			x.lease.Mode, x.hold.Leader.Lver, len(r.tokens), x.orphan)
+		rs.logf("r%d %s:%s adopted %s lver %d tokens %d orphan %d", r.id, x.key.space, x.key.name,
+			x.lease.Mode, x.hold.Leader.Lver, len(r.tokens), b2i(x.orphan))
 	}
 }
 
