@@ -213,11 +213,25 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 		g.c().Wait()
 	}
 	g.mu.Unlock()
+	// No command runs now. Hold the renewals too: from here until Resume
+	// (a failed handover) or our exit no lease is renewed or released by
+	// this image (docs/upgrade.md "Adopting lockspaces").
+	if mg := s.deps.Manager; mg != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), quiesceTimeout)
+		err := mg.PauseRenewals(ctx)
+		cancel()
+		if err != nil {
+			return handover.Snapshot{}, fmt.Errorf("renewals did not pause: %w", err)
+		}
+	}
 	return s.handoverState()
 }
 
 // Resume implements handover.Source.
 func (s *Server) Resume() {
+	if mg := s.deps.Manager; mg != nil {
+		mg.ResumeRenewals()
+	}
 	g := &s.rx
 	g.mu.Lock()
 	g.quiesced = false
@@ -308,9 +322,12 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 		if detached {
 			continue
 		}
-		if _, held := s.reading(c); held {
+		if _, held := s.reading(c); held && s.inSlot(c) {
 			return handover.Snapshot{}, fmt.Errorf("%w: connection ci %d is held by its command (event listener or shutdown_wait)",
 				errNotHandedOver, c.slot)
+		}
+		if _, held := s.reading(c); held {
+			continue // it ended after our list was taken: going away
 		}
 		uc, ok := c.uc.(*net.UnixConn)
 		if !ok {
@@ -341,7 +358,7 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 		st.Lockspaces, st.Tokens, st.Orphans, err = mg.HandoverState(func(id manager.ClientID) (int, bool) {
 			i, ok := index[id]
 			return i, ok
-		})
+		}, keep)
 		if err != nil {
 			return handover.Snapshot{}, err
 		}
@@ -468,4 +485,12 @@ func (r *connReader) detach() {
 	g.mu.Lock()
 	r.detached = true
 	g.mu.Unlock()
+}
+
+// inSlot reports whether c still has its slot (a connection that ended
+// frees its slot before its reader counts as ended).
+func (s *Server) inSlot(c *Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.slot < len(s.slots) && s.slots[c.slot] == c
 }

@@ -21,18 +21,9 @@ import (
 // file lock, the bind and the joins, and adopts the running daemon's
 // fds and state instead.
 
-// errNoLeaseAdoption is the reason this image refuses a state with
-// leases: adopting lockspaces (a delta runner that resumes instead of
-// acquiring), resource tokens and orphans is not wired yet. The handover
-// then fails before anything stops and the old image serves on.
-var errNoLeaseAdoption = errors.New("this image cannot adopt lockspaces, resource leases or orphans yet")
-
-// adoptable checks what this image can take over.
+// adoptable checks what this image can take over: everything but event
+// listeners.
 func adoptable(st *handover.State) error {
-	if n := len(st.Lockspaces) + len(st.Tokens) + len(st.Orphans); n > 0 {
-		return fmt.Errorf("%w (%d lockspaces, %d tokens, %d orphans)", errNoLeaseAdoption,
-			len(st.Lockspaces), len(st.Tokens), len(st.Orphans))
-	}
 	for _, c := range st.Clients {
 		if c.EventLockspace != "" || len(c.PendingEvents) > 0 {
 			return errors.New("this image cannot adopt event listeners yet")
@@ -69,10 +60,33 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 		closeAll(ad.Files)
 		return t.Fail(err)
 	}
+	var leases *manager.Adoption
+	if mg := s.deps.Manager; mg != nil {
+		clients := make([]manager.Client, len(conns))
+		for i, c := range conns {
+			if ad.State.Clients[i].Registered {
+				clients[i] = c
+			}
+		}
+		if leases, err = mg.PrepareAdoption(ad.State, clients, ad.Files); err != nil {
+			closeAll(ad.Files)
+			return t.Fail(err)
+		}
+	} else if len(ad.State.Lockspaces)+len(ad.State.Tokens)+len(ad.State.Orphans) > 0 {
+		closeAll(ad.Files)
+		return t.Fail(errors.New("this image has no lease manager"))
+	}
 	if err := t.TookOver(ctx); err != nil {
+		if leases != nil {
+			leases.Abort()
+		}
 		return fmt.Errorf("handover: %w", err)
 	}
-	// From here on this image serves.
+	// From here on this image serves: renewals first, they have a
+	// deadline (the handed-over last success + id_renewal_seconds).
+	if leases != nil {
+		leases.Start()
+	}
 	s.rewritePid()
 	s.lg.Warn(fmt.Sprintf("sanlock daemon took over from pid %d (%s) host %s", ad.State.OldPid,
 		ad.State.OldVersion, s.hostName))

@@ -155,12 +155,27 @@ func TestReexecFails(t *testing.T) {
 	assert.Equal(t, rescode.RvEAGAIN, code(err))
 	assert.Contains(t, err.Error(), "handover to /bin/false failed at ready")
 	f.intact(t)
-	// The new image refuses what it cannot adopt yet (leases): the
-	// handover fails before the daemon quiesces.
+	// Our own binary, which cannot open the lease file (renamed away):
+	// it fails after the daemon quiesced and paused its renewals, and the
+	// daemon resumes with every lease (and renews on).
+	lastRenewal := func() uint64 {
+		recs, err := f.td.cl.Renewal("LS")
+		require.NoError(t, err)
+		var ts uint64
+		for _, r := range recs {
+			_, _ = fmt.Sscanf(r.Text, "timestamp=%d", &ts)
+		}
+		return ts
+	}
+	before := lastRenewal()
+	require.NoError(t, os.Rename(f.rc.path, f.rc.path+".away"))
 	err = f.td.cl.Reexec(reexecBinary(t))
+	require.NoError(t, os.Rename(f.rc.path+".away", f.rc.path))
 	assert.Equal(t, rescode.RvEAGAIN, code(err))
-	assert.Contains(t, err.Error(), "cannot adopt lockspaces")
+	assert.Contains(t, err.Error(), "failed at commit")
 	f.intact(t)
+	require.Eventually(t, func() bool { return lastRenewal() > before }, 10*time.Second, 50*time.Millisecond,
+		"renewals go on")
 }
 
 func init() {

@@ -112,6 +112,8 @@ type Lockspace struct {
 
 	halted atomic.Bool // Halt: no more renewals, no release
 
+	pause pauseGate // live re-exec: Pause/Unpause (resume.go)
+
 	// lateAbort, when set (ReleaseWhenBack), makes a Run that stops after
 	// a failed renewal keep trying its release until LateReleaseDeadline
 	// or until the context ends.
@@ -304,6 +306,7 @@ func (r *renewer) loop(ctx context.Context) {
 	clk := r.ls.cfg.Clock
 	every := uint64(r.ls.timing.IDRenewalSeconds())
 	shift := renewPhase(r.ls.cfg.Space, r.ls.cfg.HostID)
+	r.ls.leaveRenewal(r, false)
 	for ctx.Err() == nil {
 		wait := 500 * time.Millisecond
 		if now := clk.Now(); uint64(now/time.Second)-r.lastSuccess < every {
@@ -317,11 +320,16 @@ func (r *renewer) loop(ctx context.Context) {
 		if clk.Sleep(ctx, wait) != nil {
 			return
 		}
+		if !r.ls.enterRenewal(ctx) { // waits while a handover pauses us
+			return
+		}
 		if r.ls.halted.Load() {
+			r.ls.leaveRenewal(r, true)
 			_ = clk.Sleep(ctx, 1<<62) // wait for the stop, renewing nothing
 			return
 		}
 		r.renew(ctx)
+		r.ls.leaveRenewal(r, true)
 	}
 }
 

@@ -24,8 +24,12 @@ import (
 // image can tell "not a state", "corrupt" and "version I do not know"
 // apart and say which.
 const (
-	// FormatVersion is the version this binary writes.
-	FormatVersion uint32 = 1
+	// FormatVersion is the version this binary writes. Version 2 (live
+	// reexec with leases) adds Lockspace.AcquireLastSuccess and fills
+	// Lockspace.Leader in a final (quiesced) state; a version 1 payload
+	// decodes into the same State with those zero, and the daemon then
+	// refuses to adopt its lockspaces (docs/upgrade.md "Versioning").
+	FormatVersion uint32 = 2
 	// MinFormatVersion is the oldest version this binary reads. Raise it
 	// only when a version is no longer released.
 	MinFormatVersion uint32 = 1
@@ -131,7 +135,9 @@ func Decode(b []byte) (*State, error) {
 // payloads (docs/upgrade.md "Versioning").
 func decodePayload(v uint32, payload []byte) (*State, error) {
 	switch v {
-	case 1:
+	case 1, 2:
+		// Version 1's fields are a subset of version 2's, with the same
+		// names and meanings.
 		s := new(State)
 		if err := strictJSON(payload, s); err != nil {
 			return nil, fmt.Errorf("%w: payload (format %d): %v", ErrInvalid, v, err)

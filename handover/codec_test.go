@@ -20,6 +20,9 @@ import (
 func sampleState() *State {
 	leader := Leader{Magic: 0x6152010, Version: 0x30002, SectorSize: 512, NumHosts: 2000, MaxHosts: 2000,
 		OwnerID: 1, OwnerGeneration: 3, Lver: 7, SpaceName: "ls1", ResourceName: "r1", Timestamp: 1234, IOTimeout: 10}
+	dleader := Leader{Magic: 0x12212010, Version: 0x30001, SectorSize: 512, NumHosts: 2000, MaxHosts: 2000,
+		OwnerID: 1, OwnerGeneration: 3, SpaceName: "ls1", ResourceName: "host1", Timestamp: 1234, IOTimeout: 10,
+		Raw: bytes.Repeat([]byte{0x5a}, LeaderSize)}
 	return &State{
 		NumFDs:     4,
 		OldPid:     4242,
@@ -39,14 +42,15 @@ func sampleState() *State {
 		},
 		Lockspaces: []Lockspace{{
 			Name: "ls1", HostID: 1, Path: "/var/tmp/x-lease", Offset: 0, IOTimeout: 10, SectorSize: 512, AlignSize: 1 << 20,
-			Generation: 3, Timestamp: 1234, LastRenewalAgo: 3 * time.Second, LastRenewalWall: 1.7e18, Leader: leader,
+			Generation: 3, Timestamp: 1234, LastRenewalAgo: 3 * time.Second, LastRenewalWall: 1.7e18, Leader: dleader, AcquireLastSuccess: 1100,
 			History: []Renewal{{Timestamp: 1214, ReadMs: 1, WriteMs: 2}, {Timestamp: 1234, ReadMs: -1}},
 			Hosts:   []Host{{HostID: 2, Generation: 5, Timestamp: 999, IOTimeout: 10, OwnerName: "host2", State: 3, LastLiveAgo: time.Second}},
 			Wdmd:    &WdmdSession{FD: 3, Name: "sanlock_ls1:1", Active: true, Expire: 80},
 			Event:   &Event{HostID: 2, Generation: 5, Event: 1},
 		}},
 		Tokens: []Token{
-			{Lease: Lease{Lockspace: "ls1", Resource: "r1", Disks: []Disk{{Path: "/var/tmp/x-res", Offset: 1 << 20}}, Mode: ModeEX, Lver: 7, Leader: leader}, Client: 0, Pid: 100},
+			{Lease: Lease{Lockspace: "ls1", Resource: "r1", Disks: []Disk{{Path: "/var/tmp/x-res", Offset: 1 << 20}}, Mode: ModeEX, Lver: 7, Leader: leader,
+				Hold: &Hold{Dblock: Dblock{Mbal: 2001, Bal: 2001, Inp: 1, Inp2: 3, Inp3: 1200, Lver: 7}, SectorSize: 512, AlignSize: 1 << 20}}, Client: 0, Pid: 100},
 			{Lease: Lease{Lockspace: "ls1", Resource: "r2", Disks: []Disk{{Path: "/var/tmp/x-res", Offset: 2 << 20}}, Mode: ModeSH, Lver: 1}, Client: 0, Pid: 100},
 		},
 		Orphans: []Orphan{{Lease: Lease{Lockspace: "ls1", Resource: "r2", Disks: []Disk{{Path: "/var/tmp/x-res", Offset: 2 << 20}}, Mode: ModeSH, Lver: 1, Flags: 1}, Pid: 99}},
@@ -123,7 +127,7 @@ func rejectCases(t testing.TB) []rejectCase {
 		{"version bit", flip(8), ErrChecksum, "checksum"},
 		{"checksum bit", flip(30), ErrChecksum, "checksum"},
 		{"version 0", seal(0, payload), ErrVersion, "version 0"},
-		{"newer version", seal(FormatVersion+1, payload), ErrVersion, "reads 1..1"},
+		{"newer version", seal(FormatVersion+1, payload), ErrVersion, "reads 1..2"},
 		{"flags", withFlags, ErrNotState, "flags"},
 		{"too large", make([]byte, MaxStateSize+1), ErrTooLarge, "limit"},
 		{"null", seal(1, []byte("null")), ErrInvalid, "not a JSON object"},
@@ -319,6 +323,10 @@ func TestReleasedFormats(t *testing.T) {
 		if s.Lockspaces[0].Generation != 3 || s.Tokens[0].Lver != 7 || s.Clients[0].Name != "holder" ||
 			s.Lockspaces[0].Wdmd.Name != "sanlock_ls1:1" || len(s.Orphans) != 1 {
 			t.Fatalf("%s: decoded %+v", name, s)
+		}
+		if strings.HasSuffix(name, "v2.blob") && (s.Lockspaces[0].AcquireLastSuccess != 1100 ||
+			len(s.Lockspaces[0].Leader.Raw) != LeaderSize || s.Tokens[0].Hold == nil || s.Tokens[0].Hold.Dblock.Mbal != 2001) {
+			t.Fatalf("%s: format 2 fields lost: %+v", name, s.Lockspaces[0])
 		}
 	}
 }

@@ -137,8 +137,13 @@ type Lockspace struct {
 	// successful renewal completed; LastRenewalWall is its wall time.
 	LastRenewalAgo  time.Duration
 	LastRenewalWall int64
-	// Leader is our delta lease sector as last written.
+	// Leader is our delta lease record as last written (format 2; set in
+	// the final state, when the renewals are paused: the new image
+	// continues renewing from it). Zero in a snapshot taken while serving.
 	Leader Leader
+	// AcquireLastSuccess is the monotime (CLOCK_MONOTONIC seconds) of the
+	// acquire of our delta lease, for the status (format 2).
+	AcquireLastSuccess uint64
 
 	// History is the tail of the renewal history, oldest first.
 	History []Renewal
@@ -236,7 +241,15 @@ type Leader struct {
 	WriteID         uint64
 	WriteGeneration uint64
 	WriteTimestamp  uint64
+	// Raw is the whole record as encoded on disk (LeaderSize bytes;
+	// format 2, empty before). When set it is authoritative: the fields
+	// above are for humans and do not keep the bytes after a name's NUL,
+	// which a renewal compares (docs/delta.md "One renewal").
+	Raw []byte `json:",omitempty"`
 }
+
+// LeaderSize is the size of Leader.Raw when set.
+const LeaderSize = 200
 
 // Lease is what a token and an orphan have in common.
 type Lease struct {
@@ -251,6 +264,30 @@ type Lease struct {
 	Restrict  uint32
 	KillPath  string
 	KillArgs  string
+	// Hold is the paxos hold as this host keeps it (format 2; nil in a
+	// format 1 state, which is then not adoptable).
+	Hold *Hold `json:",omitempty"`
+}
+
+// Hold is what a paxos hold keeps besides the leader (Lease.Leader, whose
+// Raw is then set): our last ballot dblock, the lease's sizes, its mode
+// details and its LVB.
+type Hold struct {
+	Dblock     Dblock
+	SectorSize uint32
+	AlignSize  uint32
+	Shared     bool
+	EraseAll   bool
+	UndoShared bool
+	LVB        []byte `json:",omitempty"` // nil: acquired without LVB
+	HasLVB     bool
+	LVBDirty   bool
+}
+
+// Dblock is a paxos ballot block.
+type Dblock struct {
+	Mbal, Bal, Inp, Inp2, Inp3, Lver uint64
+	Checksum, Flags                  uint32
 }
 
 // Token is a resource lease held by a registered client.

@@ -212,6 +212,7 @@ func (v *validator) lockspace(i int, ls *Lockspace) {
 	}
 	v.text(what+" leader space name", ls.Leader.SpaceName, 0, MaxNameLen)
 	v.text(what+" leader resource name", ls.Leader.ResourceName, 0, MaxNameLen)
+	v.raw(what, &ls.Leader)
 	v.count(what+" history entries", len(ls.History), MaxHistory)
 	if v.count(what+" hosts", len(ls.Hosts), MaxHostID) {
 		for j := range ls.Hosts {
@@ -245,8 +246,29 @@ func (v *validator) lease(what string, l *Lease, spaces map[string]*Lockspace) {
 	}
 	v.text(what+" leader space name", l.Leader.SpaceName, 0, MaxNameLen)
 	v.text(what+" leader resource name", l.Leader.ResourceName, 0, MaxNameLen)
+	v.raw(what, &l.Leader)
+	if h := l.Hold; h != nil {
+		if h.SectorSize != 512 && h.SectorSize != 4096 {
+			v.fail("%s: hold sector size %d", what, h.SectorSize)
+		}
+		switch h.AlignSize {
+		case 1 << 20, 2 << 20, 4 << 20, 8 << 20:
+		default:
+			v.fail("%s: hold align size %d", what, h.AlignSize)
+		}
+		if len(h.LVB) > 4096 || (!h.HasLVB && len(h.LVB) > 0) {
+			v.fail("%s: lvb of %d bytes", what, len(h.LVB))
+		}
+	}
 	v.text(what+" killpath", l.KillPath, 0, MaxPathLen)
 	v.text(what+" killargs", l.KillArgs, 0, MaxTextLen)
+}
+
+// raw checks a leader's encoded record: absent or LeaderSize bytes.
+func (v *validator) raw(what string, l *Leader) {
+	if n := len(l.Raw); n != 0 && n != LeaderSize {
+		v.fail("%s: leader record of %d bytes (want %d)", what, n, LeaderSize)
+	}
 }
 
 // fdRefs returns a pointer to every fd index field, listener first.

@@ -3,10 +3,13 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
+	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/paxos"
 )
 
 // ErrHandoverBusy is returned by HandoverState while the manager has work
@@ -23,11 +26,22 @@ var ErrHandoverBusy = errors.New("lease manager busy")
 // while anything is in transition; the caller retries or fails the
 // handover. The wdmd session fds are not mapped yet (a lockspace with a
 // wdmd session makes it fail): see docs/upgrade.md.
-func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
+//
+// keep adds a file (a wdmd session's connection) to the state's fd table
+// and returns its index.
+func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep func(*os.File) int) (
 	[]handover.Lockspace, []handover.Token, []handover.Orphan, error) {
 	ls, rs := m.Lockspaces, m.Resources
+	// The final state is taken with the renewals paused (PauseRenewals,
+	// after every command in flight ended) and must be complete; a
+	// snapshot taken while serving only previews it, so what is in
+	// transition is left out of it instead of failing the handover.
+	final := false
+	for _, run := range ls.runners() {
+		final = final || run.Paused()
+	}
 	ls.mu.Lock()
-	if n := len(ls.lists[listAdd]) + len(ls.lists[listRem]); n > 0 {
+	if n := len(ls.lists[listAdd]) + len(ls.lists[listRem]); n > 0 && final {
 		ls.mu.Unlock()
 		return nil, nil, nil, fmt.Errorf("%w: %d lockspace(s) being added or removed", ErrHandoverBusy, n)
 	}
@@ -38,20 +52,37 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 	for i := len(spaces) - 1; i >= 0; i-- { // oldest first
 		sp := spaces[i]
 		ls.mu.Lock()
-		run, wd, removing, dead := sp.run, sp.wd, sp.removeReq, sp.spaceDead
+		run, wd, wdActive, removing, dead := sp.run, sp.wd, sp.wdActive, sp.removeReq, sp.spaceDead
 		ls.mu.Unlock()
 		if run == nil {
 			return nil, nil, nil, fmt.Errorf("%w: lockspace %s has no runner", ErrHandoverBusy, sp.ls.Name)
 		}
+		var wdmd *handover.WdmdSession
 		if wd != nil {
-			return nil, nil, nil, fmt.Errorf("lockspace %s: handing over a wdmd session is not implemented", sp.ls.Name)
+			hw, ok := wd.(interface {
+				Handover() (*os.File, string, bool, error)
+			})
+			if !ok {
+				return nil, nil, nil, fmt.Errorf("lockspace %s: its watchdog session cannot be handed over", sp.ls.Name)
+			}
+			f, name, _, err := hw.Handover()
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("lockspace %s: wdmd session: %w", sp.ls.Name, err)
+			}
+			wdmd = &handover.WdmdSession{FD: keep(f), Name: name, Active: wdActive}
+		}
+		if run.Paused() && (removing || dead) {
+			return nil, nil, nil, fmt.Errorf("%w: lockspace %s is being removed", ErrHandoverBusy, sp.ls.Name)
 		}
 		st := run.Status()
 		h := handover.Lockspace{
 			Name: sp.ls.Name, HostID: sp.ls.HostID, Path: sp.ls.Disk.Path, Offset: sp.ls.Disk.Offset,
 			IOTimeout: uint32(st.IOTimeout), SectorSize: uint32(st.SectorSize), AlignSize: uint32(st.AlignSize),
 			Generation: st.HostGeneration, Timestamp: st.RenewalLastSuccess,
-			Removing: removing, SpaceDead: dead,
+			Removing: removing, SpaceDead: dead, Wdmd: wdmd,
+		}
+		if wdmd != nil && wdActive {
+			wdmd.Expire = st.RenewalLastSuccess + uint64(delta.IDRenewalFailSeconds(st.IOTimeout))
 		}
 		// Our monotime is CLOCK_MONOTONIC seconds: the renewal completed
 		// at or after second RenewalLastSuccess.
@@ -61,6 +92,26 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 		for _, e := range run.Renewals() {
 			h.History = append(h.History, handover.Renewal{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
 				WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
+		}
+		if run.Paused() {
+			// The final state: the renewals are paused, and the new image
+			// continues them from our record as last written.
+			r, err := run.Resumable()
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("lockspace %s: %w", sp.ls.Name, err)
+			}
+			h.Leader = leaderOut(&r.Leader)
+			h.Leader.Raw = make([]byte, diskfmt.LeaderSize)
+			r.Leader.Encode(h.Leader.Raw)
+			h.Generation, h.Timestamp, h.AcquireLastSuccess = r.Leader.OwnerGeneration, r.LastSuccess, r.AcquireLastSuccess
+			last = time.Duration(r.LastSuccess) * time.Second
+			h.LastRenewalAgo = max(ls.cfg.Clock.Now()-last, 0)
+			h.LastRenewalWall = time.Now().Add(-h.LastRenewalAgo).UnixNano()
+			h.History = h.History[:0]
+			for _, e := range r.History {
+				h.History = append(h.History, handover.Renewal{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
+					WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
+			}
 		}
 		if len(h.History) > handoverMaxHistory {
 			h.History = h.History[len(h.History)-handoverMaxHistory:]
@@ -72,7 +123,12 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 	defer rs.mu.Unlock()
 	var toks []handover.Token
 	var orphans []handover.Orphan
+	tokOf := map[*token]handover.Token{}
 	for key, r := range rs.res {
+		if !final && (r.list == resAdd || r.list == resRem || r.releasing || r.converting || r.examining ||
+			r.held == nil) {
+			continue
+		}
 		switch r.list {
 		case resAdd, resRem:
 			return nil, nil, nil, fmt.Errorf("%w: resource %s:%s is being %s", ErrHandoverBusy,
@@ -82,9 +138,20 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 			return nil, nil, nil, fmt.Errorf("%w: resource %s:%s has an operation in progress", ErrHandoverBusy,
 				key.space, key.name)
 		}
+		if !r.opMu.TryLock() {
+			if !final {
+				continue
+			}
+			return nil, nil, nil, fmt.Errorf("%w: resource %s:%s has a disk operation in progress", ErrHandoverBusy,
+				key.space, key.name)
+		}
+		hs := r.held.State()
+		r.opMu.Unlock()
 		lease := handover.Lease{Lockspace: key.space, Resource: key.name, Mode: handover.ModeEX,
-			Lver: r.held.Leader.Lver, Leader: leaderOut(&r.held.Leader), Restrict: r.restrict,
-			KillPath: r.killpath, KillArgs: r.killargs}
+			Lver: hs.Leader.Lver, Leader: leaderOut(&hs.Leader), Restrict: r.restrict,
+			KillPath: r.killpath, KillArgs: r.killargs, Hold: holdOut(&hs)}
+		lease.Leader.Raw = make([]byte, diskfmt.LeaderSize)
+		hs.Leader.Encode(lease.Leader.Raw)
 		if r.shared {
 			lease.Mode = handover.ModeSH
 		}
@@ -97,6 +164,9 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 		}
 		for _, t := range r.tokens {
 			ci, ok := clientIndex(t.cl.ID())
+			if !ok && !final {
+				continue
+			}
 			if !ok {
 				return nil, nil, nil, fmt.Errorf("%w: token %s:%s of pid %d has no connection", ErrHandoverBusy,
 					key.space, key.name, t.pid)
@@ -106,11 +176,23 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool)) (
 			if !t.shared() {
 				tl.Lver = t.lver
 			}
-			toks = append(toks, handover.Token{Lease: tl, Client: ci, Pid: t.pid})
+			tokOf[t] = handover.Token{Lease: tl, Client: ci, Pid: t.pid}
 		}
 	}
+	// Each client's tokens in its own order (what inquire lists).
+	for _, lc := range rs.clients {
+		for _, t := range lc.tokens {
+			if ht, ok := tokOf[t]; ok {
+				toks = append(toks, ht)
+				delete(tokOf, t)
+			}
+		}
+	}
+	for _, ht := range tokOf {
+		toks = append(toks, ht)
+	}
 	for id, lc := range rs.clients {
-		if lc.busy {
+		if lc.busy && final {
 			return nil, nil, nil, fmt.Errorf("%w: a command waits on client %d", ErrHandoverBusy, id)
 		}
 	}
@@ -137,4 +219,43 @@ func cstr(b []byte) string {
 		}
 	}
 	return string(b)
+}
+
+func holdOut(hs *paxos.HeldState) *handover.Hold {
+	d := &hs.Dblock
+	return &handover.Hold{
+		Dblock: handover.Dblock{Mbal: d.Mbal, Bal: d.Bal, Inp: d.Inp, Inp2: d.Inp2, Inp3: d.Inp3, Lver: d.Lver,
+			Checksum: d.Checksum, Flags: d.Flags},
+		SectorSize: uint32(hs.Geometry.SectorSize), AlignSize: uint32(hs.Geometry.AlignSize),
+		Shared: hs.Shared, EraseAll: hs.EraseAll, UndoShared: hs.UndoShared,
+		LVB: hs.LVB, HasLVB: hs.LVB != nil, LVBDirty: hs.LVBDirty,
+	}
+}
+
+// holdIn is the inverse of holdOut with the leader record of the lease.
+func holdIn(l *handover.Lease) (paxos.HeldState, error) {
+	h := l.Hold
+	if h == nil || len(l.Leader.Raw) != diskfmt.LeaderSize {
+		return paxos.HeldState{}, errors.New("no paxos hold state")
+	}
+	ld, err := diskfmt.DecodeLeader(l.Leader.Raw)
+	if err != nil {
+		return paxos.HeldState{}, err
+	}
+	g, ok := diskfmt.LookupGeometry(int(h.SectorSize), int(h.AlignSize))
+	if !ok {
+		return paxos.HeldState{}, fmt.Errorf("sizes %d/%d", h.SectorSize, h.AlignSize)
+	}
+	d := h.Dblock
+	st := paxos.HeldState{Leader: ld, Geometry: g, Shared: h.Shared, EraseAll: h.EraseAll, UndoShared: h.UndoShared,
+		LVBDirty: h.LVBDirty,
+		Dblock: diskfmt.Dblock{Mbal: d.Mbal, Bal: d.Bal, Inp: d.Inp, Inp2: d.Inp2, Inp3: d.Inp3, Lver: d.Lver,
+			Checksum: d.Checksum, Flags: d.Flags}}
+	if h.HasLVB {
+		if len(h.LVB) != g.SectorSize {
+			return paxos.HeldState{}, fmt.Errorf("lvb of %d bytes", len(h.LVB))
+		}
+		st.LVB = append([]byte(nil), h.LVB...)
+	}
+	return st, nil
 }

@@ -1,0 +1,307 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/wire"
+)
+
+// procDaemon is our binary running as a daemon process in its own run
+// directory.
+type procDaemon struct {
+	t   *testing.T
+	bin string
+	dir string
+	cl  *client.Client
+}
+
+func startProcDaemon(t *testing.T, args ...string) *procDaemon {
+	t.Helper()
+	good, err := os.ReadFile(reexecBinary(t))
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "sanlock")
+	require.NoError(t, os.WriteFile(bin, good, 0o755))
+	d := &procDaemon{t: t, bin: bin, dir: shortTempDir(t)}
+	logf, err := os.Create(filepath.Join(d.dir, "daemon.out"))
+	require.NoError(t, err)
+	t.Cleanup(func() { logf.Close() })
+	cmd := exec.Command(bin, append([]string{"daemon", "-D", "-l", "0"}, args...)...)
+	cmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+d.dir, "SANLOCK_PRIVILEGED=0")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	go func() { _ = cmd.Wait() }()
+	t.Cleanup(func() {
+		if p := d.pid(); p > 0 {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(d.dir, "daemon.out"))
+			t.Logf("daemon output:\n%s", b)
+		}
+	})
+	require.Eventually(t, func() bool {
+		var err error
+		d.cl, err = client.Dial(d.dir)
+		if err != nil {
+			return false
+		}
+		_, _, err = d.cl.Version()
+		return err == nil && d.pid() == cmd.Process.Pid
+	}, 10*time.Second, 20*time.Millisecond)
+	d.cl.Timeout = 30 * time.Second
+	return d
+}
+
+func (d *procDaemon) pid() int {
+	b, _ := os.ReadFile(filepath.Join(d.dir, PidFileName))
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// run runs our binary as a client of the daemon.
+func (d *procDaemon) run(args ...string) (string, error) {
+	cmd := exec.Command(d.bin, args...)
+	cmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+d.dir, "SANLOCK_PRIVILEGED=0")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// reexec sends SIGUSR1 and waits until another image serves.
+func (d *procDaemon) reexec() (old, now int) {
+	t := d.t
+	t.Helper()
+	old = d.pid()
+	require.NoError(t, syscall.Kill(old, syscall.SIGUSR1))
+	require.Eventually(t, func() bool { return d.pid() != old && gone(old) }, 20*time.Second, 5*time.Millisecond)
+	return old, d.pid()
+}
+
+// failures counts the failed reexecs in the daemon's output.
+func (d *procDaemon) failures() int {
+	b, _ := os.ReadFile(filepath.Join(d.dir, "daemon.out"))
+	return strings.Count(string(b), "reexec failed: ")
+}
+
+// spaceStatus is what `sanlock client status -D` says of a lockspace.
+func (d *procDaemon) spaceStatus(name string) map[string]string {
+	t := d.t
+	t.Helper()
+	out, err := d.run("client", "status", "-D")
+	require.NoError(t, err, out)
+	st := map[string]string{}
+	in := false
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "s ") {
+			in = strings.HasPrefix(line, "s "+name+":")
+			continue
+		}
+		if !strings.HasPrefix(line, "    ") {
+			in = false
+		}
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); in && ok {
+			st[k] = v
+		}
+	}
+	require.NotEmpty(t, st, "lockspace %s in:\n%s", name, out)
+	return st
+}
+
+var renewalTS = regexp.MustCompile(`(?m)^timestamp=(\d+) `)
+
+// renewals is the renewal history `sanlock client renewal` prints.
+func (d *procDaemon) renewals(name string) []uint64 {
+	t := d.t
+	t.Helper()
+	out, err := d.run("client", "renewal", "-s", name)
+	require.NoError(t, err, out)
+	var ts []uint64
+	for _, m := range renewalTS.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		ts = append(ts, n)
+	}
+	return ts
+}
+
+// lockspaceFile is a lease file holding lockspace LS (io_timeout 1) and
+// n resources R0.. after it.
+func lockspaceFile(t *testing.T, n int) string {
+	t.Helper()
+	path := leaseFile(t, int64(n+1)<<20)
+	dev, err := diskfmt.OpenFile(path)
+	require.NoError(t, err)
+	defer dev.Close()
+	ctx := context.Background()
+	require.NoError(t, diskfmt.WriteLockspace(ctx, dev, 0, 0, "LS", 1))
+	for i := 0; i < n; i++ {
+		g, err := diskfmt.GeometryForWrite(0, dev.SectorSize())
+		require.NoError(t, err)
+		require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: dev, Offset: int64(i+1) << 20}}, 0,
+			diskfmt.PaxosInit{Geometry: g, SpaceName: "LS", ResourceName: "R" + strconv.Itoa(i)}))
+	}
+	return path
+}
+
+// TestReexecLockspaceProcess: a daemon joined to a lockspace (io_timeout
+// 1: a renewal every 2 s) reexecs several times; `sanlock client status`
+// shows the same generation and acquire time after each, the renewal
+// history goes on in the new image without a gap over the renewal
+// interval (+1 s of whole-second rounding), and the lease on disk keeps
+// its generation. A reexec whose new image fails after the old one has
+// paused its renewals (it cannot open the lockspace's disk) leaves the
+// old image renewing.
+func TestReexecLockspaceProcess(t *testing.T) {
+	t.Parallel()
+	d := startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 0)
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	before := d.spaceStatus("LS")
+	assert.Equal(t, "1", before["host_generation"])
+
+	checkHistory := func() []uint64 {
+		t.Helper()
+		ts := d.renewals("LS")
+		require.NotEmpty(t, ts)
+		for i := 1; i < len(ts); i++ {
+			assert.LessOrEqual(t, ts[i]-ts[i-1], uint64(3), "renewal gap at %d: %v", i, ts)
+		}
+		return ts
+	}
+	for i := 0; i < 5; i++ {
+		time.Sleep(time.Duration(i*700) * time.Millisecond) // different phases of the renewal
+		old, now := d.reexec()
+		require.NotEqual(t, old, now)
+		st := d.spaceStatus("LS")
+		for _, k := range []string{"host_generation", "acquire_last_success", "io_timeout", "list"} {
+			assert.Equal(t, before[k], st[k], k)
+		}
+		checkHistory()
+	}
+	// Renewals go on in the last image.
+	last := checkHistory()
+	require.Eventually(t, func() bool {
+		ts := d.renewals("LS")
+		return ts[len(ts)-1] > last[len(last)-1]
+	}, 10*time.Second, 100*time.Millisecond)
+
+	// The new image cannot open the disk: it fails after COMMIT (the old
+	// image had paused its renewals), and the old image renews on.
+	require.NoError(t, os.Rename(path, path+".away"))
+	p, n := d.pid(), d.failures()
+	require.NoError(t, syscall.Kill(p, syscall.SIGUSR1))
+	require.Eventually(t, func() bool { return d.failures() > n }, 20*time.Second, 20*time.Millisecond)
+	require.NoError(t, os.Rename(path+".away", path))
+	assert.Equal(t, p, d.pid())
+	out, _ := os.ReadFile(filepath.Join(d.dir, "daemon.out"))
+	assert.Contains(t, string(out), "failed at commit", "the failure came after the quiesce")
+	last = checkHistory()
+	require.Eventually(t, func() bool {
+		ts := d.renewals("LS")
+		return ts[len(ts)-1] > last[len(last)-1]
+	}, 10*time.Second, 100*time.Millisecond)
+	checkHistory()
+
+	// The lease on disk: ours, generation 1, live.
+	dev, err := diskfmt.OpenFile(path)
+	require.NoError(t, err)
+	defer dev.Close()
+	g, _ := diskfmt.LookupGeometry(512, diskfmt.Align1M)
+	ld, _, err := diskfmt.ReadDeltaLeader(context.Background(), dev, 0, g, "LS", 1)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, ld.OwnerGeneration)
+	assert.NotZero(t, ld.Timestamp)
+
+	// A clean leave still releases.
+	require.NoError(t, d.cl.RemLockspace(ls, 0))
+	ld, _, err = diskfmt.ReadDeltaLeader(context.Background(), dev, 0, g, "LS", 1)
+	require.NoError(t, err)
+	assert.Zero(t, ld.Timestamp)
+}
+
+// TestReexecLeasesProcess: a holder with R0 (EX) and R1 (SH) and an
+// orphan (R2, persistent, its holder gone) go through several reexecs:
+// the holder's inquire answer (lver included) is unchanged on its old
+// connection, the orphan is still listed, another client can neither take
+// R0 nor R2 but acquires and releases R3, and in the end the holder
+// releases its leases on the last image.
+func TestReexecLeasesProcess(t *testing.T) {
+	t.Parallel()
+	d := startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 4)
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	res := func(i int, flags uint32) wire.Resource {
+		return wire.Resource{LockspaceName: "LS", Name: "R" + strconv.Itoa(i), Flags: flags,
+			Disks: []wire.Disk{{Path: path, Offset: uint64(i+1) << 20}}}
+	}
+	holder, err := d.cl.Register()
+	require.NoError(t, err)
+	defer holder.Close()
+	require.NoError(t, holder.Acquire([]wire.Resource{res(0, 0), res(1, wire.ResShared)}, 0, nil))
+	state, n, err := holder.Inquire()
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	gone, err := d.cl.Register()
+	require.NoError(t, err)
+	require.NoError(t, gone.Acquire([]wire.Resource{res(2, wire.ResPersistent)}, 0, nil))
+	gone.Close()
+	orphaned := func() bool {
+		out, err := d.run("client", "status", "-D")
+		require.NoError(t, err, out)
+		return strings.Contains(out, "LS:R2:") && strings.Contains(out, "list=orphan")
+	}
+	require.Eventually(t, orphaned, 10*time.Second, 50*time.Millisecond)
+
+	check := func() {
+		t.Helper()
+		got, n, err := holder.Inquire()
+		require.NoError(t, err)
+		assert.Equal(t, 2, n)
+		assert.Equal(t, state, got)
+		assert.True(t, orphaned(), "orphan R2 listed")
+		other, err := d.cl.Register()
+		require.NoError(t, err)
+		defer other.Close()
+		assert.Error(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil), "R0 is held")
+		assert.Error(t, other.Acquire([]wire.Resource{res(2, 0)}, 0, nil), "R2 is an orphan")
+		require.NoError(t, other.Acquire([]wire.Resource{res(3, 0), res(1, wire.ResShared)}, 0, nil))
+		_, err = other.Release(nil, wire.RelAll)
+		require.NoError(t, err)
+	}
+	check()
+	before := d.spaceStatus("LS")
+	for i := 0; i < 5; i++ {
+		time.Sleep(time.Duration(i*500) * time.Millisecond)
+		d.reexec()
+		check()
+		assert.Equal(t, before["host_generation"], d.spaceStatus("LS")["host_generation"])
+	}
+	ts := d.renewals("LS")
+	for i := 1; i < len(ts); i++ {
+		assert.LessOrEqual(t, ts[i]-ts[i-1], uint64(3), "renewal gap at %d: %v", i, ts)
+	}
+	// The leases are still released normally by the last image.
+	_, err = holder.Release(nil, wire.RelAll)
+	require.NoError(t, err)
+	_, n, err = holder.Inquire()
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	other, err := d.cl.Register()
+	require.NoError(t, err)
+	defer other.Close()
+	require.NoError(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil))
+}

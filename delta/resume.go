@@ -1,0 +1,258 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/rescode"
+)
+
+// Live re-exec (docs/upgrade.md "Adopting lockspaces"): the serving
+// daemon pauses the renewals of a joined lockspace (Pause), reads the
+// state a renewal needs (Resumable), and hands it to a new process, which
+// continues the same membership with RunResumed: no acquire, the same
+// generation, and the next renewal due at the handed-over last success +
+// id_renewal_seconds, exactly as if the renewals had never changed hands.
+// Both sides use CLOCK_MONOTONIC seconds (the same clock in every process
+// of a boot), so the last-success time keeps its meaning and every expiry
+// computed from it (own-lease check, wdmd, other hosts) is unchanged.
+
+// ErrNotResumable is returned by Resumable for a lockspace whose renewals
+// cannot change hands now: not joined, stopped, halted, or its last
+// renewal attempt failed (the new image could not know whether that write
+// landed).
+var ErrNotResumable = errors.New("delta: lockspace cannot be handed over now")
+
+// Resume is the state a renewal loop continues from.
+type Resume struct {
+	// Leader is our record as last written (acquire or renewal).
+	Leader diskfmt.Leader
+	// LastSuccess is the monotime of the last successful acquire or
+	// renewal (the timestamp in Leader).
+	LastSuccess uint64
+	// AcquireLastSuccess is the monotime of the acquire, for the status.
+	AcquireLastSuccess uint64
+	// History is the renewal history, oldest first.
+	History []HistoryEntry
+}
+
+// pauseGate lets a handover stop the renewal loop between two renewals.
+type pauseGate struct {
+	mu     sync.Mutex
+	sem    chan struct{} // holds a token while a renewal runs or while paused
+	paused bool
+	halted bool // the halted flag before the pause
+	cur    *Resume
+	ok     bool // the renewer's last attempt succeeded
+	live   bool // a renewal loop runs
+}
+
+func (g *pauseGate) init() {
+	g.mu.Lock()
+	if g.sem == nil {
+		g.sem = make(chan struct{}, 1)
+	}
+	g.mu.Unlock()
+}
+
+// enter is called by the renewal loop before a renewal: it waits while
+// paused; false when ctx ended meanwhile.
+func (ls *Lockspace) enterRenewal(ctx context.Context) bool {
+	g := &ls.pause
+	g.init()
+	select {
+	case g.sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// leaveRenewal is called by the renewal loop after a renewal (and once
+// before the first, with enter=false) to publish what a handover needs.
+func (ls *Lockspace) leaveRenewal(r *renewer, entered bool) {
+	g := &ls.pause
+	g.init()
+	g.mu.Lock()
+	g.cur = &Resume{Leader: r.last, LastSuccess: r.lastSuccess}
+	g.ok, g.live = r.prevOK, true
+	g.mu.Unlock()
+	if entered {
+		<-g.sem
+	}
+}
+
+// Pause waits for a renewal in flight to end and holds every further one
+// until Unpause. While paused, a Run or RunResumed whose context ends
+// returns without releasing the lease: the lease may be another
+// process's by then. It fails if ctx ends first.
+func (ls *Lockspace) Pause(ctx context.Context) error {
+	g := &ls.pause
+	g.init()
+	select {
+	case g.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("delta: pause %s:%d: %w", ls.cfg.Space, ls.cfg.HostID, ctx.Err())
+	}
+	g.mu.Lock()
+	g.paused = true
+	g.halted = ls.halted.Swap(true)
+	g.mu.Unlock()
+	return nil
+}
+
+// Unpause undoes Pause: renewals go on (a due one at once).
+func (ls *Lockspace) Unpause() {
+	g := &ls.pause
+	g.mu.Lock()
+	if !g.paused {
+		g.mu.Unlock()
+		return
+	}
+	g.paused = false
+	ls.halted.Store(g.halted)
+	g.mu.Unlock()
+	<-g.sem
+}
+
+// Resumable returns the state a RunResumed in another process continues
+// from. Call it while paused; it fails with ErrNotResumable when the
+// renewals cannot change hands.
+func (ls *Lockspace) Resumable() (Resume, error) {
+	g := &ls.pause
+	g.mu.Lock()
+	paused, cur, ok, live, wasHalted := g.paused, g.cur, g.ok, g.live, g.halted
+	g.mu.Unlock()
+	switch {
+	case !paused:
+		return Resume{}, fmt.Errorf("%w: not paused", ErrNotResumable)
+	case !live || cur == nil:
+		return Resume{}, fmt.Errorf("%w: not renewing", ErrNotResumable)
+	case wasHalted:
+		return Resume{}, fmt.Errorf("%w: renewals halted", ErrNotResumable)
+	case !ok:
+		return Resume{}, fmt.Errorf("%w: the last renewal failed", ErrNotResumable)
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.status.Stopped || !ls.status.Joined {
+		return Resume{}, fmt.Errorf("%w: not joined", ErrNotResumable)
+	}
+	r := *cur
+	r.AcquireLastSuccess = ls.status.AcquireLastSuccess
+	r.History = ls.history.Entries()
+	return r, nil
+}
+
+// CheckResume checks that st can continue this (not yet running)
+// lockspace: the geometry is known (Config.Geometry), the record is a
+// valid delta lease of this lockspace owned by our host_id with a
+// generation, its timestamp is the last success, and the last success is
+// not in the future. It does no I/O.
+func (ls *Lockspace) CheckResume(st Resume) error {
+	g := ls.lease.Geometry
+	if _, ok := diskfmt.LookupGeometry(g.SectorSize, g.AlignSize); !ok || g.MaxHosts == 0 {
+		return fmt.Errorf("delta: resume %s: unknown geometry %s: %w", ls.cfg.Space, g, rescode.ErrEINVAL)
+	}
+	if ls.cfg.HostID > uint64(g.MaxHosts) {
+		return fmt.Errorf("delta: resume %s: host_id %d beyond the lockspace", ls.cfg.Space, ls.cfg.HostID)
+	}
+	l := &st.Leader
+	switch {
+	case l.Magic != diskfmt.DeltaMagic:
+		return fmt.Errorf("delta: resume %s: record magic %#x is not a delta lease", ls.cfg.Space, l.Magic)
+	case l.Checksum != l.ComputeChecksum():
+		return fmt.Errorf("delta: resume %s: record checksum mismatch", ls.cfg.Space)
+	case cstr(l.SpaceName[:]) != ls.cfg.Space:
+		return fmt.Errorf("delta: resume %s: record of lockspace %q", ls.cfg.Space, cstr(l.SpaceName[:]))
+	case l.OwnerID != ls.cfg.HostID:
+		return fmt.Errorf("delta: resume %s: record owned by host_id %d, not %d", ls.cfg.Space, l.OwnerID, ls.cfg.HostID)
+	case l.OwnerGeneration == 0:
+		return fmt.Errorf("delta: resume %s: record without a generation", ls.cfg.Space)
+	case l.Timestamp == 0 || l.Timestamp != st.LastSuccess:
+		return fmt.Errorf("delta: resume %s: record timestamp %d, last success %d", ls.cfg.Space, l.Timestamp, st.LastSuccess)
+	case st.LastSuccess > ls.now():
+		return fmt.Errorf("delta: resume %s: last success %d is in the future (now %d)", ls.cfg.Space, st.LastSuccess, ls.now())
+	}
+	return nil
+}
+
+func cstr(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// RunResumed is Run for a lockspace handed over by another process: it
+// publishes st as if this process had acquired and renewed the lease,
+// closes Joined at once, and renews from st.Leader with the next renewal
+// at st.LastSuccess + id_renewal_seconds (at once if that is past). The
+// first renewal's read checks that our record on disk is still exactly
+// st.Leader (docs/delta.md "One renewal"); if not, the renewals fail and
+// the own-lease check does the rest. Like Run, it releases the lease when
+// ctx ends, unless paused or halted.
+func (ls *Lockspace) RunResumed(ctx context.Context, st Resume) error {
+	defer close(ls.done)
+	if err := ls.CheckResume(st); err != nil {
+		ls.mu.Lock()
+		ls.status.AcquireLastResult, ls.status.RenewalLastResult = rescode.ErrEINVAL, rescode.ErrEINVAL
+		ls.status.Stopped = true
+		ls.mu.Unlock()
+		close(ls.joined)
+		return err
+	}
+	ls.mu.Lock()
+	ls.status.AcquireLastResult, ls.status.RenewalLastResult = rescode.OK, rescode.OK
+	ls.status.AcquireLastAttempt, ls.status.AcquireLastSuccess = st.AcquireLastSuccess, st.AcquireLastSuccess
+	ls.status.RenewalLastAttempt, ls.status.RenewalLastSuccess = st.LastSuccess, st.LastSuccess
+	ls.status.HostGeneration = st.Leader.OwnerGeneration
+	for _, e := range st.History {
+		ls.history.Success(e.Timestamp, e.ReadMs, e.WriteMs)
+		if n := len(ls.history.entries); n > 0 {
+			p := &ls.history.entries[ls.history.prev]
+			p.NextTimeouts, p.NextErrors = e.NextTimeouts, e.NextErrors
+		}
+	}
+	ls.status.Joined = true
+	ls.mu.Unlock()
+	close(ls.joined)
+
+	r := renewer{ls: ls, last: st.Leader, prevOK: true, lastSuccess: st.LastSuccess}
+	// A handover that took longer than the rest of the renewal interval:
+	// renew at once rather than after the loop's half second.
+	if ls.now()-r.lastSuccess >= uint64(ls.timing.IDRenewalSeconds()) && ls.enterRenewal(ctx) {
+		r.renew(ctx)
+		ls.leaveRenewal(&r, true)
+	}
+	r.loop(ctx)
+
+	var relErr error
+	released := false
+	switch abort := ls.lateAbort.Load(); {
+	case ls.halted.Load():
+	case r.prevOK:
+		relErr = ls.lease.Release(ctx, r.last)
+		released = relErr == nil
+	case abort != nil:
+		relErr = r.releaseLate(*abort)
+		released = relErr == nil
+	}
+	ls.mu.Lock()
+	ls.status.Stopped, ls.status.Released = true, released
+	ls.mu.Unlock()
+	return relErr
+}
+
+// Paused reports whether Pause holds the renewals.
+func (ls *Lockspace) Paused() bool {
+	g := &ls.pause
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.paused
+}

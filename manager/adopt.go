@@ -1,0 +1,450 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/gosanlock/gosanlock/clock"
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/paxos"
+	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
+	"github.com/gosanlock/gosanlock/wire"
+)
+
+// Live re-exec, lease side (docs/upgrade.md "Adopting lockspaces"). The
+// old image pauses every renewal before it takes its final state
+// (PauseRenewals, undone by ResumeRenewals if the handover fails); the
+// new image builds the lockspaces from that state without any I/O
+// (PrepareAdoption) and starts their renewals and main loops only once
+// it has taken over (Adoption.Start).
+
+// PauseRenewals holds the renewals of every joined lockspace (a renewal
+// in flight ends first). While paused a lockspace neither renews nor
+// releases its lease. It fails, with every renewal running again, if one
+// does not pause before ctx ends.
+func (m *Manager) PauseRenewals(ctx context.Context) error {
+	ls := m.Lockspaces
+	var paused []*delta.Lockspace
+	for _, run := range ls.runners() {
+		if err := run.Pause(ctx); err != nil {
+			for _, p := range paused {
+				p.Unpause()
+			}
+			return err
+		}
+		paused = append(paused, run)
+	}
+	return nil
+}
+
+// ResumeRenewals undoes PauseRenewals (a renewal that came due meanwhile
+// runs at once). It is harmless when nothing is paused.
+func (m *Manager) ResumeRenewals() {
+	for _, run := range m.Lockspaces.runners() {
+		run.Unpause()
+	}
+}
+
+// runners lists the runner of every lockspace in any list.
+func (m *Lockspaces) runners() []*delta.Lockspace {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*delta.Lockspace
+	for _, l := range m.lists {
+		for _, sp := range l {
+			if sp.run != nil {
+				out = append(out, sp.run)
+			}
+		}
+	}
+	return out
+}
+
+// Adoption is the lease state of a handover, built and checked but not
+// started.
+type Adoption struct {
+	m      *Manager
+	spaces []adoptedSpace
+	res    []*adoptedRes
+}
+
+// adoptedRes is one resource held by tokens of registered clients, or an
+// orphan, checked and with its disks open.
+type adoptedRes struct {
+	key     resKey
+	lease   handover.Lease // the first token's or the orphan's
+	hold    paxos.HeldState
+	orphan  bool
+	pid     int // EX holder or the orphan's pid; 0 for SH
+	tokens  []adoptedTok
+	devs    []diskfmt.Device
+	pdisks  []paxos.Disk
+	disks   []wire.Disk
+	hostID  uint64
+	hostGen uint64
+	started bool
+}
+
+type adoptedTok struct {
+	cl    Client
+	pid   int
+	lease handover.Lease
+}
+
+type adoptedSpace struct {
+	sp     *space
+	run    *delta.Lockspace
+	dev    diskfmt.Device
+	resume delta.Resume
+}
+
+// errNoRenewalState: the lockspace comes without the record to renew from
+// (a format 1 state, or a snapshot taken while serving).
+var errNoRenewalState = errors.New("no renewal state (delta lease record)")
+
+// PrepareAdoption builds the lockspaces of a final handover state: for
+// each, its disk opened, a runner configured as a join would, the
+// handed-over record decoded and checked (our host_id, the generation
+// and timestamp the state names, a last success neither in the future
+// nor so old that the lease is failing). It writes and reads nothing.
+// Call it after Start; on error nothing is left open.
+//
+// clients[i] is the adopted connection of st.Clients[i] (nil when it is
+// not registered); every token is bound to its client's.
+//
+// files is the state's fd table (the wdmd sessions' connections).
+func (m *Manager) PrepareAdoption(st *handover.State, clients []Client, files []*os.File) (*Adoption, error) {
+	a := &Adoption{m: m}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Abort()
+		}
+	}()
+	ls := m.Lockspaces
+	cfg := ls.conf()
+	for i := range st.Lockspaces {
+		h := &st.Lockspaces[i]
+		if err := a.prepareSpace(ls, cfg, h, files); err != nil {
+			return nil, fmt.Errorf("lockspace %s: %w", h.Name, err)
+		}
+	}
+	if err := a.prepareResources(st, clients); err != nil {
+		return nil, err
+	}
+	ok = true
+	return a, nil
+}
+
+func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Lockspace, files []*os.File) error {
+	switch {
+	case h.Wdmd != nil && (h.Wdmd.FD < 0 || h.Wdmd.FD >= len(files) || files[h.Wdmd.FD] == nil):
+		return errors.New("wdmd session without its connection")
+	case h.Removing || h.SpaceDead:
+		return errors.New("being removed")
+	case len(h.Leader.Raw) != diskfmt.LeaderSize:
+		return errNoRenewalState
+	}
+	g, ok := diskfmt.LookupGeometry(int(h.SectorSize), int(h.AlignSize))
+	if !ok {
+		return fmt.Errorf("sizes %d/%d", h.SectorSize, h.AlignSize)
+	}
+	ld, err := diskfmt.DecodeLeader(h.Leader.Raw)
+	if err != nil {
+		return fmt.Errorf("delta lease record: %w", err)
+	}
+	if ld.OwnerGeneration != h.Generation || ld.Timestamp != h.Timestamp {
+		return fmt.Errorf("record generation %d timestamp %d, state says %d %d", ld.OwnerGeneration,
+			ld.Timestamp, h.Generation, h.Timestamp)
+	}
+	io := int(h.IOTimeout)
+	now := clock.Monotime(ls.cfg.Clock)
+	if fail := uint64(delta.IDRenewalFailSeconds(io)); h.Timestamp+fail <= now {
+		return fmt.Errorf("last renewal %d is %d s old (renewals fail after %d s)", h.Timestamp, now-h.Timestamp, fail)
+	}
+	ident := wire.Lockspace{Name: h.Name, HostID: h.HostID, Disk: wire.Disk{Path: h.Path, Offset: h.Offset}}
+	ls.mu.Lock()
+	for _, l := range ls.lists {
+		for _, sp := range l {
+			if sp.ls.Name == ident.Name || sameDisk(&sp.ls, &ident) {
+				ls.mu.Unlock()
+				return errors.New("already present")
+			}
+		}
+	}
+	for _, x := range a.spaces {
+		if x.sp.ls.Name == ident.Name || sameDisk(&x.sp.ls, &ident) {
+			ls.mu.Unlock()
+			return errors.New("handed over twice")
+		}
+	}
+	ls.lastID++
+	sp := &space{m: ls, id: ls.lastID, ls: ident, ioTimeout: io, addDone: make(chan struct{}),
+		gone: make(chan struct{}), kills: make(map[int]*killState), list: listSpaces}
+	ls.mu.Unlock()
+	sp.ctx, sp.cancel = context.WithCancel(ls.baseContext())
+	close(sp.addDone)
+
+	dev, err := ls.cfg.Open(h.Path)
+	if err != nil {
+		sp.cancel()
+		return fmt.Errorf("open %s: %w", sp.disk(), err)
+	}
+	var wd *wdmdclient.Session
+	if w := h.Wdmd; w != nil {
+		// The same connection to wdmd: it never closes, so the expiry
+		// wdmd holds for us never lapses (docs/upgrade.md "Adopting wdmd sessions").
+		if wd, err = wdmdclient.AdoptSession(files[w.FD], w.Name, w.Active); err != nil {
+			sp.cancel()
+			_ = dev.Close()
+			return err
+		}
+	}
+	hist := cfg.RenewalHistorySize
+	if hist <= 0 {
+		hist = -1
+	}
+	var run *delta.Lockspace
+	dcfg := delta.Config{
+		Dev: dev, Offset: int64(h.Offset), Space: h.Name, HostID: h.HostID, Geometry: g,
+		HostName: ls.hostName(), IOTimeout: io, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
+		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: ls.cfg.Clock, Logf: sp.deltaLogf,
+		DebugRenew: cfg.DebugRenew, OnRenewal: ls.renewalHook(h.Name),
+	}
+	if wd != nil {
+		failSecs := uint64(delta.IDRenewalFailSeconds(io))
+		dcfg.OnRenewed = func(ts uint64) {
+			if err := wd.Renewed(ts, ts+failSecs); err != nil {
+				// As after a join: wdmd is gone, stop renewing (docs/wdmd.md "wdmd crash").
+				ls.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %s: renewals stopped, lockspace %s",
+					sp.id, ts, causeLog(err, 0), sp.ls.Name))
+				run.Halt()
+			}
+		}
+	}
+	run, err = delta.New(dcfg)
+	if err != nil {
+		sp.cancel()
+		_ = dev.Close()
+		if wd != nil {
+			_ = wd.Close() // our duplicate only: the old image keeps its own
+		}
+		return err
+	}
+	res := delta.Resume{Leader: ld, LastSuccess: h.Timestamp, AcquireLastSuccess: h.AcquireLastSuccess}
+	for _, e := range h.History {
+		res.History = append(res.History, delta.HistoryEntry{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
+			WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
+	}
+	if err := run.CheckResume(res); err != nil {
+		sp.cancel()
+		_ = dev.Close()
+		if wd != nil {
+			_ = wd.Close()
+		}
+		return err
+	}
+	sp.run = run
+	if wd != nil {
+		sp.wd, sp.wdActive = wd, h.Wdmd.Active
+	}
+	a.spaces = append(a.spaces, adoptedSpace{sp: sp, run: run, dev: dev, resume: res})
+	return nil
+}
+
+// prepareResources groups the tokens by resource, checks each hold
+// against its lockspace as handed over (an exclusive hold's leader names
+// our host_id and generation) and opens the disks.
+func (a *Adoption) prepareResources(st *handover.State, clients []Client) error {
+	spaces := map[string]*handover.Lockspace{}
+	for i := range st.Lockspaces {
+		spaces[st.Lockspaces[i].Name] = &st.Lockspaces[i]
+	}
+	byKey := map[resKey]*adoptedRes{}
+	add := func(l *handover.Lease, orphan bool, pid int) (*adoptedRes, error) {
+		key := resKey{l.Lockspace, l.Resource}
+		what := fmt.Sprintf("resource %s:%s", key.space, key.name)
+		hs, err := holdIn(l)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		sp := spaces[key.space]
+		if sp == nil {
+			return nil, fmt.Errorf("%s: lockspace not handed over", what)
+		}
+		if hs.Shared != (l.Mode == handover.ModeSH) {
+			return nil, fmt.Errorf("%s: mode %v, hold shared %v", what, l.Mode, hs.Shared)
+		}
+		ld := &hs.Leader
+		switch {
+		case ld.Magic != diskfmt.PaxosMagic:
+			return nil, fmt.Errorf("%s: leader magic %#x", what, ld.Magic)
+		case diskfmt.NameString(ld.SpaceName[:]) != key.space || diskfmt.NameString(ld.ResourceName[:]) != key.name:
+			return nil, fmt.Errorf("%s: leader of another resource", what)
+		case !hs.Shared && (ld.OwnerID != sp.HostID || ld.OwnerGeneration != sp.Generation):
+			return nil, fmt.Errorf("%s: leader owned by %d/%d, not %d/%d", what, ld.OwnerID, ld.OwnerGeneration,
+				sp.HostID, sp.Generation)
+		case !hs.Shared && l.Lver != ld.Lver:
+			return nil, fmt.Errorf("%s: lver %d, leader %d", what, l.Lver, ld.Lver)
+		}
+		if r := byKey[key]; r != nil {
+			if orphan || r.orphan || !hs.Shared || !r.hold.Shared {
+				return nil, fmt.Errorf("%s: held twice", what)
+			}
+			return r, nil
+		}
+		r := &adoptedRes{key: key, lease: *l, hold: hs, orphan: orphan, hostID: sp.HostID, hostGen: sp.Generation}
+		if !hs.Shared {
+			r.pid = pid
+		}
+		for _, d := range l.Disks {
+			r.disks = append(r.disks, wire.Disk{Path: d.Path, Offset: d.Offset})
+		}
+		devs, pd, code := a.m.Resources.openDisks(r.disks)
+		if code != 0 {
+			return nil, fmt.Errorf("%s: cannot open its disks (%d)", what, code)
+		}
+		r.devs, r.pdisks = devs, pd
+		byKey[key] = r
+		a.res = append(a.res, r)
+		return r, nil
+	}
+	for i := range st.Tokens {
+		tk := &st.Tokens[i]
+		if tk.Client < 0 || tk.Client >= len(clients) || clients[tk.Client] == nil {
+			return fmt.Errorf("token %s:%s: client %d not adopted", tk.Lockspace, tk.Resource, tk.Client)
+		}
+		r, err := add(&tk.Lease, false, tk.Pid)
+		if err != nil {
+			return err
+		}
+		r.tokens = append(r.tokens, adoptedTok{cl: clients[tk.Client], pid: tk.Pid, lease: tk.Lease})
+	}
+	for i := range st.Orphans {
+		o := &st.Orphans[i]
+		r, err := add(&o.Lease, true, o.Pid)
+		if err != nil {
+			return err
+		}
+		r.pid = o.Pid
+	}
+	return nil
+}
+
+// startResources binds the adopted resources to the running lockspaces
+// (their paxos membership) and to the clients' lease sets.
+func (a *Adoption) startResources() {
+	rs := a.m.Resources
+	for _, x := range a.res {
+		host, code := rs.paxosHost(x.key.space)
+		var held *paxos.Held
+		var err error
+		if code == 0 {
+			lease := &paxos.Lease{Host: host, Name: x.key.name, Disks: x.pdisks}
+			held, err = lease.Adopt(x.hold)
+		} else {
+			err = fmt.Errorf("lockspace %s: %d", x.key.space, code)
+		}
+		if err != nil {
+			// Not reachable: PrepareAdoption checked the same. The lease
+			// stays on disk, unrenewed by nobody: log it loudly.
+			rs.lg().Error(fmt.Sprintf("adopt %s:%s failed: %s", x.key.space, x.key.name, err))
+			closeDevs(x.devs)
+			continue
+		}
+		rs.mu.Lock()
+		rs.lastResID++
+		r := &resource{key: x.key, id: rs.lastResID, list: resHeld, shared: x.hold.Shared, host: host,
+			disks: x.disks, restrict: x.lease.Restrict, killpath: x.lease.KillPath, killargs: x.lease.KillArgs,
+			pid: x.pid, held: held, devs: x.devs}
+		if x.orphan {
+			r.list = resOrphan
+		}
+		for _, at := range x.tokens {
+			rs.lastTokID++
+			tk := &token{id: rs.lastTokID, r: r, cl: at.cl, pid: at.pid, flags: at.lease.Flags,
+				res: wire.Resource{LockspaceName: x.key.space, Name: x.key.name, Flags: at.lease.ResFlags,
+					Disks: x.disks}}
+			if !x.hold.Shared {
+				tk.lver = at.lease.Lver
+			}
+			r.tokens = append(r.tokens, tk)
+			lc := rs.clients[at.cl.ID()]
+			if lc == nil {
+				lc = &leaseClient{cl: at.cl}
+				rs.clients[at.cl.ID()] = lc
+			}
+			lc.tokens = append(lc.tokens, tk)
+		}
+		rs.res[x.key] = r
+		rs.mu.Unlock()
+		x.started = true
+		rs.logf("r%d %s:%s adopted %s lver %d tokens %d orphan %d", r.id, x.key.space, x.key.name,
+			x.lease.Mode, x.hold.Leader.Lver, len(r.tokens), b2i(x.orphan))
+	}
+}
+
+// Abort drops an adoption that is not started: disks closed.
+func (a *Adoption) Abort() {
+	for _, x := range a.res {
+		if !x.started {
+			closeDevs(x.devs)
+		}
+	}
+	a.res = nil
+	for _, x := range a.spaces {
+		x.sp.cancel()
+		_ = x.dev.Close()
+		if x.sp.wd != nil {
+			_ = x.sp.wd.Close() // our duplicate: wdmd sees nothing
+		}
+	}
+	a.spaces = nil
+}
+
+// Start puts the adopted lockspaces on the spaces list and starts their
+// renewals (the next one due at the handed-over last success +
+// id_renewal_seconds) and main loops. Call it once, after the handover.
+func (a *Adoption) Start() {
+	ls := a.m.Lockspaces
+	for _, x := range a.spaces {
+		sp, run, dev, res := x.sp, x.run, x.dev, x.resume
+		ls.mu.Lock()
+		ls.lists[listSpaces] = append([]*space{sp}, ls.lists[listSpaces]...)
+		ls.wg.Add(2)
+		ls.mu.Unlock()
+		ls.lg().Warn(fmt.Sprintf("s%d lockspace %s adopted generation %d last_success %d", sp.id,
+			wire.LockspaceString(&sp.ls), res.Leader.OwnerGeneration, res.LastSuccess))
+		go func() {
+			defer ls.wg.Done()
+			err := run.RunResumed(sp.ctx, res)
+			st := run.Status()
+			if err != nil && !errors.Is(err, context.Canceled) {
+				sp.logf("lockspace runner stopped released %d lockspace %s disk %s: %s", b2i(st.Released),
+					sp.ls.Name, sp.disk(), causeLog(err, sp.ioTimeout))
+			} else {
+				sp.logf("lockspace runner stopped released %d", b2i(st.Released))
+			}
+			_ = dev.Close()
+			if wd := sp.wd; wd != nil {
+				_ = wd.Close()
+			}
+		}()
+		go func() {
+			defer ls.wg.Done()
+			<-run.Joined()
+			sp.monitor()
+			sp.stop()
+		}()
+	}
+	for _, x := range a.spaces {
+		<-x.run.Joined() // the status (generation) the paxos membership is built from
+	}
+	a.spaces = nil
+	a.startResources()
+	a.res = nil
+}
