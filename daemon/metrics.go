@@ -12,11 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/internal/promtext"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -81,16 +78,15 @@ func ResolveMetricsAddress(v string) (string, error) {
 // metrics is the endpoint of one Server.
 type metrics struct {
 	srv  *Server
-	reg  *prometheus.Registry
 	http *http.Server
 	ln   net.Listener
 
-	renewRead   *prometheus.HistogramVec // lockspace
-	renewWrite  *prometheus.HistogramVec // lockspace
-	renewFail   *prometheus.CounterVec   // lockspace, result
-	ioTimeouts  *prometheus.CounterVec   // lockspace
-	reqDuration *prometheus.HistogramVec // cmd
-	reqResults  *prometheus.CounterVec   // cmd, result
+	renewRead   *promtext.HistogramVec // lockspace
+	renewWrite  *promtext.HistogramVec // lockspace
+	renewFail   *promtext.CounterVec   // lockspace, result
+	ioTimeouts  *promtext.CounterVec   // lockspace
+	reqDuration *promtext.HistogramVec // cmd
+	reqResults  *promtext.CounterVec   // cmd, result
 
 	starts sync.Map // *wire.Request -> time.Time, acquire/release in progress
 }
@@ -115,7 +111,7 @@ func (s *Server) startMetrics() (stop func(), err error) {
 	m := newMetrics(s)
 	m.ln = ln
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promtext.Handler(m.gather))
 	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	m.wrapHandlers()
 	s.metrics.p.Store(m)
@@ -133,33 +129,31 @@ func (s *Server) startMetrics() (stop func(), err error) {
 }
 
 func newMetrics(s *Server) *metrics {
-	m := &metrics{srv: s, reg: prometheus.NewRegistry()}
-	ns := metricsNamespace
-	m.renewRead = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns,
-		Name:    "renewal_read_seconds",
-		Help:    "Duration of the read of successful delta lease renewals.",
-		Buckets: latencyBuckets}, []string{"lockspace"})
-	m.renewWrite = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns,
-		Name:    "renewal_write_seconds",
-		Help:    "Duration of the write of successful delta lease renewals.",
-		Buckets: latencyBuckets}, []string{"lockspace"})
-	m.renewFail = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns,
-		Name: "renewal_failures_total",
-		Help: "Failed delta lease renewals, by result code (-202: I/O timeout)."}, []string{"lockspace", "result"})
-	m.ioTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns,
-		Name: "io_timeouts_total",
-		Help: "Delta lease renewals that failed because an I/O did not complete within io_timeout."},
-		[]string{"lockspace"})
-	m.reqDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns,
-		Name:    "request_duration_seconds",
-		Help:    "Time from receiving an acquire or release request to sending its result.",
-		Buckets: latencyBuckets}, []string{"cmd"})
-	m.reqResults = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns,
-		Name: "requests_total",
-		Help: "Acquire and release requests answered, by result code (0: success)."}, []string{"cmd", "result"})
-	m.reg.MustRegister(m.renewRead, m.renewWrite, m.renewFail, m.ioTimeouts, m.reqDuration, m.reqResults,
-		stateCollector{s}, collectors.NewGoCollector()) // go_goroutines, go_threads, ...: the fault battery bounds them
-	return m
+	ns := metricsNamespace + "_"
+	return &metrics{srv: s,
+		renewRead: promtext.NewHistogramVec(ns+"renewal_read_seconds",
+			"Duration of the read of successful delta lease renewals.", latencyBuckets, "lockspace"),
+		renewWrite: promtext.NewHistogramVec(ns+"renewal_write_seconds",
+			"Duration of the write of successful delta lease renewals.", latencyBuckets, "lockspace"),
+		renewFail: promtext.NewCounterVec(ns+"renewal_failures_total",
+			"Failed delta lease renewals, by result code (-202: I/O timeout).", "lockspace", "result"),
+		ioTimeouts: promtext.NewCounterVec(ns+"io_timeouts_total",
+			"Delta lease renewals that failed because an I/O did not complete within io_timeout.", "lockspace"),
+		reqDuration: promtext.NewHistogramVec(ns+"request_duration_seconds",
+			"Time from receiving an acquire or release request to sending its result.", latencyBuckets, "cmd"),
+		reqResults: promtext.NewCounterVec(ns+"requests_total",
+			"Acquire and release requests answered, by result code (0: success).", "cmd", "result"),
+	}
+}
+
+// gather returns every family of a scrape: the counted ones, the daemon's
+// state, and the Go runtime's (go_goroutines, go_threads, ...: the fault
+// battery bounds them).
+func (m *metrics) gather() []promtext.Family {
+	fams := []promtext.Family{m.renewRead.Family(), m.renewWrite.Family(), m.renewFail.Family(),
+		m.ioTimeouts.Family(), m.reqDuration.Family(), m.reqResults.Family()}
+	fams = append(fams, collectState(m.srv)...)
+	return append(fams, promtext.GoRuntime()...)
 }
 
 // metricsOf returns the server's endpoint, nil when metrics are off.
@@ -182,17 +176,17 @@ func (s *Server) renewalHook(space string) func(error, int64, int64) {
 		}
 		if err == nil {
 			if readMs >= 0 {
-				mt.renewRead.WithLabelValues(space).Observe(float64(readMs) / 1000)
+				mt.renewRead.Observe(float64(readMs)/1000, space)
 			}
 			if writeMs >= 0 {
-				mt.renewWrite.WithLabelValues(space).Observe(float64(writeMs) / 1000)
+				mt.renewWrite.Observe(float64(writeMs)/1000, space)
 			}
 			return
 		}
 		code := rescode.CodeOf(err)
-		mt.renewFail.WithLabelValues(space, strconv.Itoa(int(code))).Inc()
+		mt.renewFail.Inc(space, strconv.Itoa(int(code)))
 		if code == rescode.ErrAIOTimeout {
-			mt.ioTimeouts.WithLabelValues(space).Inc()
+			mt.ioTimeouts.Inc(space)
 		}
 	}
 }
@@ -231,51 +225,43 @@ func (m *metrics) replied(q *wire.Request, result int32) {
 		return
 	}
 	if t, ok := m.starts.LoadAndDelete(q); ok {
-		m.reqDuration.WithLabelValues(name).Observe(time.Since(t.(time.Time)).Seconds())
+		m.reqDuration.Observe(time.Since(t.(time.Time)).Seconds(), name)
 	}
-	m.reqResults.WithLabelValues(name, strconv.Itoa(int(result))).Inc()
+	m.reqResults.Inc(name, strconv.Itoa(int(result)))
 }
 
-// stateCollector reads the daemon's state at scrape time.
-type stateCollector struct{ s *Server }
-
-var (
-	descSinceRenewal = prometheus.NewDesc(metricsNamespace+"_lockspace_seconds_since_renewal",
-		"Seconds since the last successful delta lease renewal (or the acquire) of this host.",
-		[]string{"lockspace", "host_id"}, nil)
-	descWatchdog = prometheus.NewDesc(metricsNamespace+"_lockspace_watchdog_expiry_seconds",
-		"Seconds until the watchdog expiry of this lockspace: last successful renewal + 8 x io_timeout, "+
-			"after which wdmd lets the watchdog reset the host (unless no lease is held). Negative once passed.",
-		[]string{"lockspace", "host_id"}, nil)
-	descIOTimeout = prometheus.NewDesc(metricsNamespace+"_lockspace_io_timeout_seconds",
-		"The io_timeout of this host in the lockspace.", []string{"lockspace", "host_id"}, nil)
-	descRenewFail = prometheus.NewDesc(metricsNamespace+"_lockspace_renewal_failed",
-		"1 once the own-lease check has failed (the lease is considered lost), else 0.",
-		[]string{"lockspace", "host_id"}, nil)
-	descLastResult = prometheus.NewDesc(metricsNamespace+"_lockspace_renewal_last_result",
-		"Result code of the last renewal attempt (1: success, as sanlock's SANLK_OK).",
-		[]string{"lockspace", "host_id"}, nil)
-	descLockspaces = prometheus.NewDesc(metricsNamespace+"_lockspaces",
-		"Lockspaces by list: add (joining), spaces (joined), rem (leaving).", []string{"list"}, nil)
-	descLeases = prometheus.NewDesc(metricsNamespace+"_leases_held",
-		"Resource leases held by local processes, by lockspace and mode (ex, sh); one per holder.",
-		[]string{"lockspace", "mode"}, nil)
-	descClients = prometheus.NewDesc(metricsNamespace+"_clients_connected",
-		"Open client connections to the daemon socket; registered ones are held by a process.",
-		[]string{"registered"}, nil)
+// The help texts of the state read at scrape time.
+const (
+	helpSinceRenewal = "Seconds since the last successful delta lease renewal (or the acquire) of this host."
+	helpWatchdog     = "Seconds until the watchdog expiry of this lockspace: last successful renewal + 8 x io_timeout, " +
+		"after which wdmd lets the watchdog reset the host (unless no lease is held). Negative once passed."
+	helpIOTimeout  = "The io_timeout of this host in the lockspace."
+	helpRenewFail  = "1 once the own-lease check has failed (the lease is considered lost), else 0."
+	helpLastResult = "Result code of the last renewal attempt (1: success, as sanlock's SANLK_OK)."
+	helpLockspaces = "Lockspaces by list: add (joining), spaces (joined), rem (leaving)."
+	helpLeases     = "Resource leases held by local processes, by lockspace and mode (ex, sh); one per holder."
+	helpClients    = "Open client connections to the daemon socket; registered ones are held by a process."
 )
 
-func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSinceRenewal, descWatchdog, descIOTimeout, descRenewFail,
-		descLastResult, descLockspaces, descLeases, descClients} {
-		ch <- d
-	}
+// gauge returns an empty gauge family.
+func gauge(name, help string) promtext.Family {
+	return promtext.Family{Name: metricsNamespace + "_" + name, Help: help, Type: promtext.Gauge}
 }
 
-func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.s
+// addGauge adds one series to f, labelled by name/value pairs.
+func addGauge(f *promtext.Family, v float64, kv ...string) {
+	ls := make([]promtext.Label, len(kv)/2)
+	for i := range ls {
+		ls[i] = promtext.Label{Name: kv[2*i], Value: kv[2*i+1]}
+	}
+	f.Series = append(f.Series, promtext.Series{Labels: ls, Value: v})
+}
+
+// collectState reads the daemon's state at scrape time.
+func collectState(s *Server) []promtext.Family {
+	var fams []promtext.Family
 	if s.deps.Manager != nil {
-		collectLockspaces(s.deps.Manager.Lockspaces, ch)
+		fams = collectLockspaces(s.deps.Manager.Lockspaces)
 	}
 
 	held := map[[2]string]int{}
@@ -289,8 +275,9 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		held[[2]string{r.Resource.LockspaceName, mode}]++
 	}
+	leases := gauge("leases_held", helpLeases)
 	for k, n := range held {
-		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.GaugeValue, float64(n), k[0], k[1])
+		addGauge(&leases, float64(n), "lockspace", k[0], "mode", k[1])
 	}
 
 	var reg, unreg int
@@ -301,21 +288,29 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			unreg++
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(reg), "1")
-	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(unreg), "0")
+	clients := gauge("clients_connected", helpClients)
+	addGauge(&clients, float64(reg), "registered", "1")
+	addGauge(&clients, float64(unreg), "registered", "0")
+	return append(fams, leases, clients)
 }
 
 // collectLockspaces reports every lockspace from its published status.
-func collectLockspaces(m *manager.Lockspaces, ch chan<- prometheus.Metric) {
+func collectLockspaces(m *manager.Lockspaces) []promtext.Family {
 	snaps := m.Snapshot()
 	counts := map[string]int{}
 	for _, sn := range snaps {
 		counts[sn.List]++
 	}
+	lists := gauge("lockspaces", helpLockspaces)
 	for _, l := range []string{"add", "spaces", "rem"} {
-		ch <- prometheus.MustNewConstMetric(descLockspaces, prometheus.GaugeValue, float64(counts[l]), l)
+		addGauge(&lists, float64(counts[l]), "list", l)
 	}
 
+	ioTimeout := gauge("lockspace_io_timeout_seconds", helpIOTimeout)
+	renewFail := gauge("lockspace_renewal_failed", helpRenewFail)
+	lastResult := gauge("lockspace_renewal_last_result", helpLastResult)
+	since := gauge("lockspace_seconds_since_renewal", helpSinceRenewal)
+	watchdog := gauge("lockspace_watchdog_expiry_seconds", helpWatchdog)
 	now := m.Now().Seconds()
 	for _, sn := range snaps {
 		if sn.Run == nil || sn.List == "add" {
@@ -323,18 +318,18 @@ func collectLockspaces(m *manager.Lockspaces, ch chan<- prometheus.Metric) {
 		}
 		st := sn.Run.Status()
 		name, id := sn.Lockspace.Name, strconv.FormatUint(sn.Lockspace.HostID, 10)
-		ch <- prometheus.MustNewConstMetric(descIOTimeout, prometheus.GaugeValue, float64(sn.IOTimeout), name, id)
-		ch <- prometheus.MustNewConstMetric(descRenewFail, prometheus.GaugeValue, float64(b2i(st.RenewFail)), name, id)
+		addGauge(&ioTimeout, float64(sn.IOTimeout), "lockspace", name, "host_id", id)
+		addGauge(&renewFail, float64(b2i(st.RenewFail)), "lockspace", name, "host_id", id)
 		if st.RenewalLastAttempt != 0 {
-			ch <- prometheus.MustNewConstMetric(descLastResult, prometheus.GaugeValue,
-				float64(st.RenewalLastResult), name, id)
+			addGauge(&lastResult, float64(st.RenewalLastResult), "lockspace", name, "host_id", id)
 		}
 		last := st.RenewalLastSuccess
 		if last == 0 {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(descSinceRenewal, prometheus.GaugeValue, now-float64(last), name, id)
+		addGauge(&since, now-float64(last), "lockspace", name, "host_id", id)
 		expiry := float64(last) + float64(delta.IDRenewalFailSeconds(sn.IOTimeout))
-		ch <- prometheus.MustNewConstMetric(descWatchdog, prometheus.GaugeValue, expiry-now, name, id)
+		addGauge(&watchdog, expiry-now, "lockspace", name, "host_id", id)
 	}
+	return []promtext.Family{lists, ioTimeout, renewFail, lastResult, since, watchdog}
 }

@@ -50,6 +50,7 @@ func runDaemon(opts *DaemonOptions) int {
 			return 0
 		}
 	}
+	setGCPolicy()
 	startPprof(opts.ErrOut)
 	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut}); err != nil {
 		return 1
