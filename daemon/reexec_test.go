@@ -16,6 +16,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -152,13 +153,13 @@ func TestReexecFails(t *testing.T) {
 	}
 	// The same through the command: the error and its reason come back.
 	err := f.td.cl.Reexec("/bin/false")
-	assert.Equal(t, rescode.RvEAGAIN, code(err))
+	assert.Equal(t, rescode.RvEAGAIN, testutil.Code(err))
 	assert.Contains(t, err.Error(), "handover to /bin/false failed at ready")
 	f.intact(t)
 	// The new image refuses what it cannot adopt yet (leases): the
 	// handover fails before the daemon quiesces.
 	err = f.td.cl.Reexec(reexecBinary(t))
-	assert.Equal(t, rescode.RvEAGAIN, code(err))
+	assert.Equal(t, rescode.RvEAGAIN, testutil.Code(err))
 	assert.Contains(t, err.Error(), "cannot adopt lockspaces")
 	f.intact(t)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -58,7 +59,7 @@ func TestStrictPolicy(t *testing.T) {
 }
 
 func TestStrictAllowed(t *testing.T) {
-	cfg := testConfig(shortTempDir(t))
+	cfg := testConfig(testutil.ShortTempDir(t))
 	cfg.SetIDs(0, 4242)
 	cfg.StrictPeer = true
 	s := New(cfg, Deps{})

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
 const realSanlock = "/usr/sbin/sanlock"
@@ -107,7 +108,7 @@ func statusKeys(out string) []string {
 // against the real daemon and against ours, and compares the output.
 func TestCClientDifferential(t *testing.T) {
 	needRealSanlock(t)
-	realDir := shortTempDir(t)
+	realDir := testutil.ShortTempDir(t)
 	realDaemon(t, realDir, "-e", "hostX")
 	td := startDaemon(t, func(c *daemon.Config, _ *daemon.Deps) { c.OurHostName = "hostX" })
 
@@ -216,7 +217,7 @@ func TestLockfileInterop(t *testing.T) {
 	td.mustVersion()
 
 	// The C daemon holds the lock: Start fails with the same line.
-	realDir := shortTempDir(t)
+	realDir := testutil.ShortTempDir(t)
 	realDaemon(t, realDir)
 	s := daemon.New(testConfig(realDir), daemon.Deps{})
 	err = s.Start()
