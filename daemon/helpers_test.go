@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
@@ -30,7 +31,7 @@ type testDaemon struct {
 // testConfig returns a config for tests: unprivileged, no syslog, log file
 // and run dir under dir, no mlock, no watchdog.
 func testConfig(dir string) *Config {
-	cfg := DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.RunDir = dir
 	cfg.Privileged = false
 	cfg.LogFile = filepath.Join(dir, "sanlock.log")

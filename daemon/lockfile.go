@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/daemon/config"
 )
 
 // File names inside the run directory (docs/cli.md "Startup").
@@ -141,5 +143,5 @@ func GenerateHostName(nodename string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return truncName(u + "." + nodename), nil
+	return config.TruncName(u + "." + nodename), nil
 }

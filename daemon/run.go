@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/handover"
 	"github.com/gosanlock/gosanlock/manager"
 	"golang.org/x/sys/unix"
@@ -99,10 +100,10 @@ func (s *Server) setPriority() {
 // "Startup" step 2) for a Go program, which cannot fork: unless cfg.Debug is set
 // or this process is already the background child, it starts the same
 // executable with the same arguments, stdio on /dev/null, in a new session,
-// with EnvDaemonized=1, and returns true: the caller (cmd/) then exits 0.
+// with config.EnvDaemonized=1, and returns true: the caller (cmd/) then exits 0.
 // It returns false when the caller should go on and run the daemon itself.
 func Daemonize(cfg *Config) (parent bool, err error) {
-	if cfg.Debug || os.Getenv(EnvDaemonized) == "1" || handover.Inherited() {
+	if cfg.Debug || os.Getenv(config.EnvDaemonized) == "1" || handover.Inherited() {
 		return false, nil
 	}
 	exe, err := os.Executable()
@@ -116,7 +117,7 @@ func Daemonize(cfg *Config) (parent bool, err error) {
 	defer null.Close()
 	cmd := exec.Command(exe, os.Args[1:]...)
 	cmd.Args[0] = os.Args[0]
-	cmd.Env = append(os.Environ(), EnvDaemonized+"=1")
+	cmd.Env = append(os.Environ(), config.EnvDaemonized+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -132,7 +133,7 @@ func Daemonize(cfg *Config) (parent bool, err error) {
 // Run returns nil after a normal exit (exit status 0) and the startup error
 // otherwise (exit status 1). The caller handles Daemonize first.
 func Run(ctx context.Context, cfg *Config, deps Deps) error {
-	_ = os.Unsetenv(EnvDaemonized) // not for the programs we start
+	_ = os.Unsetenv(config.EnvDaemonized) // not for the programs we start
 	if handover.Inherited() {
 		return runAdopted(ctx, cfg, deps) // live re-exec: reexec_new.go
 	}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -155,7 +156,7 @@ func (s *Server) LogDump() []byte {
 	if s.logs == nil {
 		return nil
 	}
-	return bytes.TrimSuffix(s.logs.ring.Dump(), []byte("\n"))
+	return bytes.TrimSuffix(s.logs.Ring.Dump(), []byte("\n"))
 }
 
 // Done is closed when the server has stopped.
@@ -186,7 +187,7 @@ func (s *Server) Start() (err error) {
 		}
 	}()
 
-	for _, w := range cfg.idWarnings {
+	for _, w := range cfg.IDWarnings() {
 		s.lg.Warn(w)
 	}
 	s.nofile = raiseNofile()
@@ -196,7 +197,7 @@ func (s *Server) Start() (err error) {
 			return err
 		}
 	}
-	if cfg.RunDir != DefaultRunDir {
+	if cfg.RunDir != config.DefaultRunDir {
 		s.lg.Warn(fmt.Sprintf("Using non-standard run directory '%s'", cfg.RunDir))
 	}
 	if !cfg.Privileged {
@@ -225,7 +226,7 @@ func (s *Server) Start() (err error) {
 	}
 
 	msg := fmt.Sprintf("sanlock daemon started %s host %s (%s)", Version, s.hostName, s.nodename)
-	if cfg.WatchdogFireTimeout != DefaultWatchdogFireTimeout {
+	if cfg.WatchdogFireTimeout != config.DefaultWatchdogFireTimeout {
 		msg += fmt.Sprintf(" watchdog_fire_timeout %d", cfg.WatchdogFireTimeout)
 	}
 	s.lg.Warn(msg)
@@ -245,7 +246,7 @@ func (s *Server) Start() (err error) {
 // startManager binds the lease manager to the running daemon.
 func (s *Server) startManager() {
 	if mg := s.deps.Manager; mg != nil {
-		mg.Start(manager.Env{Log: s.lg, Context: s.ctx, HostName: s.hostName, Settings: s.cfg.managerSettings(),
+		mg.Start(manager.Env{Log: s.lg, Context: s.ctx, HostName: s.hostName, Settings: managerSettings(&s.cfg),
 			Clients: s, GuardOpen: s.guardOpen, OnRenewal: s.renewalHook})
 	}
 }
@@ -300,7 +301,7 @@ func (s *Server) releaseStartup() {
 	}
 	s.cancel()
 	if s.logs != nil {
-		s.logs.close()
+		s.logs.Close()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -15,7 +16,7 @@ import (
 // sanlock 3.8.5 and our daemon are in daemon/interop (TestStrictPeerPython).
 
 func TestStrictPeerConfig(t *testing.T) {
-	c := DefaultConfig()
+	c := config.DefaultConfig()
 	assert.False(t, c.StrictPeer, "off by default (3.8.5 behaviour)")
 	assert.True(t, c.ApplyConfigKey("strict_peer", "1"))
 	assert.True(t, c.StrictPeer)

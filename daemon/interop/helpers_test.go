@@ -13,6 +13,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 )
@@ -34,7 +35,7 @@ type testDaemon struct {
 // testConfig returns a config for tests: unprivileged, no syslog, log file
 // and run dir under dir, no mlock, no watchdog.
 func testConfig(dir string) *daemon.Config {
-	cfg := daemon.DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.RunDir = dir
 	cfg.Privileged = false
 	cfg.LogFile = filepath.Join(dir, "sanlock.log")

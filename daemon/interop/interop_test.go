@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
@@ -33,11 +34,11 @@ func needRealSanlock(t *testing.T) {
 func sanlockEnv(runDir string) []string {
 	var env []string
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, daemon.EnvRunDir+"=") && !strings.HasPrefix(e, daemon.EnvPrivileged+"=") {
+		if !strings.HasPrefix(e, config.EnvRunDir+"=") && !strings.HasPrefix(e, config.EnvPrivileged+"=") {
 			env = append(env, e)
 		}
 	}
-	return append(env, daemon.EnvRunDir+"="+runDir, daemon.EnvPrivileged+"=0")
+	return append(env, config.EnvRunDir+"="+runDir, config.EnvPrivileged+"=0")
 }
 
 // realDaemon starts the C daemon on runDir in the foreground (-D) and stops
