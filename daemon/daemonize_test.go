@@ -24,7 +24,7 @@ func TestDaemonizeHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process only")
 	}
-	cfg := testConfig(dir)
+	cfg := testutil.DaemonConfig(dir)
 	parent, err := Daemonize(cfg)
 	if err != nil {
 		os.Exit(3)

@@ -3,8 +3,6 @@ package daemon
 import (
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
@@ -28,24 +25,10 @@ type testDaemon struct {
 	deaths chan *ClientInfo
 }
 
-// testConfig returns a config for tests: unprivileged, no syslog, log file
-// and run dir under dir, no mlock, no watchdog.
-func testConfig(dir string) *Config {
-	cfg := config.DefaultConfig()
-	cfg.RunDir = dir
-	cfg.Privileged = false
-	cfg.LogFile = filepath.Join(dir, "sanlock.log")
-	cfg.SyslogPriority = -1
-	cfg.MlockLevel = 0
-	cfg.UseWatchdog = false
-	cfg.SetIDs(os.Getuid(), os.Getgid())
-	return cfg
-}
-
 func startDaemon(t *testing.T, mod func(*Config, *Deps)) *testDaemon {
 	t.Helper()
 	dir := testutil.ShortTempDir(t)
-	cfg := testConfig(dir)
+	cfg := testutil.DaemonConfig(dir)
 	core, logs := observer.New(zapcore.DebugLevel)
 	td := &testDaemon{t: t, dir: dir, logs: logs, deaths: make(chan *ClientInfo, 16)}
 	deps := Deps{LogCore: core, Stderr: io.Discard, OnClientDead: func(ci *ClientInfo) {

@@ -78,7 +78,7 @@ func TestStartupFilesAndLog(t *testing.T) {
 
 func TestRunDirCreated(t *testing.T) {
 	parent := testutil.ShortTempDir(t)
-	cfg := testConfig(parent)
+	cfg := testutil.DaemonConfig(parent)
 	cfg.RunDir = filepath.Join(parent, "run")
 	cfg.LogFile = ""
 	s := New(cfg, Deps{})
@@ -91,7 +91,7 @@ func TestRunDirCreated(t *testing.T) {
 
 func TestSingleInstance(t *testing.T) {
 	td := startDaemon(t, nil)
-	cfg := testConfig(td.dir)
+	cfg := testutil.DaemonConfig(td.dir)
 	s2 := New(cfg, Deps{})
 	err := s2.Start()
 	require.Error(t, err)
@@ -232,7 +232,7 @@ func TestShutdownNoLockspaces(t *testing.T) {
 
 func TestRunSignals(t *testing.T) {
 	dir := testutil.ShortTempDir(t)
-	cfg := testConfig(dir)
+	cfg := testutil.DaemonConfig(dir)
 	ls := &countingLockspaces{n: 1}
 	errc := make(chan error, 1)
 	go func() { errc <- Run(context.Background(), cfg, Deps{Lockspaces: ls}) }()
@@ -262,13 +262,13 @@ func TestRunSignals(t *testing.T) {
 func TestRunContextAndStartError(t *testing.T) {
 	td := startDaemon(t, nil)
 	// A second Run on the same run dir fails at once with the lock error.
-	err := Run(context.Background(), testConfig(td.dir), Deps{})
+	err := Run(context.Background(), testutil.DaemonConfig(td.dir), Deps{})
 	assert.True(t, errors.Is(err, ErrLocked), "%v", err)
 
 	dir := testutil.ShortTempDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- Run(ctx, testConfig(dir), Deps{}) }()
+	go func() { errc <- Run(ctx, testutil.DaemonConfig(dir), Deps{}) }()
 	cl, _ := client.Dial(dir)
 	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 10*time.Second, 10*time.Millisecond)
 	cancel()

@@ -60,7 +60,7 @@ func TestStrictPolicy(t *testing.T) {
 }
 
 func TestStrictAllowed(t *testing.T) {
-	cfg := testConfig(testutil.ShortTempDir(t))
+	cfg := testutil.DaemonConfig(testutil.ShortTempDir(t))
 	cfg.SetIDs(0, 4242)
 	cfg.StrictPeer = true
 	s := New(cfg, Deps{})

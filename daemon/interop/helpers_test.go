@@ -2,8 +2,6 @@ package interop
 
 import (
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/daemon"
-	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 )
@@ -32,24 +29,10 @@ type testDaemon struct {
 	deaths chan *daemon.ClientInfo
 }
 
-// testConfig returns a config for tests: unprivileged, no syslog, log file
-// and run dir under dir, no mlock, no watchdog.
-func testConfig(dir string) *daemon.Config {
-	cfg := config.DefaultConfig()
-	cfg.RunDir = dir
-	cfg.Privileged = false
-	cfg.LogFile = filepath.Join(dir, "sanlock.log")
-	cfg.SyslogPriority = -1
-	cfg.MlockLevel = 0
-	cfg.UseWatchdog = false
-	cfg.SetIDs(os.Getuid(), os.Getgid())
-	return cfg
-}
-
 func startDaemon(t *testing.T, mod func(*daemon.Config, *daemon.Deps)) *testDaemon {
 	t.Helper()
 	dir := testutil.ShortTempDir(t)
-	cfg := testConfig(dir)
+	cfg := testutil.DaemonConfig(dir)
 	core, logs := observer.New(zapcore.DebugLevel)
 	td := &testDaemon{t: t, dir: dir, logs: logs, deaths: make(chan *daemon.ClientInfo, 16)}
 	deps := daemon.Deps{LogCore: core, Stderr: io.Discard, OnClientDead: func(ci *daemon.ClientInfo) {

@@ -220,7 +220,7 @@ func TestLockfileInterop(t *testing.T) {
 	// The C daemon holds the lock: Start fails with the same line.
 	realDir := testutil.ShortTempDir(t)
 	realDaemon(t, realDir)
-	s := daemon.New(testConfig(realDir), daemon.Deps{})
+	s := daemon.New(testutil.DaemonConfig(realDir), daemon.Deps{})
 	err = s.Start()
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, daemon.ErrLocked))

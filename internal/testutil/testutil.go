@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -176,4 +177,18 @@ func ReadAllTimeout(t testing.TB, c net.Conn, d time.Duration) []byte {
 	}
 	require.NoError(t, err, "daemon neither replied nor closed")
 	return b
+}
+
+// DaemonConfig returns a daemon config for tests: unprivileged, no syslog,
+// log file and run dir under dir, no mlock, no watchdog.
+func DaemonConfig(dir string) *config.Config {
+	cfg := config.DefaultConfig()
+	cfg.RunDir = dir
+	cfg.Privileged = false
+	cfg.LogFile = filepath.Join(dir, "sanlock.log")
+	cfg.SyslogPriority = -1
+	cfg.MlockLevel = 0
+	cfg.UseWatchdog = false
+	cfg.SetIDs(os.Getuid(), os.Getgid())
+	return cfg
 }
