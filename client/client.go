@@ -90,17 +90,48 @@ func connErr(err error) error {
 	return err
 }
 
-func (c *Client) connect() (*net.UnixConn, error) {
-	ctx := c.context()
+// busyRetry is the pause between two dials that found the daemon's listen
+// backlog full.
+const busyRetry = time.Millisecond
+
+// dial connects to the daemon as libsanlock does. libsanlock's blocking
+// connect waits in the kernel while the daemon's listen backlog is full; a
+// Go dial is non-blocking and fails with EAGAIN instead, so a dial that
+// gets EAGAIN is tried again (until ctx ends, or for Timeout when set).
+// It is the one dial of the package: calls, Register and RegEvent.
+func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
+	var deadline time.Time
+	if c.Timeout > 0 {
+		deadline = time.Now().Add(c.Timeout)
+	}
 	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", c.SockPath)
-	if err != nil {
+	for {
+		nc, err := d.DialContext(ctx, "unix", c.SockPath)
+		if err == nil {
+			return nc.(*net.UnixConn), nil
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, connErr(err)
+		if !errors.Is(err, syscall.EAGAIN) || (!deadline.IsZero() && time.Now().After(deadline)) {
+			return nil, connErr(err)
+		}
+		t := time.NewTimer(busyRetry)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
 	}
-	conn := nc.(*net.UnixConn)
+}
+
+// connect dials for one call; Timeout, when set, bounds the call's I/O.
+func (c *Client) connect() (*net.UnixConn, error) {
+	conn, err := c.dial(c.context())
+	if err != nil {
+		return nil, err
+	}
 	if c.Timeout > 0 {
 		_ = conn.SetDeadline(time.Now().Add(c.Timeout))
 	}

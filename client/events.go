@@ -18,15 +18,10 @@ type EventConn struct {
 // RegEvent registers an event listener for lockspace ls.
 func (c *Client) RegEvent(ls string) (*EventConn, error) {
 	ctx := c.context()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", c.SockPath)
+	conn, err := c.dial(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, connErr(err)
+		return nil, err
 	}
-	conn := nc.(*net.UnixConn)
 	q := NewRequest(CmdRegEvent, 0, 0, 0)
 	q.Lockspace = lsName(ls)
 	q.HostEvent = &HostEvent{}

@@ -94,15 +94,10 @@ type regState struct {
 // owner of the connection.
 func (c *Client) Register() (*Reg, error) {
 	ctx := c.context()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", c.SockPath)
+	conn, err := c.dial(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, connErr(err)
+		return nil, err
 	}
-	conn := nc.(*net.UnixConn)
 	q := NewRequest(CmdRegister, 0, 0, 0)
 	if _, err := exchange(conn, q); err != nil {
 		conn.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -24,7 +25,7 @@ func expectClosed(t *testing.T, td *testDaemon, name string, b []byte) {
 	c := td.dial()
 	_, err := c.Write(b)
 	require.NoError(t, err, name)
-	got := readAllTimeout(t, c, 5*time.Second)
+	got := testutil.ReadAllTimeout(t, c, 5*time.Second)
 	assert.Empty(t, got, "%s: daemon must not answer", name)
 }
 
@@ -40,29 +41,29 @@ func TestBadHeadersCloseConnection(t *testing.T) {
 		name string
 		b    []byte
 	}{
-		{"bad magic", header(0x12345678, 1, wire.CmdVersion, 0, 32, 0, 0, 0)},
+		{"bad magic", testutil.RawHeader(0x12345678, 1, wire.CmdVersion, 0, 32, 0, 0, 0)},
 		{"zero header", make([]byte, 32)},
-		{"cmd 0", header(m, 1, 0, 0, 32, 0, 0, 0)},
-		{"cmd 42", header(m, 1, 42, 0, 32, 0, 0, 0)},
-		{"cmd 99", header(m, 1, 99, 0, 32, 0, 0, 0)},
-		{"cmd max", header(m, 1, 0xffffffff, 0, 32, 0, 0, 0)},
-		{"proto major 2 status", header(m, 0x00020000, wire.CmdStatus, 0, 32, 0, 0, 0)},
-		{"length 2^32-1", header(m, 1, wire.CmdVersion, 0, 0xffffffff, 0, 0, 0)},
-		{"length 2^32-32", header(m, 1, wire.CmdAddLockspace, 0, 0xffffffe0, 0, 0, 0)},
-		{"length 2^31", header(m, 1, wire.CmdSetLVB, 0, 1<<31, 0, 0, 0)},
-		{"length over max", header(m, 1, wire.CmdAcquire, 0, 32+wire.DefaultMaxPayload+1, 0, 1, 0xffffffff)},
-		{"set_lvb length near 2^32", append(header(m, 1, wire.CmdSetLVB, 0, 0xfffffff0, 0, 0, 0), make([]byte, 128)...)},
-		{"truncated lockspace", append(header(m, 1, wire.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 100)...)},
-		{"truncated host_status", append(header(m, 1, wire.CmdHostStatus, 0, 32, 0, 0, 0), make([]byte, 1103)...)},
-		{"truncated disk", append(header(m, 1, wire.CmdAlign, 0, 32+1040, 0, 0, 0), make([]byte, 1039)...)},
-		{"half header", header(m, 1, wire.CmdVersion, 0, 32, 0, 0, 0)[:17]},
+		{"cmd 0", testutil.RawHeader(m, 1, 0, 0, 32, 0, 0, 0)},
+		{"cmd 42", testutil.RawHeader(m, 1, 42, 0, 32, 0, 0, 0)},
+		{"cmd 99", testutil.RawHeader(m, 1, 99, 0, 32, 0, 0, 0)},
+		{"cmd max", testutil.RawHeader(m, 1, 0xffffffff, 0, 32, 0, 0, 0)},
+		{"proto major 2 status", testutil.RawHeader(m, 0x00020000, wire.CmdStatus, 0, 32, 0, 0, 0)},
+		{"length 2^32-1", testutil.RawHeader(m, 1, wire.CmdVersion, 0, 0xffffffff, 0, 0, 0)},
+		{"length 2^32-32", testutil.RawHeader(m, 1, wire.CmdAddLockspace, 0, 0xffffffe0, 0, 0, 0)},
+		{"length 2^31", testutil.RawHeader(m, 1, wire.CmdSetLVB, 0, 1<<31, 0, 0, 0)},
+		{"length over max", testutil.RawHeader(m, 1, wire.CmdAcquire, 0, 32+wire.DefaultMaxPayload+1, 0, 1, 0xffffffff)},
+		{"set_lvb length near 2^32", append(testutil.RawHeader(m, 1, wire.CmdSetLVB, 0, 0xfffffff0, 0, 0, 0), make([]byte, 128)...)},
+		{"truncated lockspace", append(testutil.RawHeader(m, 1, wire.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 100)...)},
+		{"truncated host_status", append(testutil.RawHeader(m, 1, wire.CmdHostStatus, 0, 32, 0, 0, 0), make([]byte, 1103)...)},
+		{"truncated disk", append(testutil.RawHeader(m, 1, wire.CmdAlign, 0, 32+1040, 0, 0, 0), make([]byte, 1039)...)},
+		{"half header", testutil.RawHeader(m, 1, wire.CmdVersion, 0, 32, 0, 0, 0)[:17]},
 	}
 	for _, tc := range cases {
 		c := td.dial()
 		_, err := c.Write(tc.b)
 		require.NoError(t, err, tc.name)
 		require.NoError(t, c.CloseWrite(), tc.name)
-		got := readAllTimeout(t, c, 5*time.Second)
+		got := testutil.ReadAllTimeout(t, c, 5*time.Second)
 		assert.Empty(t, got, "%s: daemon must not answer", tc.name)
 		td.mustVersion()
 	}
@@ -87,23 +88,23 @@ func TestPayloadResultErrors(t *testing.T) {
 	// an unregistered self gets -EBUSY and an unknown pid -ESRCH, whatever
 	// the payload.
 	u := td.dial()
-	_, err := u.Write(header(m, 1, wire.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
+	_, err := u.Write(testutil.RawHeader(m, 1, wire.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
 	require.NoError(t, err)
 	p, err := wire.ReadReply(u, wire.CmdAcquire)
 	require.NoError(t, err)
 	assert.Equal(t, int32(rescode.RvEBUSY), p.Result())
-	_, err = u.Write(header(m, 1, wire.CmdAcquire, 0, 32+56, 5, 9, 999999))
+	_, err = u.Write(testutil.RawHeader(m, 1, wire.CmdAcquire, 0, 32+56, 5, 9, 999999))
 	require.NoError(t, err)
 	p, err = wire.ReadReply(u, wire.CmdAcquire)
 	require.NoError(t, err)
 	assert.Equal(t, int32(rescode.RvESRCH), p.Result())
 
 	c := td.dial()
-	_, err = c.Write(header(m, 1, wire.CmdRegister, 0, 32, 0, 0, 0))
+	_, err = c.Write(testutil.RawHeader(m, 1, wire.CmdRegister, 0, 32, 0, 0, 0))
 	require.NoError(t, err)
 	// ACQUIRE with 2^32-1 resources from a registered client: answered
 	// with -E2BIG like sanlock, nothing allocated, connection kept.
-	_, err = c.Write(header(m, 1, wire.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
+	_, err = c.Write(testutil.RawHeader(m, 1, wire.CmdAcquire, 0, 32+56, 5, 0xffffffff, 0xffffffff))
 	require.NoError(t, err)
 	p, err = wire.ReadReply(c, wire.CmdAcquire)
 	require.NoError(t, err)
@@ -116,7 +117,7 @@ func TestPayloadResultErrors(t *testing.T) {
 	r0 := wire.Resource{LockspaceName: "LS", Name: "R1", LVer: 5}
 	r0b, err := r0.AppendBinary(nil)
 	require.NoError(t, err)
-	_, err = c.Write(append(header(m, 1, wire.CmdReadResource, 0, uint32(32+len(r0b)), 0, 0, 0), r0b...))
+	_, err = c.Write(append(testutil.RawHeader(m, 1, wire.CmdReadResource, 0, uint32(32+len(r0b)), 0, 0, 0), r0b...))
 	require.NoError(t, err)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	p, err = wire.ReadReply(c, wire.CmdReadResource)
@@ -132,7 +133,7 @@ func TestPayloadResultErrors(t *testing.T) {
 	rb, err := res.AppendBinary(nil)
 	require.NoError(t, err)
 	binary.LittleEndian.PutUint32(rb[124:], 9)
-	msg := append(header(m, 1, wire.CmdRequest, 0, uint32(32+len(rb)+200), 0, 0, 0), rb...)
+	msg := append(testutil.RawHeader(m, 1, wire.CmdRequest, 0, uint32(32+len(rb)+200), 0, 0, 0), rb...)
 	msg = append(msg, make([]byte, 200)...)
 	_, err = c.Write(msg)
 	require.NoError(t, err)
@@ -141,7 +142,7 @@ func TestPayloadResultErrors(t *testing.T) {
 	assert.Equal(t, int32(rescode.RvERANGE), p.Result())
 
 	// Same connection still in sync.
-	_, err = c.Write(header(m, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
+	_, err = c.Write(testutil.RawHeader(m, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
 	require.NoError(t, err)
 	p, err = wire.ReadReply(c, wire.CmdVersion)
 	require.NoError(t, err)
@@ -151,7 +152,7 @@ func TestPayloadResultErrors(t *testing.T) {
 func TestStalledPayloadDoesNotBlockOthers(t *testing.T) {
 	td := startDaemon(t, nil)
 	c := td.dial()
-	_, err := c.Write(append(header(wire.Magic, 1, wire.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 10)...))
+	_, err := c.Write(append(testutil.RawHeader(wire.Magic, 1, wire.CmdAddLockspace, 0, 32+1104, 0, 0, 0), make([]byte, 10)...))
 	require.NoError(t, err)
 	for range 10 {
 		td.mustVersion()
@@ -173,7 +174,7 @@ func TestRestrictAllIgnoresCommands(t *testing.T) {
 	defer reg.Close()
 	require.NoError(t, reg.Restrict(wire.RestrictAll))
 	c := reg.Conn()
-	_, err = c.Write(header(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
+	_, err = c.Write(testutil.RawHeader(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
 	require.NoError(t, err)
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
 	var b [1]byte
@@ -230,7 +231,7 @@ func TestRandomMessages(t *testing.T) {
 				msg[j] = byte(rng.Uint32())
 			}
 		case 1: // valid header, random fields
-			msg = header(wire.Magic, rng.Uint32()&0x3, wire.Cmd(rng.IntN(45)), rng.Uint32(),
+			msg = testutil.RawHeader(wire.Magic, rng.Uint32()&0x3, wire.Cmd(rng.IntN(45)), rng.Uint32(),
 				randLength(rng), rng.Uint32(), rng.Uint32(), rng.Uint32())
 			msg = append(msg, make([]byte, rng.IntN(2400))...)
 		default: // a valid message, mutated and/or truncated

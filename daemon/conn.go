@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -145,7 +146,7 @@ func (c *Conn) Name() string {
 func (c *Conn) SetName(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.name = truncName(name)
+	c.name = config.TruncName(name)
 }
 
 // Restricted returns the RESTRICT flags.
@@ -360,7 +361,7 @@ func (c *Conn) dispatch(q *wire.Request) error {
 		_ = c.Reply(q, -38)
 		return errCloseConn
 	}
-	if cmd != wire.CmdRegister && s.cfg.debugCmd(cmd) {
+	if cmd != wire.CmdRegister && s.cfg.DebugCmd(cmd) {
 		s.lg.Debug(fmt.Sprintf("cmd_%s %d,%d", cmd.DebugName(), c.slot, c.fd))
 	}
 	err := r.h(s.ctx, c, q)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
 const envHelperRunDir = "GOSANLOCK_TEST_DAEMONIZE_DIR"
@@ -23,7 +24,7 @@ func TestDaemonizeHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process only")
 	}
-	cfg := testConfig(dir)
+	cfg := testutil.DaemonConfig(dir)
 	parent, err := Daemonize(cfg)
 	if err != nil {
 		os.Exit(3)
@@ -43,7 +44,7 @@ func TestDaemonize(t *testing.T) {
 	if os.Getenv(envHelperRunDir) != "" {
 		t.Skip("nested")
 	}
-	dir := shortTempDir(t)
+	dir := testutil.ShortTempDir(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDaemonizeHelper$")
 	cmd.Env = append(os.Environ(), envHelperRunDir+"="+dir)
 	require.NoError(t, cmd.Run(), "the foreground process must exit 0")

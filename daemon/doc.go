@@ -7,7 +7,7 @@
 //
 // The CLI (cmd/) does, in order:
 //
-//  1. cfg := DefaultConfig(); apply each sanlock.conf key with
+//  1. cfg := config.DefaultConfig() (package daemon/config); apply each sanlock.conf key with
 //     cfg.ApplyConfigKey, each daemon option with cfg.ApplyOption, then
 //     cfg.ApplyEnv(nil) (SANLOCK_RUN_DIR, SANLOCK_PRIVILEGED).
 //  2. If Daemonize(cfg) reports parent, exit 0 (the background child runs
@@ -37,13 +37,15 @@
 //
 // # Logging
 //
-// The logger is zap with custom cores that write sanlock lines
+// The logger is zap with the cores of package internal/sanlog, which write
+// sanlock lines
 //
 //	2026-11-22 08:33:40 437 [9457]: sanlock daemon started 3.8.5 host a5f2...vm (vm)
 //
-// (local time, CLOCK_MONOTONIC seconds, thread id = daemon pid unless a TID
-// field is given, then LogPrefix and the message; other fields follow as
-// key=value). Sinks: the log file at -L priority, syslog at -S priority,
-// stderr with -D and the 1 MiB ring returned by LOG_DUMP. zap levels map to
-// priorities by Priority.
+// (local time, CLOCK_MONOTONIC seconds, thread id = daemon pid unless a
+// sanlog.TID field is given, then sanlog.Prefix and the message; other
+// fields follow as key=value). Sinks: the log file at -L priority, syslog
+// at -S priority, stderr with -D and the 1 MiB ring returned by LOG_DUMP.
+// zap levels map to priorities by sanlog.Priority. The settings are package
+// daemon/config's.
 package daemon

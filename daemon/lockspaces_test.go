@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,23 +11,11 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
-
-// leaseFile returns a zero-filled file of size bytes under /var/tmp (O_DIRECT
-// does not work on tmpfs).
-func leaseFile(t *testing.T, size int64) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/var/tmp", "gsls")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	p := filepath.Join(dir, "leases")
-	require.NoError(t, os.WriteFile(p, nil, 0o644))
-	require.NoError(t, os.Truncate(p, size))
-	return p
-}
 
 // startLS starts an in-process daemon with the real lockspace manager.
 func startLS(t *testing.T, host string, lcfg manager.LockspacesConfig) (*testDaemon, *manager.Lockspaces) {
@@ -43,14 +29,12 @@ func startLS(t *testing.T, host string, lcfg manager.LockspacesConfig) (*testDae
 	return td, m.Lockspaces
 }
 
-func code(err error) int { return client.ErrorCode(err) }
-
 func TestAddLockspaceErrors(t *testing.T) {
 	t.Parallel()
 	td, _ := startLS(t, "hostA", manager.LockspacesConfig{})
 	cl := td.cl
-	zero := leaseFile(t, 1<<20)
-	good := leaseFile(t, 1<<20)
+	zero := testutil.LeaseFile(t, 1<<20)
+	good := testutil.LeaseFile(t, 1<<20)
 	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: good}}, 0, 1))
 	for _, tc := range []struct {
 		name string
@@ -65,12 +49,12 @@ func TestAddLockspaceErrors(t *testing.T) {
 		{"host_id too big", wire.Lockspace{Name: "LS", HostID: 2001, Disk: wire.Disk{Path: good}}, client.SanlkAddLSInvalidHostID},
 		{"wrong name", wire.Lockspace{Name: "LX", HostID: 1, Disk: wire.Disk{Path: good}}, client.SanlkLeaderLockspace},
 	} {
-		assert.Equal(t, tc.want, code(cl.AddLockspace(&tc.ls, 0, 1)), tc.name)
+		assert.Equal(t, tc.want, testutil.Code(cl.AddLockspace(&tc.ls, 0, 1)), tc.name)
 	}
 	assert.Equal(t, 0, td.srv.deps.Lockspaces.Count())
 	_, _, err := cl.ReadLockspace(&wire.Lockspace{Disk: wire.Disk{Path: zero}})
-	t.Logf("read_lockspace of a zero file: %d", code(err))
-	assert.Equal(t, rescode.RvENODEV, code(cl.WriteLockspace(&wire.Lockspace{Name: "LS"}, 0, 1)))
+	t.Logf("read_lockspace of a zero file: %d", testutil.Code(err))
+	assert.Equal(t, rescode.RvENODEV, testutil.Code(cl.WriteLockspace(&wire.Lockspace{Name: "LS"}, 0, 1)))
 }
 
 // hangDev is a device whose I/O blocks until the context ends.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 
@@ -44,7 +45,7 @@ func TestResolveMetricsAddress(t *testing.T) {
 }
 
 func TestMetricsAddressConfig(t *testing.T) {
-	c := DefaultConfig()
+	c := config.DefaultConfig()
 	assert.Empty(t, c.MetricsAddress, "metrics are opt-in")
 	require.True(t, c.ApplyConfigKey("metrics_address", "127.0.0.1:9310"))
 	assert.Equal(t, "127.0.0.1:9310", c.MetricsAddress)

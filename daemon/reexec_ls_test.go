@@ -17,6 +17,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -35,7 +36,7 @@ func startProcDaemon(t *testing.T, args ...string) *procDaemon {
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "sanlock")
 	require.NoError(t, os.WriteFile(bin, good, 0o755))
-	d := &procDaemon{t: t, bin: bin, dir: shortTempDir(t)}
+	d := &procDaemon{t: t, bin: bin, dir: testutil.ShortTempDir(t)}
 	logf, err := os.Create(filepath.Join(d.dir, "daemon.out"))
 	require.NoError(t, err)
 	t.Cleanup(func() { logf.Close() })
@@ -140,7 +141,7 @@ func (d *procDaemon) renewals(name string) []uint64 {
 // n resources R0.. after it.
 func lockspaceFile(t *testing.T, n int) string {
 	t.Helper()
-	path := leaseFile(t, int64(n+1)<<20)
+	path := testutil.LeaseFile(t, int64(n+1)<<20)
 	dev, err := diskfmt.OpenFile(path)
 	require.NoError(t, err)
 	defer dev.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -33,7 +34,7 @@ func TestReexecProcess(t *testing.T) {
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "sanlock")
 	require.NoError(t, os.WriteFile(bin, good, 0o755))
-	dir := shortTempDir(t)
+	dir := testutil.ShortTempDir(t)
 	var stderr bytes.Buffer
 	logf, err := os.Create(filepath.Join(dir, "daemon.out"))
 	require.NoError(t, err)
@@ -87,7 +88,7 @@ func TestReexecProcess(t *testing.T) {
 	require.Eventually(t, registered, 10*time.Second, 10*time.Millisecond)
 
 	// A python3-sanlock holder registers too and inquires at the end.
-	py := pythonSanlock(t)
+	py := testutil.PythonSanlock(t)
 	pycmd := exec.Command(py, "-c", `
 import sanlock, sys
 fd = sanlock.register()
@@ -191,18 +192,4 @@ func gone(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
-}
-
-// pythonSanlock returns a python3 that can import the python3-sanlock
-// binding, or skips the test (the real-client tests in daemon/interop use
-// the same rule).
-func pythonSanlock(t *testing.T) string {
-	t.Helper()
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(py, "-c", "import sanlock").Run() == nil {
-			return py
-		}
-	}
-	t.Skip("python3-sanlock not installed")
-	return ""
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -152,7 +153,7 @@ func TestReexecFails(t *testing.T) {
 	}
 	// The same through the command: the error and its reason come back.
 	err := f.td.cl.Reexec("/bin/false")
-	assert.Equal(t, rescode.RvEAGAIN, code(err))
+	assert.Equal(t, rescode.RvEAGAIN, testutil.Code(err))
 	assert.Contains(t, err.Error(), "handover to /bin/false failed at ready")
 	f.intact(t)
 	// Our own binary, which cannot open the lease file (renamed away):
@@ -171,7 +172,7 @@ func TestReexecFails(t *testing.T) {
 	require.NoError(t, os.Rename(f.rc.path, f.rc.path+".away"))
 	err = f.td.cl.Reexec(reexecBinary(t))
 	require.NoError(t, os.Rename(f.rc.path+".away", f.rc.path))
-	assert.Equal(t, rescode.RvEAGAIN, code(err))
+	assert.Equal(t, rescode.RvEAGAIN, testutil.Code(err))
 	assert.Contains(t, err.Error(), "failed at commit")
 	f.intact(t)
 	require.Eventually(t, func() bool { return lastRenewal() > before }, 10*time.Second, 50*time.Millisecond,

@@ -1,16 +1,11 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -26,20 +21,9 @@ type resCluster struct {
 
 func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...func(*Config)) *resCluster {
 	t.Helper()
-	path := leaseFile(t, int64(nres+1)<<20)
-	dev, err := diskfmt.OpenFile(path)
-	require.NoError(t, err)
-	ctx := context.Background()
-	require.NoError(t, diskfmt.WriteLockspace(ctx, dev, 0, 0, "LS", 1))
-	for i := 0; i < nres; i++ {
-		g, err := diskfmt.GeometryForWrite(0, dev.SectorSize())
-		require.NoError(t, err)
-		require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: dev, Offset: int64(i+1) << 20}}, 0,
-			diskfmt.PaxosInit{Geometry: g, SpaceName: "LS", ResourceName: fmt.Sprintf("R%d", i)}))
-	}
-	require.NoError(t, dev.Close())
+	path := testutil.ResourceFile(t, nres)
 	rc := &resCluster{path: path}
-	var wg sync.WaitGroup
+	joins := testutil.NewJoins(t, path)
 	for i := 0; i < hosts; i++ {
 		m := manager.New(mcfg)
 		td := startDaemon(t, func(c *Config, d *Deps) {
@@ -50,20 +34,13 @@ func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...f
 			}
 		})
 		td.cl.Timeout = 30 * time.Second
-		ls := &wire.Lockspace{Name: "LS", HostID: uint64(i + 1), Disk: wire.Disk{Path: path}}
-		rc.tds, rc.ls = append(rc.tds, td), append(rc.ls, ls)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			assert.NoError(t, td.cl.AddLockspace(ls, 0, 1))
-		}()
+		rc.tds = append(rc.tds, td)
+		joins.Add(td.cl)
 	}
-	wg.Wait()
-	require.False(t, t.Failed())
+	rc.ls = joins.Wait()
 	return rc
 }
 
 func (rc *resCluster) res(i int, flags uint32) wire.Resource {
-	return wire.Resource{LockspaceName: "LS", Name: fmt.Sprintf("R%d", i), Flags: flags,
-		Disks: []wire.Disk{{Path: rc.path, Offset: uint64(i+1) << 20}}}
+	return testutil.Resource(rc.path, i, flags)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
@@ -95,7 +96,7 @@ func (nopClose) Close() error { return nil }
 // in-memory listener, inside a synctest bubble; it stops with the test.
 func serveInMemory(t *testing.T, mg *manager.Manager, host string) (*pipeListener, *observer.ObservedLogs) {
 	t.Helper()
-	cfg := testConfig(t.TempDir())
+	cfg := testutil.DaemonConfig(t.TempDir())
 	cfg.OurHostName = host
 	core, logs := observer.New(zapcore.DebugLevel)
 	s := New(cfg, Deps{Manager: mg, LogCore: core, Stderr: io.Discard})

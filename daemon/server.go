@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/internal/process"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -75,8 +77,8 @@ type Server struct {
 
 	ln     net.Listener // a *net.UnixListener, except with Serve
 	lnFD   int
-	fds    *fdGuard // descriptor rules (nofile.go); nil before Start
-	nofile uint64   // soft RLIMIT_NOFILE after the raise at start
+	fds    *process.FDGuard // descriptor rules (fdrules.go); nil before Start
+	nofile uint64           // soft RLIMIT_NOFILE after the raise at start
 	lockf  *os.File
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -155,7 +157,7 @@ func (s *Server) LogDump() []byte {
 	if s.logs == nil {
 		return nil
 	}
-	return bytes.TrimSuffix(s.logs.ring.Dump(), []byte("\n"))
+	return bytes.TrimSuffix(s.logs.Ring.Dump(), []byte("\n"))
 }
 
 // Done is closed when the server has stopped.
@@ -186,46 +188,50 @@ func (s *Server) Start() (err error) {
 		}
 	}()
 
-	for _, w := range cfg.idWarnings {
+	for _, w := range cfg.IDWarnings() {
 		s.lg.Warn(w)
 	}
 	s.nofile = raiseNofile()
 	s.lg.Debug(fmt.Sprintf("descriptor limit %d", s.nofile))
 	if cfg.Privileged {
-		if err := setLimits(); err != nil {
+		if err := process.SetLimits(); err != nil {
 			return err
 		}
 	}
-	if cfg.RunDir != DefaultRunDir {
+	if cfg.RunDir != config.DefaultRunDir {
 		s.lg.Warn(fmt.Sprintf("Using non-standard run directory '%s'", cfg.RunDir))
 	}
 	if !cfg.Privileged {
 		s.lg.Warn("Running in unprivileged mode")
 	}
 
-	if err := prepareRunDir(cfg); err != nil {
+	runGID := cfg.GID
+	if cfg.Privileged {
+		runGID = 0
+	}
+	if err := process.PrepareRunDir(cfg.RunDir, cfg.UID, runGID); err != nil {
 		return err
 	}
-	if s.lockf, err = lockFile(cfg.RunDir); err != nil {
+	if s.lockf, err = process.LockPidFile(filepath.Join(cfg.RunDir, PidFileName)); err != nil {
 		return err
 	}
 
 	s.nodename = Nodename()
 	s.hostName = cfg.OurHostName
 	if s.hostName == "" {
-		if s.hostName, err = GenerateHostName(s.nodename); err != nil {
+		if s.hostName, err = process.GenerateHostName(s.nodename); err != nil {
 			return fmt.Errorf("cannot generate host name: %w", err)
 		}
 	}
 
 	if cfg.Privileged && (cfg.UserName != "" || cfg.GroupName != "") {
-		if err := dropPrivileges(cfg); err != nil {
+		if err := process.DropPrivileges(cfg.UserName, cfg.UID, cfg.GID); err != nil {
 			return err
 		}
 	}
 
 	msg := fmt.Sprintf("sanlock daemon started %s host %s (%s)", Version, s.hostName, s.nodename)
-	if cfg.WatchdogFireTimeout != DefaultWatchdogFireTimeout {
+	if cfg.WatchdogFireTimeout != config.DefaultWatchdogFireTimeout {
 		msg += fmt.Sprintf(" watchdog_fire_timeout %d", cfg.WatchdogFireTimeout)
 	}
 	s.lg.Warn(msg)
@@ -245,7 +251,7 @@ func (s *Server) Start() (err error) {
 // startManager binds the lease manager to the running daemon.
 func (s *Server) startManager() {
 	if mg := s.deps.Manager; mg != nil {
-		mg.Start(manager.Env{Log: s.lg, Context: s.ctx, HostName: s.hostName, Settings: s.cfg.managerSettings(),
+		mg.Start(manager.Env{Log: s.lg, Context: s.ctx, HostName: s.hostName, Settings: managerSettings(&s.cfg),
 			Clients: s, GuardOpen: s.guardOpen, OnRenewal: s.renewalHook})
 	}
 }
@@ -270,7 +276,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.hostName = s.cfg.OurHostName
 	if s.hostName == "" {
 		var err error
-		if s.hostName, err = GenerateHostName(s.nodename); err != nil {
+		if s.hostName, err = process.GenerateHostName(s.nodename); err != nil {
 			err = fmt.Errorf("cannot generate host name: %w", err)
 			s.lg.Error(err.Error())
 			s.releaseStartup()
@@ -296,11 +302,11 @@ func (s *Server) releaseStartup() {
 		s.lockf = nil
 	}
 	if s.fds != nil {
-		s.fds.close()
+		s.fds.Close()
 	}
 	s.cancel()
 	if s.logs != nil {
-		s.logs.close()
+		s.logs.Close()
 	}
 }
 
@@ -352,7 +358,7 @@ func (s *Server) acceptLoop() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			if isFDExhausted(err) && s.fds != nil && s.acceptExhausted() {
+			if process.IsFDExhausted(err) && s.fds != nil && s.acceptExhausted() {
 				delay = 0
 				continue
 			}

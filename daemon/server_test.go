@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -37,7 +38,7 @@ func TestVersion(t *testing.T) {
 	// connection stays open (docs/protocol.md "Header checks", "Commands" #28).
 	c := td.dial()
 	for _, v := range []uint32{0, 1, 0x00020000} {
-		_, err := c.Write(header(wire.Magic, v, wire.CmdVersion, 7, 32, 9, 5, 6))
+		_, err := c.Write(testutil.RawHeader(wire.Magic, v, wire.CmdVersion, 7, 32, 9, 5, 6))
 		require.NoError(t, err)
 		p, err := wire.ReadReply(c, wire.CmdVersion)
 		require.NoError(t, err)
@@ -76,8 +77,8 @@ func TestStartupFilesAndLog(t *testing.T) {
 }
 
 func TestRunDirCreated(t *testing.T) {
-	parent := shortTempDir(t)
-	cfg := testConfig(parent)
+	parent := testutil.ShortTempDir(t)
+	cfg := testutil.DaemonConfig(parent)
 	cfg.RunDir = filepath.Join(parent, "run")
 	cfg.LogFile = ""
 	s := New(cfg, Deps{})
@@ -90,7 +91,7 @@ func TestRunDirCreated(t *testing.T) {
 
 func TestSingleInstance(t *testing.T) {
 	td := startDaemon(t, nil)
-	cfg := testConfig(td.dir)
+	cfg := testutil.DaemonConfig(td.dir)
 	s2 := New(cfg, Deps{})
 	err := s2.Start()
 	require.Error(t, err)
@@ -208,9 +209,9 @@ func TestShutdown(t *testing.T) {
 	// Forced wait: the manager drops lockspaces, the final header comes at
 	// exit (all zero but magic, version, length).
 	c := td.dial()
-	_, err = c.Write(header(wire.Magic, 1, wire.CmdShutdownWait, 0, 32, 0, 1, 0))
+	_, err = c.Write(testutil.RawHeader(wire.Magic, 1, wire.CmdShutdownWait, 0, 32, 0, 1, 0))
 	require.NoError(t, err)
-	b := readAllTimeout(t, c, 10*time.Second)
+	b := testutil.ReadAllTimeout(t, c, 10*time.Second)
 	want := wire.ShutdownWaitFinalReply()
 	assert.Equal(t, want.Bytes(), b)
 	<-td.srv.Done()
@@ -230,8 +231,8 @@ func TestShutdownNoLockspaces(t *testing.T) {
 }
 
 func TestRunSignals(t *testing.T) {
-	dir := shortTempDir(t)
-	cfg := testConfig(dir)
+	dir := testutil.ShortTempDir(t)
+	cfg := testutil.DaemonConfig(dir)
 	ls := &countingLockspaces{n: 1}
 	errc := make(chan error, 1)
 	go func() { errc <- Run(context.Background(), cfg, Deps{Lockspaces: ls}) }()
@@ -261,13 +262,13 @@ func TestRunSignals(t *testing.T) {
 func TestRunContextAndStartError(t *testing.T) {
 	td := startDaemon(t, nil)
 	// A second Run on the same run dir fails at once with the lock error.
-	err := Run(context.Background(), testConfig(td.dir), Deps{})
+	err := Run(context.Background(), testutil.DaemonConfig(td.dir), Deps{})
 	assert.True(t, errors.Is(err, ErrLocked), "%v", err)
 
-	dir := shortTempDir(t)
+	dir := testutil.ShortTempDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- Run(ctx, testConfig(dir), Deps{}) }()
+	go func() { errc <- Run(ctx, testutil.DaemonConfig(dir), Deps{}) }()
 	cl, _ := client.Dial(dir)
 	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 10*time.Second, 10*time.Millisecond)
 	cancel()
@@ -356,15 +357,15 @@ func TestConnectionTableFull(t *testing.T) {
 	td := startDaemon(t, func(c *Config, _ *Deps) { c.MaxConns = 4 }) // slots 2 and 3
 	a, b := td.dial(), td.dial()
 	for _, c := range []*net.UnixConn{a, b} {
-		_, err := c.Write(header(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
+		_, err := c.Write(testutil.RawHeader(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
 		require.NoError(t, err)
 		_, err = wire.ReadReply(c, wire.CmdVersion)
 		require.NoError(t, err)
 	}
 	// A third connection is closed at once.
 	c := td.dial()
-	_, _ = c.Write(header(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
-	assert.Empty(t, readAllTimeout(t, c, 5*time.Second))
+	_, _ = c.Write(testutil.RawHeader(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
+	assert.Empty(t, testutil.ReadAllTimeout(t, c, 5*time.Second))
 	// A freed slot is reused.
 	a.Close()
 	require.Eventually(t, func() bool { _, _, err := td.cl.Version(); return err == nil }, 5*time.Second, 5*time.Millisecond)

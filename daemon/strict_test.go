@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -14,7 +16,7 @@ import (
 // sanlock 3.8.5 and our daemon are in daemon/interop (TestStrictPeerPython).
 
 func TestStrictPeerConfig(t *testing.T) {
-	c := DefaultConfig()
+	c := config.DefaultConfig()
 	assert.False(t, c.StrictPeer, "off by default (3.8.5 behaviour)")
 	assert.True(t, c.ApplyConfigKey("strict_peer", "1"))
 	assert.True(t, c.StrictPeer)
@@ -58,7 +60,7 @@ func TestStrictPolicy(t *testing.T) {
 }
 
 func TestStrictAllowed(t *testing.T) {
-	cfg := testConfig(shortTempDir(t))
+	cfg := testutil.DaemonConfig(testutil.ShortTempDir(t))
 	cfg.SetIDs(0, 4242)
 	cfg.StrictPeer = true
 	s := New(cfg, Deps{})

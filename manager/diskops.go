@@ -105,49 +105,45 @@ func (d *DiskOps) openDisks(res *wire.Resource, ioTimeout int) ([]diskfmt.Resour
 // resultOf maps an error to the result sent in a reply.
 func resultOf(err error) int32 { return int32(rescode.CodeOf(err)) }
 
+// resultErr is err as the result code it is sent as (nil for none): the
+// error value the manager's API returns.
+func resultErr(err error) error { return codeErr(resultOf(err)) }
+
 // WriteResource initialises the lease of res on its disks (WRITE_RESOURCE,
 // docs/protocol.md "Commands" #19): numHosts is num_hosts (what libsanlock
 // calls max_hosts); clear writes an invalidated lease (SANLK_WRITE_CLEAR).
 func (d *DiskOps) WriteResource(ctx context.Context, res wire.Resource, numHosts uint32, clear bool) error {
-	return codeErr(d.doWriteResource(ctx, res, numHosts, clear))
-}
-
-func (d *DiskOps) doWriteResource(ctx context.Context, res wire.Resource, numHosts uint32, clearIt bool) int32 {
 	disks, closeAll, rv := d.openDisks(&res, d.writeInitIO)
 	defer closeAll()
 	if rv < 0 {
-		return rv
+		return codeErr(rv)
 	}
 	p := diskfmt.PaxosInit{SpaceName: res.LockspaceName, ResourceName: res.Name, NumHosts: uint64(numHosts)}
-	if clearIt {
+	if clear {
 		p.Clear, p.ClearTime = true, monoSeconds()
 	}
-	return resultOf(diskfmt.WriteResource(ctx, disks, res.Flags, p))
+	return resultErr(diskfmt.WriteResource(ctx, disks, res.Flags, p))
 }
 
 // ReadResource reads the leader of the lease of res (READ_RESOURCE,
 // docs/protocol.md "Commands" #21, docs/paxos.md "read_resource"): on
 // success res gets the names and lver of the leader and its size flags.
 func (d *DiskOps) ReadResource(ctx context.Context, res *wire.Resource) error {
-	return codeErr(d.doReadResource(ctx, res))
-}
-
-func (d *DiskOps) doReadResource(ctx context.Context, res *wire.Resource) int32 {
 	disks, closeAll, rv := d.openDisks(res, 0)
 	defer closeAll()
 	if rv < 0 {
-		return rv
+		return codeErr(rv)
 	}
 	dev := &dkReadErrDev{Device: disks[0].Dev}
 	ld, flags, err := paxos.ReadResource(ctx, dev, disks[0].Offset, res.LockspaceName, res.Name, res.Flags)
 	if err != nil {
-		return dkReadResult(dev.err, err)
+		return dkReadErr(dev.err, err)
 	}
 	res.LockspaceName = diskfmt.NameString(ld.SpaceName[:])
 	res.Name = diskfmt.NameString(ld.ResourceName[:])
 	res.LVer = ld.Lver
 	res.Flags = flags
-	return 0
+	return nil
 }
 
 // ReadResourceOwners lists the owners of the lease of res
@@ -155,25 +151,20 @@ func (d *DiskOps) doReadResource(ctx context.Context, res *wire.Resource) int32 
 // "read_resource_owners"): res gets the lver of the leader and SHARED when
 // some holder is shared.
 func (d *DiskOps) ReadResourceOwners(ctx context.Context, res *wire.Resource) ([]paxos.Owner, error) {
-	o, rv := d.doReadResourceOwners(ctx, res)
-	return o, codeErr(rv)
-}
-
-func (d *DiskOps) doReadResourceOwners(ctx context.Context, res *wire.Resource) ([]paxos.Owner, int32) {
 	disks, closeAll, rv := d.openDisks(res, 0)
 	defer closeAll()
 	if rv < 0 {
-		return nil, rv
+		return nil, codeErr(rv)
 	}
 	own, err := dkReadOwners(ctx, disks[0].Dev, disks[0].Offset, res)
 	if err != nil {
-		return nil, resultOf(err)
+		return nil, resultErr(err)
 	}
 	res.LVer = own.Lver
 	if own.Shared {
 		res.Flags |= wire.ResShared
 	}
-	return own.Owners, 0
+	return own.Owners, nil
 }
 
 // dkReadOwners reads the owners of the lease at off the way sanlock 3.8.5
@@ -248,20 +239,20 @@ func (d *dkReadErrDev) ReadAt(ctx context.Context, p []byte, off int64) error {
 	return err
 }
 
-// dkReadResult is the result sanlock gives for a failed read: -EMSGSIZE
+// dkReadErr is the result sanlock gives for a failed read: -EMSGSIZE
 // for a read past the end of the device, the errno of the read (e.g.
 // -EINVAL for an O_DIRECT read at an unaligned offset), or else the
 // result the paxos layer found.
-func dkReadResult(readErr, err error) int32 {
+func dkReadErr(readErr, err error) error {
 	switch c := rescode.CodeOf(readErr); {
 	case readErr == nil || c == rescode.ErrAIOTimeout:
-		return resultOf(err)
+		return resultErr(err)
 	case diskfmt.IsShortRead(readErr):
-		return int32(rvEMSGSIZE)
+		return codeErr(int32(rvEMSGSIZE))
 	case c < 0 && c > -200:
-		return int32(c)
+		return codeErr(int32(c))
 	}
-	return resultOf(err)
+	return resultErr(err)
 }
 
 // monoSeconds is CLOCK_MONOTONIC in whole seconds (the timestamp of a

@@ -17,17 +17,15 @@ import (
 // message is closed and dropped, as sanlock does.
 
 // RegEvent adds c as a listener of lockspace name (REG_EVENT).
-func (m *Lockspaces) RegEvent(name string, c Listener) error { return codeErr(m.regEvent(name, c)) }
-
-func (m *Lockspaces) regEvent(name string, c Listener) int32 {
+func (m *Lockspaces) RegEvent(name string, c Listener) error {
 	if name == "" {
-		return rescode.RvEINVAL
+		return rescode.ErrEINVAL
 	}
 	m.mu.Lock()
 	sp := m.byName(listSpaces, name)
 	if sp == nil {
 		m.mu.Unlock()
-		return rescode.RvENOENT
+		return rescode.ErrENOENT
 	}
 	full := len(sp.listeners) >= maxEventListeners
 	m.mu.Unlock()
@@ -37,13 +35,13 @@ func (m *Lockspaces) regEvent(name string, c Listener) int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if sp.list != listSpaces {
-		return rescode.RvENOENT
+		return rescode.ErrENOENT
 	}
 	if len(sp.listeners) >= maxEventListeners {
-		return rescode.RvENOCSI
+		return rescode.ErrENOCSI
 	}
 	sp.listeners = append(sp.listeners, c)
-	return 0
+	return nil
 }
 
 // DropListener removes c from name's listeners (the REG_EVENT reply could
@@ -68,20 +66,18 @@ func (sp *space) removeListener(c Listener) bool {
 }
 
 // EndEvent answers END_EVENT: drop the listeners that ended.
-func (m *Lockspaces) EndEvent(name string) error { return codeErr(m.endEvent(name)) }
-
-func (m *Lockspaces) endEvent(name string) int32 {
+func (m *Lockspaces) EndEvent(name string) error {
 	if name == "" {
-		return rescode.RvEINVAL
+		return rescode.ErrEINVAL
 	}
 	m.mu.Lock()
 	sp := m.byName(listSpaces, name)
 	m.mu.Unlock()
 	if sp == nil {
-		return rescode.RvENOENT
+		return rescode.ErrENOENT
 	}
 	m.pruneListeners(sp)
-	return 0
+	return nil
 }
 
 // pruneListeners does a non-blocking 4-byte read on every listener and

@@ -21,25 +21,21 @@ func ioTimeoutCtx(ctx context.Context, secs int) (context.Context, context.Cance
 // docs/protocol.md "Commands" #18); io is the io_timeout written into the
 // leases (0: the default).
 func (m *Lockspaces) WriteLockspace(ctx context.Context, ls wire.Lockspace, io uint32) error {
-	return codeErr(m.writeLockspace(ctx, ls, io))
-}
-
-func (m *Lockspaces) writeLockspace(ctx context.Context, ls wire.Lockspace, io uint32) int32 {
 	if ls.Disk.Path == "" {
-		return rescode.RvENODEV
+		return rescode.ErrENODEV
 	}
 	if io == 0 {
 		io = DefaultIOTimeout // 3.8.5: the daemon's -o is not a default here
 	}
 	dev, err := m.cfg.Open(ls.Disk.Path)
 	if err != nil {
-		return rescode.RvENODEV
+		return rescode.ErrENODEV
 	}
 	defer dev.Close()
 	ioctx, cancel := ioTimeoutCtx(ctx, m.conf().WriteInitIOTimeout)
 	defer cancel()
 	err = diskfmt.WriteLockspace(ioctx, dev, int64(ls.Disk.Offset), ls.Flags, ls.Name, uint16(io))
-	return int32(rescode.CodeOf(err))
+	return resultErr(err)
 }
 
 // ReadLockspace reads the delta lease of host_id (1 when 0) of ls
@@ -47,20 +43,15 @@ func (m *Lockspaces) writeLockspace(ctx context.Context, ls wire.Lockspace, io u
 // name and size flags, and the lease's io_timeout. The lockspace is
 // returned on error too.
 func (m *Lockspaces) ReadLockspace(ctx context.Context, ls wire.Lockspace) (wire.Lockspace, uint32, error) {
-	out, io, rv := m.readLockspace(ctx, ls)
-	return out, io, codeErr(rv)
-}
-
-func (m *Lockspaces) readLockspace(ctx context.Context, ls wire.Lockspace) (wire.Lockspace, uint32, int32) {
 	if ls.HostID == 0 {
 		ls.HostID = 1
 	}
 	if ls.Disk.Path == "" {
-		return ls, 0, rescode.RvENODEV
+		return ls, 0, rescode.ErrENODEV
 	}
 	dev, err := m.cfg.Open(ls.Disk.Path)
 	if err != nil {
-		return ls, 0, rescode.RvENODEV
+		return ls, 0, rescode.ErrENODEV
 	}
 	defer dev.Close()
 	ioctx, cancel := ioTimeoutCtx(ctx, DefaultIOTimeout)
@@ -70,22 +61,22 @@ func (m *Lockspaces) readLockspace(ctx context.Context, ls wire.Lockspace) (wire
 	if !ok {
 		l, err := diskfmt.ProbeLeader(ioctx, dev, off)
 		if err != nil {
-			return ls, 0, int32(rescode.CodeOf(err))
+			return ls, 0, resultErr(err)
 		}
 		switch {
 		case l.Magic != diskfmt.DeltaMagic:
-			return ls, 0, int32(rescode.ErrLeaderMagic)
+			return ls, 0, rescode.ErrLeaderMagic
 		case l.Version&diskfmt.VersionMajorMask != diskfmt.DeltaVersion&diskfmt.VersionMajorMask:
-			return ls, 0, int32(rescode.ErrLeaderVersion)
+			return ls, 0, rescode.ErrLeaderVersion
 		}
 		if g, err = diskfmt.GeometryFromLeader(&l); err != nil {
-			return ls, 0, rescode.RvEINVAL
+			return ls, 0, rescode.ErrEINVAL
 		}
 	}
 	name := ls.Name
 	raw, err := diskfmt.ReadSector(ioctx, dev, off+diskfmt.DeltaSectorOffset(ls.HostID, g.SectorSize), g.SectorSize)
 	if err != nil {
-		return ls, 0, int32(rescode.CodeOf(err))
+		return ls, 0, resultErr(err)
 	}
 	if name == "" {
 		l, _ := diskfmt.DecodeLeader(raw)
@@ -93,9 +84,9 @@ func (m *Lockspaces) readLockspace(ctx context.Context, ls wire.Lockspace) (wire
 	}
 	l, err := diskfmt.VerifyDelta(raw, name)
 	if err != nil {
-		return ls, 0, int32(rescode.CodeOf(err))
+		return ls, 0, resultErr(err)
 	}
 	ls.Name = name
 	ls.Flags = diskfmt.SizeFlags(g)
-	return ls, uint32(l.IOTimeout), 0
+	return ls, uint32(l.IOTimeout), nil
 }

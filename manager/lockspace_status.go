@@ -69,11 +69,6 @@ func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 // "Commands" #15, "Record texts"), looked up on all three lists; -ENOSPC
 // when there is none.
 func (m *Lockspaces) HostStatus(name string) ([]wire.StateRecord, error) {
-	recs, rv := m.hostStatus(name)
-	return recs, codeErr(rv)
-}
-
-func (m *Lockspaces) hostStatus(name string) ([]wire.StateRecord, int32) {
 	m.mu.Lock()
 	sp := m.anyByName(name)
 	var run *delta.Lockspace
@@ -82,10 +77,10 @@ func (m *Lockspaces) hostStatus(name string) ([]wire.StateRecord, int32) {
 	}
 	m.mu.Unlock()
 	if sp == nil {
-		return nil, rescode.RvENOSPC
+		return nil, rescode.ErrENOSPC
 	}
 	if run == nil {
-		return nil, 0
+		return nil, nil
 	}
 	var recs []wire.StateRecord
 	for _, h := range run.HostStatuses() {
@@ -94,7 +89,7 @@ func (m *Lockspaces) hostStatus(name string) ([]wire.StateRecord, int32) {
 			Text:  hostStatusText(&h),
 		})
 	}
-	return recs, 0
+	return recs, nil
 }
 
 // hostStatusText is the HOST record text (docs/protocol.md "Record texts").
@@ -110,35 +105,25 @@ func hostStatusText(h *delta.HostStatus) string {
 
 // GetHosts answers GET_HOSTS (docs/delta.md "get_hosts").
 func (m *Lockspaces) GetHosts(name string, hostID uint64) ([]wire.Host, error) {
-	h, rv := m.getHosts(name, hostID)
-	return h, codeErr(rv)
-}
-
-func (m *Lockspaces) getHosts(name string, hostID uint64) ([]wire.Host, int32) {
 	run, ok := m.Joined(name)
 	if !ok {
-		return nil, rescode.RvENOENT
+		return nil, rescode.ErrENOENT
 	}
 	infos, err := run.GetHosts(hostID)
 	if err != nil {
-		return nil, int32(rescode.CodeOf(err))
+		return nil, resultErr(err)
 	}
 	out := make([]wire.Host, len(infos))
 	for i, h := range infos {
 		out[i] = wire.Host{HostID: h.HostID, Generation: h.Generation, Timestamp: h.Timestamp,
 			IOTimeout: h.IOTimeout, Flags: uint32(h.State)}
 	}
-	return out, 0
+	return out, nil
 }
 
 // Renewals answers RENEWAL: the history and the own io_timeout, or
 // -ENOSPC when no lockspace of that name exists.
 func (m *Lockspaces) Renewals(name string) ([]delta.HistoryEntry, int, error) {
-	h, io, rv := m.renewals(name)
-	return h, io, codeErr(rv)
-}
-
-func (m *Lockspaces) renewals(name string) ([]delta.HistoryEntry, int, int32) {
 	m.mu.Lock()
 	sp := m.anyByName(name)
 	var run *delta.Lockspace
@@ -147,45 +132,39 @@ func (m *Lockspaces) renewals(name string) ([]delta.HistoryEntry, int, int32) {
 	}
 	m.mu.Unlock()
 	if sp == nil {
-		return nil, 0, rescode.RvENOSPC
+		return nil, 0, rescode.ErrENOSPC
 	}
 	if run == nil {
-		return nil, sp.ioTimeout, 0
+		return nil, sp.ioTimeout, nil
 	}
-	return run.Renewals(), sp.ioTimeout, 0
+	return run.Renewals(), sp.ioTimeout, nil
 }
 
 // SetEvent answers SET_EVENT (docs/delta.md "set_event").
 func (m *Lockspaces) SetEvent(name string, he wire.HostEvent, flags uint32) error {
-	return codeErr(m.setEvent(name, he, flags))
-}
-
-func (m *Lockspaces) setEvent(name string, he wire.HostEvent, flags uint32) int32 {
 	if name == "" || he.HostID == 0 || he.HostID > delta.MaxHostID {
-		return rescode.RvEINVAL
+		return rescode.ErrEINVAL
 	}
 	run, ok := m.Joined(name)
 	if !ok {
-		return rescode.RvENOENT
+		return rescode.ErrENOENT
 	}
 	err := run.SetEvent(delta.HostEvent{HostID: he.HostID, Generation: he.Generation, Event: he.Event, Data: he.Data}, flags)
-	return int32(rescode.CodeOf(err))
+	return resultErr(err)
 }
 
 // SetConfig answers SET_CONFIG (docs/delta.md "set_config").
-func (m *Lockspaces) SetConfig(name string, cmd uint32) error { return codeErr(m.setConfig(name, cmd)) }
-
-func (m *Lockspaces) setConfig(name string, cmd uint32) int32 {
+func (m *Lockspaces) SetConfig(name string, cmd uint32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sp := m.byName(listSpaces, name)
 	if sp == nil {
-		return rescode.RvENOENT
+		return rescode.ErrENOENT
 	}
 	switch cmd {
 	case wire.ConfigUsed, wire.ConfigUsedByOrphans:
 		if sp.spaceDead {
-			return rescode.RvENOSPC
+			return rescode.ErrENOSPC
 		}
 		if cmd == wire.ConfigUsed {
 			sp.externalUsed = true
@@ -197,9 +176,9 @@ func (m *Lockspaces) setConfig(name string, cmd uint32) int32 {
 	case wire.ConfigUnusedByOrphans:
 		sp.usedByOrphans = false
 	default:
-		return rescode.RvEINVAL
+		return rescode.ErrEINVAL
 	}
-	return 0
+	return nil
 }
 
 // Examine asks the resource side to examine the resources held in

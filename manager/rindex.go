@@ -24,7 +24,7 @@ func (d *DiskOps) FormatRindex(ctx context.Context, rx wire.RIndex) error {
 	}
 	defer dev.Close()
 	err := diskfmt.FormatRindex(ctx, dev, int64(rx.Disk.Offset), rx.Flags, rx.LockspaceName, rx.MaxResources)
-	return codeErr(resultOf(err))
+	return resultErr(err)
 }
 
 // rindexOp is one rindex operation in progress: the opened index, and,

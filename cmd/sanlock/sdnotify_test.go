@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
 // TestSystemdNotify: under a Type=notify unit (NOTIFY_SOCKET set, no -D)
@@ -20,17 +22,9 @@ import (
 func TestSystemdNotify(t *testing.T) {
 	ours := interop(t)
 	dir := t.TempDir()
-	notify := filepath.Join(dir, "notify")
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notify, Net: "unixgram"})
-	require.NoError(t, err)
-	defer c.Close()
-	next := func() string {
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
-		b := make([]byte, 128)
-		n, err := c.Read(b)
-		require.NoError(t, err)
-		return string(b[:n])
-	}
+	sd := testutil.FakeSystemd(t, dir)
+	notify := sd.Path
+	next := func() string { return sd.Next(t) }
 
 	runDir := filepath.Join(dir, "run")
 	cmd := exec.Command(ours, "daemon", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-L", "-1", "-S", "-1")

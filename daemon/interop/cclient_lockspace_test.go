@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 )
 
@@ -20,14 +21,14 @@ import (
 // lease file; paths, timestamps and timings are normalised.
 func TestCClientLockspaceDifferential(t *testing.T) {
 	needRealSanlock(t)
-	realDir := shortTempDir(t)
+	realDir := testutil.ShortTempDir(t)
 	realDaemon(t, realDir, "-e", "hostX")
 	td, _ := startLS(t, "hostX", manager.LockspacesConfig{})
 
 	type side struct{ name, dir, path string }
 	sides := []side{
-		{"sanlock", realDir, leaseFile(t, 1<<20)},
-		{"gosanlock", td.dir, leaseFile(t, 1<<20)},
+		{"sanlock", realDir, testutil.LeaseFile(t, 1<<20)},
+		{"gosanlock", td.dir, testutil.LeaseFile(t, 1<<20)},
 	}
 	for _, s := range sides {
 		out, err := exec.Command(realSanlock, "direct", "init", "-s", "LS:0:"+s.path+":0", "-o", "1").CombinedOutput()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -247,7 +248,7 @@ func dkDiskDiffs(t *testing.T, label string, sides []*dkSide) []string {
 // of leases are ignored, anything else is reported.
 func TestDkDiskDiffs(t *testing.T) {
 	t.Parallel()
-	a, b := leaseFile(t, 12<<20), leaseFile(t, 12<<20)
+	a, b := testutil.LeaseFile(t, 12<<20), testutil.LeaseFile(t, 12<<20)
 	write := func(path string, off int64, edit func([]byte)) {
 		g, _ := diskfmt.LookupGeometry(4096, 8<<20)
 		area, err := diskfmt.InitPaxosArea(diskfmt.PaxosInit{Geometry: g, SpaceName: "LS", ResourceName: "R"})
@@ -505,18 +506,18 @@ func dkAPISteps(s *dkSide) string {
 func TestDiskCmds(t *testing.T) {
 	t.Parallel()
 	needRealSanlock(t)
-	py := pythonSanlock(t)
+	py := testutil.PythonSanlock(t)
 	start := time.Now()
 	tool := dkBuildTool(t)
 
-	refDir, toolDir := shortTempDir(t), shortTempDir(t)
+	refDir, toolDir := testutil.ShortTempDir(t), testutil.ShortTempDir(t)
 	realDaemon(t, refDir, "-e", "hostX")
 	realDaemon(t, toolDir, "-e", "hostX")
 	td, _ := startLS(t, "hostX", manager.LockspacesConfig{})
 	sides := []*dkSide{
-		{name: "sanlock", dir: refDir, path: leaseFile(t, 48<<20), tool: realSanlock},
-		{name: "gosanlock daemon", dir: td.dir, path: leaseFile(t, 48<<20), tool: realSanlock},
-		{name: "gosanlock client", dir: toolDir, path: leaseFile(t, 48<<20), tool: tool},
+		{name: "sanlock", dir: refDir, path: testutil.LeaseFile(t, 48<<20), tool: realSanlock},
+		{name: "gosanlock daemon", dir: td.dir, path: testutil.LeaseFile(t, 48<<20), tool: realSanlock},
+		{name: "gosanlock client", dir: toolDir, path: testutil.LeaseFile(t, 48<<20), tool: tool},
 	}
 	for _, s := range sides {
 		out, err := exec.Command(realSanlock, "direct", "init", "-s", "LS:0:"+s.path+":0", "-o", "1").CombinedOutput()
@@ -562,8 +563,8 @@ func TestDiskCmds(t *testing.T) {
 
 	t.Run("python", func(t *testing.T) {
 		pySides := []*dkSide{
-			{name: sides[0].name, dir: sides[0].dir, path: leaseFile(t, 16<<20)},
-			{name: sides[1].name, dir: sides[1].dir, path: leaseFile(t, 16<<20)},
+			{name: sides[0].name, dir: sides[0].dir, path: testutil.LeaseFile(t, 16<<20)},
+			{name: sides[1].name, dir: sides[1].dir, path: testutil.LeaseFile(t, 16<<20)},
 		}
 		runPy := func(phase string) {
 			outs := make([]string, len(pySides))
@@ -596,7 +597,7 @@ func TestDiskCmds(t *testing.T) {
 // crashes) and we refuse with -277.
 func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	t.Parallel()
-	path := leaseFile(t, 16<<20)
+	path := testutil.LeaseFile(t, 16<<20)
 	gate := new(atomic.Bool)
 	blocked, release := make(chan struct{}, 1), make(chan struct{})
 	open := func(p string) (diskfmt.Device, error) {
@@ -614,7 +615,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 
 	// Not joined: -ENOENT, except with SANLK_RX_NO_LOCKSPACE.
 	_, err := cl.LookupRIndex(rx, 0, &wire.REntry{})
-	assert.Equal(t, rescode.RvENOENT, code(err))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(err))
 	e, err := cl.UpdateRIndex(rx, wire.RXUpAdd|wire.RXNoLockspace, &wire.REntry{Name: "Q", Offset: 4 << 20})
 	require.NoError(t, err)
 	assert.Equal(t, wire.REntry{Name: "Q", Offset: 4 << 20}, *e)
@@ -623,9 +624,9 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	assert.Equal(t, wire.REntry{Name: "Q", Offset: 4 << 20}, *e)
 	require.NoError(t, cl.RebuildRIndex(rx, wire.RXNoLockspace))
 	_, err = cl.LookupRIndex(rx, wire.RXNoLockspace, &wire.REntry{Name: "Q"})
-	assert.Equal(t, rescode.RvENOENT, code(err), "rebuild dropped the entry without a lease")
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(err), "rebuild dropped the entry without a lease")
 	_, err = cl.CreateResource(rx, wire.RXNoLockspace, &wire.REntry{Name: "A"}, 0, 0)
-	assert.Equal(t, rescode.RvENOENT, code(err), "create always needs the lockspace")
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(err), "create always needs the lockspace")
 
 	require.NoError(t, cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, 0, 2))
 	hdr := func() []byte {
@@ -636,7 +637,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	before := hdr()
 	for _, off := range []uint64{1 << 20, 2 << 20} {
 		_, err = cl.UpdateRIndex(rx, wire.RXUpAdd, &wire.REntry{Name: "P", Offset: off})
-		assert.Equal(t, int(rescode.ErrRindexOffset), code(err), "update at %d", off)
+		assert.Equal(t, int(rescode.ErrRindexOffset), testutil.Code(err), "update at %d", off)
 	}
 	assert.Equal(t, before, hdr(), "header sector untouched")
 	// sanlock 3.8.5 crashes (daemon and direct tool) on a lookup far past
@@ -656,7 +657,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 			return
 		}
 		_, err = c.CreateResource(rx, 0, &wire.REntry{Name: "A"}, 0, 0)
-		first <- code(err)
+		first <- testutil.Code(err)
 	}()
 	select {
 	case <-blocked:
@@ -664,9 +665,9 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 		t.Fatal("create did not reach rindex_lease")
 	}
 	_, err = cl.LookupRIndex(rx, 0, &wire.REntry{})
-	assert.Equal(t, rescode.RvEBUSY, code(err), "lookup during create")
+	assert.Equal(t, rescode.RvEBUSY, testutil.Code(err), "lookup during create")
 	_, err = cl.CreateResource(rx, 0, &wire.REntry{Name: "B"}, 0, 0)
-	assert.Equal(t, rescode.RvEBUSY, code(err), "create during create")
+	assert.Equal(t, rescode.RvEBUSY, testutil.Code(err), "create during create")
 	_, err = cl.LookupRIndex(rx, wire.RXNoLockspace, &wire.REntry{})
 	assert.NoError(t, err, "SANLK_RX_NO_LOCKSPACE does not take the lockspace slot")
 	gate.Store(false)

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
 const realSanlock = "/usr/sbin/sanlock"
@@ -32,11 +34,11 @@ func needRealSanlock(t *testing.T) {
 func sanlockEnv(runDir string) []string {
 	var env []string
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, daemon.EnvRunDir+"=") && !strings.HasPrefix(e, daemon.EnvPrivileged+"=") {
+		if !strings.HasPrefix(e, config.EnvRunDir+"=") && !strings.HasPrefix(e, config.EnvPrivileged+"=") {
 			env = append(env, e)
 		}
 	}
-	return append(env, daemon.EnvRunDir+"="+runDir, daemon.EnvPrivileged+"=0")
+	return append(env, config.EnvRunDir+"="+runDir, config.EnvPrivileged+"=0")
 }
 
 // realDaemon starts the C daemon on runDir in the foreground (-D) and stops
@@ -107,7 +109,7 @@ func statusKeys(out string) []string {
 // against the real daemon and against ours, and compares the output.
 func TestCClientDifferential(t *testing.T) {
 	needRealSanlock(t)
-	realDir := shortTempDir(t)
+	realDir := testutil.ShortTempDir(t)
 	realDaemon(t, realDir, "-e", "hostX")
 	td := startDaemon(t, func(c *daemon.Config, _ *daemon.Deps) { c.OurHostName = "hostX" })
 
@@ -216,9 +218,9 @@ func TestLockfileInterop(t *testing.T) {
 	td.mustVersion()
 
 	// The C daemon holds the lock: Start fails with the same line.
-	realDir := shortTempDir(t)
+	realDir := testutil.ShortTempDir(t)
 	realDaemon(t, realDir)
-	s := daemon.New(testConfig(realDir), daemon.Deps{})
+	s := daemon.New(testutil.DaemonConfig(realDir), daemon.Deps{})
 	err = s.Start()
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, daemon.ErrLocked))

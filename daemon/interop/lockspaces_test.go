@@ -18,6 +18,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -30,7 +31,7 @@ func waitHosts(t *testing.T, cl *client.Client, ls string, id uint64) []wire.Hos
 	require.Eventually(t, func() bool {
 		var err error
 		hosts, err = cl.GetHosts(ls, id)
-		if code(err) == rescode.RvEAGAIN {
+		if testutil.Code(err) == rescode.RvEAGAIN {
 			return false
 		}
 		require.NoError(t, err)
@@ -43,7 +44,7 @@ func TestLockspaceLifecycle(t *testing.T) {
 	t.Parallel()
 	td, lss := startLS(t, "hostA", manager.LockspacesConfig{})
 	cl := td.cl
-	path := leaseFile(t, 1<<20)
+	path := testutil.LeaseFile(t, 1<<20)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 
 	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
@@ -54,16 +55,16 @@ func TestLockspaceLifecycle(t *testing.T) {
 	assert.Equal(t, uint32(wire.ResAlign1M|wire.ResSector512), rd.Flags)
 	assert.Equal(t, uint32(1), io)
 
-	assert.Equal(t, rescode.RvENOENT, code(cl.InqLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.InqLockspace(ls, 0)))
 	start := time.Now()
 	require.NoError(t, cl.AddLockspace(ls, 0, 1))
 	t.Logf("add_lockspace (sync, io_timeout 1) took %v", time.Since(start))
 	assert.NoError(t, cl.InqLockspace(ls, 0))
 	assert.NoError(t, cl.InqLockspace(&wire.Lockspace{Name: "LS", Disk: ls.Disk}, 0), "host_id 0 matches any")
-	assert.Equal(t, rescode.RvEEXIST, code(cl.AddLockspace(ls, 0, 1)))
-	assert.Equal(t, rescode.RvEINVAL, code(cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 2, Disk: ls.Disk}, 0, 1)))
-	assert.Equal(t, rescode.RvEINVAL, code(cl.AddLockspace(&wire.Lockspace{Name: "LT", HostID: 1, Disk: ls.Disk}, 0, 1)))
-	assert.Equal(t, rescode.RvEINVAL, code(cl.AddLockspace(&wire.Lockspace{Name: "LT", HostID: 0, Disk: ls.Disk}, 0, 1)))
+	assert.Equal(t, rescode.RvEEXIST, testutil.Code(cl.AddLockspace(ls, 0, 1)))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 2, Disk: ls.Disk}, 0, 1)))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.AddLockspace(&wire.Lockspace{Name: "LT", HostID: 1, Disk: ls.Disk}, 0, 1)))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.AddLockspace(&wire.Lockspace{Name: "LT", HostID: 0, Disk: ls.Disk}, 0, 1)))
 
 	list, err := cl.GetLockspaces()
 	require.NoError(t, err)
@@ -83,7 +84,7 @@ func TestLockspaceLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, hosts)
 	_, err = cl.GetHosts("nope", 0)
-	assert.Equal(t, rescode.RvENOENT, code(err))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(err))
 
 	recs, err := cl.HostStatus("LS")
 	require.NoError(t, err)
@@ -101,7 +102,7 @@ func TestLockspaceLifecycle(t *testing.T) {
 	}
 	assert.True(t, strings.HasPrefix(recs[0].Text, "timestamp="+fmt.Sprint(recs[0].Data64)+" read_ms=0 write_ms=0"), recs[0].Text)
 	_, err = cl.Renewal("nope")
-	assert.Equal(t, rescode.RvENOSPC, code(err))
+	assert.Equal(t, rescode.RvENOSPC, testutil.Code(err))
 
 	st, err := cl.Status(0)
 	require.NoError(t, err)
@@ -119,26 +120,26 @@ func TestLockspaceLifecycle(t *testing.T) {
 	assert.Equal(t, uint32(512), lsRecs[0].Lockspace.Disk.Pad1)
 	assert.Equal(t, uint64(1), lsRecs[0].Data64)
 
-	assert.Equal(t, rescode.RvEINVAL, code(cl.SetConfig("LS", 0)))
-	assert.Equal(t, rescode.RvENOENT, code(cl.SetConfig("nope", wire.ConfigUsed)))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.SetConfig("LS", 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.SetConfig("nope", wire.ConfigUsed)))
 	assert.NoError(t, cl.SetConfig("LS", wire.ConfigUsed))
 	assert.NoError(t, cl.SetConfig("LS", wire.ConfigUnused))
 	assert.NoError(t, cl.ExamineLockspace(ls))
 
 	// A plain shutdown is refused while a lockspace exists.
-	assert.Equal(t, rescode.RvEBUSY, code(cl.ShutdownWait(false)))
+	assert.Equal(t, rescode.RvEBUSY, testutil.Code(cl.ShutdownWait(false)))
 
 	start = time.Now()
 	require.NoError(t, cl.RemLockspace(ls, 0))
 	t.Logf("rem_lockspace (sync) took %v", time.Since(start))
-	assert.Equal(t, rescode.RvENOENT, code(cl.InqLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.InqLockspace(ls, 0)))
 	assertReleased(t, path, "LS", 1)
-	assert.Equal(t, rescode.RvENOENT, code(cl.RemLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.RemLockspace(ls, 0)))
 
 	// Async add: in progress, listed with ADD, then joined.
 	require.NoError(t, cl.AddLockspace(ls, wire.AddAsync, 1))
-	assert.Equal(t, rescode.RvEINPROGRESS, code(cl.InqLockspace(ls, 0)))
-	assert.Equal(t, rescode.RvEINPROGRESS, code(cl.AddLockspace(ls, 0, 1)))
+	assert.Equal(t, rescode.RvEINPROGRESS, testutil.Code(cl.InqLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvEINPROGRESS, testutil.Code(cl.AddLockspace(ls, 0, 1)))
 	list, err = cl.GetLockspaces()
 	require.NoError(t, err)
 	require.Len(t, list, 1)
@@ -157,14 +158,14 @@ func TestLockspaceLifecycle(t *testing.T) {
 
 	// Async rem: eventually gone.
 	require.NoError(t, cl.RemLockspace(ls, wire.RemAsync))
-	require.Eventually(t, func() bool { return code(cl.InqLockspace(ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.Code(cl.InqLockspace(ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
 
 	// Rem of an add in progress aborts it.
 	errc := make(chan error, 1)
 	go func() { errc <- cl.AddLockspace(ls, 0, 1) }()
-	require.Eventually(t, func() bool { return code(cl.InqLockspace(ls, 0)) == rescode.RvEINPROGRESS }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.Code(cl.InqLockspace(ls, 0)) == rescode.RvEINPROGRESS }, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, cl.RemLockspace(ls, 0))
-	rv := code(<-errc)
+	rv := testutil.Code(<-errc)
 	assert.Contains(t, []int{client.SanlkError, rescode.RvEPERM}, rv)
 	assert.Equal(t, 0, lss.Count())
 
@@ -225,12 +226,12 @@ func TestRemKillsHoldersAndUsed(t *testing.T) {
 	td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) { c.OurHostName = "hostA"; d.Manager = m })
 	cl := td.cl
 	cl.Timeout = 30 * time.Second
-	path := leaseFile(t, 1<<20)
+	path := testutil.LeaseFile(t, 1<<20)
 	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	require.NoError(t, cl.AddLockspace(ls, 0, 1))
 
-	assert.Equal(t, rescode.RvEBUSY, code(cl.RemLockspace(ls, wire.RemUnused)))
+	assert.Equal(t, rescode.RvEBUSY, testutil.Code(cl.RemLockspace(ls, wire.RemUnused)))
 	require.NoError(t, cl.SetConfig("LS", wire.ConfigUsed))
 	require.NoError(t, cl.RemLockspace(ls, wire.RemAsync))
 	assert.Equal(t, "4242 9", <-kills)
@@ -244,11 +245,11 @@ func TestRemKillsHoldersAndUsed(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, 100*time.Millisecond, "USED blocks the removal")
-	assert.Equal(t, rescode.RvENOSPC, code(cl.SetConfig("LS", wire.ConfigUsed)))
+	assert.Equal(t, rescode.RvENOSPC, testutil.Code(cl.SetConfig("LS", wire.ConfigUsed)))
 	assert.Equal(t, int32(1), u.dead.Load())
 	require.NoError(t, cl.SetConfig("LS", wire.ConfigUnused))
 	require.NoError(t, cl.InqLockspace(ls, 0), "still joined while dying")
-	require.Eventually(t, func() bool { return code(cl.InqLockspace(ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.Code(cl.InqLockspace(ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
 	assertReleased(t, path, "LS", 1)
 }
 
@@ -258,7 +259,7 @@ func TestLockspaceEvents(t *testing.T) {
 	t.Parallel()
 	td1, _ := startLS(t, "hostA", manager.LockspacesConfig{})
 	td2, _ := startLS(t, "hostB", manager.LockspacesConfig{})
-	path := leaseFile(t, 1<<20)
+	path := testutil.LeaseFile(t, 1<<20)
 	require.NoError(t, td1.cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
 	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
@@ -268,16 +269,16 @@ func TestLockspaceEvents(t *testing.T) {
 
 	// Before joining, events cannot be registered.
 	_, err := td1.cl.RegEvent("nope")
-	assert.Equal(t, rescode.RvENOENT, code(err))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(err))
 	ev, err := td1.cl.RegEvent("LS")
 	require.NoError(t, err)
 	_, err = ev.GetEvent()
-	assert.Equal(t, rescode.RvEAGAIN, code(err))
+	assert.Equal(t, rescode.RvEAGAIN, testutil.Code(err))
 
-	assert.Equal(t, rescode.RvEINVAL, code(td2.cl.SetEvent("LS", wire.HostEvent{HostID: 0, Event: 1}, 0)))
-	assert.Equal(t, rescode.RvENOENT, code(td2.cl.SetEvent("nope", wire.HostEvent{HostID: 1, Event: 1}, 0)))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(td2.cl.SetEvent("LS", wire.HostEvent{HostID: 0, Event: 1}, 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(td2.cl.SetEvent("nope", wire.HostEvent{HostID: 1, Event: 1}, 0)))
 	require.NoError(t, td2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Generation: 0, Event: 0x77, Data: 0x99}, 0))
-	assert.Equal(t, rescode.RvEBUSY, code(td2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Event: 0x78}, 0)))
+	assert.Equal(t, rescode.RvEBUSY, testutil.Code(td2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Event: 0x78}, 0)))
 
 	cb, err := ev.WaitEvent(15 * time.Second)
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -94,8 +95,8 @@ func logLine(t *testing.T, logs *observer.ObservedLogs, want ...string) string {
 
 func TestLogLinesResourceFailures(t *testing.T) {
 	t.Parallel()
-	eioPath := leaseFile(t, 2<<20)
-	hungPath := leaseFile(t, 2<<20)
+	eioPath := testutil.LeaseFile(t, 2<<20)
+	hungPath := testutil.LeaseFile(t, 2<<20)
 	missing := filepath.Join(filepath.Dir(eioPath), "missing")
 	eio, hang := &atomic.Int32{}, &atomic.Int32{}
 	eio.Store(devEIO)
@@ -144,7 +145,7 @@ func TestLogLinesResourceFailures(t *testing.T) {
 
 func TestLogLinesLockspaceFailures(t *testing.T) {
 	t.Parallel()
-	good := leaseFile(t, 1<<20)
+	good := testutil.LeaseFile(t, 1<<20)
 	mode := &atomic.Int32{}
 	open := func(p string) (diskfmt.Device, error) {
 		dev, err := diskfmt.OpenFile(p)
@@ -165,7 +166,7 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 		assert.Contains(t, line, want)
 	}
 
-	zero := leaseFile(t, 1<<20)
+	zero := testutil.LeaseFile(t, 1<<20)
 	noLease := &wire.Lockspace{Name: "LSZ", HostID: 1, Disk: wire.Disk{Path: zero}}
 	require.Error(t, cl.AddLockspace(noLease, 0, 1))
 	line = logLine(t, td.logs, "add_lockspace fail result -223 (SANLK_LEADER_MAGIC) lockspace LSZ")

@@ -19,6 +19,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -121,10 +122,10 @@ func deadWatch(start time.Time, timeout time.Duration, state func() string) (fai
 func TestMixedLockspace(t *testing.T) {
 	t.Parallel()
 	needRealSanlock(t)
-	path := leaseFile(t, 1<<20)
+	path := testutil.LeaseFile(t, 1<<20)
 	const hostDead = 68 * time.Second
 
-	c1, c3, c6 := shortTempDir(t), shortTempDir(t), shortTempDir(t)
+	c1, c3, c6 := testutil.ShortTempDir(t), testutil.ShortTempDir(t), testutil.ShortTempDir(t)
 	realDaemon(t, c1, "-e", "c-host1")
 	c3cmd := realDaemon(t, c3, "-e", "c-host3")
 	realDaemon(t, c6, "-e", "c-host6")
@@ -229,7 +230,7 @@ func TestMixedLockspace(t *testing.T) {
 		t0 := time.Now()
 		err := g5.cl.AddLockspace(lsOf(1), 0, 1)
 		d := time.Since(t0)
-		if code(err) != client.SanlkHostIDBusy {
+		if testutil.Code(err) != client.SanlkHostIDBusy {
 			err = fmt.Errorf("ours add of host 1: %v, want -262", err)
 		} else {
 			err = nil

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
 // python3-sanlock differential tests of the resource-lease calls. Each
@@ -32,8 +34,14 @@ type rtAgent struct {
 
 // agent starts a registered python client under the symbolic name name.
 func (s *rtSide) agent(py, name string) *rtAgent {
-	a := &rtAgent{name: name, lines: make(chan string, 16), done: make(chan struct{})}
-	a.cmd = exec.Command(py, pyScript("resources_agent.py"), s.path)
+	cmd := exec.Command(py, pyScript("resources_agent.py"), s.path)
+	return s.startAgent(name, cmd)
+}
+
+// startAgent starts cmd, a resources_agent.py, under the symbolic name
+// name, and waits for its "ready PID" line.
+func (s *rtSide) startAgent(name string, cmd *exec.Cmd) *rtAgent {
+	a := &rtAgent{name: name, cmd: cmd, lines: make(chan string, 16), done: make(chan struct{})}
 	a.cmd.Env = sanlockEnv(s.dir)
 	a.cmd.Stderr = os.Stderr
 	out, err := a.cmd.StdoutPipe()
@@ -339,7 +347,7 @@ func rtPyScenario(py, killpath string) func(*rtSide) {
 // our daemon.
 func TestRtPythonResources(t *testing.T) {
 	t.Parallel()
-	py := pythonSanlock(t)
+	py := testutil.PythonSanlock(t)
 	needRealSanlock(t)
 	killpath, err := filepath.Abs(filepath.Join("testdata", "resources", "killpath.sh"))
 	if err != nil {
@@ -427,7 +435,7 @@ func rtDeathScenario(py string) func(*rtSide) {
 // daemon.
 func TestRtClientDeath(t *testing.T) {
 	t.Parallel()
-	py := pythonSanlock(t)
+	py := testutil.PythonSanlock(t)
 	needRealSanlock(t)
 	sides := []*rtSide{rtRealSide(t, "sanlock")}
 	if s := rtOurSide(t); s != nil {

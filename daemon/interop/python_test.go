@@ -13,21 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 )
-
-// pythonSanlock returns a python3 that can import the python3-sanlock
-// binding, or skips the test.
-func pythonSanlock(t *testing.T) string {
-	t.Helper()
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(py, "-c", "import sanlock").Run() == nil {
-			return py
-		}
-	}
-	t.Skip("python3-sanlock not installed")
-	return ""
-}
 
 func pyScript(name string) string { return filepath.Join("testdata", "python", name) }
 
@@ -156,17 +144,17 @@ func (r *pyRunner) events(first bool) ([]string, bool) {
 // normalised outputs.
 func TestPythonCompare(t *testing.T) {
 	t.Parallel()
-	py := pythonSanlock(t)
+	py := testutil.PythonSanlock(t)
 	needRealSanlock(t)
 
-	ours := &pyRunner{py: py, path: leaseFile(t, 1<<20), zero: leaseFile(t, 1<<20), dur: map[string]time.Duration{}}
+	ours := &pyRunner{py: py, path: testutil.LeaseFile(t, 1<<20), zero: testutil.LeaseFile(t, 1<<20), dur: map[string]time.Duration{}}
 	for i := 1; i <= 2; i++ {
 		td, _ := startLS(t, fmt.Sprintf("go-host%d", i), manager.LockspacesConfig{})
 		ours.dirs[i] = td.dir
 	}
-	real := &pyRunner{py: py, path: leaseFile(t, 1<<20), zero: leaseFile(t, 1<<20), dur: map[string]time.Duration{}}
+	real := &pyRunner{py: py, path: testutil.LeaseFile(t, 1<<20), zero: testutil.LeaseFile(t, 1<<20), dur: map[string]time.Duration{}}
 	for i := 1; i <= 2; i++ {
-		real.dirs[i] = shortTempDir(t)
+		real.dirs[i] = testutil.ShortTempDir(t)
 		realDaemon(t, real.dirs[i], "-e", fmt.Sprintf("c-host%d", i))
 	}
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
 // TestRealClientDiffs runs, against sanlock 3.8.5 and against our daemon
@@ -23,7 +25,7 @@ import (
 // token and logs why.
 func TestRealClientDiffs(t *testing.T) {
 	t.Parallel()
-	py := pythonSanlock(t)
+	py := testutil.PythonSanlock(t)
 	needRealSanlock(t)
 	ours := filepath.Join(t.TempDir(), "sanlock")
 	out, err := exec.Command("go", "build", "-o", ours, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()

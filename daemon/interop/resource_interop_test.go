@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 )
 
@@ -71,13 +72,13 @@ func rtNewSide(name, dir, path, tool string) *rtSide {
 // file.
 func rtRealSide(t *testing.T, name string) *rtSide {
 	t.Helper()
-	dir := shortTempDir(t)
+	dir := testutil.ShortTempDir(t)
 	realDaemon(t, dir, "-e", "hostX")
 	// sanlock ignores SIGINT while it has a lockspace: a forced
 	// shutdown (before realDaemon's cleanup) saves its 5 s wait. The
 	// tests call rtShutdown earlier, for all sides at once.
 	t.Cleanup(func() { rtShutdownReal(dir) })
-	s := rtNewSide(name, dir, leaseFile(t, 16<<20), realSanlock)
+	s := rtNewSide(name, dir, testutil.LeaseFile(t, 16<<20), realSanlock)
 	s.real = true
 	return s
 }
@@ -89,7 +90,7 @@ func rtOurSide(t *testing.T) *rtSide {
 		return nil
 	}
 	td, _ := startLS(t, "hostX", manager.LockspacesConfig{})
-	return rtNewSide("gosanlock", td.dir, leaseFile(t, 16<<20), realSanlock)
+	return rtNewSide("gosanlock", td.dir, testutil.LeaseFile(t, 16<<20), realSanlock)
 }
 
 func rtShutdownReal(dir string) {

@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -17,7 +16,7 @@ import (
 	"github.com/gosanlock/gosanlock/daemon"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -34,20 +33,9 @@ type resCluster struct {
 
 func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...func(*daemon.Config)) *resCluster {
 	t.Helper()
-	path := leaseFile(t, int64(nres+1)<<20)
-	dev, err := diskfmt.OpenFile(path)
-	require.NoError(t, err)
-	ctx := context.Background()
-	require.NoError(t, diskfmt.WriteLockspace(ctx, dev, 0, 0, "LS", 1))
-	for i := 0; i < nres; i++ {
-		g, err := diskfmt.GeometryForWrite(0, dev.SectorSize())
-		require.NoError(t, err)
-		require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: dev, Offset: int64(i+1) << 20}}, 0,
-			diskfmt.PaxosInit{Geometry: g, SpaceName: "LS", ResourceName: fmt.Sprintf("R%d", i)}))
-	}
-	require.NoError(t, dev.Close())
+	path := testutil.ResourceFile(t, nres)
 	rc := &resCluster{path: path}
-	var wg sync.WaitGroup
+	joins := testutil.NewJoins(t, path)
 	for i := 0; i < hosts; i++ {
 		m := manager.New(mcfg)
 		td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) {
@@ -58,22 +46,15 @@ func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...f
 			}
 		})
 		td.cl.Timeout = 30 * time.Second
-		ls := &wire.Lockspace{Name: "LS", HostID: uint64(i + 1), Disk: wire.Disk{Path: path}}
-		rc.tds, rc.ls = append(rc.tds, td), append(rc.ls, ls)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			assert.NoError(t, td.cl.AddLockspace(ls, 0, 1))
-		}()
+		rc.tds = append(rc.tds, td)
+		joins.Add(td.cl)
 	}
-	wg.Wait()
-	require.False(t, t.Failed())
+	rc.ls = joins.Wait()
 	return rc
 }
 
 func (rc *resCluster) res(i int, flags uint32) wire.Resource {
-	return wire.Resource{LockspaceName: "LS", Name: fmt.Sprintf("R%d", i), Flags: flags,
-		Disks: []wire.Disk{{Path: rc.path, Offset: uint64(i+1) << 20}}}
+	return testutil.Resource(rc.path, i, flags)
 }
 
 func TestResourceAcquireRelease(t *testing.T) {
@@ -96,8 +77,8 @@ func TestResourceAcquireRelease(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("LS:R0:%s:1048576:1", rc.path), state)
 
 	// Held on this host: -EEXIST; on the other host: -243 (owner alive).
-	assert.Equal(t, rescode.RvEEXIST, code(ra.Acquire([]wire.Resource{r0}, 0, nil)))
-	assert.Equal(t, int(rescode.ErrAcquireIDLive), code(rb.Acquire([]wire.Resource{r0}, 0, nil)))
+	assert.Equal(t, rescode.RvEEXIST, testutil.Code(ra.Acquire([]wire.Resource{r0}, 0, nil)))
+	assert.Equal(t, int(rescode.ErrAcquireIDLive), testutil.Code(rb.Acquire([]wire.Resource{r0}, 0, nil)))
 
 	recs, err := a.Status(wire.StateResource)
 	require.NoError(t, err)
@@ -116,7 +97,7 @@ func TestResourceAcquireRelease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)
 	_, err = ra.Release([]wire.Resource{r0}, 0)
-	assert.Equal(t, rescode.RvEPERM, code(err))
+	assert.Equal(t, rescode.RvEPERM, testutil.Code(err))
 
 	// Now host 2 gets it, with the next lver.
 	require.NoError(t, rb.Acquire([]wire.Resource{r0}, 0, nil))
@@ -130,7 +111,7 @@ func TestResourceAcquireRelease(t *testing.T) {
 	require.NoError(t, rb.Acquire([]wire.Resource{r1sh}, 0, nil))
 	_, owners, err := a.ReadResourceOwners(&wire.Resource{LockspaceName: "LS", Name: "R1",
 		Disks: []wire.Disk{{Path: rc.path, Offset: 2 << 20}}})
-	if code(err) != -38 { // READ_RESOURCE_OWNERS may not be wired yet
+	if testutil.Code(err) != -38 { // READ_RESOURCE_OWNERS may not be wired yet
 		require.NoError(t, err)
 		assert.Len(t, owners, 2)
 	}
@@ -162,11 +143,11 @@ func TestResourceClientDeath(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 
 	// R1 is an orphan on host 1: still owned on disk, EUCLEAN locally.
-	assert.Equal(t, int(rescode.ErrAcquireIDLive), code(rb.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil)))
+	assert.Equal(t, int(rescode.ErrAcquireIDLive), testutil.Code(rb.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil)))
 	ra2, err := a.Register()
 	require.NoError(t, err)
 	defer ra2.Close()
-	assert.Equal(t, rescode.RvEUCLEAN, code(ra2.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil)))
+	assert.Equal(t, rescode.RvEUCLEAN, testutil.Code(ra2.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil)))
 	recs, err := a.Status(wire.StateResource)
 	require.NoError(t, err)
 	found := false
@@ -413,6 +394,6 @@ func TestRestrictSigkill(t *testing.T) {
 		t.Fatal("holder not signalled")
 	}
 	require.NoError(t, reg.Close())
-	require.Eventually(t, func() bool { return code(a.InqLockspace(rc.ls[0], 0)) == rescode.RvENOENT },
+	require.Eventually(t, func() bool { return testutil.Code(a.InqLockspace(rc.ls[0], 0)) == rescode.RvENOENT },
 		10*time.Second, 50*time.Millisecond, "lockspace gone once the holder exited")
 }

@@ -1,13 +1,11 @@
 package interop
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/daemon"
 
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 )
 
@@ -48,7 +47,7 @@ type strictEnv struct {
 }
 
 func newStrictEnv(t *testing.T, py string) *strictEnv {
-	dir := shortTempDir(t)
+	dir := testutil.ShortTempDir(t)
 	require.NoError(t, os.Chmod(dir, 0o755))
 	b, err := os.ReadFile(pyScript("resources_agent.py"))
 	require.NoError(t, err)
@@ -66,42 +65,10 @@ func strictCred(groups ...uint32) *syscall.SysProcAttr {
 // agent starts resources_agent.py (registered) as name, with attr's
 // credentials (nil: as the test's user).
 func (e *strictEnv) agent(s *rtSide, name string, attr *syscall.SysProcAttr) *rtAgent {
-	a := &rtAgent{name: name, lines: make(chan string, 16), done: make(chan struct{})}
-	a.cmd = exec.Command(e.py, filepath.Join(e.dir, "agent.py"), s.path)
-	a.cmd.Dir = e.dir
-	a.cmd.Env = sanlockEnv(s.dir)
-	a.cmd.Stderr = os.Stderr
-	a.cmd.SysProcAttr = attr
-	out, err := a.cmd.StdoutPipe()
-	if err == nil {
-		a.in, err = a.cmd.StdinPipe()
-	}
-	if err == nil {
-		err = a.cmd.Start()
-	}
-	if err != nil {
-		s.fail(fmt.Errorf("agent %s: %w", name, err))
-		close(a.done)
-		close(a.lines)
-		return a
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			a.lines <- sc.Text()
-		}
-		close(a.lines)
-		a.err = a.cmd.Wait()
-		close(a.done)
-	}()
-	ready := a.read(s)
-	pid, ok := strings.CutPrefix(ready, "ready ")
-	if n, err := strconv.Atoi(pid); !ok || err != nil {
-		s.fail(fmt.Errorf("agent %s: %q", name, ready))
-	} else {
-		s.setPid(n, name)
-	}
-	return a
+	cmd := exec.Command(e.py, filepath.Join(e.dir, "agent.py"), s.path)
+	cmd.Dir = e.dir
+	cmd.SysProcAttr = attr
+	return s.startAgent(name, cmd)
 }
 
 // unreg runs the unregistered release as uid 65534 and records it.
@@ -190,23 +157,23 @@ func strictOurSide(t *testing.T, name string, strict bool) (*rtSide, *testDaemon
 		d.Manager = manager.New(manager.Config{})
 	})
 	require.NoError(t, os.Chmod(td.dir, 0o755))
-	return rtNewSide(name, td.dir, leaseFile(t, 16<<20), realSanlock), td
+	return rtNewSide(name, td.dir, testutil.LeaseFile(t, 16<<20), realSanlock), td
 }
 
 func TestStrictPeerPython(t *testing.T) {
 	t.Parallel()
-	py := pythonSanlock(t)
+	py := testutil.PythonSanlock(t)
 	needRealSanlock(t)
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the impersonating clients run as uid 65534")
 	}
 	e := newStrictEnv(t, py)
 
-	realDir := shortTempDir(t)
+	realDir := testutil.ShortTempDir(t)
 	realDaemon(t, realDir, "-e", "hostX", "-U", "nobody", "-G", "root")
 	require.NoError(t, os.Chmod(realDir, 0o755))
 	t.Cleanup(func() { rtShutdownReal(realDir) })
-	real := rtNewSide("sanlock 3.8.5", realDir, leaseFile(t, 16<<20), realSanlock)
+	real := rtNewSide("sanlock 3.8.5", realDir, testutil.LeaseFile(t, 16<<20), realSanlock)
 	real.real = true
 	dflt, _ := strictOurSide(t, "gosanlock default", false)
 	strict, std := strictOurSide(t, "gosanlock strict_peer", true)

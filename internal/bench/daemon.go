@@ -128,53 +128,22 @@ func (d *daemon) alive() bool {
 }
 
 // join adds lockspace name at disk (path, offset 0) with hostID and the
-// given io_timeout (always explicit: 3.8.5 ignores `daemon -o`).
-//
-// It connects as libsanlock does, with a blocking connect: a Go dial is
-// non-blocking and fails with EAGAIN when the daemon's listen backlog is
-// full (sanlock's is small), which many add_lockspace sent at once hit;
-// libsanlock's connect waits in the kernel instead. So a dial that gets
-// EAGAIN is retried, and the request goes on the connection that succeeds.
+// given io_timeout (always explicit: 3.8.5 ignores `daemon -o`). Many
+// add_lockspace sent at once fill the daemon's small listen backlog: the
+// client's dial waits for room as libsanlock's blocking connect does.
 func (d *daemon) join(name, path string, hostID uint64, ioTimeout uint32) error {
 	ls := &client.Lockspace{Name: name, HostID: hostID, Disk: client.Disk{Path: path}}
-	fail := func(err error) error {
+	if err := d.cl.AddLockspace(ls, 0, ioTimeout); err != nil {
 		return fmt.Errorf("%s: add_lockspace %s host_id %d: %w (%s)", d.impl.Name, name, hostID, err, d.logTail())
-	}
-	var conn *net.UnixConn
-	for {
-		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: d.cl.SockPath, Net: "unix"})
-		if err == nil {
-			conn = c
-			break
-		}
-		if !busy(err) || !d.alive() {
-			return fail(err)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	defer conn.Close()
-	q := client.NewRequest(client.CmdAddLockspace, 0, ioTimeout, 0)
-	q.Lockspace = ls
-	if _, err := q.WriteTo(conn); err != nil {
-		return fail(err)
-	}
-	p, err := client.ReadReply(conn, client.CmdAddLockspace)
-	if err != nil {
-		return fail(err)
-	}
-	if err := p.Err(); err != nil {
-		return fail(err)
 	}
 	return nil
 }
 
-// busy reports a connect that found the daemon's listen backlog full
-// (EAGAIN from a non-blocking dial; see join).
+// busy reports EAGAIN (from the daemon's reply).
 func busy(err error) bool { return errors.Is(err, syscall.EAGAIN) }
 
-// retryBusy runs fn until it does not fail with EAGAIN, as libsanlock's
-// blocking connect would wait. Only for calls where EAGAIN can only come
-// from the connect or that are idempotent.
+// retryBusy runs fn until it does not fail with EAGAIN. Only for
+// idempotent calls.
 func (d *daemon) retryBusy(fn func() error) error {
 	for {
 		err := fn()
@@ -185,14 +154,10 @@ func (d *daemon) retryBusy(fn func() error) error {
 	}
 }
 
-// register is client.Register, retried while the listen backlog is full:
-// REGISTER has no reply, so its EAGAIN can only come from the connect.
+// register is client.Register (whose dial waits while the listen backlog
+// is full).
 func (d *daemon) register() (*client.Reg, error) {
-	var reg *client.Reg
-	err := d.retryBusy(func() (err error) {
-		reg, err = d.cl.Register()
-		return err
-	})
+	reg, err := d.cl.Register()
 	if err != nil {
 		return nil, fmt.Errorf("%s: register: %w", d.impl.Name, err)
 	}

@@ -1,36 +1,26 @@
 package sdnotify
 
 import (
-	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
 // fakeSystemd listens where NOTIFY_SOCKET points, as systemd does.
-func fakeSystemd(t *testing.T) *net.UnixConn {
+func fakeSystemd(t *testing.T) *testutil.Notify {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "notify")
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: p, Net: "unixgram"})
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	t.Setenv(EnvSocket, p)
-	return c
+	n := testutil.FakeSystemd(t, t.TempDir())
+	t.Setenv(EnvSocket, n.Path)
+	return n
 }
 
-// next returns the next datagram; the deadline only bounds a broken test.
-func next(t *testing.T, c *net.UnixConn) string {
-	t.Helper()
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
-	b := make([]byte, 256)
-	n, err := c.Read(b)
-	require.NoError(t, err)
-	return string(b[:n])
-}
+// next returns the next datagram.
+func next(t *testing.T, n *testutil.Notify) string { return n.Next(t) }
 
 func TestReadyAndStopping(t *testing.T) {
 	c := fakeSystemd(t)
@@ -102,9 +92,7 @@ func TestNoSocket(t *testing.T) {
 
 func TestAbstractSocket(t *testing.T) {
 	name := "@gosanlock-sdnotify-test-" + strconv.Itoa(os.Getpid())
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
-	require.NoError(t, err)
-	defer c.Close()
+	c := testutil.ListenNotify(t, name)
 	t.Setenv(EnvSocket, name)
 	require.NoError(t, FromEnv(false).Send(StateReady))
 	require.Equal(t, StateReady, next(t, c))

@@ -75,55 +75,15 @@ func pick[T any](short, long T) T {
 	return short
 }
 
-// needReal skips when the machine cannot run real daemons on FUSE (not
-// root, no reference binary); CI is root with sanlock installed.
-func needReal(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the fault battery needs root (FUSE mounts, sanlock daemons)")
-	}
-	if _, err := os.Stat(harness.DefaultCBinary); err != nil {
-		t.Skip("no reference sanlock binary")
-	}
-	if buildErr != nil {
-		t.Fatalf("build: %v", buildErr)
-	}
-}
+// needReal skips when the machine cannot run real daemons on FUSE
+// (harness.NeedReal).
+func needReal(t *testing.T) { harness.NeedReal(t, "the fault battery", buildErr) }
 
-// newCluster makes a cluster closed at cleanup (work directory kept when
-// the test failed).
+// newCluster makes a cluster closed at cleanup (harness.TestCluster).
 func newCluster(t *testing.T, daemonArgs ...string) *harness.Cluster {
 	t.Helper()
 	needReal(t)
-	var mu sync.Mutex
-	done := false
-	c, err := harness.NewCluster(harness.Options{
-		GoBinary:   goSanlock,
-		DaemonArgs: daemonArgs,
-		Logf: func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			if !done {
-				t.Logf(format, args...)
-			}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			c.Keep()
-			t.Logf("work directory kept: %s", c.Dir)
-		}
-		if err := c.Close(); err != nil {
-			t.Errorf("close cluster: %v", err)
-		}
-		mu.Lock()
-		done = true
-		mu.Unlock()
-	})
-	return c
+	return harness.TestCluster(t, harness.Options{GoBinary: goSanlock, DaemonArgs: daemonArgs})
 }
 
 // kinds returns the daemon kinds a side-by-side test runs: ours always,

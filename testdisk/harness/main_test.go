@@ -33,55 +33,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needReal skips when the machine cannot run the harness (not root, no
-// reference binary); CI is root with sanlock installed, so these tests run
-// there. A failed build fails the test.
-func needReal(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the harness needs root (FUSE mounts, sanlock daemons)")
-	}
-	if _, err := os.Stat(harness.DefaultCBinary); err != nil {
-		t.Skip("no reference sanlock binary")
-	}
-	if buildErr != nil {
-		t.Fatalf("build: %v", buildErr)
-	}
-}
+// needReal skips when the machine cannot run the harness (harness.NeedReal).
+func needReal(t *testing.T) { harness.NeedReal(t, "the harness", buildErr) }
 
-// newCluster makes a cluster that is closed at cleanup; its work directory
-// is kept (and named in the log) when the test failed.
+// newCluster makes a cluster closed at cleanup (harness.TestCluster).
 func newCluster(t *testing.T) *harness.Cluster {
 	t.Helper()
 	needReal(t)
-	var mu sync.Mutex
-	done := false
-	c, err := harness.NewCluster(harness.Options{
-		GoBinary: goSanlock,
-		Logf: func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			if !done {
-				t.Logf(format, args...)
-			}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			c.Keep()
-			t.Logf("work directory kept: %s", c.Dir)
-		}
-		if err := c.Close(); err != nil {
-			t.Errorf("close cluster: %v", err)
-		}
-		mu.Lock()
-		done = true
-		mu.Unlock()
-	})
-	return c
+	return harness.TestCluster(t, harness.Options{GoBinary: goSanlock})
 }
 
 // hostKinds is the kind of each host of the mixed cluster: $GOSANLOCK_HARNESS_KINDS

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/clock"
-	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/process"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
 )
@@ -96,7 +96,7 @@ func (d *direct) hostName() (string, error) {
 	if d.o.cfg.OurHostName != "" {
 		return d.o.cfg.OurHostName, nil
 	}
-	return daemon.GenerateHostName(daemon.Nodename())
+	return process.GenerateHostName(process.Nodename())
 }
 
 // acquireID takes the host_id lease as add_lockspace does, and leaves it

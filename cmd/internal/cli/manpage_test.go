@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/sdnotify"
 )
 
@@ -115,7 +115,7 @@ func TestManPageOptions(t *testing.T) {
 func configKeys(t *testing.T) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	dir := filepath.Join(repoRoot, "daemon")
+	dir := filepath.Join(repoRoot, "daemon", "config")
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var keys []string
@@ -152,7 +152,7 @@ func configKeys(t *testing.T) []string {
 			})
 		}
 	}
-	require.True(t, found, "daemon.Config.ApplyConfigKey not found")
+	require.True(t, found, "config.Config.ApplyConfigKey not found")
 	require.NotEmpty(t, keys)
 	slices.Sort(keys)
 	return keys
@@ -161,7 +161,7 @@ func configKeys(t *testing.T) []string {
 func TestManPageConfigKeys(t *testing.T) {
 	keys := configKeys(t)
 	for _, k := range keys {
-		require.True(t, daemon.DefaultConfig().ApplyConfigKey(k, "1"), k)
+		require.True(t, config.DefaultConfig().ApplyConfigKey(k, "1"), k)
 	}
 	sec := manSection(t, manPage(t), "CONFIGURATION FILE")
 	got := setOf(regexp.MustCompile(`(?m)^\.TP\n\.B ([a-z_]+)$`).FindAllStringSubmatch(sec, -1), 1)
@@ -177,7 +177,7 @@ func TestManPageConfigKeys(t *testing.T) {
 
 func TestManPageEnvironment(t *testing.T) {
 	sec := manSection(t, manPage(t), "ENVIRONMENT")
-	for _, v := range []string{daemon.EnvRunDir, daemon.EnvPrivileged, daemon.EnvWdmdSocket, daemon.EnvLogFile,
+	for _, v := range []string{config.EnvRunDir, config.EnvPrivileged, config.EnvWdmdSocket, config.EnvLogFile,
 		EnvConfigFile, sdnotify.EnvSocket, sdnotify.EnvWatchdogUSec, sdnotify.EnvWatchdogPid} {
 		require.Contains(t, sec, `.B `+v, v)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
@@ -69,7 +70,7 @@ type options struct {
 }
 
 func defaultOptions() *options {
-	return &options{cfg: daemon.DefaultConfig(), pid: -1}
+	return &options{cfg: config.DefaultConfig(), pid: -1}
 }
 
 // usageError is an option error: its lines are printed and the tool exits 1.

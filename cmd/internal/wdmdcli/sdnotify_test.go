@@ -1,7 +1,6 @@
 package wdmdcli
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/wdmd/testdev"
 )
 
@@ -21,17 +21,9 @@ import (
 func TestSystemdNotify(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	notify := filepath.Join(dir, "notify")
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notify, Net: "unixgram"})
-	require.NoError(t, err)
-	defer c.Close()
-	next := func() string {
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
-		b := make([]byte, 128)
-		n, err := c.Read(b)
-		require.NoError(t, err)
-		return string(b[:n])
-	}
+	sd := testutil.FakeSystemd(t, dir)
+	notify := sd.Path
+	next := func() string { return sd.Next(t) }
 
 	bank := testdev.NewBank(testdev.Options{InitialTimeout: 30})
 	devSock := filepath.Join(dir, "dev.sock")

@@ -1,4 +1,13 @@
-package daemon
+// Package sanlog is the daemon's logging: zap cores that write sanlock's
+// log line format (docs/cli.md "Logging")
+//
+//	YYYY-MM-DD HH:MM:SS <monotonic seconds> [<tid>]: <prefix><message>[ key=value...]
+//
+// to the log file, syslog, -D's stderr and the in-memory ring of LOG_DUMP,
+// with sanlock's priorities (-L, -S), and the JSON form of log_format =
+// json. Code logs with zap and structured fields; TID and Prefix are the
+// two fields the line format places itself.
+package sanlog
 
 import (
 	"bytes"
@@ -29,9 +38,9 @@ const (
 // TID sets the "[<thread id>]" part of a log line (default: the daemon pid).
 func TID(id int) zap.Field { return zap.Int(tidKey, id) }
 
-// LogPrefix sets the text printed before the message, such as "s1 " for
+// Prefix sets the text printed before the message, such as "s1 " for
 // lockspace 1 or "s1:r2 " for resource 2 in it (docs/cli.md "Logging").
-func LogPrefix(p string) zap.Field { return zap.String(prefixKey, p) }
+func Prefix(p string) zap.Field { return zap.String(prefixKey, p) }
 
 // Priority maps a zap level to the syslog priority sanlock compares with
 // -L/-S: error 3, warning 4, info 6, debug 7; DPanic and above are 2.
@@ -49,15 +58,15 @@ func Priority(l zapcore.Level) int {
 	return 2
 }
 
-// priorityEnabler enables the levels whose priority is <= max; max < 0
+// PriorityEnabler enables the levels whose priority is <= max; max < 0
 // disables the sink.
-type priorityEnabler int
+type PriorityEnabler int
 
-func (p priorityEnabler) Enabled(l zapcore.Level) bool { return int(p) >= 0 && Priority(l) <= int(p) }
+func (p PriorityEnabler) Enabled(l zapcore.Level) bool { return int(p) >= 0 && Priority(l) <= int(p) }
 
-// monoSeconds returns CLOCK_MONOTONIC in whole seconds, the second number on
+// MonoSeconds returns CLOCK_MONOTONIC in whole seconds, the second number on
 // every log line and the monotime of STATUS.
-func monoSeconds() uint64 {
+func MonoSeconds() uint64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return 0
@@ -285,49 +294,61 @@ func (r *Ring) Dump() []byte {
 	return out
 }
 
-// logSinks is the daemon's logger and what it owns.
-type logSinks struct {
-	lg      *zap.Logger
-	ring    *Ring
+// Options say where the daemon logs (docs/cli.md "Logging").
+type Options struct {
+	UTC             bool   // logfile_use_utc: UTC timestamps in every sink
+	JSON            bool   // log_format = json: the log file and stderr in JSON
+	RingSize        int    // the in-memory log (<= 0: DefaultRingSize)
+	Stderr          bool   // -D: everything to stderr too
+	LogFile         string // "" = none
+	LogfilePriority int    // -L (-1: no log file)
+	SyslogPriority  int    // -S (-1: no syslog)
+}
+
+// Sinks is the daemon's logger and what it owns.
+type Sinks struct {
+	Logger  *zap.Logger
+	Ring    *Ring
 	closers []io.Closer
 }
 
-func (l *logSinks) close() {
-	_ = l.lg.Sync()
+// Close syncs the logger and closes the log file and syslog.
+func (l *Sinks) Close() {
+	_ = l.Logger.Sync()
 	for _, c := range l.closers {
 		_ = c.Close()
 	}
 	l.closers = nil
 }
 
-// newLogSinks builds the daemon logger (docs/cli.md "Logging"): the log file at
+// Open builds the daemon logger (docs/cli.md "Logging"): the log file at
 // -L priority (skipped if it cannot be opened), syslog at -S priority,
 // stderr with -D (everything), the ring (everything), plus extra (tests).
-// log_format = json changes the log file and stderr only (logjson.go).
-func newLogSinks(cfg *Config, stderr io.Writer, extra zapcore.Core) *logSinks {
-	f := &lineFormat{utc: cfg.LogfileUseUTC, pid: os.Getpid(), now: time.Now, mon: monoSeconds}
-	ls := &logSinks{ring: NewRing(cfg.LogRingSize)}
+// log_format = json changes the log file and stderr only (json.go).
+func Open(o Options, stderr io.Writer, extra zapcore.Core) *Sinks {
+	f := &lineFormat{utc: o.UTC, pid: os.Getpid(), now: time.Now, mon: MonoSeconds}
+	ls := &Sinks{Ring: NewRing(o.RingSize)}
 	cores := []zapcore.Core{
-		&lineCore{LevelEnabler: zapcore.DebugLevel, out: &writerSink{fmt: f, w: ls.ring}},
+		&lineCore{LevelEnabler: zapcore.DebugLevel, out: &writerSink{fmt: f, w: ls.Ring}},
 	}
-	if cfg.Debug && stderr != nil {
-		cores = append(cores, textOrJSON(cfg, stderr, zapcore.DebugLevel, f))
+	if o.Stderr && stderr != nil {
+		cores = append(cores, textOrJSON(o.JSON, stderr, zapcore.DebugLevel, f))
 	}
-	if cfg.LogFile != "" && cfg.LogfilePriority >= 0 {
-		if fh, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+	if o.LogFile != "" && o.LogfilePriority >= 0 {
+		if fh, err := os.OpenFile(o.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
 			ls.closers = append(ls.closers, fh)
-			cores = append(cores, textOrJSON(cfg, fh, priorityEnabler(cfg.LogfilePriority), f))
+			cores = append(cores, textOrJSON(o.JSON, fh, PriorityEnabler(o.LogfilePriority), f))
 		}
 	}
-	if cfg.SyslogPriority >= 0 {
+	if o.SyslogPriority >= 0 {
 		if w, err := syslog.New(syslog.LOG_DAEMON|syslog.LOG_ERR, "sanlock"); err == nil {
 			ls.closers = append(ls.closers, w)
-			cores = append(cores, &lineCore{LevelEnabler: priorityEnabler(cfg.SyslogPriority), out: &syslogSink{fmt: f, w: w}})
+			cores = append(cores, &lineCore{LevelEnabler: PriorityEnabler(o.SyslogPriority), out: &syslogSink{fmt: f, w: w}})
 		}
 	}
 	if extra != nil {
 		cores = append(cores, extra)
 	}
-	ls.lg = zap.New(zapcore.NewTee(cores...))
+	ls.Logger = zap.New(zapcore.NewTee(cores...))
 	return ls
 }

@@ -1,16 +1,12 @@
-package daemon
+package process
 
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"sync"
 	"time"
 
-	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-
-	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
 // Descriptors (docs/reliability.md). Lease disks and connections share the
@@ -20,7 +16,7 @@ import (
 //  1. At start the soft limit is raised to the hard limit (the limit a
 //     unit sets with LimitNOFILE=).
 //  2. A disk open (lockspace or resource) is refused with EMFILE when fewer
-//     than fdReserve descriptors would be left, so connections (status,
+//     than FDReserve descriptors would be left, so connections (status,
 //     release, other clients' acquires) always have descriptors. The
 //     acquire that hit it fails with -24 and an error line names the limit
 //     and how to raise it.
@@ -29,16 +25,16 @@ import (
 //     client sees the connection closed, not a hang), then takes the
 //     reserve again. Connections already open are not affected.
 
-// fdReserve is how many descriptors disk opens leave for connections and
+// FDReserve is how many descriptors disk opens leave for connections and
 // the daemon's own use (log file, wdmd sockets, kill programs).
-const fdReserve = 64
+const FDReserve = 64
 
 // fdLogEvery rate-limits the "out of descriptors" error lines.
 const fdLogEvery = 10 * time.Second
 
-// raiseNofile sets the soft RLIMIT_NOFILE to the hard one and returns the
+// RaiseNofile sets the soft RLIMIT_NOFILE to the hard one and returns the
 // resulting soft limit (0 if it cannot be read).
-func raiseNofile() uint64 {
+func RaiseNofile() uint64 {
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
 		return 0
@@ -53,8 +49,8 @@ func raiseNofile() uint64 {
 	return rl.Cur
 }
 
-// nofileLimit returns the current soft RLIMIT_NOFILE (0 if unknown).
-func nofileLimit() uint64 {
+// NofileLimit returns the current soft RLIMIT_NOFILE (0 if unknown).
+func NofileLimit() uint64 {
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
 		return 0
@@ -62,21 +58,23 @@ func nofileLimit() uint64 {
 	return rl.Cur
 }
 
-// fdGuard implements rules 2 and 3 for one server.
-type fdGuard struct {
+// FDGuard keeps the reserve descriptor of rule 3 and rate-limits the
+// error lines of rules 2 and 3, for one server.
+type FDGuard struct {
 	mu      sync.Mutex
 	reserve int // a /dev/null descriptor held for rule 3, or -1
 	lastLog time.Time
 	refused uint64 // connections closed at accept for lack of descriptors
 }
 
-func newFDGuard() *fdGuard {
-	g := &fdGuard{reserve: -1}
+// NewFDGuard takes the reserve descriptor.
+func NewFDGuard() *FDGuard {
+	g := &FDGuard{reserve: -1}
 	g.takeReserve()
 	return g
 }
 
-func (g *fdGuard) takeReserve() {
+func (g *FDGuard) takeReserve() {
 	if g.reserve >= 0 {
 		return
 	}
@@ -85,7 +83,8 @@ func (g *fdGuard) takeReserve() {
 	}
 }
 
-func (g *fdGuard) close() {
+// Close drops the reserve descriptor.
+func (g *FDGuard) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.reserve >= 0 {
@@ -94,28 +93,28 @@ func (g *fdGuard) close() {
 	}
 }
 
-// isFDExhausted reports EMFILE or ENFILE.
-func isFDExhausted(err error) bool {
+// IsFDExhausted reports EMFILE or ENFILE.
+func IsFDExhausted(err error) bool {
 	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)
 }
 
-// headroom reports whether a disk open may take a descriptor: the lowest
+// Headroom reports whether a disk open may take a descriptor: the lowest
 // free descriptor number (probed with an open of /dev/null) must stay
-// below limit-fdReserve.
-func headroom() error {
+// below limit-FDReserve.
+func Headroom() error {
 	fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	_ = unix.Close(fd)
-	if lim := nofileLimit(); lim > fdReserve && uint64(fd) >= lim-fdReserve {
+	if lim := NofileLimit(); lim > FDReserve && uint64(fd) >= lim-FDReserve {
 		return unix.EMFILE
 	}
 	return nil
 }
 
-// shouldLog rate-limits the error lines.
-func (g *fdGuard) shouldLog() bool {
+// ShouldLog rate-limits the error lines (one per fdLogEvery).
+func (g *FDGuard) ShouldLog() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if now := time.Now(); now.Sub(g.lastLog) >= fdLogEvery {
@@ -125,60 +124,30 @@ func (g *fdGuard) shouldLog() bool {
 	return false
 }
 
-// limitHint is the advice every "out of descriptors" line ends with.
-func limitHint() string {
+// LimitHint is the advice every "out of descriptors" line ends with.
+func LimitHint() string {
 	return fmt.Sprintf("the daemon's descriptor limit RLIMIT_NOFILE is %d; raise it with LimitNOFILE= in the "+
-		"sanlock unit (systemctl edit sanlock) or ulimit -n before starting the daemon", nofileLimit())
+		"sanlock unit (systemctl edit sanlock) or ulimit -n before starting the daemon", NofileLimit())
 }
 
-// guardOpen wraps a disk open with rule 2 and the error line.
-func (s *Server) guardOpen(open func(string) (diskfmt.Device, error)) func(string) (diskfmt.Device, error) {
-	return func(path string) (diskfmt.Device, error) {
-		err := headroom()
-		if err == nil {
-			var dev diskfmt.Device
-			if dev, err = open(path); err == nil || !isFDExhausted(err) {
-				return dev, err
-			}
-		}
-		if isFDExhausted(err) {
-			if s.fds == nil || s.fds.shouldLog() {
-				s.lg.Error(fmt.Sprintf("open %s: too many open files (%d left for connections): %s",
-					path, fdReserve, limitHint()))
-			}
-			return nil, &fs.PathError{Op: "open", Path: path, Err: unix.EMFILE}
-		}
-		return nil, err
-	}
-}
-
-// acceptExhausted handles rule 3 after an accept failed with EMFILE or
-// ENFILE: free the reserve, accept and close the waiting connection, take
-// the reserve back. It reports whether a connection was taken off the
-// queue (so the loop can go on at once).
-func (s *Server) acceptExhausted() bool {
-	g := s.fds
+// AcceptExhausted is rule 3 after an accept failed with EMFILE or ENFILE:
+// free the reserve, run acceptClose (accept the waiting connection and
+// close it; it reports whether one was taken), take the reserve back. It
+// returns whether a connection was taken off the queue and how many have
+// been refused so far.
+func (g *FDGuard) AcceptExhausted(acceptClose func() bool) (took bool, refused uint64) {
 	g.mu.Lock()
 	if g.reserve >= 0 {
 		_ = unix.Close(g.reserve)
 		g.reserve = -1
 	}
 	g.mu.Unlock()
-	took := false
-	if uc, err := s.ln.Accept(); err == nil {
-		_ = uc.Close()
-		took = true
-	}
+	took = acceptClose()
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.takeReserve()
 	if took {
 		g.refused++
 	}
-	n := g.refused
-	g.mu.Unlock()
-	if g.shouldLog() {
-		s.lg.Error("accept: too many open files; connection closed", zap.Uint64("refused", n),
-			zap.String("hint", limitHint()))
-	}
-	return took
+	return took, g.refused
 }

@@ -1,16 +1,20 @@
-package daemon
+// Package config is the settings of `sanlock daemon`: the 3.8.5 defaults,
+// the command-line options, the sanlock.conf keys and the environment
+// (docs/cli.md "Daemon options", "Config file", "Environment"), parsed as
+// sanlock parses them. It knows nothing of sockets or of the lease
+// manager; daemon turns a Config into a running server.
+package config
 
 import (
 	"errors"
 	"fmt"
-	"github.com/gosanlock/gosanlock/internal/cnum"
 	"math"
 	"os"
 	"os/user"
 	"strconv"
 	"strings"
 
-	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/internal/cnum"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -40,6 +44,18 @@ const (
 
 	// HostNameLen is the longest host name (SANLK_NAME_LEN).
 	HostNameLen = wire.NameLen
+
+	// DefaultLogRingSize is the size of the in-memory log returned by
+	// LOG_DUMP (docs/cli.md "Logging").
+	DefaultLogRingSize = 1 << 20
+)
+
+// Log formats of the log file and of -D's stderr (config key log_format, a
+// gosanlock addition). The in-memory log of log_dump and syslog always
+// keep sanlock's text lines, which existing tools parse.
+const (
+	LogFormatText = "text"
+	LogFormatJSON = "json"
 )
 
 // Environment variables read by the daemon (docs/cli.md "Environment").
@@ -79,8 +95,8 @@ type Config struct {
 	UID       int
 	GID       int
 	idsSet    bool
-	// idWarnings are the "user/group not found" lines ResolveIDs produced;
-	// Start logs them first, as sanlock does.
+	// idWarnings are the "user/group not found" lines ResolveIDs produced
+	// (IDWarnings).
 	idWarnings []string
 
 	MaxWorkerThreads    int  // -t, max_worker_threads (min 2)
@@ -155,7 +171,7 @@ func DefaultConfig() *Config {
 		RunDir:              DefaultRunDir,
 		Privileged:          true,
 		LogFile:             DefaultLogFile,
-		LogRingSize:         DefaultRingSize,
+		LogRingSize:         DefaultLogRingSize,
 	}
 }
 
@@ -342,8 +358,8 @@ func (c *Config) applyDebugCmd(value string) {
 	}
 }
 
-// debugCmd reports whether command cmd is logged (debug_cmd).
-func (c *Config) debugCmd(cmd wire.Cmd) bool {
+// DebugCmd reports whether command cmd is logged (debug_cmd).
+func (c *Config) DebugCmd(cmd wire.Cmd) bool {
 	return uint32(cmd) < 64 && c.DebugCmds&(1<<uint32(cmd)) != 0
 }
 
@@ -385,6 +401,13 @@ func (c *Config) ResolveIDs() {
 	}
 }
 
+// IDWarnings returns the "user/group not found" lines ResolveIDs produced;
+// the daemon logs them first when it starts, as sanlock does.
+func (c *Config) IDWarnings() []string { return c.idWarnings }
+
+// TruncName cuts a host name to HostNameLen bytes.
+func TruncName(s string) string { return truncName(s) }
+
 // SetIDs sets the numeric ids directly (tests, or callers that resolved
 // them already); ResolveIDs then keeps them.
 func (c *Config) SetIDs(uid, gid int) {
@@ -411,14 +434,3 @@ func truncName(s string) string {
 // outside the long range saturate, then are truncated to 32 bits as glibc's
 // (int)strtol does.
 func Atoi(s string) int { return cnum.Atoi(s) }
-
-// managerSettings are the options the lease manager follows.
-func (c *Config) managerSettings() manager.Settings {
-	return manager.Settings{
-		UseWatchdog: c.UseWatchdog, WdmdSocket: c.WdmdSocket, WatchdogFireTimeout: c.WatchdogFireTimeout,
-		KillGraceSeconds: c.KillGraceSeconds, SetBitmapSeconds: c.SetBitmapSeconds,
-		RenewalHistorySize: c.RenewalHistorySize, RenewalReadExtendSet: c.RenewalReadExtendSet,
-		RenewalReadExtendSec: c.RenewalReadExtendSec, DebugRenew: c.DebugRenew, ShRetries: c.ShRetries,
-		WriteInitIOTimeout: c.WriteInitIOTimeout,
-	}
-}

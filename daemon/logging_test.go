@@ -9,24 +9,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-func TestLogFormatKey(t *testing.T) {
-	c := DefaultConfig()
-	require.Equal(t, "", c.LogFormat, "text by default")
-	require.True(t, c.ApplyConfigKey("log_format", "json"))
-	require.Equal(t, LogFormatJSON, c.LogFormat)
-	require.True(t, c.ApplyConfigKey("log_format", "yaml"), "a known key with a bad value is ignored")
-	require.Equal(t, LogFormatJSON, c.LogFormat)
-	require.True(t, c.ApplyConfigKey("log_format", "text"))
-	require.Equal(t, LogFormatText, c.LogFormat)
-}
+	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/internal/sanlog"
+)
 
 // TestLogFormatJSON: with log_format = json the log file and -D's stderr
 // get one JSON object per line at the same priorities as the text lines;
 // log_dump's ring keeps sanlock's text lines.
 func TestLogFormatJSON(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.DefaultConfig()
 	cfg.LogFile = filepath.Join(t.TempDir(), "sanlock.log")
 	cfg.SyslogPriority = -1
 	cfg.Debug = true
@@ -34,10 +26,10 @@ func TestLogFormatJSON(t *testing.T) {
 	cfg.ApplyConfigKey("log_format", "json")
 	var stderr bytes.Buffer
 	ls := newLogSinks(cfg, &stderr, nil)
-	ls.lg.Error("acquire error -243", LogPrefix("s1:r2 "), TID(4242))
+	ls.lg.Error("acquire error -243", sanlog.Prefix("s1:r2 "), sanlog.TID(4242))
 	ls.lg.Warn("sanlock daemon started")
 	ls.lg.Debug("debug only to stderr and ring")
-	ls.close()
+	ls.Close()
 
 	b, err := os.ReadFile(cfg.LogFile)
 	require.NoError(t, err)
@@ -61,6 +53,6 @@ func TestLogFormatJSON(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
 	}
 
-	ring := string(ls.ring.Dump())
+	ring := string(ls.Ring.Dump())
 	require.Regexp(t, `(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+ \[4242\]: s1:r2 acquire error -243$`, ring)
 }

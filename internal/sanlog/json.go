@@ -1,4 +1,4 @@
-package daemon
+package sanlog
 
 import (
 	"io"
@@ -6,14 +6,6 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-)
-
-// Log formats of the log file and of -D's stderr (config key log_format, a
-// gosanlock addition). The in-memory log of log_dump and syslog always
-// keep sanlock's text lines, which existing tools parse.
-const (
-	LogFormatText = "text"
-	LogFormatJSON = "json"
 )
 
 // jsonCore writes one JSON object per line with zap's JSON encoder:
@@ -64,8 +56,8 @@ func (c *monoCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 
 // textOrJSON returns the core for a file-like sink in the configured
 // format.
-func textOrJSON(cfg *Config, w io.Writer, enab zapcore.LevelEnabler, f *lineFormat) zapcore.Core {
-	if cfg.LogFormat == LogFormatJSON {
+func textOrJSON(json bool, w io.Writer, enab zapcore.LevelEnabler, f *lineFormat) zapcore.Core {
+	if json {
 		return jsonCore(w, enab, f)
 	}
 	return &lineCore{LevelEnabler: enab, out: &writerSink{fmt: f, w: w}}

@@ -1,24 +1,26 @@
-package daemon
+// Package process is the daemon's process setup below the transport: the
+// run directory and its single-instance pid-file lock, the generated host
+// name, resource limits and privileges (setrlimit, setuid/setgid,
+// mlockall, SCHED_RR), and the descriptor rules that keep lease disks and
+// connections from starving each other (docs/reliability.md). It knows
+// nothing of the daemon's configuration or sockets: callers pass values.
+package process
 
 import (
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/wire"
 )
 
-// File names inside the run directory (docs/cli.md "Startup").
-const (
-	PidFileName = "sanlock.pid"
-	SockName    = "sanlock.sock"
-)
-
-// ErrLocked is returned (wrapped) by Start when another daemon holds the
+// ErrLocked is returned (wrapped) by LockPidFile (and so by the
+// daemon's Start) when another daemon holds the
 // lock file of the run directory.
 var ErrLocked = errors.New("daemon: lock file held by another process")
 
@@ -32,7 +34,7 @@ type LockfileError struct {
 }
 
 func (e *LockfileError) Error() string {
-	return fmt.Sprintf("lockfile %s error %s: %s", e.Op, e.Path, strerror(e.Err))
+	return fmt.Sprintf("lockfile %s error %s: %s", e.Op, e.Path, Strerror(e.Err))
 }
 
 func (e *LockfileError) Unwrap() []error {
@@ -42,8 +44,8 @@ func (e *LockfileError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// strerror returns the C strerror text ("Resource temporarily unavailable").
-func strerror(err error) string {
+// Strerror returns the C strerror text ("Resource temporarily unavailable").
+func Strerror(err error) string {
 	var en syscall.Errno
 	if errors.As(err, &en) {
 		s := en.Error()
@@ -54,27 +56,24 @@ func strerror(err error) string {
 	return err.Error()
 }
 
-// prepareRunDir creates the run directory if missing (mode 0775, only the
-// last component) and chowns it to (uid, 0) when privileged or (uid, gid)
-// otherwise (docs/cli.md "Startup" step 6). A chown failure is fatal.
-func prepareRunDir(cfg *Config) error {
+// PrepareRunDir creates the run directory dir if missing (mode 0775, only
+// the last component) and chowns it to (uid, gid) (docs/cli.md "Startup"
+// step 6: the daemon passes gid 0 when privileged). A chown failure is
+// fatal.
+func PrepareRunDir(dir string, uid, gid int) error {
 	old := unix.Umask(0o002)
-	err := os.Mkdir(cfg.RunDir, 0o775)
+	err := os.Mkdir(dir, 0o775)
 	unix.Umask(old)
 	if err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("cannot create run dir %s: %w", cfg.RunDir, err)
+		return fmt.Errorf("cannot create run dir %s: %w", dir, err)
 	}
-	gid := cfg.GID
-	if cfg.Privileged {
-		gid = 0
-	}
-	if err := os.Chown(cfg.RunDir, cfg.UID, gid); err != nil {
-		return fmt.Errorf("cannot chown run dir %s: %w", cfg.RunDir, err)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return fmt.Errorf("cannot chown run dir %s: %w", dir, err)
 	}
 	return nil
 }
 
-// lockFile opens <run dir>/sanlock.pid (0644), takes a whole-file write
+// LockPidFile opens the pid file at path (0644), takes a whole-file write
 // lock without waiting, truncates it and writes "<pid>\n". sanlock uses a
 // process-associated F_SETLK lock; we use an open-file-description lock
 // (F_OFD_SETLK), which conflicts with sanlock's lock in the same way but
@@ -82,8 +81,7 @@ func prepareRunDir(cfg *Config) error {
 // when some other descriptor of the file in this process is closed. The returned file must stay
 // open for the daemon's lifetime; closing it drops the lock. The pid file is
 // not removed at exit, as in sanlock.
-func lockFile(runDir string) (*os.File, error) {
-	path := filepath.Join(runDir, PidFileName)
+func LockPidFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, &LockfileError{Op: "open", Path: path, Err: err}
@@ -141,5 +139,6 @@ func GenerateHostName(nodename string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return truncName(u + "." + nodename), nil
+	h := u + "." + nodename
+	return h[:min(len(h), wire.NameLen)], nil
 }
