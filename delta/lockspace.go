@@ -232,23 +232,7 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 	ls.mu.Unlock()
 	close(ls.joined)
 
-	r.loop(ctx)
-
-	var relErr error
-	released := false
-	switch abort := ls.lateAbort.Load(); {
-	case ls.halted.Load():
-	case r.prevOK:
-		relErr = ls.lease.Release(ctx, r.last)
-		released = relErr == nil
-	case abort != nil:
-		relErr = r.releaseLate(*abort)
-		released = relErr == nil
-	}
-	ls.mu.Lock()
-	ls.status.Stopped, ls.status.Released = true, released
-	ls.mu.Unlock()
-	return relErr
+	return ls.renewUntilDone(ctx, &r)
 }
 
 // join reads the sizes if needed and acquires the lease.
@@ -598,4 +582,28 @@ func (ls *Lockspace) ReadHostLease(ctx context.Context, hostID uint64) (diskfmt.
 	}
 	ld, _, err := diskfmt.ReadDeltaLeader(ctx, ls.cfg.Dev, ls.cfg.Offset, g, ls.cfg.Space, hostID)
 	return ld, err
+}
+
+// renewUntilDone runs the renewal loop until the context ends, then
+// releases the lease unless the lockspace was halted or its last renewal
+// failed (a late abort releases with the record it names), and records
+// the outcome in the status. Run and RunResumed end with it.
+func (ls *Lockspace) renewUntilDone(ctx context.Context, r *renewer) error {
+	r.loop(ctx)
+
+	var relErr error
+	released := false
+	switch abort := ls.lateAbort.Load(); {
+	case ls.halted.Load():
+	case r.prevOK:
+		relErr = ls.lease.Release(ctx, r.last)
+		released = relErr == nil
+	case abort != nil:
+		relErr = r.releaseLate(*abort)
+		released = relErr == nil
+	}
+	ls.mu.Lock()
+	ls.status.Stopped, ls.status.Released = true, released
+	ls.mu.Unlock()
+	return relErr
 }

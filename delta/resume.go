@@ -230,23 +230,7 @@ func (ls *Lockspace) RunResumed(ctx context.Context, st Resume) error {
 		r.renew(ctx)
 		ls.leaveRenewal(&r, true)
 	}
-	r.loop(ctx)
-
-	var relErr error
-	released := false
-	switch abort := ls.lateAbort.Load(); {
-	case ls.halted.Load():
-	case r.prevOK:
-		relErr = ls.lease.Release(ctx, r.last)
-		released = relErr == nil
-	case abort != nil:
-		relErr = r.releaseLate(*abort)
-		released = relErr == nil
-	}
-	ls.mu.Lock()
-	ls.status.Stopped, ls.status.Released = true, released
-	ls.mu.Unlock()
-	return relErr
+	return ls.renewUntilDone(ctx, &r)
 }
 
 // Paused reports whether Pause holds the renewals.
