@@ -170,8 +170,13 @@ func TestReexecLockspaceProcess(t *testing.T) {
 	path := lockspaceFile(t, 0)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	// The SET_CONFIG flags are handed over too.
+	require.NoError(t, d.cl.SetConfig("LS", wire.ConfigUsed))
+	require.NoError(t, d.cl.SetConfig("LS", wire.ConfigUsedByOrphans))
 	before := d.spaceStatus("LS")
 	assert.Equal(t, "1", before["host_generation"])
+	assert.Equal(t, "1", before["external_used"])
+	assert.Equal(t, "1", before["used_by_orphans"])
 
 	checkHistory := func() []uint64 {
 		t.Helper()
@@ -187,7 +192,8 @@ func TestReexecLockspaceProcess(t *testing.T) {
 		old, now := d.reexec()
 		require.NotEqual(t, old, now)
 		st := d.spaceStatus("LS")
-		for _, k := range []string{"host_generation", "acquire_last_success", "io_timeout", "list"} {
+		for _, k := range []string{"host_generation", "acquire_last_success", "io_timeout", "list",
+			"external_used", "used_by_orphans"} {
 			assert.Equal(t, before[k], st[k], k)
 		}
 		checkHistory()
@@ -226,7 +232,8 @@ func TestReexecLockspaceProcess(t *testing.T) {
 	assert.EqualValues(t, 1, ld.OwnerGeneration)
 	assert.NotZero(t, ld.Timestamp)
 
-	// A clean leave still releases.
+	// A clean leave still releases (once no longer used externally).
+	require.NoError(t, d.cl.SetConfig("LS", wire.ConfigUnused))
 	require.NoError(t, d.cl.RemLockspace(ls, 0))
 	ld, _, err = diskfmt.ReadDeltaLeader(context.Background(), dev, 0, g, "LS", 1)
 	require.NoError(t, err)

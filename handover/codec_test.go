@@ -330,3 +330,32 @@ func TestReleasedFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestSetConfigFlagsRoundTrip: the SET_CONFIG flags of a lockspace travel
+// (added to format 2 without a new version, docs/upgrade.md "Versioning"
+// rule 1), and a state without them encodes without the fields, so an
+// image of the same format that does not know them still reads it.
+func TestSetConfigFlagsRoundTrip(t *testing.T) {
+	s := sampleState()
+	plain, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ExternalUsed", "UsedByOrphans", "UsedRetries"} {
+		if bytes.Contains(plain, []byte(`"`+f+`"`)) {
+			t.Fatalf("%s encoded while clear", f)
+		}
+	}
+	s.Lockspaces[0].ExternalUsed, s.Lockspaces[0].UsedByOrphans, s.Lockspaces[0].UsedRetries = true, true, 3
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got.Lockspaces[0]; !l.ExternalUsed || !l.UsedByOrphans || l.UsedRetries != 3 {
+		t.Fatalf("flags lost: %+v", l)
+	}
+}

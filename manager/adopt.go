@@ -184,7 +184,8 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	}
 	ls.lastID++
 	sp := &space{m: ls, id: ls.lastID, ls: ident, ioTimeout: io, addDone: make(chan struct{}),
-		gone: make(chan struct{}), kills: make(map[int]*killState), list: listSpaces}
+		gone: make(chan struct{}), kills: make(map[int]*killState), list: listSpaces,
+		externalUsed: h.ExternalUsed, usedByOrphans: h.UsedByOrphans, usedRetries: h.UsedRetries}
 	ls.mu.Unlock()
 	sp.ctx, sp.cancel = context.WithCancel(ls.baseContext())
 	close(sp.addDone)

@@ -53,6 +53,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 		sp := spaces[i]
 		ls.mu.Lock()
 		run, wd, wdActive, removing, dead := sp.run, sp.wd, sp.wdActive, sp.removeReq, sp.spaceDead
+		extUsed, byOrphans, retries := sp.externalUsed, sp.usedByOrphans, sp.usedRetries
 		ls.mu.Unlock()
 		if run == nil {
 			return nil, nil, nil, fmt.Errorf("%w: lockspace %s has no runner", ErrHandoverBusy, sp.ls.Name)
@@ -80,6 +81,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 			IOTimeout: uint32(st.IOTimeout), SectorSize: uint32(st.SectorSize), AlignSize: uint32(st.AlignSize),
 			Generation: st.HostGeneration, Timestamp: st.RenewalLastSuccess,
 			Removing: removing, SpaceDead: dead, Wdmd: wdmd,
+			ExternalUsed: extUsed, UsedByOrphans: byOrphans, UsedRetries: retries,
 		}
 		if wdmd != nil && wdActive {
 			wdmd.Expire = st.RenewalLastSuccess + uint64(delta.IDRenewalFailSeconds(st.IOTimeout))
