@@ -240,8 +240,9 @@ func TestReexecLockspaceProcess(t *testing.T) {
 	assert.Zero(t, ld.Timestamp)
 }
 
-// TestReexecLeasesProcess: a holder with R0 (EX) and R1 (SH) and an
-// orphan (R2, persistent, its holder gone) go through several reexecs:
+// TestReexecLeasesProcess: a holder with R0 (EX) and R1 (SH) and two
+// orphans (R2 EX and R4 SH, persistent, their holder gone) go through
+// several reexecs:
 // the holder's inquire answer (lver included) is unchanged on its old
 // connection, the orphan is still listed, another client can neither take
 // R0 nor R2 but acquires and releases R3, and in the end the holder
@@ -249,7 +250,7 @@ func TestReexecLockspaceProcess(t *testing.T) {
 func TestReexecLeasesProcess(t *testing.T) {
 	t.Parallel()
 	d := startProcDaemon(t, "-w", "0")
-	path := lockspaceFile(t, 4)
+	path := lockspaceFile(t, 5)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
 	res := func(i int, flags uint32) wire.Resource {
@@ -265,12 +266,14 @@ func TestReexecLeasesProcess(t *testing.T) {
 	require.Equal(t, 2, n)
 	gone, err := d.cl.Register()
 	require.NoError(t, err)
-	require.NoError(t, gone.Acquire([]wire.Resource{res(2, wire.ResPersistent)}, 0, nil))
+	require.NoError(t, gone.Acquire([]wire.Resource{res(2, wire.ResPersistent),
+		res(4, wire.ResPersistent|wire.ResShared)}, 0, nil))
 	gone.Close()
 	orphaned := func() bool {
 		out, err := d.run("client", "status", "-D")
 		require.NoError(t, err, out)
-		return strings.Contains(out, "LS:R2:") && strings.Contains(out, "list=orphan")
+		return strings.Count(out, "list=orphan") == 2 && strings.Contains(out, "LS:R2:") &&
+			strings.Contains(out, "LS:R4:")
 	}
 	require.Eventually(t, orphaned, 10*time.Second, 50*time.Millisecond)
 
@@ -286,6 +289,7 @@ func TestReexecLeasesProcess(t *testing.T) {
 		defer other.Close()
 		assert.Error(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil), "R0 is held")
 		assert.Error(t, other.Acquire([]wire.Resource{res(2, 0)}, 0, nil), "R2 is an orphan")
+		assert.Error(t, other.Acquire([]wire.Resource{res(4, 0)}, 0, nil), "R4 is an SH orphan")
 		require.NoError(t, other.Acquire([]wire.Resource{res(3, 0), res(1, wire.ResShared)}, 0, nil))
 		_, err = other.Release(nil, wire.RelAll)
 		require.NoError(t, err)

@@ -158,7 +158,10 @@ func rejectCases(t testing.TB) []rejectCase {
 		{"io_timeout", mutate(func(s *State) { s.Lockspaces[0].IOTimeout = 0 }), ErrInvalid, "io_timeout"},
 		{"future renewal", mutate(func(s *State) { s.Lockspaces[0].LastRenewalAgo = -1 }), ErrInvalid, "future"},
 		{"event space", mutate(func(s *State) { s.Clients[0].EventLockspace = "nope" }), ErrInvalid, "not joined"},
-		{"orphan pid", mutate(func(s *State) { s.Orphans[0].Pid = 0 }), ErrInvalid, "pid 0"},
+		{"orphan pid", mutate(func(s *State) { s.Orphans[0].Pid = -1 }), ErrInvalid, "pid -1"},
+		{"EX orphan pid", mutate(func(s *State) {
+			s.Orphans[0].Pid, s.Orphans[0].Mode, s.Orphans[0].Resource = 0, ModeEX, "r3"
+		}), ErrInvalid, "EX with pid 0"},
 		{"registered pid", mutate(func(s *State) { s.Clients[1].Pid = 0 }), ErrInvalid, "want -1"},
 	}
 }
@@ -357,5 +360,22 @@ func TestSetConfigFlagsRoundTrip(t *testing.T) {
 	}
 	if l := got.Lockspaces[0]; !l.ExternalUsed || !l.UsedByOrphans || l.UsedRetries != 3 {
 		t.Fatalf("flags lost: %+v", l)
+	}
+}
+
+// TestSHOrphanWithoutPid: an SH orphan has no holder pid (0) and is valid.
+func TestSHOrphanWithoutPid(t *testing.T) {
+	s := sampleState()
+	s.Orphans[0].Pid = 0
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Orphans[0].Pid != 0 || got.Orphans[0].Mode != ModeSH {
+		t.Fatalf("orphan %+v", got.Orphans[0])
 	}
 }

@@ -167,8 +167,10 @@ func (v *validator) check() {
 		o := &s.Orphans[i]
 		what := fmt.Sprintf("orphan %d", i)
 		hold(what, &o.Lease)
-		if o.Pid <= 0 {
-			v.fail("%s: pid %d", what, o.Pid)
+		// An EX orphan names the pid that held it; an SH one has none
+		// (pid 0: the daemon keeps no holder pid for a shared lease).
+		if o.Pid < 0 || (o.Pid == 0 && o.Mode != ModeSH) {
+			v.fail("%s: %v with pid %d", what, o.Mode, o.Pid)
 		}
 	}
 }
