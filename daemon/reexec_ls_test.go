@@ -18,6 +18,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/internal/testutil"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -316,4 +317,38 @@ func TestReexecLeasesProcess(t *testing.T) {
 	require.NoError(t, err)
 	defer other.Close()
 	require.NoError(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil))
+}
+
+// TestReexecEventListenerProcess: an event listener (REG_EVENT) of a
+// lockspace that two daemons share survives several reexecs of its
+// daemon on the same connection: nothing is pending or closed after them,
+// an event the other host sets reaches it from the last image, and
+// END_EVENT works there.
+func TestReexecEventListenerProcess(t *testing.T) {
+	t.Parallel()
+	d1 := startProcDaemon(t, "-w", "0")
+	d2 := startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 0)
+	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 1))
+	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 1))
+	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	ev, err := d1.cl.RegEvent("LS")
+	require.NoError(t, err)
+	defer ev.Conn().Close()
+	for i := 0; i < 3; i++ {
+		time.Sleep(time.Duration(i*600) * time.Millisecond)
+		old, now := d1.reexec()
+		require.NotEqual(t, old, now)
+		_, err = ev.GetEvent()
+		require.Equal(t, rescode.RvEAGAIN, testutil.Code(err), "listener open, nothing pending: %v", err)
+	}
+	assert.Zero(t, d1.failures())
+	require.NoError(t, d2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Event: 0x77, Data: 0x99}, 0))
+	cb, err := ev.WaitEvent(20 * time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, wire.HostEvent{HostID: 1, Event: 0x77, Data: 0x99}, cb.HostEvent)
+	assert.Equal(t, uint64(2), cb.FromHostID)
+	require.NoError(t, d1.cl.EndEvent(ev))
 }

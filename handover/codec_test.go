@@ -379,3 +379,34 @@ func TestSHOrphanWithoutPid(t *testing.T) {
 		t.Fatalf("orphan %+v", got.Orphans[0])
 	}
 }
+
+// TestEventListenerFDs: a lockspace's event listeners are fd table
+// indexes like any other: they round-trip, are remapped with the table,
+// and one used twice (or shared with another fd field) is refused.
+func TestEventListenerFDs(t *testing.T) {
+	s := sampleState()
+	s.NumFDs++
+	s.Lockspaces[0].EventListeners = []int{s.NumFDs - 1}
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got.Lockspaces[0].EventListeners; len(l) != 1 || l[0] != s.NumFDs-1 {
+		t.Fatalf("listeners %v", l)
+	}
+	found := false
+	for _, r := range got.fdRefs() {
+		found = found || r == &got.Lockspaces[0].EventListeners[0]
+	}
+	if !found {
+		t.Fatal("event listener fd not in fdRefs")
+	}
+	s.Lockspaces[0].EventListeners = []int{0}
+	if _, err := Encode(s); err == nil || !strings.Contains(err.Error(), "used twice") {
+		t.Fatalf("listener sharing fd 0: %v", err)
+	}
+}

@@ -167,6 +167,11 @@ type Lockspace struct {
 	ExternalUsed  bool   `json:",omitempty"`
 	UsedByOrphans bool   `json:",omitempty"`
 	UsedRetries   uint32 `json:",omitempty"`
+	// EventListeners are the lockspace's REG_EVENT connections, as fd
+	// table indexes (distinct). Added like the flags above: absent means
+	// none, and an image that does not know the field refuses a state
+	// with listeners at decode.
+	EventListeners []int `json:",omitempty"`
 }
 
 // Renewal is one renewal history entry.

@@ -18,6 +18,7 @@ const (
 	MaxHistory     = 1 << 12
 	MaxHostID      = 2000
 	MaxEvents      = 1 << 10
+	MaxListeners   = 32 // REG_EVENT connections per lockspace
 	MaxNameLen     = 48
 	MaxPathLen     = 1024
 	MaxTextLen     = 4096
@@ -225,6 +226,11 @@ func (v *validator) lockspace(i int, ls *Lockspace) {
 			v.text(what+" host owner name", h.OwnerName, 0, MaxNameLen)
 		}
 	}
+	if v.count(what+" event listeners", len(ls.EventListeners), MaxListeners) {
+		for _, fd := range ls.EventListeners {
+			v.fd(what+" event listener", fd)
+		}
+	}
 	if ls.Wdmd != nil {
 		v.fd(what+" wdmd", ls.Wdmd.FD)
 		v.text(what+" wdmd name", ls.Wdmd.Name, 0, MaxNameLen*2)
@@ -285,6 +291,9 @@ func (s *State) fdRefs() []*int {
 	for i := range s.Lockspaces {
 		if w := s.Lockspaces[i].Wdmd; w != nil {
 			refs = append(refs, &w.FD)
+		}
+		for j := range s.Lockspaces[i].EventListeners {
+			refs = append(refs, &s.Lockspaces[i].EventListeners[j])
 		}
 	}
 	return refs
