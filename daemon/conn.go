@@ -96,6 +96,10 @@ type Conn struct {
 	cmdLast    wire.Cmd
 	pidDead    bool
 	killCount  int
+	// evListener: REG_EVENT made (or is making) this connection a
+	// lockspace's event listener; a handover carries it with the
+	// lockspace, not as a client (docs/upgrade.md "Adopting event listeners").
+	evListener bool
 	killLast   uint64
 	flags      uint32
 	killPath   string // KILLPATH program

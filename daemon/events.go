@@ -20,7 +20,15 @@ import (
 func cmdRegEvent(m *manager.Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *wire.Request) error {
 		name := lockspaceOf(q).Name
+		c.mu.Lock()
+		c.evListener = true
+		c.mu.Unlock()
 		rv := result(m.RegEvent(name, c))
+		if rv != 0 {
+			c.mu.Lock()
+			c.evListener = false
+			c.mu.Unlock()
+		}
 		if err := c.write(headerReply(q, rv)); err != nil || rv != 0 {
 			if rv == 0 {
 				m.DropListener(name, c)

@@ -329,6 +329,12 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 		if _, held := s.reading(c); held {
 			continue // it ended after our list was taken: going away
 		}
+		c.mu.Lock()
+		listener := c.evListener
+		c.mu.Unlock()
+		if listener {
+			continue // handed over with its lockspace (manager.HandoverState)
+		}
 		uc, ok := c.uc.(*net.UnixConn)
 		if !ok {
 			return handover.Snapshot{}, fmt.Errorf("connection ci %d is not a unix socket", c.slot)
@@ -485,6 +491,16 @@ func (r *connReader) detach() {
 	g.mu.Lock()
 	r.detached = true
 	g.mu.Unlock()
+}
+
+// HandoverFile returns a close-on-exec duplicate of an event listener's
+// connection for the handover state (manager.HandoverState).
+func (c *Conn) HandoverFile() (*os.File, error) {
+	uc, ok := c.uc.(*net.UnixConn)
+	if !ok {
+		return nil, fmt.Errorf("connection fd %d is not a unix socket", c.fd)
+	}
+	return dupRaw(uc)
 }
 
 // inSlot reports whether c still has its slot (a connection that ended

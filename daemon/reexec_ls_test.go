@@ -18,6 +18,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/internal/testutil"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -170,8 +171,13 @@ func TestReexecLockspaceProcess(t *testing.T) {
 	path := lockspaceFile(t, 0)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	// The SET_CONFIG flags are handed over too.
+	require.NoError(t, d.cl.SetConfig("LS", wire.ConfigUsed))
+	require.NoError(t, d.cl.SetConfig("LS", wire.ConfigUsedByOrphans))
 	before := d.spaceStatus("LS")
 	assert.Equal(t, "1", before["host_generation"])
+	assert.Equal(t, "1", before["external_used"])
+	assert.Equal(t, "1", before["used_by_orphans"])
 
 	checkHistory := func() []uint64 {
 		t.Helper()
@@ -187,7 +193,8 @@ func TestReexecLockspaceProcess(t *testing.T) {
 		old, now := d.reexec()
 		require.NotEqual(t, old, now)
 		st := d.spaceStatus("LS")
-		for _, k := range []string{"host_generation", "acquire_last_success", "io_timeout", "list"} {
+		for _, k := range []string{"host_generation", "acquire_last_success", "io_timeout", "list",
+			"external_used", "used_by_orphans"} {
 			assert.Equal(t, before[k], st[k], k)
 		}
 		checkHistory()
@@ -226,15 +233,17 @@ func TestReexecLockspaceProcess(t *testing.T) {
 	assert.EqualValues(t, 1, ld.OwnerGeneration)
 	assert.NotZero(t, ld.Timestamp)
 
-	// A clean leave still releases.
+	// A clean leave still releases (once no longer used externally).
+	require.NoError(t, d.cl.SetConfig("LS", wire.ConfigUnused))
 	require.NoError(t, d.cl.RemLockspace(ls, 0))
 	ld, _, err = diskfmt.ReadDeltaLeader(context.Background(), dev, 0, g, "LS", 1)
 	require.NoError(t, err)
 	assert.Zero(t, ld.Timestamp)
 }
 
-// TestReexecLeasesProcess: a holder with R0 (EX) and R1 (SH) and an
-// orphan (R2, persistent, its holder gone) go through several reexecs:
+// TestReexecLeasesProcess: a holder with R0 (EX) and R1 (SH) and two
+// orphans (R2 EX and R4 SH, persistent, their holder gone) go through
+// several reexecs:
 // the holder's inquire answer (lver included) is unchanged on its old
 // connection, the orphan is still listed, another client can neither take
 // R0 nor R2 but acquires and releases R3, and in the end the holder
@@ -242,7 +251,7 @@ func TestReexecLockspaceProcess(t *testing.T) {
 func TestReexecLeasesProcess(t *testing.T) {
 	t.Parallel()
 	d := startProcDaemon(t, "-w", "0")
-	path := lockspaceFile(t, 4)
+	path := lockspaceFile(t, 5)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
 	res := func(i int, flags uint32) wire.Resource {
@@ -258,12 +267,14 @@ func TestReexecLeasesProcess(t *testing.T) {
 	require.Equal(t, 2, n)
 	gone, err := d.cl.Register()
 	require.NoError(t, err)
-	require.NoError(t, gone.Acquire([]wire.Resource{res(2, wire.ResPersistent)}, 0, nil))
+	require.NoError(t, gone.Acquire([]wire.Resource{res(2, wire.ResPersistent),
+		res(4, wire.ResPersistent|wire.ResShared)}, 0, nil))
 	gone.Close()
 	orphaned := func() bool {
 		out, err := d.run("client", "status", "-D")
 		require.NoError(t, err, out)
-		return strings.Contains(out, "LS:R2:") && strings.Contains(out, "list=orphan")
+		return strings.Count(out, "list=orphan") == 2 && strings.Contains(out, "LS:R2:") &&
+			strings.Contains(out, "LS:R4:")
 	}
 	require.Eventually(t, orphaned, 10*time.Second, 50*time.Millisecond)
 
@@ -279,6 +290,7 @@ func TestReexecLeasesProcess(t *testing.T) {
 		defer other.Close()
 		assert.Error(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil), "R0 is held")
 		assert.Error(t, other.Acquire([]wire.Resource{res(2, 0)}, 0, nil), "R2 is an orphan")
+		assert.Error(t, other.Acquire([]wire.Resource{res(4, 0)}, 0, nil), "R4 is an SH orphan")
 		require.NoError(t, other.Acquire([]wire.Resource{res(3, 0), res(1, wire.ResShared)}, 0, nil))
 		_, err = other.Release(nil, wire.RelAll)
 		require.NoError(t, err)
@@ -305,4 +317,38 @@ func TestReexecLeasesProcess(t *testing.T) {
 	require.NoError(t, err)
 	defer other.Close()
 	require.NoError(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil))
+}
+
+// TestReexecEventListenerProcess: an event listener (REG_EVENT) of a
+// lockspace that two daemons share survives several reexecs of its
+// daemon on the same connection: nothing is pending or closed after them,
+// an event the other host sets reaches it from the last image, and
+// END_EVENT works there.
+func TestReexecEventListenerProcess(t *testing.T) {
+	t.Parallel()
+	d1 := startProcDaemon(t, "-w", "0")
+	d2 := startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 0)
+	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 1))
+	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 1))
+	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	ev, err := d1.cl.RegEvent("LS")
+	require.NoError(t, err)
+	defer ev.Conn().Close()
+	for i := 0; i < 3; i++ {
+		time.Sleep(time.Duration(i*600) * time.Millisecond)
+		old, now := d1.reexec()
+		require.NotEqual(t, old, now)
+		_, err = ev.GetEvent()
+		require.Equal(t, rescode.RvEAGAIN, testutil.Code(err), "listener open, nothing pending: %v", err)
+	}
+	assert.Zero(t, d1.failures())
+	require.NoError(t, d2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Event: 0x77, Data: 0x99}, 0))
+	cb, err := ev.WaitEvent(20 * time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, wire.HostEvent{HostID: 1, Event: 0x77, Data: 0x99}, cb.HostEvent)
+	assert.Equal(t, uint64(2), cb.FromHostID)
+	require.NoError(t, d1.cl.EndEvent(ev))
 }

@@ -68,7 +68,7 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 				clients[i] = c
 			}
 		}
-		if leases, err = mg.PrepareAdoption(ad.State, clients, ad.Files); err != nil {
+		if leases, err = mg.PrepareAdoption(ad.State, clients, ad.Files, s.adoptListener); err != nil {
 			closeAll(ad.Files)
 			return t.Fail(err)
 		}
@@ -183,6 +183,28 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 	}
 	s.startManager()
 	return conns, nil
+}
+
+// adoptListener wraps a handed-over event listener connection. It is in
+// no slot (as after REG_EVENT) and nothing reads it but the manager's
+// non-blocking end checks.
+func (s *Server) adoptListener(f *os.File) (manager.Listener, error) {
+	nc, err := net.FileConn(f)
+	_ = f.Close()
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := nc.(*net.UnixConn)
+	if !ok {
+		nc.Close()
+		return nil, fmt.Errorf("event listener is a %T", nc)
+	}
+	c := &Conn{srv: s, uc: uc, slot: -1, fd: -1, peerPid: -1, pid: -1,
+		id: manager.ClientID(s.lastID.Add(1))}
+	if rc, err := uc.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { c.fd = int(fd) })
+	}
+	return c, nil
 }
 
 // rewritePid writes our pid into the handed-over pid file.

@@ -430,7 +430,7 @@ func (s *Server) addConn(uc net.Conn) {
 func (s *Server) freeSlot(c *Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.slot < len(s.slots) && s.slots[c.slot] == c {
+	if c.slot >= 0 && c.slot < len(s.slots) && s.slots[c.slot] == c {
 		s.slots[c.slot] = nil
 	}
 	for n := len(s.slots); n > firstConnSlot && s.slots[n-1] == nil; n-- {

@@ -158,7 +158,10 @@ func rejectCases(t testing.TB) []rejectCase {
 		{"io_timeout", mutate(func(s *State) { s.Lockspaces[0].IOTimeout = 0 }), ErrInvalid, "io_timeout"},
 		{"future renewal", mutate(func(s *State) { s.Lockspaces[0].LastRenewalAgo = -1 }), ErrInvalid, "future"},
 		{"event space", mutate(func(s *State) { s.Clients[0].EventLockspace = "nope" }), ErrInvalid, "not joined"},
-		{"orphan pid", mutate(func(s *State) { s.Orphans[0].Pid = 0 }), ErrInvalid, "pid 0"},
+		{"orphan pid", mutate(func(s *State) { s.Orphans[0].Pid = -1 }), ErrInvalid, "pid -1"},
+		{"EX orphan pid", mutate(func(s *State) {
+			s.Orphans[0].Pid, s.Orphans[0].Mode, s.Orphans[0].Resource = 0, ModeEX, "r3"
+		}), ErrInvalid, "EX with pid 0"},
 		{"registered pid", mutate(func(s *State) { s.Clients[1].Pid = 0 }), ErrInvalid, "want -1"},
 	}
 }
@@ -328,5 +331,82 @@ func TestReleasedFormats(t *testing.T) {
 			len(s.Lockspaces[0].Leader.Raw) != LeaderSize || s.Tokens[0].Hold == nil || s.Tokens[0].Hold.Dblock.Mbal != 2001) {
 			t.Fatalf("%s: format 2 fields lost: %+v", name, s.Lockspaces[0])
 		}
+	}
+}
+
+// TestSetConfigFlagsRoundTrip: the SET_CONFIG flags of a lockspace travel
+// (added to format 2 without a new version, docs/upgrade.md "Versioning"
+// rule 1), and a state without them encodes without the fields, so an
+// image of the same format that does not know them still reads it.
+func TestSetConfigFlagsRoundTrip(t *testing.T) {
+	s := sampleState()
+	plain, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ExternalUsed", "UsedByOrphans", "UsedRetries"} {
+		if bytes.Contains(plain, []byte(`"`+f+`"`)) {
+			t.Fatalf("%s encoded while clear", f)
+		}
+	}
+	s.Lockspaces[0].ExternalUsed, s.Lockspaces[0].UsedByOrphans, s.Lockspaces[0].UsedRetries = true, true, 3
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got.Lockspaces[0]; !l.ExternalUsed || !l.UsedByOrphans || l.UsedRetries != 3 {
+		t.Fatalf("flags lost: %+v", l)
+	}
+}
+
+// TestSHOrphanWithoutPid: an SH orphan has no holder pid (0) and is valid.
+func TestSHOrphanWithoutPid(t *testing.T) {
+	s := sampleState()
+	s.Orphans[0].Pid = 0
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Orphans[0].Pid != 0 || got.Orphans[0].Mode != ModeSH {
+		t.Fatalf("orphan %+v", got.Orphans[0])
+	}
+}
+
+// TestEventListenerFDs: a lockspace's event listeners are fd table
+// indexes like any other: they round-trip, are remapped with the table,
+// and one used twice (or shared with another fd field) is refused.
+func TestEventListenerFDs(t *testing.T) {
+	s := sampleState()
+	s.NumFDs++
+	s.Lockspaces[0].EventListeners = []int{s.NumFDs - 1}
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got.Lockspaces[0].EventListeners; len(l) != 1 || l[0] != s.NumFDs-1 {
+		t.Fatalf("listeners %v", l)
+	}
+	found := false
+	for _, r := range got.fdRefs() {
+		found = found || r == &got.Lockspaces[0].EventListeners[0]
+	}
+	if !found {
+		t.Fatal("event listener fd not in fdRefs")
+	}
+	s.Lockspaces[0].EventListeners = []int{0}
+	if _, err := Encode(s); err == nil || !strings.Contains(err.Error(), "used twice") {
+		t.Fatalf("listener sharing fd 0: %v", err)
 	}
 }

@@ -160,6 +160,18 @@ type Lockspace struct {
 	// Flags carry per-lockspace state such as "being removed".
 	Removing  bool
 	SpaceDead bool
+	// ExternalUsed and UsedByOrphans are the SET_CONFIG flags (used /
+	// used_by_orphans), and UsedRetries the count of removals they
+	// blocked. Added without a format version (docs/upgrade.md
+	// "Versioning" rule 1): absent means clear, as before.
+	ExternalUsed  bool   `json:",omitempty"`
+	UsedByOrphans bool   `json:",omitempty"`
+	UsedRetries   uint32 `json:",omitempty"`
+	// EventListeners are the lockspace's REG_EVENT connections, as fd
+	// table indexes (distinct). Added like the flags above: absent means
+	// none, and an image that does not know the field refuses a state
+	// with listeners at decode.
+	EventListeners []int `json:",omitempty"`
 }
 
 // Renewal is one renewal history entry.

@@ -18,6 +18,7 @@ const (
 	MaxHistory     = 1 << 12
 	MaxHostID      = 2000
 	MaxEvents      = 1 << 10
+	MaxListeners   = 32 // REG_EVENT connections per lockspace
 	MaxNameLen     = 48
 	MaxPathLen     = 1024
 	MaxTextLen     = 4096
@@ -167,8 +168,10 @@ func (v *validator) check() {
 		o := &s.Orphans[i]
 		what := fmt.Sprintf("orphan %d", i)
 		hold(what, &o.Lease)
-		if o.Pid <= 0 {
-			v.fail("%s: pid %d", what, o.Pid)
+		// An EX orphan names the pid that held it; an SH one has none
+		// (pid 0: the daemon keeps no holder pid for a shared lease).
+		if o.Pid < 0 || (o.Pid == 0 && o.Mode != ModeSH) {
+			v.fail("%s: %v with pid %d", what, o.Mode, o.Pid)
 		}
 	}
 }
@@ -221,6 +224,11 @@ func (v *validator) lockspace(i int, ls *Lockspace) {
 				v.fail("%s host %d: host_id %d", what, j, h.HostID)
 			}
 			v.text(what+" host owner name", h.OwnerName, 0, MaxNameLen)
+		}
+	}
+	if v.count(what+" event listeners", len(ls.EventListeners), MaxListeners) {
+		for _, fd := range ls.EventListeners {
+			v.fd(what+" event listener", fd)
 		}
 	}
 	if ls.Wdmd != nil {
@@ -283,6 +291,9 @@ func (s *State) fdRefs() []*int {
 	for i := range s.Lockspaces {
 		if w := s.Lockspaces[i].Wdmd; w != nil {
 			refs = append(refs, &w.FD)
+		}
+		for j := range s.Lockspaces[i].EventListeners {
+			refs = append(refs, &s.Lockspaces[i].EventListeners[j])
 		}
 	}
 	return refs

@@ -67,9 +67,10 @@ func (m *Lockspaces) runners() []*delta.Lockspace {
 // Adoption is the lease state of a handover, built and checked but not
 // started.
 type Adoption struct {
-	m      *Manager
-	spaces []adoptedSpace
-	res    []*adoptedRes
+	m        *Manager
+	listener func(*os.File) (Listener, error)
+	spaces   []adoptedSpace
+	res      []*adoptedRes
 }
 
 // adoptedRes is one resource held by tokens of registered clients, or an
@@ -116,9 +117,12 @@ var errNoRenewalState = errors.New("no renewal state (delta lease record)")
 // clients[i] is the adopted connection of st.Clients[i] (nil when it is
 // not registered); every token is bound to its client's.
 //
-// files is the state's fd table (the wdmd sessions' connections).
-func (m *Manager) PrepareAdoption(st *handover.State, clients []Client, files []*os.File) (*Adoption, error) {
-	a := &Adoption{m: m}
+// files is the state's fd table (the wdmd sessions' and the event
+// listeners' connections); listener wraps an event listener's file (nil:
+// a state with listeners is refused).
+func (m *Manager) PrepareAdoption(st *handover.State, clients []Client, files []*os.File,
+	listener func(*os.File) (Listener, error)) (*Adoption, error) {
+	a := &Adoption{m: m, listener: listener}
 	ok := false
 	defer func() {
 		if !ok {
@@ -148,6 +152,13 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 		return errors.New("being removed")
 	case len(h.Leader.Raw) != diskfmt.LeaderSize:
 		return errNoRenewalState
+	case len(h.EventListeners) > 0 && a.listener == nil:
+		return errors.New("this image cannot adopt event listeners")
+	}
+	for _, fd := range h.EventListeners {
+		if fd < 0 || fd >= len(files) || files[fd] == nil {
+			return errors.New("event listener without its connection")
+		}
 	}
 	g, ok := diskfmt.LookupGeometry(int(h.SectorSize), int(h.AlignSize))
 	if !ok {
@@ -184,7 +195,8 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	}
 	ls.lastID++
 	sp := &space{m: ls, id: ls.lastID, ls: ident, ioTimeout: io, addDone: make(chan struct{}),
-		gone: make(chan struct{}), kills: make(map[int]*killState), list: listSpaces}
+		gone: make(chan struct{}), kills: make(map[int]*killState), list: listSpaces,
+		externalUsed: h.ExternalUsed, usedByOrphans: h.UsedByOrphans, usedRetries: h.UsedRetries}
 	ls.mu.Unlock()
 	sp.ctx, sp.cancel = context.WithCancel(ls.baseContext())
 	close(sp.addDone)
@@ -251,6 +263,25 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	sp.run = run
 	if wd != nil {
 		sp.wd, sp.wdActive = wd, h.Wdmd.Active
+	}
+	// The event listeners: our copies of the same connections, added to
+	// the lockspace before anything can send on them (it is on no list
+	// until Start).
+	for _, fd := range h.EventListeners {
+		l, err := a.listener(files[fd])
+		if err != nil {
+			for _, x := range sp.listeners {
+				_ = x.Close() // our copy only
+			}
+			sp.listeners = nil
+			sp.cancel()
+			_ = dev.Close()
+			if wd != nil {
+				_ = wd.Close()
+			}
+			return fmt.Errorf("event listener: %w", err)
+		}
+		sp.listeners = append(sp.listeners, l)
 	}
 	a.spaces = append(a.spaces, adoptedSpace{sp: sp, run: run, dev: dev, resume: res})
 	return nil
@@ -402,6 +433,10 @@ func (a *Adoption) Abort() {
 		if x.sp.wd != nil {
 			_ = x.sp.wd.Close() // our duplicate: wdmd sees nothing
 		}
+		for _, l := range x.sp.listeners {
+			_ = l.Close() // our copy: the listener sees nothing
+		}
+		x.sp.listeners = nil
 	}
 	a.spaces = nil
 }

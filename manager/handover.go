@@ -53,6 +53,8 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 		sp := spaces[i]
 		ls.mu.Lock()
 		run, wd, wdActive, removing, dead := sp.run, sp.wd, sp.wdActive, sp.removeReq, sp.spaceDead
+		extUsed, byOrphans, retries := sp.externalUsed, sp.usedByOrphans, sp.usedRetries
+		listeners := append([]Listener(nil), sp.listeners...)
 		ls.mu.Unlock()
 		if run == nil {
 			return nil, nil, nil, fmt.Errorf("%w: lockspace %s has no runner", ErrHandoverBusy, sp.ls.Name)
@@ -71,6 +73,21 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 			}
 			wdmd = &handover.WdmdSession{FD: keep(f), Name: name, Active: wdActive}
 		}
+		// Event listeners: the same connections (docs/upgrade.md
+		// "Adopting event listeners").
+		var lfds []int
+		for _, l := range listeners {
+			hl, ok := l.(interface{ HandoverFile() (*os.File, error) })
+			if !ok {
+				return nil, nil, nil, fmt.Errorf("lockspace %s: its event listener fd %d cannot be handed over",
+					sp.ls.Name, l.FD())
+			}
+			f, err := hl.HandoverFile()
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("lockspace %s: event listener fd %d: %w", sp.ls.Name, l.FD(), err)
+			}
+			lfds = append(lfds, keep(f))
+		}
 		if run.Paused() && (removing || dead) {
 			return nil, nil, nil, fmt.Errorf("%w: lockspace %s is being removed", ErrHandoverBusy, sp.ls.Name)
 		}
@@ -80,6 +97,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 			IOTimeout: uint32(st.IOTimeout), SectorSize: uint32(st.SectorSize), AlignSize: uint32(st.AlignSize),
 			Generation: st.HostGeneration, Timestamp: st.RenewalLastSuccess,
 			Removing: removing, SpaceDead: dead, Wdmd: wdmd,
+			ExternalUsed: extUsed, UsedByOrphans: byOrphans, UsedRetries: retries, EventListeners: lfds,
 		}
 		if wdmd != nil && wdActive {
 			wdmd.Expire = st.RenewalLastSuccess + uint64(delta.IDRenewalFailSeconds(st.IOTimeout))
