@@ -24,11 +24,17 @@ const (
 	// write a version can be handed out twice, or after a later one. A
 	// failed shared acquire writes sanlock's zero dblock (quirk Q2).
 	BugRepeatLver
+	// BugStaleShared: an exclusive acquire clears another host's SHARED
+	// mode block on the word of our host table alone, and a released
+	// entry (timestamp 0) counts as dead even when the mode block carries
+	// a newer generation than the table knows (the hazard the simulator
+	// found with a late main loop, seed 3).
+	BugStaleShared
 )
 
 // String names the set bits.
 func (b Bugs) String() string {
-	names := []string{"skip-phase2-read", "leader-before-phase2", "clock-liveness", "repeat-lver"}
+	names := []string{"skip-phase2-read", "leader-before-phase2", "clock-liveness", "repeat-lver", "stale-shared"}
 	s := ""
 	for i, n := range names {
 		if b&(1<<i) != 0 {
@@ -52,7 +58,7 @@ func ParseBugs(s string) (Bugs, bool) {
 	}
 	names := map[string]Bugs{"skip-phase2-read": BugSkipPhase2Read,
 		"leader-before-phase2": BugLeaderBeforePhase2, "clock-liveness": BugClockLiveness,
-		"repeat-lver": BugRepeatLver}
+		"repeat-lver": BugRepeatLver, "stale-shared": BugStaleShared}
 	start := 0
 	for i := 0; i <= len(s); i++ {
 		if i == len(s) || s[i] == '+' {

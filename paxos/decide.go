@@ -411,22 +411,54 @@ func HostLive(v HostView, ok bool, modeGen, now uint64, ownIO, w int) bool {
 		return 0
 	}
 	switch {
+	case v.OwnerGeneration < modeGen:
+		// The holder restarted and our host table has not seen its new
+		// generation yet: what we know of it is about an older
+		// incarnation (maybe one that released its host_id, timestamp 0),
+		// so it may well be alive. This comes before the timestamp test
+		// (found by the simulator, seeds 100265 and 3 with a late main
+		// loop; docs/paxos.md "Clearing dead shared holders").
+		return true
 	case v.Timestamp == 0:
 		return false
 	case v.OwnerGeneration > modeGen:
 		return false
-	case v.OwnerGeneration < modeGen:
-		// The holder restarted and our renewals have not seen its new
-		// generation yet: what we know of it is about an older
-		// incarnation, so it may well be alive (found by the simulator,
-		// seed 100265; docs/paxos.md "Clearing dead shared holders" has no such case).
-		return true
 	case v.LastLive == 0 && since(v.FirstCheck) > dead:
 		return false
 	case v.LastLive != 0 && since(v.LastLive) > dead:
 		return false
 	}
 	return true
+}
+
+// SharedHolderDead is the whole verdict on another host's SHARED mode block
+// of generation modeGen (docs/paxos.md "Clearing dead shared holders"):
+// HostLive over our host table, then, when the table says dead, a check of
+// dl, that host's delta lease read from the lockspace disk just now. Our
+// host table is only as fresh as its last processing (the main-loop pass
+// after a renewal read; renewals may fail for a while), so its verdict
+// alone is never enough to clear a holder. The fresh lease confirms
+// "dead" only if it shows a newer generation on that host_id, the holder's
+// own generation released (timestamp 0), or the holder's generation with
+// the very timestamp our table first saw more than host_dead_seconds ago
+// (the holder has not renewed since, so its watchdog has fired), as the
+// owner liveness rule does for a leader owner. Anything else, including a
+// lease of another owner or an older generation, keeps the holder.
+func SharedHolderDead(v HostView, ok bool, hostID, modeGen uint64, dl *diskfmt.Leader, now uint64, ownIO, w int) bool {
+	if HostLive(v, ok, modeGen, now, ownIO, w) {
+		return false
+	}
+	switch {
+	case dl.OwnerID != hostID || dl.OwnerGeneration < modeGen:
+		return false
+	case dl.OwnerGeneration > modeGen:
+		return true
+	case dl.Timestamp == 0:
+		return true
+	}
+	// HostLive said dead, so ok and v.LastCheck != 0 hold.
+	return v.OwnerID == hostID && v.OwnerGeneration == modeGen && v.Timestamp == dl.Timestamp &&
+		v.LastLive != 0 && now > v.LastLive && now-v.LastLive > hostDeadSeconds(v.IOTimeout, ownIO, w)
 }
 
 // DecideRelease is docs/paxos.md "Leader release" steps 2–7: given the leader on disk (cur)

@@ -232,6 +232,52 @@ func TestHostLive(t *testing.T) {
 	// holder restarted and we only know its old incarnation (silent for
 	// long) — it may be alive.
 	assert.True(t, HostLive(v(10, 990, 850, 5, 1), true, 2, 991, 10, 60), "mode block newer than the table")
+	// The same when the old incarnation released its host_id (timestamp
+	// 0): the simulator's seed 3 with a late main loop.
+	assert.True(t, HostLive(v(10, 990, 850, 0, 1), true, 2, 991, 10, 60), "released older generation")
+}
+
+// TestSharedHolderDead: the decision of docs/paxos.md "Clearing dead shared
+// holders" with the fresh delta-lease read. The case of the simulator's seed
+// 3 (main-loop passes every 6 s): host 2 left the lockspace (our table: gen
+// 1, timestamp 0), rejoined with gen 2 and took the lease shared; an
+// exclusive acquirer whose table had not been processed since cleared the
+// live holder.
+func TestSharedHolderDead(t *testing.T) {
+	tbl := func(lastLive, ts, gen uint64) HostView {
+		hv := HostView{FirstCheck: 10}
+		hv.HostID, hv.OwnerID = 2, 2
+		hv.LastCheck, hv.LastLive, hv.Timestamp, hv.OwnerGeneration = 990, lastLive, ts, gen
+		return hv
+	}
+	lease := func(gen, ts uint64) *diskfmt.Leader {
+		return &diskfmt.Leader{OwnerID: 2, OwnerGeneration: gen, Timestamp: ts}
+	}
+	const now = 1000 // host_dead_seconds = 8*10+60 = 140
+	cases := []struct {
+		name string
+		hv   HostView
+		ok   bool
+		gen  uint64
+		dl   *diskfmt.Leader
+		want bool
+	}{
+		{"seed 3: table has the released old generation", tbl(850, 0, 1), true, 2, lease(2, 5000), false},
+		{"table live", tbl(950, 77, 2), true, 2, lease(2, 77), false},
+		{"lookup failed", HostView{}, false, 2, lease(3, 1), false},
+		{"released, confirmed", tbl(850, 0, 2), true, 2, lease(2, 0), true},
+		{"released in the table, renewing again (impossible, kept)", tbl(850, 0, 2), true, 2, lease(2, 9), false},
+		{"newer generation, confirmed", tbl(850, 7, 3), true, 2, lease(3, 7), true},
+		{"newer generation on disk, stale table says silent", tbl(700, 7, 2), true, 2, lease(3, 1), true},
+		{"silent too long, confirmed", tbl(850, 7, 2), true, 2, lease(2, 7), true},
+		{"silent in a stale table, renewing on disk", tbl(850, 7, 2), true, 2, lease(2, 8), false},
+		{"silent too long, released on disk", tbl(850, 7, 2), true, 2, lease(2, 0), true},
+		{"disk lease of another host_id", tbl(850, 7, 2), true, 2, &diskfmt.Leader{OwnerID: 3, OwnerGeneration: 2, Timestamp: 7}, false},
+		{"disk lease older than the mode block", tbl(850, 0, 2), true, 2, lease(1, 0), false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, SharedHolderDead(c.hv, c.ok, 2, c.gen, c.dl, now, 10, 60), c.name)
+	}
 }
 
 func TestDecideRelease(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
 )
@@ -361,6 +362,59 @@ func TestSizeHints(t *testing.T) {
 				assert.Equal(t, tc.lease, r.Geometry)
 				require.NoError(t, r.Release(bg, ReleaseOptions{}))
 			}
+		})
+	}
+}
+
+// staleTable is a Liveness whose host table entries come from a frozen
+// snapshot (a table nobody processed for a while) while the delta leases
+// are read fresh from the world.
+type staleTable struct {
+	*view
+	frozen map[uint64]HostView
+}
+
+func (s staleTable) Host(id uint64) (HostView, bool) {
+	if v, ok := s.frozen[id]; ok {
+		return v, true
+	}
+	return s.view.Host(id)
+}
+
+// TestSharedHolderStaleTable: the simulator's seed 3 with a late main loop.
+// Host 2 left the lockspace (our table still says: generation 1, timestamp
+// 0), rejoined with generation 2 and holds the lease shared. An exclusive
+// acquire of host 1 must not clear that live holder on the word of its
+// stale table: it fails with -EAGAIN and host 2's mode block stays; the
+// broken variant (BugStaleShared) clears it and gets the lease.
+func TestSharedHolderStaleTable(t *testing.T) {
+	for _, bug := range []Bugs{0, BugStaleShared} {
+		t.Run(bug.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newCluster(t, geo512, 1, 8)
+				h1, h2 := c.host(1, 1, nil), c.host(2, 2, nil)
+				time.Sleep(5 * time.Second)
+				v := h1.Host.Live.(*view)
+				old := HostView{FirstCheck: v.first}
+				now := clock.Monotime(v.clock)
+				old.HostID, old.OwnerID, old.OwnerGeneration, old.IOTimeout = 2, 2, 1, testIO
+				old.LastCheck, old.LastLive, old.Timestamp = now, now-3, 0
+				h1.Host.Live = staleTable{view: v, frozen: map[uint64]HostView{2: old}}
+				h1.Host.TestBugs = bug
+
+				_, err := h2.Acquire(bg, AcquireRequest{Shared: true})
+				require.NoError(t, err)
+				r, err := h1.Acquire(bg, AcquireRequest{})
+				_, mb := c.hostBlock(0, 2)
+				if bug != 0 {
+					require.NoError(t, err, "the broken variant clears the live holder")
+					assert.Zero(t, mb.Flags)
+					require.NoError(t, r.Release(bg, ReleaseOptions{}))
+					return
+				}
+				require.Equal(t, rescode.ErrEAGAIN, code(err))
+				assert.Equal(t, diskfmt.ModeBlock{Flags: diskfmt.ModeShared, Generation: 2}, mb, "live holder kept")
+			})
 		})
 	}
 }

@@ -217,7 +217,7 @@ func (l *Lease) clearDeadShared(ctx context.Context, st *acquireState) (int, err
 		if h.Live != nil {
 			v, ok = h.Live.Host(id)
 		}
-		if HostLive(v, ok, mb.Generation, h.now(), h.IOTimeout, h.WatchdogFireTimeout) {
+		if !l.sharedHolderDead(ctx, id, mb.Generation, v, ok) {
 			live++
 			continue
 		}

@@ -42,6 +42,11 @@ type Config struct {
 	// 60); KeepTrace keeps the whole trace in the Result.
 	TraceTail int
 	KeepTrace bool
+	// CheckInterval is every host's manager main-loop pass
+	// (manager.LockspacesConfig.CheckInterval; 0: the manager's 1 s). A
+	// long one models a daemon whose main loop runs late (CPU starvation):
+	// safety must not depend on it.
+	CheckInterval time.Duration
 }
 
 // Faults is the fault mix of a run.
@@ -180,6 +185,9 @@ func ReplayCommand(c Config) string {
 	}
 	if c.MaxOps != 0 {
 		s += fmt.Sprintf(" -sim.ops=%d", c.MaxOps)
+	}
+	if c.CheckInterval != 0 {
+		s += " -sim.checkinterval=" + c.CheckInterval.String()
 	}
 	return s
 }

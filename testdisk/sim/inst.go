@@ -51,7 +51,7 @@ func (s *Sim) startInstance(sl *slot) {
 	in.m = manager.New(manager.Config{
 		Lockspaces: manager.LockspacesConfig{
 			Clock: hostClock{sl}, Open: open, Kill: in.kill,
-			RunKillpath:  in.runKillpath,
+			RunKillpath: in.runKillpath, CheckInterval: s.cfg.CheckInterval,
 			OpenWatchdog: func(string, uint64) (manager.WatchdogSession, error) { return simWatchdog{in}, nil },
 		},
 		Resources: manager.ResourcesConfig{Open: open, Kill: in.kill, Clock: hostClock{sl},

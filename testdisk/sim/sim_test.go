@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -20,6 +21,8 @@ var (
 	flagOps   = flag.Int("sim.ops", 0, "lease operations per seed (0: 500; TestReplay: 2000)")
 	flagBugs  = flag.String("sim.bugs", "none", "TestReplay: broken paxos variant")
 	flagLate  = flag.Duration("sim.latewatchdog", 0, "TestReplay: fire every watchdog this much late")
+	flagCheck = flag.Duration("sim.checkinterval", 0, "TestReplay, TestSimSeeds: every host's main-loop pass (0: 1 s)")
+	flagDump  = flag.String("sim.trace", "", "TestReplay: write the whole trace to this file")
 )
 
 // serial runs the simulator on one P: its tasks hand control to each other
@@ -56,6 +59,7 @@ func TestSimSeeds(t *testing.T) {
 	for i := 0; i < seeds; i++ {
 		cfg := DefaultConfig(*flagSeed + uint64(i))
 		cfg.MaxOps = opsPerSeed(500)
+		cfg.CheckInterval = *flagCheck
 		r := Run(cfg)
 		if r.Violation != nil {
 			t.Fatal(r.Report())
@@ -126,6 +130,7 @@ func TestBrokenVariantsCaught(t *testing.T) {
 		{"clock-liveness", false, func(c *Config) { c.Bugs = paxos.BugClockLiveness }},
 		{"late-watchdog-5s", false, func(c *Config) { c.LateWatchdog = 5 * time.Second }},
 		{"repeat-lver", false, func(c *Config) { lateLeaderConfig(c); c.Bugs = paxos.BugRepeatLver }},
+		{"stale-shared", false, func(c *Config) { c.Bugs = paxos.BugStaleShared; c.CheckInterval = lateMainLoop }},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -179,10 +184,15 @@ func TestReplay(t *testing.T) {
 	}
 	cfg.Bugs = b
 	cfg.LateWatchdog = *flagLate
+	cfg.CheckInterval = *flagCheck
 	cfg.MaxOps = opsPerSeed(2000)
+	cfg.KeepTrace = *flagDump != ""
 	start := time.Now()
 	r := Run(cfg)
 	t.Logf("%s (%v)", r.Summary(), time.Since(start))
+	if *flagDump != "" {
+		require.NoError(t, os.WriteFile(*flagDump, []byte(strings.Join(r.Trace, "\n")+"\n"), 0o644))
+	}
 	if r.Violation != nil {
 		t.Fatal(r.Report())
 	}
@@ -206,6 +216,43 @@ func TestKnownHazardSharedNewGeneration(t *testing.T) {
 	if r.Violation != nil {
 		t.Fatalf("hazard is back (replay: %s): %v", r.ReplayCommand(), r.Violation)
 	}
+}
+
+// lateMainLoop is the main-loop pass of TestLateMainLoopSharedRejoin: a
+// daemon whose passes come late, so its host table (processed by the pass)
+// is up to 6 s behind the renewal reads.
+const lateMainLoop = 6 * time.Second
+
+// TestLateMainLoopSharedRejoin replays the violation seed 3 gave with main-loop
+// passes every 6 s ("R2: h3.1/pid1 acquired exclusive (lver 42) while
+// h2.2/pid2 holds it shared"): h2 had left the lockspace (h3's host table:
+// generation 1, timestamp 0), rejoined with generation 2 and taken R2
+// shared; h3's table had not been processed since, and the timestamp-0
+// test of paxos.HostLive came before the newer-generation one, so h3
+// cleared the live holder. Shared holders are now cleared only when a fresh
+// read of their delta lease confirms the table (paxos.SharedHolderDead,
+// docs/paxos.md "Clearing dead shared holders"); the broken variant
+// (-sim.bugs=stale-shared) still fails the same way (on today's tree with
+// h3.2 as the rejoined holder and h4.1 as the acquirer, after 410 ops).
+func TestLateMainLoopSharedRejoin(t *testing.T) {
+	serial(t)
+	cfg := DefaultConfig(3)
+	cfg.CheckInterval = lateMainLoop
+	cfg.MaxOps = 2000
+	if raceBuild || testing.Short() {
+		cfg.MaxOps = 500 // the violation came after 410-454 operations
+	}
+	r := Run(cfg)
+	if r.Violation != nil {
+		t.Fatalf("hazard is back (replay: %s): %v", r.ReplayCommand(), r.Violation)
+	}
+	require.GreaterOrEqual(t, r.Counts.Ops(), uint64(cfg.MaxOps), r.Summary())
+
+	cfg.Bugs = paxos.BugStaleShared
+	cfg.MaxOps = 500
+	r = Run(cfg)
+	require.NotNil(t, r.Violation, "the broken variant must still fail: %s", r.Summary())
+	require.Contains(t, r.Violation.Error(), "holds it shared")
 }
 
 // lateLeaderConfig is the mix of issue 18 item 4: five hosts on one
