@@ -213,7 +213,7 @@ type space struct {
 	cancel context.CancelFunc
 
 	addDone   chan struct{} // closed when the add has its outcome
-	addResult int32
+	addResult error
 	addCause  string        // what failed when addResult != 0, for the log
 	gone      chan struct{} // closed when the entry has been freed
 
@@ -430,7 +430,7 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	}
 	select {
 	case <-sp.addDone:
-		return codeErr(sp.addResult)
+		return sp.addResult
 	case <-ctx.Done():
 		return rescode.ErrGeneric
 	}
