@@ -207,7 +207,7 @@ func (c *Conn) write(b []byte) error {
 // Reply sends the result reply of docs/protocol.md "Header" for q.
 func (c *Conn) Reply(q *wire.Request, result int32) error {
 	h := wire.ResultReply(q.Header, result)
-	c.srv.metricsOf().replied(q, result)
+	c.srv.metricsOf().Replied(q, result)
 	return c.write(h.Bytes())
 }
 

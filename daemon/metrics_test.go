@@ -60,7 +60,7 @@ func TestMetricsOffByDefault(t *testing.T) {
 	stop()
 	assert.Nil(t, td.srv.metricsOf())
 	// The hooks are no-ops without the endpoint.
-	td.srv.metricsOf().replied(&wire.Request{}, 0)
+	td.srv.metricsOf().Replied(&wire.Request{}, 0)
 	td.srv.renewalHook("ls")(nil, 1, 1)
 	(*Server)(nil).renewalHook("ls")(rescode.ErrAIOTimeout, -1, -1)
 }
@@ -84,8 +84,8 @@ func TestMetricsScrape(t *testing.T) {
 	_ = held
 	m := td.srv.metricsOf()
 	require.NotNil(t, m)
-	m.replied(&wire.Request{Header: wire.Header{Cmd: wire.CmdAcquire}}, -243)
-	m.replied(&wire.Request{Header: wire.Header{Cmd: wire.CmdStatus}}, 0) // not counted
+	m.Replied(&wire.Request{Header: wire.Header{Cmd: wire.CmdAcquire}}, -243)
+	m.Replied(&wire.Request{Header: wire.Header{Cmd: wire.CmdStatus}}, 0) // not counted
 
 	resp, err := http.Get("http://" + addr + "/metrics")
 	require.NoError(t, err)

@@ -7,12 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/internal/strictpeer"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// Strict peer mode (strict.go): the policy table and the decisions, in
-// process. The impersonation attempts made with python3-sanlock against
+// Strict peer mode (strict.go): the decisions through the daemon, in
+// process (the policy table: internal/strictpeer). The impersonation attempts made with python3-sanlock against
 // sanlock 3.8.5 and our daemon are in daemon/interop (TestStrictPeerPython).
 
 func TestStrictPeerConfig(t *testing.T) {
@@ -22,41 +23,6 @@ func TestStrictPeerConfig(t *testing.T) {
 	assert.True(t, c.StrictPeer)
 	require.NoError(t, c.ApplyOption('X', "0"))
 	assert.False(t, c.StrictPeer)
-}
-
-func TestStrictPolicy(t *testing.T) {
-	req := func(cmd wire.Cmd, flags, data uint32) *wire.Request {
-		return &wire.Request{Header: wire.Header{Cmd: cmd, CmdFlags: flags, Data: data}}
-	}
-	for _, c := range []struct {
-		q    *wire.Request
-		want strictPolicy
-	}{
-		{req(wire.CmdAcquire, 0, 0), strictOwnPid},
-		{req(wire.CmdAcquire, wire.AcquireOrphan, 0), strictPrivOnly},
-		{req(wire.CmdRelease, 0, 0), strictOwnPid},
-		{req(wire.CmdRelease, wire.RelOrphan, 0), strictPrivOnly},
-		{req(wire.CmdInquire, 0, 0), strictOwnPid},
-		{req(wire.CmdConvert, 0, 0), strictOwnPid},
-		{req(wire.CmdKillpath, 0, 0), strictPrivOnly},
-		{req(wire.CmdSetLVB, 0, 0), strictOwnLease},
-		{req(wire.CmdGetLVB, 0, 0), strictOwnLease},
-		{req(wire.CmdRemLockspace, 0, 0), strictPrivOnly},
-		{req(wire.CmdShutdown, 0, 0), strictOpen},
-		{req(wire.CmdShutdown, 0, 1), strictPrivOnly},
-		{req(wire.CmdShutdownWait, 0, 1), strictPrivOnly},
-		{req(wire.CmdAddLockspace, 0, 0), strictOpen},
-		{req(wire.CmdStatus, 0, 0), strictOpen},
-	} {
-		assert.Equal(t, c.want, strictPolicyOf(c.q), "%s flags %x data %d", c.q.Header.Cmd.DebugName(), c.q.Header.CmdFlags, c.q.Header.Data)
-	}
-	id := peerIdentity{pid: 10, uid: 1000, gid: 1000, groups: []int{5, 6}, known: true}
-	assert.False(t, id.privileged(0))
-	assert.True(t, id.privileged(1000), "primary group")
-	assert.True(t, id.privileged(6), "supplementary group")
-	id.uid = 0
-	assert.True(t, id.privileged(7), "root")
-	assert.False(t, peerIdentity{uid: 0}.privileged(0), "unknown peer")
 }
 
 func TestStrictAllowed(t *testing.T) {
@@ -78,12 +44,12 @@ func TestStrictAllowed(t *testing.T) {
 		}
 		return q
 	}
-	user := peerIdentity{pid: 7, uid: 1000, gid: 1000, known: true}
-	group := peerIdentity{pid: 8, uid: 1000, gid: 1000, groups: []int{4242}, known: true}
-	holder := peerIdentity{pid: 42, uid: 1000, gid: 1000, known: true}
+	user := strictpeer.Identity{Pid: 7, UID: 1000, GID: 1000, Known: true}
+	group := strictpeer.Identity{Pid: 8, UID: 1000, GID: 1000, Groups: []int{4242}, Known: true}
+	holder := strictpeer.Identity{Pid: 42, UID: 1000, GID: 1000, Known: true}
 	for _, c := range []struct {
 		name   string
-		id     peerIdentity
+		id     strictpeer.Identity
 		q      *wire.Request
 		ok     bool
 		target int
@@ -98,9 +64,9 @@ func TestStrictAllowed(t *testing.T) {
 		{"other pid release orphans", user, req(wire.CmdRelease, wire.RelOrphan, 42, "R1"), false, 42},
 		{"own killpath", user, req(wire.CmdKillpath, 0, selfPid), false, -1},
 		{"own killpath by the group", group, req(wire.CmdKillpath, 0, selfPid), true, -1},
-		{"unknown peer", peerIdentity{pid: 7}, req(wire.CmdInquire, 0, 7), false, 7},
+		{"unknown peer", strictpeer.Identity{Pid: 7}, req(wire.CmdInquire, 0, 7), false, 7},
 		{"group acts for others", group, req(wire.CmdRelease, 0, 42), true, -1},
-		{"root acts for others", peerIdentity{pid: 9, known: true}, req(wire.CmdConvert, 0, 42), true, -1},
+		{"root acts for others", strictpeer.Identity{Pid: 9, Known: true}, req(wire.CmdConvert, 0, 42), true, -1},
 		{"release orphans", user, req(wire.CmdRelease, wire.RelOrphan, selfPid, "R1"), false, -1},
 		{"adopt orphan", user, req(wire.CmdAcquire, wire.AcquireOrphan, selfPid, "R1"), false, -1},
 		{"set_lvb of another's lease", user, req(wire.CmdSetLVB, 0, 0, "R1"), false, 42},

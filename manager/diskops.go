@@ -40,8 +40,8 @@ const sizeFlagBits = diskfmt.FlagSector512 | diskfmt.FlagSector4K | diskfmt.Flag
 
 // openRaw opens a lease disk with the lockspace manager's opener when
 // there is one (so tests can inject devices). An open failure is returned
-// as its -errno result (sanlock logs "open error -2 <path>").
-func (d *DiskOps) openRaw(path string) (diskfmt.Device, int32) {
+// as its -errno result code (sanlock logs "open error -2 <path>").
+func (d *DiskOps) openRaw(path string) (diskfmt.Device, error) {
 	open := func(p string) (diskfmt.Device, error) { return diskfmt.OpenFile(p) }
 	if d.ls != nil {
 		open = d.ls.Open
@@ -53,9 +53,9 @@ func (d *DiskOps) openRaw(path string) (diskfmt.Device, int32) {
 		if rv >= 0 {
 			rv = rescode.RvENODEV
 		}
-		return nil, rv
+		return nil, rescode.Code(rv)
 	}
-	return dev, 0
+	return dev, nil
 }
 
 // bound gives every single I/O on dev a deadline of ioTimeout seconds (the
@@ -71,17 +71,17 @@ func (d *DiskOps) bound(dev diskfmt.Device, ioTimeout int) diskfmt.Device {
 }
 
 // open is openRaw plus bound.
-func (d *DiskOps) open(path string, ioTimeout int) (diskfmt.Device, int32) {
-	dev, rv := d.openRaw(path)
-	if rv < 0 {
-		return nil, rv
+func (d *DiskOps) open(path string, ioTimeout int) (diskfmt.Device, error) {
+	dev, err := d.openRaw(path)
+	if err != nil {
+		return nil, err
 	}
-	return d.bound(dev, ioTimeout), 0
+	return d.bound(dev, ioTimeout), nil
 }
 
 // openDisks opens every disk of res (sanlock opens them all before any
 // I/O, so any missing disk fails the command).
-func (d *DiskOps) openDisks(res *wire.Resource, ioTimeout int) ([]diskfmt.ResourceDisk, func(), int32) {
+func (d *DiskOps) openDisks(res *wire.Resource, ioTimeout int) ([]diskfmt.ResourceDisk, func(), error) {
 	var disks []diskfmt.ResourceDisk
 	closeAll := func() {
 		for _, dk := range disks {
@@ -89,17 +89,17 @@ func (d *DiskOps) openDisks(res *wire.Resource, ioTimeout int) ([]diskfmt.Resour
 		}
 	}
 	if len(res.Disks) == 0 || len(res.Disks) > diskfmt.MaxDisks {
-		return nil, closeAll, rescode.RvERANGE
+		return nil, closeAll, rescode.Code(rescode.RvERANGE)
 	}
 	for _, dk := range res.Disks {
-		dev, rv := d.open(dk.Path, ioTimeout)
-		if rv < 0 {
+		dev, err := d.open(dk.Path, ioTimeout)
+		if err != nil {
 			closeAll()
-			return nil, func() {}, rv
+			return nil, func() {}, err
 		}
 		disks = append(disks, diskfmt.ResourceDisk{Dev: dev, Offset: int64(dk.Offset)})
 	}
-	return disks, closeAll, 0
+	return disks, closeAll, nil
 }
 
 // resultOf maps an error to the result sent in a reply.
@@ -113,10 +113,10 @@ func resultErr(err error) error { return codeErr(resultOf(err)) }
 // docs/protocol.md "Commands" #19): numHosts is num_hosts (what libsanlock
 // calls max_hosts); clear writes an invalidated lease (SANLK_WRITE_CLEAR).
 func (d *DiskOps) WriteResource(ctx context.Context, res wire.Resource, numHosts uint32, clear bool) error {
-	disks, closeAll, rv := d.openDisks(&res, d.writeInitIO)
+	disks, closeAll, err := d.openDisks(&res, d.writeInitIO)
 	defer closeAll()
-	if rv < 0 {
-		return codeErr(rv)
+	if err != nil {
+		return err
 	}
 	p := diskfmt.PaxosInit{SpaceName: res.LockspaceName, ResourceName: res.Name, NumHosts: uint64(numHosts)}
 	if clear {
@@ -129,10 +129,10 @@ func (d *DiskOps) WriteResource(ctx context.Context, res wire.Resource, numHosts
 // docs/protocol.md "Commands" #21, docs/paxos.md "read_resource"): on
 // success res gets the names and lver of the leader and its size flags.
 func (d *DiskOps) ReadResource(ctx context.Context, res *wire.Resource) error {
-	disks, closeAll, rv := d.openDisks(res, 0)
+	disks, closeAll, err := d.openDisks(res, 0)
 	defer closeAll()
-	if rv < 0 {
-		return codeErr(rv)
+	if err != nil {
+		return err
 	}
 	dev := &dkReadErrDev{Device: disks[0].Dev}
 	ld, flags, err := paxos.ReadResource(ctx, dev, disks[0].Offset, res.LockspaceName, res.Name, res.Flags)
@@ -151,10 +151,10 @@ func (d *DiskOps) ReadResource(ctx context.Context, res *wire.Resource) error {
 // "read_resource_owners"): res gets the lver of the leader and SHARED when
 // some holder is shared.
 func (d *DiskOps) ReadResourceOwners(ctx context.Context, res *wire.Resource) ([]paxos.Owner, error) {
-	disks, closeAll, rv := d.openDisks(res, 0)
+	disks, closeAll, err := d.openDisks(res, 0)
 	defer closeAll()
-	if rv < 0 {
-		return nil, codeErr(rv)
+	if err != nil {
+		return nil, err
 	}
 	own, err := dkReadOwners(ctx, disks[0].Dev, disks[0].Offset, res)
 	if err != nil {

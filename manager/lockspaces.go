@@ -213,7 +213,7 @@ type space struct {
 	cancel context.CancelFunc
 
 	addDone   chan struct{} // closed when the add has its outcome
-	addResult int32
+	addResult error
 	addCause  string        // what failed when addResult != 0, for the log
 	gone      chan struct{} // closed when the entry has been freed
 
@@ -350,15 +350,15 @@ func (m *Lockspaces) Joined(name string) (*delta.Lockspace, bool) {
 // RequestHost asks our renewals to set hostID's bit in lockspace name for
 // set_bitmap_seconds (the REQUEST command's owner notification, docs/paxos.md
 // "Request" step 5): -ENOSPC when not joined, -EINVAL for a bad host_id.
-func (m *Lockspaces) RequestHost(name string, hostID uint64) int32 {
+func (m *Lockspaces) RequestHost(name string, hostID uint64) error {
 	if hostID == 0 || hostID > delta.MaxHostID {
-		return rescode.RvEINVAL
+		return rescode.Code(rescode.RvEINVAL)
 	}
 	run, ok := m.Joined(name)
 	if !ok {
-		return rescode.RvENOSPC
+		return rescode.Code(rescode.RvENOSPC)
 	}
-	return int32(rescode.CodeOf(run.Request(hostID)))
+	return resultErr(run.Request(hostID))
 }
 
 // AddRequest is ADD_LOCKSPACE (docs/protocol.md "Commands" #2).
@@ -375,12 +375,12 @@ func (m *Lockspaces) Add(ctx context.Context, req AddRequest) error {
 	if req.Async {
 		flags = wire.AddAsync
 	}
-	return codeErr(m.add(ctx, req.Lockspace, flags, req.IOTimeout))
+	return m.add(ctx, req.Lockspace, flags, req.IOTimeout)
 }
 
-func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeout uint32) int32 {
+func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeout uint32) error {
 	if ls.Name == "" || ls.HostID == 0 || ls.Disk.Path == "" {
-		return rescode.RvEINVAL
+		return rescode.Code(rescode.RvEINVAL)
 	}
 	ident := wire.Lockspace{Name: ls.Name, HostID: ls.HostID, Disk: wire.Disk{Path: ls.Disk.Path, Offset: ls.Disk.Offset}}
 	io := int(ioTimeout)
@@ -395,22 +395,22 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	switch {
 	case m.stopped:
 		m.mu.Unlock()
-		return rescode.RvEPERM
+		return rescode.Code(rescode.RvEPERM)
 	case m.find(listSpaces, &ident, false) != nil:
 		m.mu.Unlock()
-		return rescode.RvEEXIST
+		return rescode.Code(rescode.RvEEXIST)
 	case m.find(listAdd, &ident, false) != nil:
 		m.mu.Unlock()
-		return rescode.RvEINPROGRESS
+		return rescode.Code(rescode.RvEINPROGRESS)
 	case m.find(listRem, &ident, false) != nil:
 		m.mu.Unlock()
-		return rescode.RvEAGAIN
+		return rescode.Code(rescode.RvEAGAIN)
 	}
 	for _, l := range m.lists {
 		for _, sp := range l {
 			if sp.ls.Name == ident.Name || sameDisk(&sp.ls, &ident) {
 				m.mu.Unlock()
-				return rescode.RvEINVAL
+				return rescode.Code(rescode.RvEINVAL)
 			}
 		}
 	}
@@ -426,13 +426,13 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	m.env.spawn(sp.thread)
 
 	if flags&wire.AddAsync != 0 {
-		return 0
+		return nil
 	}
 	select {
 	case <-sp.addDone:
 		return sp.addResult
 	case <-ctx.Done():
-		return int32(rescode.ErrGeneric)
+		return rescode.ErrGeneric
 	}
 }
 
@@ -452,21 +452,21 @@ func (m *Lockspaces) Rem(ctx context.Context, req RemRequest) error {
 	if req.Unused {
 		flags |= wire.RemUnused
 	}
-	return codeErr(m.rem(ctx, req.Lockspace, flags))
+	return m.rem(ctx, req.Lockspace, flags)
 }
 
-func (m *Lockspaces) rem(ctx context.Context, ls wire.Lockspace, flags uint32) int32 {
+func (m *Lockspaces) rem(ctx context.Context, ls wire.Lockspace, flags uint32) error {
 	if flags&wire.RemUnused != 0 {
 		if u := m.usage; u != nil {
 			if all, _ := u.SpaceResources(ls.Name); all > 0 {
-				return rescode.RvEBUSY
+				return rescode.Code(rescode.RvEBUSY)
 			}
 		}
 	}
 	m.mu.Lock()
 	if m.find(listRem, &ls, true) != nil {
 		m.mu.Unlock()
-		return rescode.RvEINPROGRESS
+		return rescode.Code(rescode.RvEINPROGRESS)
 	}
 	sp := m.find(listAdd, &ls, true)
 	if sp != nil {
@@ -476,17 +476,17 @@ func (m *Lockspaces) rem(ctx context.Context, ls wire.Lockspace, flags uint32) i
 		sp.removeReq = true
 	} else {
 		m.mu.Unlock()
-		return rescode.RvENOENT
+		return rescode.Code(rescode.RvENOENT)
 	}
 	m.mu.Unlock()
 	if flags&wire.RemAsync != 0 {
-		return 0
+		return nil
 	}
 	select {
 	case <-sp.gone:
-		return 0
+		return nil
 	case <-ctx.Done():
-		return int32(rescode.ErrGeneric)
+		return rescode.ErrGeneric
 	}
 }
 
@@ -503,31 +503,31 @@ func (m *Lockspaces) Inq(ctx context.Context, req InqRequest) error {
 	if req.Wait {
 		flags = wire.InqWait
 	}
-	return codeErr(m.inqWait(ctx, req.Lockspace, flags))
+	return m.inqWait(ctx, req.Lockspace, flags)
 }
 
-func (m *Lockspaces) inqWait(ctx context.Context, ls wire.Lockspace, flags uint32) int32 {
+func (m *Lockspaces) inqWait(ctx context.Context, ls wire.Lockspace, flags uint32) error {
 	for {
-		rv := m.inq(&ls)
-		if rv != rescode.RvEINPROGRESS || flags&wire.InqWait == 0 {
-			return rv
+		err := m.inq(&ls)
+		if resultOf(err) != rescode.RvEINPROGRESS || flags&wire.InqWait == 0 {
+			return err
 		}
 		if m.cfg.Clock.Sleep(ctx, m.cfg.PollInterval) != nil {
-			return rv
+			return err
 		}
 	}
 }
 
-func (m *Lockspaces) inq(ls *wire.Lockspace) int32 {
+func (m *Lockspaces) inq(ls *wire.Lockspace) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
 	case m.find(listSpaces, ls, true) != nil:
-		return 0
+		return nil
 	case m.find(listAdd, ls, true) != nil, m.find(listRem, ls, true) != nil:
-		return rescode.RvEINPROGRESS
+		return rescode.Code(rescode.RvEINPROGRESS)
 	}
-	return rescode.RvENOENT
+	return rescode.Code(rescode.RvENOENT)
 }
 
 // List returns every lockspace: spaces, then rem, then add (docs/delta.md "get_lockspaces").

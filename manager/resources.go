@@ -133,7 +133,7 @@ type spaceView interface {
 	// paxosHost is our membership of a joined lockspace, or -ENOSPC.
 	paxosHost(name string) (*paxos.Host, int32)
 	// RequestHost sets hostID's request bit in our renewals.
-	RequestHost(name string, hostID uint64) int32
+	RequestHost(name string, hostID uint64) error
 }
 
 // newResources returns an empty resource table.

@@ -16,14 +16,14 @@ import (
 // FormatRindex writes an empty resource index: FORMAT_RINDEX (docs/protocol.md "Commands" #35, docs/ondisk.md
 // "Resource index operations"). No lockspace is needed.
 func (d *DiskOps) FormatRindex(ctx context.Context, rx wire.RIndex) error {
-	dev, rv := d.open(rx.Disk.Path, d.writeInitIO)
-	if rv < 0 {
-		d.lg().Error(fmt.Sprintf("rindex_format open failed %d %s: %s", rv, diskLog(rx.Disk.Path, rx.Disk.Offset),
-			rescode.Code(rv).Error()))
-		return codeErr(rv)
+	dev, err := d.open(rx.Disk.Path, d.writeInitIO)
+	if err != nil {
+		d.lg().Error(fmt.Sprintf("rindex_format open failed %d %s: %s", resultOf(err), diskLog(rx.Disk.Path, rx.Disk.Offset),
+			err.Error()))
+		return err
 	}
 	defer dev.Close()
-	err := diskfmt.FormatRindex(ctx, dev, int64(rx.Disk.Offset), rx.Flags, rx.LockspaceName, rx.MaxResources)
+	err = diskfmt.FormatRindex(ctx, dev, int64(rx.Disk.Offset), rx.Flags, rx.LockspaceName, rx.MaxResources)
 	return resultErr(err)
 }
 
@@ -43,32 +43,32 @@ type rindexOp struct {
 // failing. Then the header is read (with the lockspace's sector size, 4096
 // without one) and verified (-274..-277). Order as sanlock 3.8.5: open,
 // lockspace, header.
-func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex, needLS bool) (*rindexOp, int32) {
+func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex, needLS bool) (*rindexOp, error) {
 	op := &rindexOp{}
-	dev, rv := d.openRaw(rxa.Disk.Path)
-	if rv < 0 {
-		d.lg().Error(fmt.Sprintf("%s open failed %d %s: %s", what, rv, diskLog(rxa.Disk.Path, rxa.Disk.Offset),
-			rescode.Code(rv).Error()))
-		return nil, rv
+	dev, err := d.openRaw(rxa.Disk.Path)
+	if err != nil {
+		d.lg().Error(fmt.Sprintf("%s open failed %d %s: %s", what, resultOf(err), diskLog(rxa.Disk.Path, rxa.Disk.Offset),
+			err.Error()))
+		return nil, err
 	}
 	closeDev := func() { _ = dev.Close() }
 	ss, ioTimeout := 0, 0
 	op.done = closeDev
 	if needLS {
-		h, rv := d.paxosHost(rxa.LockspaceName)
-		if rv == rescode.RvENOENT {
+		h, err := d.paxosHost(rxa.LockspaceName)
+		if rv := resultOf(err); rv == rescode.RvENOENT {
 			d.lg().Error(fmt.Sprintf("%s lockspace not available %d %s: not joined (rindex %s)", what, rv, rxa.LockspaceName,
 				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 		}
-		if rv < 0 {
+		if err != nil {
 			closeDev()
-			return nil, rv
+			return nil, err
 		}
 		if !d.lockRindex(rxa.LockspaceName) {
 			closeDev()
 			d.lg().Error(fmt.Sprintf("%s lockspace %s busy with another rindex op (rindex %s)", what, rxa.LockspaceName,
 				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
-			return nil, rescode.RvEBUSY
+			return nil, rescode.Code(rescode.RvEBUSY)
 		}
 		op.host, ss, ioTimeout = h, h.Geometry.SectorSize, h.IOTimeout
 		op.done = func() { d.unlockRindex(rxa.LockspaceName); closeDev() }
@@ -79,22 +79,23 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex
 		op.done()
 		d.lg().Error(fmt.Sprintf("%s read of the rindex header error %d lockspace %s disk %s: %s", what, resultOf(err),
 			rxa.LockspaceName, diskLog(rxa.Disk.Path, rxa.Disk.Offset), causeLog(err, ioTimeout)))
-		return nil, resultOf(err)
+		return nil, resultErr(err)
 	}
 	op.rx, op.path = rx, rxa.Disk.Path
-	return op, 0
+	return op, nil
 }
 
 // paxosHost is our membership of lockspace name: -ENOENT when it is not
 // joined, -ENOSPC when it is failing.
-func (d *DiskOps) paxosHost(name string) (*paxos.Host, int32) {
+func (d *DiskOps) paxosHost(name string) (*paxos.Host, error) {
 	if d.ls == nil {
-		return nil, rescode.RvENOENT
+		return nil, rescode.Code(rescode.RvENOENT)
 	}
 	if _, joined := d.ls.Joined(name); !joined {
-		return nil, rescode.RvENOENT
+		return nil, rescode.Code(rescode.RvENOENT)
 	}
-	return d.ls.paxosHost(name)
+	h, rv := d.ls.paxosHost(name)
+	return h, codeErr(rv)
 }
 
 func (d *DiskOps) lockRindex(name string) bool {
@@ -123,7 +124,7 @@ func (d *DiskOps) unlockRindex(name string) {
 // and the release rewrites only the leader, leaving our dblock without the
 // RELEASED flag (sanlock frees this lease as paxos_lease_release alone
 // does, unlike a client's lease).
-func (d *DiskOps) withRindexLease(ctx context.Context, op *rindexOp, f func() int32) int32 {
+func (d *DiskOps) withRindexLease(ctx context.Context, op *rindexOp, f func() error) error {
 	h := op.host
 	host := &paxos.Host{
 		ID: h.ID, Generation: h.Generation, Space: h.Space, Geometry: op.rx.Geo,
@@ -135,19 +136,18 @@ func (d *DiskOps) withRindexLease(ctx context.Context, op *rindexOp, f func() in
 	lease := paxos.Lease{Host: host, Name: diskfmt.RindexLeaseName, Disks: []paxos.Disk{{Dev: op.rx.Dev, Offset: leaseOff}}}
 	held, err := lease.Acquire(ctx, paxos.AcquireRequest{OwnerNowait: true})
 	if err != nil {
-		rv := resultOf(err)
-		d.lg().Error(fmt.Sprintf("rindex_lease acquire error %d lockspace %s disk %s: %s", rv, h.Space,
+		d.lg().Error(fmt.Sprintf("rindex_lease acquire error %d lockspace %s disk %s: %s", resultOf(err), h.Space,
 			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
-		return rv
+		return resultErr(err)
 	}
-	rv := f()
+	ferr := f()
 	// Release even when the daemon is stopping: a lease left held would
 	// keep the other hosts out of the index for as long as we live.
 	if err := dkReleaseLeader(context.WithoutCancel(ctx), host, held, op.rx.Dev, leaseOff); err != nil {
 		d.lg().Error(fmt.Sprintf("rindex_lease release error %d lockspace %s disk %s: %s", resultOf(err), h.Space,
 			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
 	}
-	return rv
+	return ferr
 }
 
 // dkReleaseLeader frees a held lease by rewriting its leader only
@@ -173,18 +173,16 @@ func dkReleaseLeader(ctx context.Context, h *paxos.Host, held *paxos.Held, dev d
 // lockspace and no rindex_lease are needed.
 func (d *DiskOps) RebuildRindex(ctx context.Context, rxa wire.RIndex, noLockspace bool) error {
 	needLS := !noLockspace
-	op, rv := d.beginRindex(ctx, "rindex_rebuild", &rxa, needLS)
-	if rv < 0 {
-		return codeErr(rv)
+	op, err := d.beginRindex(ctx, "rindex_rebuild", &rxa, needLS)
+	if err != nil {
+		return err
 	}
 	defer op.done()
-	rebuild := func() int32 { return resultOf(op.rx.Rebuild(ctx)) }
+	rebuild := func() error { return resultErr(op.rx.Rebuild(ctx)) }
 	if needLS {
-		rv = d.withRindexLease(ctx, op, rebuild)
-	} else {
-		rv = rebuild()
+		return d.withRindexLease(ctx, op, rebuild)
 	}
-	return codeErr(rv)
+	return rebuild()
 }
 
 // misaligned reports a given resource offset that is not a multiple of the
@@ -196,14 +194,9 @@ func misaligned(op *rindexOp, off uint64) bool {
 // LookupRindex: LOOKUP_RINDEX (docs/protocol.md "Commands" #37). Read-only; see diskfmt
 // Rindex.Lookup for the four forms.
 func (d *DiskOps) LookupRindex(ctx context.Context, rxa wire.RIndex, e wire.REntry, flags uint32) (wire.REntry, error) {
-	out, rv := d.lookupRindex(ctx, rxa, e, flags)
-	return out, codeErr(rv)
-}
-
-func (d *DiskOps) lookupRindex(ctx context.Context, rxa wire.RIndex, e wire.REntry, flags uint32) (wire.REntry, int32) {
-	op, rv := d.beginRindex(ctx, "rindex_lookup", &rxa, flags&wire.RXNoLockspace == 0)
-	if rv < 0 {
-		return wire.REntry{}, rv
+	op, err := d.beginRindex(ctx, "rindex_lookup", &rxa, flags&wire.RXNoLockspace == 0)
+	if err != nil {
+		return wire.REntry{}, err
 	}
 	defer op.done()
 	found, err := op.rx.Lookup(ctx, e.Name, e.Offset)
@@ -212,39 +205,34 @@ func (d *DiskOps) lookupRindex(ctx context.Context, rxa wire.RIndex, e wire.REnt
 		if rv == rescode.RvENOSPC {
 			rv = rescode.RvENOENT // no free entry: sanlock 3.8.5 says -ENOENT
 		}
-		return wire.REntry{}, rv
+		return wire.REntry{}, codeErr(rv)
 	}
-	return wire.REntry{Name: diskfmt.NameString(found.Name[:]), Offset: found.ResOffset}, 0
+	return wire.REntry{Name: diskfmt.NameString(found.Name[:]), Offset: found.ResOffset}, nil
 }
 
 // UpdateRindex: UPDATE_RINDEX (docs/protocol.md "Commands" #36). RXUP_REM frees the entry of the
 // offset (and wins when both flags are set), RXUP_ADD records name there;
 // rindex_lease is not taken. The reply echoes the added entry.
 func (d *DiskOps) UpdateRindex(ctx context.Context, rxa wire.RIndex, e wire.REntry, flags uint32) (wire.REntry, error) {
-	out, rv := d.updateRindex(ctx, rxa, e, flags)
-	return out, codeErr(rv)
-}
-
-func (d *DiskOps) updateRindex(ctx context.Context, rxa wire.RIndex, e wire.REntry, flags uint32) (wire.REntry, int32) {
-	op, rv := d.beginRindex(ctx, "rindex_update", &rxa, flags&wire.RXNoLockspace == 0)
-	if rv < 0 {
-		return wire.REntry{}, rv
+	op, err := d.beginRindex(ctx, "rindex_update", &rxa, flags&wire.RXNoLockspace == 0)
+	if err != nil {
+		return wire.REntry{}, err
 	}
 	defer op.done()
 	if misaligned(op, e.Offset) {
-		return wire.REntry{}, int32(rescode.ErrRindexOffset)
+		return wire.REntry{}, rescode.ErrRindexOffset
 	}
 	remove := flags&wire.RXUpRem != 0
 	if !remove && flags&wire.RXUpAdd == 0 {
-		return wire.REntry{}, rescode.RvEINVAL
+		return wire.REntry{}, rescode.Code(rescode.RvEINVAL)
 	}
 	if err := op.rx.UpdateEntry(ctx, e.Name, e.Offset, remove); err != nil {
-		return wire.REntry{}, resultOf(err)
+		return wire.REntry{}, resultErr(err)
 	}
 	if remove {
-		return wire.REntry{}, 0
+		return wire.REntry{}, nil
 	}
-	return wire.REntry{Name: e.Name, Offset: e.Offset}, 0
+	return wire.REntry{Name: e.Name, Offset: e.Offset}, nil
 }
 
 // CreateResource: CREATE_RESOURCE (docs/protocol.md "Commands" #38). Under rindex_lease: take the
@@ -253,21 +241,16 @@ func (d *DiskOps) updateRindex(ctx context.Context, rxa wire.RIndex, e wire.REnt
 // the new lease's offset. Any name is accepted, even an empty one (as
 // sanlock does).
 func (d *DiskOps) CreateResource(ctx context.Context, rxa wire.RIndex, e wire.REntry, numHosts uint32) (wire.REntry, error) {
-	out, rv := d.createResource(ctx, rxa, e, numHosts)
-	return out, codeErr(rv)
-}
-
-func (d *DiskOps) createResource(ctx context.Context, rxa wire.RIndex, e wire.REntry, numHosts uint32) (wire.REntry, int32) {
-	op, rv := d.beginRindex(ctx, "rindex_create", &rxa, true)
-	if rv < 0 {
-		return wire.REntry{}, rv
+	op, err := d.beginRindex(ctx, "rindex_create", &rxa, true)
+	if err != nil {
+		return wire.REntry{}, err
 	}
 	defer op.done()
 	var off uint64
-	rv = d.withRindexLease(ctx, op, func() int32 {
+	err = d.withRindexLease(ctx, op, func() error {
 		es, err := op.rx.Entries(ctx)
 		if err != nil {
-			return resultOf(err)
+			return resultErr(err)
 		}
 		i := -1
 		for j := range es {
@@ -280,25 +263,25 @@ func (d *DiskOps) createResource(ctx context.Context, rxa wire.RIndex, e wire.RE
 			// sanlock 3.8.5 answers a full index with -ENOENT.
 			d.lg().Error(fmt.Sprintf("rindex_create no free entry for %s lockspace %s disk %s", e.Name, rxa.LockspaceName,
 				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
-			return rescode.RvENOENT
+			return rescode.Code(rescode.RvENOENT)
 		}
 		off = diskfmt.RindexResourceOffset(op.rx.Geo, op.rx.Header.RxOffset, i)
 		p := diskfmt.PaxosInit{SpaceName: rxa.LockspaceName, ResourceName: e.Name, NumHosts: uint64(numHosts)}
 		disks := []diskfmt.ResourceDisk{{Dev: op.rx.Dev, Offset: int64(off)}}
 		if err := diskfmt.WriteResource(ctx, disks, diskfmt.SizeFlags(op.rx.Geo), p); err != nil {
-			return resultOf(err)
+			return resultErr(err)
 		}
 		name, err := diskfmt.Name(e.Name)
 		if err != nil {
-			return resultOf(err)
+			return resultErr(err)
 		}
 		d.lg().Info(fmt.Sprintf("rindex_create found offset %d for %s:%s", off, rxa.LockspaceName, e.Name))
-		return resultOf(dkWriteEntry(ctx, op.rx, i, diskfmt.RindexEntry{ResOffset: off, Name: name}))
+		return resultErr(dkWriteEntry(ctx, op.rx, i, diskfmt.RindexEntry{ResOffset: off, Name: name}))
 	})
-	if rv < 0 {
-		return wire.REntry{}, rv
+	if err != nil {
+		return wire.REntry{}, err
 	}
-	return wire.REntry{Offset: off}, 0
+	return wire.REntry{Offset: off}, nil
 }
 
 // DeleteResource: DELETE_RESOURCE (docs/protocol.md "Commands" #39). A given offset must be an
@@ -307,42 +290,36 @@ func (d *DiskOps) createResource(ctx context.Context, rxa wire.RIndex, e wire.RE
 // entry is freed, then its lease is invalidated (PAXOS_DISK_CLEAR, name
 // kept).
 func (d *DiskOps) DeleteResource(ctx context.Context, rxa wire.RIndex, e wire.REntry) (wire.REntry, error) {
-	out, rv := d.deleteResource(ctx, rxa, e)
-	return out, codeErr(rv)
-}
-
-func (d *DiskOps) deleteResource(ctx context.Context, rxa wire.RIndex, e wire.REntry) (wire.REntry, int32) {
-	op, rv := d.beginRindex(ctx, "rindex_delete", &rxa, true)
-	if rv < 0 {
-		return wire.REntry{}, rv
+	op, err := d.beginRindex(ctx, "rindex_delete", &rxa, true)
+	if err != nil {
+		return wire.REntry{}, err
 	}
 	defer op.done()
 	if misaligned(op, e.Offset) {
-		return wire.REntry{}, int32(rescode.ErrRindexOffset)
+		return wire.REntry{}, rescode.ErrRindexOffset
 	}
-	rv = d.withRindexLease(ctx, op, func() int32 {
+	return wire.REntry{}, d.withRindexLease(ctx, op, func() error {
 		if e.Name == "" {
-			return rescode.RvENOENT
+			return rescode.Code(rescode.RvENOENT)
 		}
 		es, err := op.rx.Entries(ctx)
 		if err != nil {
-			return resultOf(err)
+			return resultErr(err)
 		}
 		for i := range es {
 			if es[i].IsFree() || !diskfmt.NameEqual(es[i].Name[:], e.Name) {
 				continue
 			}
 			if err := dkWriteEntry(ctx, op.rx, i, diskfmt.RindexEntry{}); err != nil {
-				return resultOf(err)
+				return resultErr(err)
 			}
 			off := diskfmt.RindexResourceOffset(op.rx.Geo, op.rx.Header.RxOffset, i)
 			p := diskfmt.PaxosInit{SpaceName: rxa.LockspaceName, ResourceName: e.Name, Clear: true, ClearTime: monoSeconds()}
 			disks := []diskfmt.ResourceDisk{{Dev: op.rx.Dev, Offset: int64(off)}}
-			return resultOf(diskfmt.WriteResource(ctx, disks, diskfmt.SizeFlags(op.rx.Geo), p))
+			return resultErr(diskfmt.WriteResource(ctx, disks, diskfmt.SizeFlags(op.rx.Geo), p))
 		}
-		return rescode.RvENOENT
+		return rescode.Code(rescode.RvENOENT)
 	})
-	return wire.REntry{}, rv
 }
 
 // dkWriteEntry rewrites the one sector that holds entry i with e. (Unlike

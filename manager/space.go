@@ -18,11 +18,11 @@ import (
 func (sp *space) thread() {
 	m := sp.m
 	defer m.wg.Done()
-	rv := sp.join()
-	sp.addResult = rv
-	if rv != 0 {
+	err := sp.join()
+	sp.addResult = err
+	if err != nil {
 		// Free first: once the caller has its answer, the entry is gone.
-		m.lg().Warn(fmt.Sprintf("s%d add_lockspace fail result %s lockspace %s: %s", sp.id, codeLog(rv),
+		m.lg().Warn(fmt.Sprintf("s%d add_lockspace fail result %s lockspace %s: %s", sp.id, codeLog(resultOf(err)),
 			sp.ls.Name, sp.addCauseText()))
 		sp.free()
 		close(sp.addDone)
@@ -35,16 +35,16 @@ func (sp *space) thread() {
 }
 
 // join opens the disk, starts the runner and waits for the acquire
-// (docs/delta.md "Lockspace start-up"–"Completing the add"). It returns 0 after moving the entry to
+// (docs/delta.md "Lockspace start-up"–"Completing the add"). It returns nil after moving the entry to
 // spaces.
-func (sp *space) join() int32 {
+func (sp *space) join() error {
 	m := sp.m
 	cfg := m.conf()
 	dev, err := m.cfg.Open(sp.ls.Disk.Path)
 	if err != nil {
 		sp.addCause = fmt.Sprintf("open %s: %s", sp.disk(), causeLog(err, 0))
 		sp.logf("open error %s: %s", sp.disk(), causeLog(err, 0))
-		return rescode.RvENODEV
+		return rescode.Code(rescode.RvENODEV)
 	}
 	if sp.ls.HostID > delta.MaxHostID {
 		// Beyond any geometry: the sizes decide between a bad lease and
@@ -55,10 +55,10 @@ func (sp *space) join() int32 {
 		_ = dev.Close()
 		if err != nil {
 			sp.addCause = fmt.Sprintf("read of the lockspace geometry at %s: %s", sp.disk(), causeLog(err, sp.ioTimeout))
-			return int32(rescode.CodeOf(err))
+			return resultErr(err)
 		}
 		sp.addCause = fmt.Sprintf("host_id %d is beyond the lockspace at %s", sp.ls.HostID, sp.disk())
-		return int32(rescode.ErrAddLSInvalidHostID)
+		return rescode.ErrAddLSInvalidHostID
 	}
 	var wd WatchdogSession
 	if cfg.UseWatchdog {
@@ -67,7 +67,7 @@ func (sp *space) join() int32 {
 			sp.addCause = "wdmd_connect failed: " + causeLog(err, 0)
 			sp.logf("wdmd_connect failed %s", causeLog(err, 0))
 			_ = dev.Close()
-			return int32(rescode.ErrWatchdog)
+			return rescode.ErrWatchdog
 		}
 	}
 	hist := cfg.RenewalHistorySize
@@ -110,7 +110,7 @@ func (sp *space) join() int32 {
 		if wd != nil {
 			_ = wd.Close()
 		}
-		return int32(rescode.CodeOf(err))
+		return resultErr(err)
 	}
 	m.mu.Lock()
 	sp.run, sp.wd = run, wd
@@ -141,7 +141,7 @@ func (sp *space) join() int32 {
 		m.env.await(run.Done())
 		sp.addCause = fmt.Sprintf("delta_acquire of host_id %d at %s: %s", sp.ls.HostID, sp.disk(),
 			st.AcquireLastResult.Error())
-		return int32(st.AcquireLastResult)
+		return st.AcquireLastResult
 	}
 	m.mu.Lock()
 	if sp.removeReq || m.forced || m.stopped {
@@ -150,11 +150,11 @@ func (sp *space) join() int32 {
 		sp.deactivateWatchdog()
 		sp.cancel()
 		m.env.await(run.Done())
-		return rescode.RvEPERM
+		return rescode.Code(rescode.RvEPERM)
 	}
 	m.move(sp, listSpaces)
 	m.mu.Unlock()
-	return 0
+	return nil
 }
 
 // openWatchdog connects lockspace space to the watchdog.
