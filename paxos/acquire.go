@@ -37,6 +37,33 @@ type acquireState struct {
 	// phase-1 read, or an abort by a higher mbal or lver).
 	contended bool
 	waited    bool // the fairness wait of this acquire is done
+	// priorLver is Host.lastProposal when this acquire started (set with
+	// priorSet); adopted: the last phase 2 took a value found in phase 1.
+	priorLver uint64
+	priorSet  bool
+	adopted   bool
+}
+
+// staleOwn reports whether a value naming us (H, G) for lver may be one of
+// an earlier acquire of ours rather than of this one: an earlier acquire
+// proposed ourselves for lver or later. That acquire failed or released
+// its grant (our dblock was RELEASED), so another host may already have
+// taken a later version on the strength of that release (docs/paxos.md
+// "Unknown leader writes").
+func (st *acquireState) staleOwn(lver uint64) bool {
+	return lver <= st.priorLver
+}
+
+// giveUpStale marks our dblock d RELEASED after a ballot or a leader read
+// handed us a stale value of ours, writes no leader, and answers -245.
+func (l *Lease) giveUpStale(ctx context.Context, o acquireOpts, st *acquireState, d diskfmt.Dblock, ld diskfmt.Leader) (diskfmt.Leader, error) {
+	l.Host.log().Warn("ballot value is ours from an earlier acquire: releasing it",
+		zap.String("resource", l.Name), zap.Uint64("lver", ld.Lver))
+	if d != (diskfmt.Dblock{}) {
+		d.Flags |= diskfmt.DblockReleased
+		l.writeHostBlock(ctx, l.Host.ID, hostSector(&d, o.carry, st.ss), st.ss)
+	}
+	return ld, rescode.ErrAcquireOther
 }
 
 func (l *Lease) newState() *acquireState {
@@ -50,6 +77,9 @@ func (l *Lease) newState() *acquireState {
 func (l *Lease) paxosAcquire(ctx context.Context, o acquireOpts, st *acquireState) (diskfmt.Leader, error) {
 	h := l.Host
 	lg := h.log().With(zap.String("resource", l.Name))
+	if !st.priorSet {
+		st.priorLver, st.priorSet = h.lastProposal(l.Name), true
+	}
 restart:
 	for {
 		if err := ctx.Err(); err != nil {
@@ -125,6 +155,9 @@ restart:
 			}
 			switch DecideRetry(&tmp, &first, nextLver, h.ID, h.Generation) {
 			case RetryOurs:
+				if st.staleOwn(tmp.Lver) && h.TestBugs&BugEraseRetract == 0 {
+					return l.giveUpStale(ctx, o, st, st.dblock, tmp)
+				}
 				lg.Debug("owner is our inp, committed by another host", zap.Uint64("lver", tmp.Lver),
 					zap.Uint64("writer", tmp.WriteID))
 				h.noteLeader(l.Name, &tmp)
@@ -151,6 +184,9 @@ restart:
 				return first, err
 			}
 			nl := CommitLeader(first, d, h.ID, h.Generation, h.now(), o.numHosts, o.shared)
+			if Ours(&nl, h.ID, h.Generation) && st.adopted && st.staleOwn(nl.Lver) && h.TestBugs&BugEraseRetract == 0 {
+				return l.giveUpStale(ctx, o, st, d, nl)
+			}
 			if err := l.writeLeader(ctx, &nl, st.ss); err != nil {
 				st.retract = true
 				return nl, err
@@ -314,7 +350,10 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 
 	// Phase 2: propose the value, check nobody started a higher ballot.
 	d = Phase2Dblock(best, mbal, nextLver, h.ID, h.Generation, h.now())
-	st.dblock = d
+	st.dblock, st.adopted = d, best.HaveBest
+	if d.Inp == h.ID && d.Inp2 == h.Generation {
+		h.noteProposal(l.Name, nextLver)
+	}
 	if ok := l.writeBallotBlock(ctx, hostSector(&d, o.carry, ss), ss); !Majority(n, ok) {
 		st.retract = true
 		return d, fmt.Errorf("phase 2 write on %d of %d disks: %w", ok, n, rescode.ErrDblockWrite)

@@ -30,11 +30,16 @@ const (
 	// a newer generation than the table knows (the hazard the simulator
 	// found with a late main loop, seed 3).
 	BugStaleShared
+	// BugEraseRetract: an acquire or convert that failed after its ballot's
+	// phase 2 started (retract) wipes our dblock, as sanlock's erase does,
+	// although the leader write may have landed; and an acquire takes a
+	// value of ours from an earlier acquire as its own grant.
+	BugEraseRetract
 )
 
 // String names the set bits.
 func (b Bugs) String() string {
-	names := []string{"skip-phase2-read", "leader-before-phase2", "clock-liveness", "repeat-lver", "stale-shared"}
+	names := []string{"skip-phase2-read", "leader-before-phase2", "clock-liveness", "repeat-lver", "stale-shared", "erase-retract"}
 	s := ""
 	for i, n := range names {
 		if b&(1<<i) != 0 {
@@ -58,7 +63,7 @@ func ParseBugs(s string) (Bugs, bool) {
 	}
 	names := map[string]Bugs{"skip-phase2-read": BugSkipPhase2Read,
 		"leader-before-phase2": BugLeaderBeforePhase2, "clock-liveness": BugClockLiveness,
-		"repeat-lver": BugRepeatLver, "stale-shared": BugStaleShared}
+		"repeat-lver": BugRepeatLver, "stale-shared": BugStaleShared, "erase-retract": BugEraseRetract}
 	start := 0
 	for i := 0; i <= len(s); i++ {
 		if i == len(s) || s[i] == '+' {

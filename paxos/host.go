@@ -91,6 +91,28 @@ type Host struct {
 	// (its ballots, or the lease owned by it); an uncontended grant
 	// clears the mark.
 	rivals map[string]bool
+	// proposed holds, per lease, the largest lver for which this host
+	// life wrote a phase-2 dblock naming itself (docs/paxos.md "Unknown
+	// leader writes"): a later acquire must not take such a value as its
+	// own grant.
+	proposed map[string]uint64
+}
+
+// noteProposal records a phase-2 dblock of ours naming ourselves for lver.
+func (h *Host) noteProposal(name string, lver uint64) {
+	h.seenMu.Lock()
+	defer h.seenMu.Unlock()
+	if h.proposed == nil {
+		h.proposed = map[string]uint64{}
+	}
+	h.proposed[name] = max(h.proposed[name], lver)
+}
+
+// lastProposal is the largest lver noteProposal recorded for name.
+func (h *Host) lastProposal(name string) uint64 {
+	h.seenMu.Lock()
+	defer h.seenMu.Unlock()
+	return h.proposed[name]
 }
 
 // noteRival records the outcome of an acquire of name: rival when it met

@@ -122,8 +122,12 @@ func TestIOTimeouts(t *testing.T) {
 }
 
 // TestRetractAfterFailedCommit: when the leader write fails on a majority
-// after phase 2, the acquire wipes our proposal (zero dblock + RELEASED)
-// so no other host commits it later.
+// after phase 2, the value may still be chosen (phase 2 reached every
+// dblock, and a failed write may have landed): the acquire keeps our
+// ballot in our dblock and marks it RELEASED (docs/paxos.md "Unknown
+// leader writes"). The next host commits our value for lver 1 (-245) and,
+// seeing it released, gets lver 2. Before the fix our dblock was wiped and
+// another value could be committed for lver 1.
 func TestRetractAfterFailedCommit(t *testing.T) {
 	c := newCluster(t, geo512, 3, 8)
 	fd := make([]*failDev, 3)
@@ -136,11 +140,15 @@ func TestRetractAfterFailedCommit(t *testing.T) {
 	_, err := h1.Acquire(bg, AcquireRequest{})
 	assert.Equal(t, rescode.ErrLeaderWrite, code(err))
 	d, _ := c.hostBlock(0, 1)
-	assert.Equal(t, diskfmt.Dblock{Checksum: 0xcb5ad842, Flags: diskfmt.DblockReleased}, d, "proposal erased on disk 0")
+	assert.Equal(t, uint32(diskfmt.DblockReleased), d.Flags, "our dblock is RELEASED")
+	assert.Equal(t, [4]uint64{1, 1, 1, 1}, [4]uint64{d.Lver, d.Mbal, d.Bal, d.Inp}, "the ballot is kept")
 	h2 := c.host(2, 1, nil)
+	_, err = h2.Acquire(bg, AcquireRequest{})
+	assert.Equal(t, rescode.ErrAcquireOther, code(err), "h1's value for lver 1 is committed")
 	r, err := h2.Acquire(bg, AcquireRequest{})
-	require.NoError(t, err, "disks 1 and 2 still say free, disk 0 owned by 1: majority free")
+	require.NoError(t, err, "h1 released lver 1")
 	assert.Equal(t, uint64(2), r.Leader.OwnerID)
+	assert.Equal(t, uint64(2), r.Leader.Lver)
 }
 
 // nthWriteFails fails only the n-th write.
@@ -174,4 +182,30 @@ func TestMisalignedOffset(t *testing.T) {
 	r, err := h.Acquire(bg, AcquireRequest{})
 	require.NoError(t, err, "2 of 3 disks readable")
 	require.NoError(t, r.Release(bg, ReleaseOptions{}))
+}
+
+// TestStaleOwnValueNotAGrant: a value of ours that an earlier, failed
+// acquire proposed, and another host committed for us, is not a grant to
+// a later acquire that reads an older leader (docs/paxos.md "Unknown
+// leader writes", part 2): that acquire marks its dblock RELEASED, writes
+// no leader and answers -245.
+func TestStaleOwnValueNotAGrant(t *testing.T) {
+	c := newCluster(t, geo512, 1, 8)
+	ss := c.g.SectorSize
+	old := append([]byte(nil), c.mems[0].Bytes()[c.off:c.off+int64(ss)]...)
+	h1 := c.host(1, 1, func(_ int, d diskfmt.Device) diskfmt.Device { return &nthWriteFails{Device: d, n: 3} })
+	_, err := h1.Acquire(bg, AcquireRequest{})
+	require.Equal(t, rescode.ErrLeaderWrite, code(err))
+	h2 := c.host(2, 1, nil)
+	_, err = h2.Acquire(bg, AcquireRequest{})
+	require.Equal(t, rescode.ErrAcquireOther, code(err), "h2 commits h1's kept value for lver 1")
+	require.Equal(t, uint64(1), c.leader(0).OwnerID)
+	// h1 reads the leader as it was before h2's commit landed
+	c.mems[0].Load(old, c.off)
+	_, err = h1.Acquire(bg, AcquireRequest{})
+	assert.Equal(t, rescode.ErrAcquireOther, code(err), "h1's old value for lver 1 is not a new grant")
+	d, _ := c.hostBlock(0, 1)
+	assert.Equal(t, uint64(1), d.Lver)
+	assert.Equal(t, uint32(diskfmt.DblockReleased), d.Flags, "our dblock says RELEASED")
+	assert.Zero(t, c.leader(0).Lver, "no leader written for the stale value")
 }

@@ -105,13 +105,21 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 	case !st.retract:
 		return nil, wrap("acquire", err, leaderIfKnown(&ld))
 	default:
-		// A ballot we may have won failed half way: wipe our proposal and
-		// free the leader if we wrote it.
-		lg.Warn("acquire failed after proposing, erasing our ballot", zap.Error(err))
+		// A ballot we may have won failed half way (its leader write may
+		// have landed): release it as a won exclusive hold. Our dblock
+		// keeps the ballot's lver, bal and value and gets RELEASED; the
+		// leader is freed if it is still the one we wrote. Wiping the
+		// dblock instead (sanlock's erase) lets a ballot for the same lver
+		// that missed our leader commit another value: two holders
+		// (docs/paxos.md "Unknown leader writes").
+		lg.Warn("acquire failed after proposing, releasing our ballot", zap.Error(err))
 		r.shared = false
 		r.eraseAll = true
 		r.Leader = ld
-		r.Dblock = diskfmt.Dblock{}
+		r.Dblock = st.dblock
+		if h.TestBugs&BugEraseRetract != 0 {
+			r.Dblock = diskfmt.Dblock{}
+		}
 		r.release(ctx, "")
 		return nil, wrap("acquire", err, leaderIfKnown(&ld))
 	}
@@ -315,6 +323,13 @@ func (r *Held) toExclusive(ctx context.Context, ownerNowait bool) error {
 	ld, err := l.paxosAcquire(ctx, o, st)
 	if err != nil {
 		if st.retract {
+			// Our dblock now holds this ballot's value, which may have
+			// been committed: later writes of our dblock (the release of
+			// the shared hold) must keep it (docs/paxos.md "Unknown
+			// leader writes").
+			if h.TestBugs&BugEraseRetract == 0 {
+				r.Dblock = st.dblock
+			}
 			r.retractConvert(ctx, &ld)
 		}
 		return wrap("convert", err, leaderIfKnown(&ld))

@@ -94,3 +94,44 @@ func TestFairnessH32(t *testing.T) {
 		t.Fatalf("unfair: %d hosts never got the lease, max/min %.1f", never, ratio)
 	}
 }
+
+// TestUnknownLeaderWriteReplays replays the contention runs that found two
+// holders (docs/paxos.md "Unknown leader writes"): a leader write that
+// failed after landing made its host erase its ballot, and another ballot
+// for the same lver committed a second value. H=16: seed 8 with the
+// daemon's settings (found with the real manager in the simulator, at
+// 44.2 s); and, found when the simulator's hosts called paxos directly,
+// seeds 3, 10 and 12 with sanlock's choices, seed 1 with the watched
+// backoff only, seeds 7 and 9 with the daemon's settings (the second half
+// of the fix: a later acquire taking the kept value of an earlier one as
+// its grant). Each must run clean; with BugEraseRetract (both halves
+// undone) seed 8 must still find the two holders, which shows the replay
+// reaches that path. With -race or -short only seed 8 runs.
+func TestUnknownLeaderWriteReplays(t *testing.T) {
+	serial(t)
+	sanlock, watch := fairVariants[0].tune, fairVariants[1].tune
+	cases := []struct {
+		seed uint64
+		tune func(*paxos.Host)
+	}{{8, daemonFairness}, {3, sanlock}, {10, sanlock}, {12, sanlock}, {1, watch}, {7, daemonFairness}, {9, daemonFairness}}
+	d := 60 * time.Second
+	if raceBuild || testing.Short() {
+		cases, d = cases[:1], 45*time.Second
+	}
+	for _, c := range cases {
+		r := runContend(t, c.seed, 16, d, c.tune)
+		t.Logf("seed %d: %s", c.seed, r.Summary())
+	}
+	cfg := DefaultConfig(8)
+	cfg.Hosts, cfg.Resources, cfg.Workers = 16, 1, 1
+	cfg.Faults.HostEvery = 0
+	cfg.Contend = true
+	cfg.TuneHost = daemonFairness
+	cfg.Duration = 45 * time.Second
+	cfg.Bugs = paxos.BugEraseRetract
+	r := Run(cfg)
+	if r.Violation == nil {
+		t.Fatalf("erase-retract not caught at seed 8: %s", r.Summary())
+	}
+	t.Logf("erase-retract caught: %v", r.Violation)
+}
