@@ -352,3 +352,63 @@ func TestReexecEventListenerProcess(t *testing.T) {
 	assert.Equal(t, uint64(2), cb.FromHostID)
 	require.NoError(t, d1.cl.EndEvent(ev))
 }
+
+// The host table changes hands with its lockspace (docs/upgrade.md
+// "Adopting lockspaces"): right after each reexec of host 1's daemon,
+// host 2 is LIVE there (a rebuilt table would answer -EAGAIN, then
+// UNKNOWN for 8 x io_timeout) and its host_status record keeps its owner,
+// generation and times, which only move forward.
+func TestReexecHostTableProcess(t *testing.T) {
+	t.Parallel()
+	d1 := startProcDaemon(t, "-w", "0")
+	d2 := startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 0)
+	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 1))
+	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 1))
+	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	live := func() bool {
+		h, err := d1.cl.GetHosts("LS", 2)
+		return err == nil && len(h) == 1 && h[0].State() == wire.HostLive
+	}
+	require.Eventually(t, live, 40*time.Second, 100*time.Millisecond)
+	host2 := func() map[string]uint64 {
+		recs, err := d1.cl.HostStatus("LS")
+		require.NoError(t, err)
+		for _, r := range recs {
+			if r.Data32 != 2 {
+				continue
+			}
+			out := map[string]uint64{}
+			for _, f := range strings.Fields(r.Text) {
+				k, v, _ := strings.Cut(f, "=")
+				if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+					out[k] = n
+				}
+			}
+			return out
+		}
+		t.Fatalf("no record of host 2 in %v", recs)
+		return nil
+	}
+	for i := 0; i < 4; i++ {
+		time.Sleep(time.Duration(i*500) * time.Millisecond)
+		before := host2()
+		old, now := d1.reexec()
+		require.NotEqual(t, old, now)
+		h, err := d1.cl.GetHosts("LS", 2)
+		require.NoError(t, err, "reexec %d: the table is there at once", i)
+		require.Len(t, h, 1)
+		assert.Equal(t, uint32(wire.HostLive), h[0].State(), "reexec %d", i)
+		after := host2()
+		for _, k := range []string{"owner_id", "owner_generation", "io_timeout"} {
+			assert.Equal(t, before[k], after[k], "reexec %d: %s", i, k)
+		}
+		for _, k := range []string{"last_check", "last_live", "timestamp"} {
+			assert.GreaterOrEqual(t, after[k], before[k], "reexec %d: %s", i, k)
+		}
+		t.Logf("reexec %d: before %v after %v", i, before, after)
+	}
+	assert.Zero(t, d1.failures())
+}
