@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -398,8 +399,25 @@ func (s *Server) Reexec(ctx context.Context, path string) (*handover.Result, err
 	if path == "" {
 		path = s.exePath()
 	}
-	s.lg.Warn(fmt.Sprintf("reexec %s", path))
-	res, err := handover.Handover(ctx, handover.Spec{Path: path, Args: reexecArgs(), Stdout: os.Stdout, Stderr: os.Stderr}, s)
+	spec := handover.Spec{Path: path, Args: reexecArgs(), Stdout: os.Stdout, Stderr: os.Stderr}
+	// GOSANLOCK_HANDOVER_WRITE_FORMAT=N writes the state in an older
+	// format N, as the previous release did (docs/upgrade.md "Upgrading
+	// from the previous release"; for tests). Out of range: the handover
+	// fails at start and this daemon serves on.
+	if v := os.Getenv("GOSANLOCK_HANDOVER_WRITE_FORMAT"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n < uint64(handover.MinFormatVersion) || n > uint64(handover.FormatVersion) {
+			return nil, &handover.Error{Path: path, Stage: handover.StageStart, Err: fmt.Errorf("GOSANLOCK_HANDOVER_WRITE_FORMAT=%q: not a format in %d..%d",
+				v, handover.MinFormatVersion, handover.FormatVersion)}
+		}
+		spec.WriteFormat = uint32(n)
+	}
+	format := handover.FormatVersion
+	if spec.WriteFormat != 0 {
+		format = spec.WriteFormat
+	}
+	s.lg.Warn(fmt.Sprintf("reexec %s format %d", path, format))
+	res, err := handover.Handover(ctx, spec, s)
 	s.releaseHandoverFiles()
 	if err != nil {
 		s.lg.Error("reexec failed: " + err.Error())

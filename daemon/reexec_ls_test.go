@@ -33,6 +33,13 @@ type procDaemon struct {
 
 func startProcDaemon(t *testing.T, args ...string) *procDaemon {
 	t.Helper()
+	return startProcDaemonEnv(t, nil, args...)
+}
+
+// startProcDaemonEnv is startProcDaemon with env added to the daemon's
+// environment.
+func startProcDaemonEnv(t *testing.T, env []string, args ...string) *procDaemon {
+	t.Helper()
 	good, err := os.ReadFile(reexecBinary(t))
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "sanlock")
@@ -42,7 +49,7 @@ func startProcDaemon(t *testing.T, args ...string) *procDaemon {
 	require.NoError(t, err)
 	t.Cleanup(func() { logf.Close() })
 	cmd := exec.Command(bin, append([]string{"daemon", "-D", "-l", "0"}, args...)...)
-	cmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+d.dir, "SANLOCK_PRIVILEGED=0")
+	cmd.Env = append(append(os.Environ(), "SANLOCK_RUN_DIR="+d.dir, "SANLOCK_PRIVILEGED=0"), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())
 	go func() { _ = cmd.Wait() }()
@@ -351,4 +358,117 @@ func TestReexecEventListenerProcess(t *testing.T) {
 	assert.Equal(t, wire.HostEvent{HostID: 1, Event: 0x77, Data: 0x99}, cb.HostEvent)
 	assert.Equal(t, uint64(2), cb.FromHostID)
 	require.NoError(t, d1.cl.EndEvent(ev))
+}
+
+// The host table changes hands with its lockspace (docs/upgrade.md
+// "Adopting lockspaces"): right after each reexec of host 1's daemon,
+// host 2 is LIVE there (a rebuilt table would answer -EAGAIN, then
+// UNKNOWN for 8 x io_timeout) and its host_status record keeps its owner,
+// generation and times, which only move forward.
+func TestReexecHostTableProcess(t *testing.T) {
+	t.Parallel()
+	d1 := startProcDaemon(t, "-w", "0")
+	d2 := startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 0)
+	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 1))
+	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 1))
+	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	live := func() bool {
+		h, err := d1.cl.GetHosts("LS", 2)
+		return err == nil && len(h) == 1 && h[0].State() == wire.HostLive
+	}
+	require.Eventually(t, live, 40*time.Second, 100*time.Millisecond)
+	host2 := func() map[string]uint64 {
+		recs, err := d1.cl.HostStatus("LS")
+		require.NoError(t, err)
+		for _, r := range recs {
+			if r.Data32 != 2 {
+				continue
+			}
+			out := map[string]uint64{}
+			for _, f := range strings.Fields(r.Text) {
+				k, v, _ := strings.Cut(f, "=")
+				if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+					out[k] = n
+				}
+			}
+			return out
+		}
+		t.Fatalf("no record of host 2 in %v", recs)
+		return nil
+	}
+	for i := 0; i < 4; i++ {
+		time.Sleep(time.Duration(i*500) * time.Millisecond)
+		before := host2()
+		old, now := d1.reexec()
+		require.NotEqual(t, old, now)
+		h, err := d1.cl.GetHosts("LS", 2)
+		require.NoError(t, err, "reexec %d: the table is there at once", i)
+		require.Len(t, h, 1)
+		assert.Equal(t, uint32(wire.HostLive), h[0].State(), "reexec %d", i)
+		after := host2()
+		for _, k := range []string{"owner_id", "owner_generation", "io_timeout"} {
+			assert.Equal(t, before[k], after[k], "reexec %d: %s", i, k)
+		}
+		for _, k := range []string{"last_check", "last_live", "timestamp"} {
+			assert.GreaterOrEqual(t, after[k], before[k], "reexec %d: %s", i, k)
+		}
+		t.Logf("reexec %d: before %v after %v", i, before, after)
+	}
+	assert.Zero(t, d1.failures())
+}
+
+// An upgrade from the previous release (issue 14 item 2, docs/upgrade.md
+// "Upgrading from the previous release"): the serving image writes the
+// state in format 1 (GOSANLOCK_HANDOVER_WRITE_FORMAT=1) through the real
+// exchange (control channel, memfd, SCM_RIGHTS) and our binary, which
+// reads 1..2, takes over: the pid changes, a registered client keeps its
+// registration on its old connection, and the new image serves new
+// clients and joins. A format-1 state with a joined lockspace is refused
+// (format 1 has no record to continue renewals from): the reexec fails
+// and the old image serves on.
+func TestReexecFromFormat1Process(t *testing.T) {
+	t.Parallel()
+	d := startProcDaemonEnv(t, []string{"GOSANLOCK_HANDOVER_WRITE_FORMAT=1"}, "-w", "0")
+	h, err := d.cl.Register()
+	require.NoError(t, err)
+	defer h.Close()
+	registered := func() bool {
+		recs, err := d.cl.Status(0)
+		require.NoError(t, err)
+		for _, r := range recs {
+			if r.Type == wire.StateClient && r.Data32 == uint32(os.Getpid()) {
+				return true
+			}
+		}
+		return false
+	}
+	require.True(t, registered())
+	for i := 0; i < 2; i++ {
+		old, now := d.reexec()
+		require.NotEqual(t, old, now)
+		_, _, err = h.Inquire()
+		require.NoError(t, err, "the registered connection is served by the new image")
+		require.True(t, registered(), "reexec %d: the registration survives", i)
+	}
+	b, _ := os.ReadFile(filepath.Join(d.dir, "daemon.out"))
+	assert.Equal(t, 2, strings.Count(string(b), " format 1"), "both handovers wrote format 1")
+	assert.Zero(t, d.failures())
+
+	// The new image serves: a join works; then a format-1 handover of a
+	// joined lockspace fails cleanly.
+	path := lockspaceFile(t, 0)
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	pid := d.pid()
+	require.NoError(t, syscall.Kill(pid, syscall.SIGUSR1))
+	require.Eventually(t, func() bool { return d.failures() == 1 }, 20*time.Second, 20*time.Millisecond)
+	assert.Equal(t, pid, d.pid())
+	_, _, err = h.Inquire()
+	require.NoError(t, err)
+	require.True(t, registered())
+	st := d.spaceStatus("LS")
+	assert.Equal(t, "1", st["host_generation"], "%v", st)
 }

@@ -37,6 +37,9 @@ type Resume struct {
 	AcquireLastSuccess uint64
 	// History is the renewal history, oldest first.
 	History []HistoryEntry
+	// Hosts is the host table (nil: none, the table is rebuilt from the
+	// first renewal read as after a join).
+	Hosts *HostTableState
 }
 
 // pauseGate lets a handover stop the renewal loop between two renewals.
@@ -144,6 +147,12 @@ func (ls *Lockspace) Resumable() (Resume, error) {
 	r := *cur
 	r.AcquireLastSuccess = ls.status.AcquireLastSuccess
 	r.History = ls.history.Entries()
+	// A read not processed yet travels as the table's staged read.
+	if ls.hosts != nil {
+		if h, ok := ls.hosts.export(); ok {
+			r.Hosts = &h
+		}
+	}
 	return r, nil
 }
 
@@ -176,6 +185,14 @@ func (ls *Lockspace) CheckResume(st Resume) error {
 		return fmt.Errorf("delta: resume %s: record timestamp %d, last success %d", ls.cfg.Space, l.Timestamp, st.LastSuccess)
 	case st.LastSuccess > ls.now():
 		return fmt.Errorf("delta: resume %s: last success %d is in the future (now %d)", ls.cfg.Space, st.LastSuccess, ls.now())
+	}
+	if st.Hosts != nil {
+		if ls.hosts == nil {
+			return fmt.Errorf("delta: resume %s: host table without a geometry", ls.cfg.Space)
+		}
+		if err := ls.hosts.checkRestore(st.Hosts, ls.now()); err != nil {
+			return fmt.Errorf("delta: resume %s: %w", ls.cfg.Space, err)
+		}
 	}
 	return nil
 }
@@ -219,6 +236,15 @@ func (ls *Lockspace) RunResumed(ctx context.Context, st Resume) error {
 			p.NextTimeouts, p.NextErrors = e.NextTimeouts, e.NextErrors
 		}
 	}
+	if st.Hosts != nil {
+		// Checked by CheckResume: the table continues as if this process
+		// had made every processing (docs/upgrade.md "Adopting lockspaces").
+		ls.hosts.restore(st.Hosts)
+		ls.processed = ls.status.Reads
+		if st.Hosts.Staged != nil {
+			ls.processed-- // any value but Reads: the staged read is new
+		}
+	}
 	ls.status.Joined = true
 	ls.mu.Unlock()
 	close(ls.joined)
@@ -239,4 +265,105 @@ func (ls *Lockspace) Paused() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.paused
+}
+
+// HostTableState is a host table as handed over (docs/upgrade.md
+// "Adopting lockspaces"): every time is our monotime (CLOCK_MONOTONIC
+// seconds, the same clock in every process of a boot), carried as is.
+type HostTableState struct {
+	FirstCheck uint64 // the first processing (non-zero)
+	LastCheck  uint64 // the latest processing
+	Checked    int    // records the latest processing covered
+	// Hosts are the stored entries, host_id 1..len(Hosts) in order.
+	Hosts []HostStatus
+	// Staged is the latest renewal read when it was not processed yet
+	// (nil: none); the new runner processes it at its first ProcessHosts,
+	// as the old one would have.
+	Staged *StagedRead
+}
+
+// StagedRead is a renewal read taken by the host table and not yet
+// applied: the records that differ from the table.
+type StagedRead struct {
+	Count   int          // records the read covered (host_ids 1..Count)
+	Records []StagedHost // in host_id order
+}
+
+// StagedHost is one record of a StagedRead.
+type StagedHost struct {
+	HostID uint64
+	Leader diskfmt.Leader
+	OurBit bool // our bit is set in the host's bitmap
+}
+
+// export returns the table as a HostTableState, with a read staged and
+// not yet applied; false when no read was ever processed.
+func (t *HostTable) export() (HostTableState, bool) {
+	if !t.Ready() {
+		return HostTableState{}, false
+	}
+	st := HostTableState{FirstCheck: t.firstCheck, LastCheck: t.lastCheck, Checked: t.checked,
+		Hosts: append([]HostStatus(nil), t.hosts...)}
+	if t.staged {
+		st.Staged = &StagedRead{Count: t.count}
+		for _, r := range t.changed {
+			st.Staged.Records = append(st.Staged.Records, StagedHost{HostID: uint64(r.index + 1), Leader: r.rec, OurBit: r.ourBit})
+		}
+	}
+	return st, true
+}
+
+// checkRestore checks that st can be the table at our time now: sizes
+// within max_hosts, entries in host_id order, and no time in the future
+// or before the first processing (either would move a host's last change
+// and so its liveness).
+func (t *HostTable) checkRestore(st *HostTableState, now uint64) error {
+	switch {
+	case st.FirstCheck == 0 || st.FirstCheck > st.LastCheck || st.LastCheck > now:
+		return fmt.Errorf("host table checks %d..%d, now %d", st.FirstCheck, st.LastCheck, now)
+	case st.Checked < 0 || st.Checked > t.maxHosts || len(st.Hosts) > t.maxHosts:
+		return fmt.Errorf("host table of %d entries, %d checked, beyond %d hosts", len(st.Hosts), st.Checked, t.maxHosts)
+	}
+	for i := range st.Hosts {
+		h := &st.Hosts[i]
+		bad := func(v uint64) bool { return v != 0 && (v < st.FirstCheck || v > st.LastCheck) }
+		switch {
+		case h.HostID != uint64(i+1):
+			return fmt.Errorf("host table entry %d has host_id %d", i, h.HostID)
+		case bad(h.LastCheck) || bad(h.LastLive) || bad(h.LastReq):
+			return fmt.Errorf("host table host_id %d: times %d/%d/%d outside %d..%d",
+				h.HostID, h.LastCheck, h.LastLive, h.LastReq, st.FirstCheck, st.LastCheck)
+		case h.LeaseBad < 0:
+			return fmt.Errorf("host table host_id %d: lease_bad %d", h.HostID, h.LeaseBad)
+		case len(h.OwnerName) > diskfmt.NameLen:
+			return fmt.Errorf("host table host_id %d: owner name of %d bytes", h.HostID, len(h.OwnerName))
+		}
+	}
+	if r := st.Staged; r != nil {
+		if r.Count < 0 || r.Count > t.maxHosts || len(r.Records) > r.Count {
+			return fmt.Errorf("staged read of %d records, %d changed, beyond %d hosts", r.Count, len(r.Records), t.maxHosts)
+		}
+		prev := uint64(0)
+		for _, h := range r.Records {
+			if h.HostID <= prev || h.HostID > uint64(r.Count) {
+				return fmt.Errorf("staged read: host_id %d after %d (of %d)", h.HostID, prev, r.Count)
+			}
+			prev = h.HostID
+		}
+	}
+	return nil
+}
+
+// restore replaces the (unprocessed) table with st, checked by
+// checkRestore.
+func (t *HostTable) restore(st *HostTableState) {
+	t.firstCheck, t.lastCheck, t.checked = st.FirstCheck, st.LastCheck, st.Checked
+	t.hosts = append([]HostStatus(nil), st.Hosts...)
+	t.staged, t.changed, t.count = false, t.changed[:0], 0
+	if r := st.Staged; r != nil {
+		t.staged, t.count = true, r.Count
+		for _, h := range r.Records {
+			t.changed = append(t.changed, stagedRecord{index: int(h.HostID - 1), rec: h.Leader, ourBit: h.OurBit})
+		}
+	}
 }

@@ -78,3 +78,84 @@ func TestResumeContinuesRenewals(t *testing.T) {
 		assert.Zero(t, rec.Timestamp, "the new runner releases on stop")
 	})
 }
+
+// The host table travels with the lockspace: right after RunResumed the
+// new runner reports the same entries (times included) and states as the
+// old one did, before any read of its own; a table with a time in the
+// future or out of order is refused (docs/upgrade.md "Adopting lockspaces").
+func TestResumeHostTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		m := newLockspaceDisk(t, geo512, 1)
+		h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
+		h2 := startHost(t, ctx, m, hostOpts{hostID: 2, name: "hostB", io: 1})
+		require.Equal(t, rescode.OK, waitJoined(h))
+		require.Equal(t, rescode.OK, waitJoined(h2))
+		for range 6 {
+			sleep(seconds(2))
+			h.ls.ProcessHosts()
+		}
+		sleep(seconds(3)) // a renewal read, not processed yet
+		require.NoError(t, h.ls.Pause(ctx))
+		st, err := h.ls.Resumable()
+		require.NoError(t, err)
+		require.NotNil(t, st.Hosts)
+		require.NotNil(t, st.Hosts.Staged, "the unprocessed read travels")
+		beforeStaged := h.ls.HostStatuses()
+		_, ok := h.ls.ProcessHosts()
+		require.True(t, ok)
+		before := h.ls.HostStatuses()
+		require.Len(t, before, 2)
+		beforeInfo, err := h.ls.GetHosts(0)
+		require.NoError(t, err)
+		require.NoError(t, h.stop())
+
+		newLS := func() *delta.Lockspace {
+			ls, err := delta.New(delta.Config{Dev: newFaultDev(m), Space: space, HostID: 1, HostName: "hostA",
+				IOTimeout: 1, Geometry: geo512, Clock: h.clock})
+			require.NoError(t, err)
+			return ls
+		}
+		ls2 := newLS()
+		for _, mut := range []func(s *delta.HostTableState){
+			func(s *delta.HostTableState) { s.LastCheck += 100 },
+			func(s *delta.HostTableState) { s.Hosts[1].LastLive = s.LastCheck + 1 },
+			func(s *delta.HostTableState) { s.Hosts[0].HostID = 2 },
+			func(s *delta.HostTableState) { s.FirstCheck = 0 },
+			func(s *delta.HostTableState) {
+				s.Staged = &delta.StagedRead{Count: 1, Records: make([]delta.StagedHost, 2)}
+			},
+		} {
+			bad := st
+			ht := *st.Hosts
+			ht.Hosts = append([]delta.HostStatus(nil), ht.Hosts...)
+			mut(&ht)
+			bad.Hosts = &ht
+			require.Error(t, ls2.CheckResume(bad))
+		}
+		require.NoError(t, ls2.CheckResume(st))
+		ctx2, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- ls2.RunResumed(ctx2, st) }()
+		<-ls2.Joined()
+		assert.Equal(t, beforeStaged, ls2.HostStatuses())
+		_, ok = ls2.ProcessHosts()
+		require.True(t, ok, "the staged read is processed by the new runner")
+		assert.Equal(t, before, ls2.HostStatuses())
+		info, err := ls2.GetHosts(0)
+		require.NoError(t, err)
+		assert.Equal(t, beforeInfo, info)
+		assert.Equal(t, delta.HostLive, ls2.HostState(2))
+		cancel()
+		require.NoError(t, <-done)
+
+		// Without a table (an older image's state) the table starts empty.
+		ls3 := newLS()
+		st.Hosts = nil
+		go func() { _ = ls3.RunResumed(ctx, st) }()
+		<-ls3.Joined()
+		_, err = ls3.GetHosts(0)
+		assert.ErrorIs(t, err, rescode.ErrEAGAIN)
+		require.NoError(t, h2.stop())
+	})
+}

@@ -63,6 +63,12 @@ func encodeVersion(s *State, version uint32) ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	if version == 1 {
+		var err error
+		if s, err = asFormat1(s); err != nil {
+			return nil, err
+		}
+	}
 	payload, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("handover: encode state: %w", err)
@@ -163,4 +169,31 @@ func strictJSON(p []byte, v any) error {
 		return errors.New("trailing data after the state object")
 	}
 	return nil
+}
+
+// asFormat1 returns a copy of s without what format 1 did not have (the
+// fields of format 2 and those added to it since, docs/upgrade.md
+// "Versioning"), as the previous release wrote it: a lockspace's record
+// bytes, acquire time, SET_CONFIG flags and host table, a token's hold.
+// A state with event listeners has no format-1 form.
+func asFormat1(s *State) (*State, error) {
+	c := *s
+	c.Lockspaces = append([]Lockspace(nil), s.Lockspaces...)
+	for i := range c.Lockspaces {
+		ls := &c.Lockspaces[i]
+		if len(ls.EventListeners) > 0 {
+			return nil, fmt.Errorf("%w: lockspace %s: event listeners have no format 1", ErrInvalid, ls.Name)
+		}
+		ls.Leader.Raw, ls.AcquireLastSuccess, ls.HostTable = nil, 0, nil
+		ls.ExternalUsed, ls.UsedByOrphans, ls.UsedRetries = false, false, 0
+	}
+	c.Tokens = append([]Token(nil), s.Tokens...)
+	for i := range c.Tokens {
+		c.Tokens[i].Hold = nil
+	}
+	c.Orphans = append([]Orphan(nil), s.Orphans...)
+	for i := range c.Orphans {
+		c.Orphans[i].Hold = nil
+	}
+	return &c, nil
 }

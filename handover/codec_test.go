@@ -410,3 +410,34 @@ func TestEventListenerFDs(t *testing.T) {
 		t.Fatalf("listener sharing fd 0: %v", err)
 	}
 }
+
+// Writing format 1 (Spec.WriteFormat, playing the previous release)
+// leaves out what format 1 did not have, without touching the state.
+func TestWriteFormat1(t *testing.T) {
+	s := sampleState()
+	s.Lockspaces[0].EventListeners = nil
+	s.Lockspaces[0].HostTable = &HostTable{FirstCheck: 1, LastCheck: 2, Hosts: []HostRecord{{HostID: 1, LastLive: 2}}}
+	blob, err := encodeVersion(s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Lockspaces[0].Leader.Raw) == 0 || s.Lockspaces[0].HostTable == nil {
+		t.Fatal("the caller's state changed")
+	}
+	got, err := Decode(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Lockspaces[0].Leader.Raw) != 0 || got.Lockspaces[0].HostTable != nil {
+		t.Errorf("format 1 with format-2 fields: %+v", got.Lockspaces[0])
+	}
+	for _, tk := range got.Tokens {
+		if tk.Hold != nil {
+			t.Errorf("format 1 with a hold: %+v", tk)
+		}
+	}
+	s.Lockspaces[0].EventListeners = []int{0}
+	if _, err := encodeVersion(s, 1); err == nil {
+		t.Error("format 1 with event listeners")
+	}
+}

@@ -65,6 +65,14 @@ type Spec struct {
 	ReadyTimeout    time.Duration
 	TakeoverTimeout time.Duration
 
+	// WriteFormat is the format version to write (0: FormatVersion). An
+	// older version in MinFormatVersion..FormatVersion plays a previous
+	// release's old image (docs/upgrade.md "Upgrading from the previous
+	// release"): the state is encoded as it is with that version number,
+	// which is that release's payload only when the state has nothing
+	// the later formats added.
+	WriteFormat uint32
+
 	// test hooks: the format version written, and a mutation of the
 	// snapshot blob after encoding.
 	formatVersion uint32
@@ -142,6 +150,9 @@ func Handover(ctx context.Context, spec Spec, src Source) (*Result, error) {
 	}
 	if h.spec.TakeoverTimeout <= 0 {
 		h.spec.TakeoverTimeout = 5 * time.Second
+	}
+	if h.spec.formatVersion == 0 {
+		h.spec.formatVersion = h.spec.WriteFormat
 	}
 	if h.spec.formatVersion == 0 {
 		h.spec.formatVersion = FormatVersion

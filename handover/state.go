@@ -172,6 +172,55 @@ type Lockspace struct {
 	// none, and an image that does not know the field refuses a state
 	// with listeners at decode.
 	EventListeners []int `json:",omitempty"`
+	// HostTable is the host table in the final state (nil: not handed
+	// over; the new image rebuilds it from its first renewal read). Added
+	// like the flags above: an image that does not know the field refuses
+	// a state with a table at decode.
+	HostTable *HostTable `json:",omitempty"`
+}
+
+// HostTable is a lockspace's host table as the daemon keeps it. Its times
+// are the daemon's monotime (CLOCK_MONOTONIC whole seconds, the same clock
+// in every process of a boot), carried as they are, not rebased.
+type HostTable struct {
+	FirstCheck uint64 // the first processing of a renewal read (non-zero)
+	LastCheck  uint64 // the latest processing
+	Checked    int    // records the latest processing covered
+	// Hosts are the entries of host_ids 1..len(Hosts), in order.
+	Hosts []HostRecord
+	// Staged is the latest renewal read when it was not processed yet
+	// (nil: none): the new image processes it at its first pass.
+	Staged *StagedRead `json:",omitempty"`
+}
+
+// StagedRead is a renewal read not yet processed: the number of records
+// it covered and those that differ from the table.
+type StagedRead struct {
+	Count   int
+	Records []StagedRecord
+}
+
+// StagedRecord is one host's delta lease record in a StagedRead.
+type StagedRecord struct {
+	HostID uint64
+	Raw    []byte // the record's LeaderSize bytes as read
+	OurBit bool   // our bit is set in the host's bitmap
+}
+
+// HostRecord is one host_id's entry: what we last read in its delta lease
+// and when (our monotime, 0 = never) we processed it, saw it change, and
+// accepted its request.
+type HostRecord struct {
+	HostID          uint64
+	LastCheck       uint64
+	LastLive        uint64
+	LastReq         uint64
+	OwnerID         uint64
+	OwnerGeneration uint64
+	Timestamp       uint64
+	IOTimeout       uint16
+	OwnerName       string
+	LeaseBad        int
 }
 
 // Renewal is one renewal history entry.

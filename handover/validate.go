@@ -226,6 +226,43 @@ func (v *validator) lockspace(i int, ls *Lockspace) {
 			v.text(what+" host owner name", h.OwnerName, 0, MaxNameLen)
 		}
 	}
+	if ht := ls.HostTable; ht != nil {
+		if ht.FirstCheck == 0 || ht.FirstCheck > ht.LastCheck {
+			v.fail("%s host table: checks %d..%d", what, ht.FirstCheck, ht.LastCheck)
+		}
+		if ht.Checked < 0 || ht.Checked > MaxHostID {
+			v.fail("%s host table: %d checked", what, ht.Checked)
+		}
+		if v.count(what+" host table entries", len(ht.Hosts), MaxHostID) {
+			for j := range ht.Hosts {
+				h := &ht.Hosts[j]
+				if h.HostID != uint64(j+1) {
+					v.fail("%s host table entry %d: host_id %d", what, j, h.HostID)
+				}
+				for _, t := range []uint64{h.LastCheck, h.LastLive, h.LastReq} {
+					if t != 0 && (t < ht.FirstCheck || t > ht.LastCheck) {
+						v.fail("%s host table host_id %d: time %d outside %d..%d", what, h.HostID, t, ht.FirstCheck, ht.LastCheck)
+					}
+				}
+				if h.LeaseBad < 0 {
+					v.fail("%s host table host_id %d: lease_bad %d", what, h.HostID, h.LeaseBad)
+				}
+				v.text(what+" host table owner name", h.OwnerName, 0, MaxNameLen)
+			}
+		}
+		if r := ht.Staged; r != nil {
+			if r.Count < 0 || r.Count > MaxHostID || len(r.Records) > r.Count {
+				v.fail("%s staged read: %d records of %d", what, len(r.Records), r.Count)
+			}
+			prev := uint64(0)
+			for _, x := range r.Records {
+				if x.HostID <= prev || x.HostID > uint64(r.Count) || len(x.Raw) != LeaderSize {
+					v.fail("%s staged read: host_id %d after %d, %d bytes", what, x.HostID, prev, len(x.Raw))
+				}
+				prev = x.HostID
+			}
+		}
+	}
 	if v.count(what+" event listeners", len(ls.EventListeners), MaxListeners) {
 		for _, fd := range ls.EventListeners {
 			v.fd(what+" event listener", fd)

@@ -248,11 +248,15 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 		return err
 	}
 	res := delta.Resume{Leader: ld, LastSuccess: h.Timestamp, AcquireLastSuccess: h.AcquireLastSuccess}
+	res.Hosts, err = hostTableIn(h.HostTable)
+	if err == nil {
+		err = run.CheckResume(res)
+	}
 	for _, e := range h.History {
 		res.History = append(res.History, delta.HistoryEntry{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
 			WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
 	}
-	if err := run.CheckResume(res); err != nil {
+	if err != nil {
 		sp.cancel()
 		_ = dev.Close()
 		if wd != nil {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -130,6 +132,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 				h.History = append(h.History, handover.Renewal{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
 					WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
 			}
+			h.HostTable = hostTableOut(r.Hosts)
 		}
 		if len(h.History) > handoverMaxHistory {
 			h.History = h.History[len(h.History)-handoverMaxHistory:]
@@ -276,4 +279,59 @@ func holdIn(l *handover.Lease) (paxos.HeldState, error) {
 		st.LVB = append([]byte(nil), h.LVB...)
 	}
 	return st, nil
+}
+
+// hostTableOut maps a paused runner's host table onto the state (nil when
+// there is none, or when a host name read from disk is not UTF-8, which
+// the state cannot carry: the new image then rebuilds the table from its
+// first renewal read, docs/upgrade.md "Adopting lockspaces").
+func hostTableOut(t *delta.HostTableState) *handover.HostTable {
+	if t == nil {
+		return nil
+	}
+	out := &handover.HostTable{FirstCheck: t.FirstCheck, LastCheck: t.LastCheck, Checked: t.Checked,
+		Hosts: make([]handover.HostRecord, 0, len(t.Hosts))}
+	for _, h := range t.Hosts {
+		if !utf8.ValidString(h.OwnerName) || strings.IndexByte(h.OwnerName, 0) >= 0 {
+			return nil
+		}
+		out.Hosts = append(out.Hosts, handover.HostRecord{HostID: h.HostID, LastCheck: h.LastCheck,
+			LastLive: h.LastLive, LastReq: h.LastReq, OwnerID: h.OwnerID, OwnerGeneration: h.OwnerGeneration,
+			Timestamp: h.Timestamp, IOTimeout: h.IOTimeout, OwnerName: h.OwnerName, LeaseBad: h.LeaseBad})
+	}
+	if r := t.Staged; r != nil {
+		out.Staged = &handover.StagedRead{Count: r.Count}
+		for _, x := range r.Records {
+			raw := make([]byte, diskfmt.LeaderSize)
+			x.Leader.Encode(raw)
+			out.Staged.Records = append(out.Staged.Records, handover.StagedRecord{HostID: x.HostID, Raw: raw, OurBit: x.OurBit})
+		}
+	}
+	return out
+}
+
+// hostTableIn is the inverse of hostTableOut (the state is validated:
+// each staged record is LeaderSize bytes).
+func hostTableIn(t *handover.HostTable) (*delta.HostTableState, error) {
+	if t == nil {
+		return nil, nil
+	}
+	out := &delta.HostTableState{FirstCheck: t.FirstCheck, LastCheck: t.LastCheck, Checked: t.Checked,
+		Hosts: make([]delta.HostStatus, 0, len(t.Hosts))}
+	for _, h := range t.Hosts {
+		out.Hosts = append(out.Hosts, delta.HostStatus{HostID: h.HostID, LastCheck: h.LastCheck,
+			LastLive: h.LastLive, LastReq: h.LastReq, OwnerID: h.OwnerID, OwnerGeneration: h.OwnerGeneration,
+			Timestamp: h.Timestamp, IOTimeout: h.IOTimeout, OwnerName: h.OwnerName, LeaseBad: h.LeaseBad})
+	}
+	if r := t.Staged; r != nil {
+		out.Staged = &delta.StagedRead{Count: r.Count}
+		for _, x := range r.Records {
+			ld, err := diskfmt.DecodeLeader(x.Raw)
+			if err != nil {
+				return nil, fmt.Errorf("host table: staged record of host_id %d: %w", x.HostID, err)
+			}
+			out.Staged.Records = append(out.Staged.Records, delta.StagedHost{HostID: x.HostID, Leader: ld, OurBit: x.OurBit})
+		}
+	}
+	return out, nil
 }
