@@ -445,7 +445,8 @@ func TestReexecFromFormat1Process(t *testing.T) {
 		}
 		return false
 	}
-	require.True(t, registered())
+	// REGISTER has no reply: the daemon lists the client once it has read it.
+	require.Eventually(t, registered, 10*time.Second, 5*time.Millisecond)
 	for i := 0; i < 2; i++ {
 		old, now := d.reexec()
 		require.NotEqual(t, old, now)
