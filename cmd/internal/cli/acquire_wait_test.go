@@ -73,6 +73,26 @@ func TestClientAcquireWait(t *testing.T) {
 	}
 	defer reg.Close()
 	pid := fmt.Sprint(os.Getpid())
+	// REGISTER has no reply: wait until the daemon lists us, so that the
+	// first acquire for our pid does not race the registration (3.8.5
+	// answered that race with -16 once under make test's load).
+	for i := 0; ; i++ {
+		recs, err := c.Status(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := false
+		for _, r := range recs {
+			listed = listed || (r.Type == client.StateClient && r.Data32 == uint32(os.Getpid()))
+		}
+		if listed {
+			break
+		}
+		if i > 200 {
+			t.Fatal("our registration is not listed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	// Without --wait: one attempt, exactly as 3.8.5.
 	same(t, "client", "acquire", "-r", res, "-p", pid)
