@@ -158,7 +158,20 @@ func same(t *testing.T, args ...string) {
 	t.Helper()
 	cOut, cRC := runC(t, args...)
 	gOut, gRC := runMain(t, args...)
+	// status lists the daemon's connections, and a tool's connection that
+	// has just closed can still be listed (as "p -1 ") for a moment after
+	// it exits: a read-only status is run again, both tools, until the
+	// daemon has settled (a lasting difference still fails).
+	for try := 0; try < 5 && isStatus(args) && (normalise(cOut) != normalise(gOut) || cRC != gRC); try++ {
+		time.Sleep(200 * time.Millisecond)
+		cOut, cRC = runC(t, args...)
+		gOut, gRC = runMain(t, args...)
+	}
 	check(t, args, cOut, cRC, gOut, gRC)
+}
+
+func isStatus(args []string) bool {
+	return len(args) >= 2 && args[0] == "client" && args[1] == "status"
 }
 
 func check(t *testing.T, args []string, cOut string, cRC int, gOut string, gRC int) {
