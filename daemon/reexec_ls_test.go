@@ -326,6 +326,20 @@ func TestReexecLeasesProcess(t *testing.T) {
 	require.NoError(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil))
 }
 
+// twoHosts starts two of our daemons joined to one lockspace "LS" at
+// io_timeout 1, as host_ids 1 and 2.
+func twoHosts(t *testing.T) (d1, d2 *procDaemon) {
+	d1 = startProcDaemon(t, "-w", "0")
+	d2 = startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 0)
+	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 1))
+	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 1))
+	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	return d1, d2
+}
+
 // TestReexecEventListenerProcess: an event listener (REG_EVENT) of a
 // lockspace that two daemons share survives several reexecs of its
 // daemon on the same connection: nothing is pending or closed after them,
@@ -333,14 +347,7 @@ func TestReexecLeasesProcess(t *testing.T) {
 // END_EVENT works there.
 func TestReexecEventListenerProcess(t *testing.T) {
 	t.Parallel()
-	d1 := startProcDaemon(t, "-w", "0")
-	d2 := startProcDaemon(t, "-w", "0")
-	path := lockspaceFile(t, 0)
-	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
-	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
-	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 1))
-	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 1))
-	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	d1, d2 := twoHosts(t)
 	ev, err := d1.cl.RegEvent("LS")
 	require.NoError(t, err)
 	defer ev.Conn().Close()
@@ -367,14 +374,7 @@ func TestReexecEventListenerProcess(t *testing.T) {
 // generation and times, which only move forward.
 func TestReexecHostTableProcess(t *testing.T) {
 	t.Parallel()
-	d1 := startProcDaemon(t, "-w", "0")
-	d2 := startProcDaemon(t, "-w", "0")
-	path := lockspaceFile(t, 0)
-	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
-	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
-	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 1))
-	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 1))
-	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	d1, _ := twoHosts(t)
 	live := func() bool {
 		h, err := d1.cl.GetHosts("LS", 2)
 		return err == nil && len(h) == 1 && h[0].State() == wire.HostLive
