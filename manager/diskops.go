@@ -102,12 +102,9 @@ func (d *DiskOps) openDisks(res *wire.Resource, ioTimeout int) ([]diskfmt.Resour
 	return disks, closeAll, nil
 }
 
-// resultOf maps an error to the result sent in a reply.
-func resultOf(err error) int32 { return int32(rescode.CodeOf(err)) }
-
 // resultErr is err as the result code it is sent as (nil for none): the
 // error value the manager's API returns.
-func resultErr(err error) error { return codeErr(resultOf(err)) }
+func resultErr(err error) error { return codeErr(rescode.CodeOf(err)) }
 
 // WriteResource initialises the lease of res on its disks (WRITE_RESOURCE,
 // docs/protocol.md "Commands" #19): numHosts is num_hosts (what libsanlock
@@ -248,9 +245,9 @@ func dkReadErr(readErr, err error) error {
 	case readErr == nil || c == rescode.ErrAIOTimeout:
 		return resultErr(err)
 	case diskfmt.IsShortRead(readErr):
-		return codeErr(int32(rvEMSGSIZE))
+		return rvEMSGSIZE
 	case c < 0 && c > -200:
-		return codeErr(int32(c))
+		return c
 	}
 	return resultErr(err)
 }

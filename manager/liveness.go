@@ -34,23 +34,16 @@ func (l spaceLiveness) ReadDeltaLease(ctx context.Context, hostID uint64) (diskf
 	return l.run.ReadHostLease(ctx, hostID)
 }
 
-// PaxosHost returns our membership of the joined lockspace name (see
-// paxosHost), or an error: -ENOSPC when it is not joined or is failing.
-func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, error) {
-	h, rv := m.paxosHost(name)
-	return h, codeErr(rv)
-}
-
-// paxosHost returns our membership of the joined lockspace name as the
+// PaxosHost returns our membership of the joined lockspace name as the
 // paxos layer needs it (host_id, generation, io_timeout, sizes, liveness),
 // or -ENOSPC when the lockspace is not joined or is failing (docs/paxos.md "Acquire command"
 // step 4). One Host is kept per lockspace entry and shared by its leases.
-func (m *Lockspaces) paxosHost(name string) (*paxos.Host, int32) {
+func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sp := m.byName(listSpaces, name)
 	if sp == nil || sp.run == nil || sp.spaceDead || sp.killingPids != 0 {
-		return nil, rescode.RvENOSPC
+		return nil, rescode.ErrENOSPC
 	}
 	if sp.paxos == nil {
 		st := sp.run.Status()
@@ -72,5 +65,5 @@ func (m *Lockspaces) paxosHost(name string) (*paxos.Host, int32) {
 			Log: m.lg().With(zap.String("lockspace", sp.ls.Name), zap.String("lockspace_disk", sp.disk())),
 		}
 	}
-	return sp.paxos, 0
+	return sp.paxos, nil
 }

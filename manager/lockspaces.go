@@ -509,7 +509,7 @@ func (m *Lockspaces) Inq(ctx context.Context, req InqRequest) error {
 func (m *Lockspaces) inqWait(ctx context.Context, ls wire.Lockspace, flags uint32) error {
 	for {
 		err := m.inq(&ls)
-		if resultOf(err) != rescode.RvEINPROGRESS || flags&wire.InqWait == 0 {
+		if rescode.CodeOf(err) != rescode.ErrEINPROGRESS || flags&wire.InqWait == 0 {
 			return err
 		}
 		if m.cfg.Clock.Sleep(ctx, m.cfg.PollInterval) != nil {

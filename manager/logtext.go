@@ -16,7 +16,10 @@ import (
 // and the cause as text. 3.8.5's line stays first, the detail follows.
 
 // codeLog formats a result code as "-210 (SANLK_DBLOCK_READ)".
-func codeLog(c int32) string { return rescode.Code(c).LogString() }
+func codeLog(c rescode.Code) string { return c.LogString() }
+
+// errLog formats the result code of err as codeLog does.
+func errLog(err error) string { return rescode.CodeOf(err).LogString() }
 
 // diskLog formats one disk as "path:offset".
 func diskLog(path string, off uint64) string { return fmt.Sprintf("%s:%d", path, off) }
@@ -68,7 +71,7 @@ func hostIOTimeout(h *paxos.Host) int {
 }
 
 // CodeLog formats a result code as "-210 (SANLK_DBLOCK_READ)".
-func CodeLog(c int32) string { return codeLog(c) }
+func CodeLog(c rescode.Code) string { return codeLog(c) }
 
 // CauseLog is the cause of err as log text (see causeLog).
 func CauseLog(err error, ioTimeout int) string { return causeLog(err, ioTimeout) }

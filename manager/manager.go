@@ -180,12 +180,12 @@ func (m *Manager) Stop() {
 	m.Lockspaces.wait()
 }
 
-// codeErr turns a wire result into an error: nil for 0, else the code.
-func codeErr(rv int32) error {
-	if rv == 0 {
+// codeErr turns a result code into an error: nil for 0, else the code.
+func codeErr(c rescode.Code) error {
+	if c == 0 {
 		return nil
 	}
-	return rescode.Code(rv)
+	return c
 }
 
 func b2i(b bool) int {

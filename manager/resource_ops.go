@@ -12,7 +12,7 @@ import (
 // begin marks the lease state of client cl busy: one W-reg command at a
 // time per client (docs/protocol.md "Dispatch classes"). Every successful
 // call must be paired with done.
-func (m *Resources) begin(cl Client) (*leaseClient, int32) {
+func (m *Resources) begin(cl Client) (*leaseClient, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	lc := m.clients[cl.ID()]
@@ -21,10 +21,10 @@ func (m *Resources) begin(cl Client) (*leaseClient, int32) {
 		m.clients[cl.ID()] = lc
 	}
 	if lc.busy || lc.dead {
-		return nil, rescode.RvEBUSY
+		return nil, rescode.ErrEBUSY
 	}
 	lc.busy = true
-	return lc, 0
+	return lc, nil
 }
 
 // done ends a W-reg command on t. If t died meanwhile, its remaining
@@ -65,24 +65,24 @@ type AcquireRequest struct {
 
 // Acquire acquires req.Resources for client cl, all or none.
 func (m *Resources) Acquire(ctx context.Context, cl Client, req AcquireRequest) error {
-	lc, code := m.begin(cl)
-	if code == 0 {
-		code = m.acquire(ctx, lc, req)
+	lc, err := m.begin(cl)
+	if err == nil {
+		err = m.acquire(ctx, lc, req)
 	}
-	return codeErr(code)
+	return resultErr(err)
 }
 
-func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireRequest) int32 {
+func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireRequest) error {
 	t := lc.cl
 	t.SetName(q.OwnerName)
 	pid := t.Pid()
 
 	hosts := make([]*paxos.Host, len(q.Resources))
 	for i := range q.Resources {
-		h, code := m.paxosHost(q.Resources[i].LockspaceName)
-		if code != 0 {
+		h, err := m.spaceHost(q.Resources[i].LockspaceName)
+		if err != nil {
 			m.done(lc)
-			return code
+			return err
 		}
 		hosts[i] = h
 	}
@@ -97,19 +97,19 @@ func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireReque
 		m.lastTokID++
 		tk := &token{id: m.lastTokID, cl: t, pid: pid, res: q.Resources[i], flags: q.Resources[i].Flags}
 		m.mu.Unlock()
-		if code := m.acquireToken(ctx, tk, hosts[i], q.Flags); code != 0 {
+		if err := m.acquireToken(ctx, tk, hosts[i], q.Flags); err != nil {
 			undo()
 			m.done(lc)
-			return code
+			return err
 		}
 		got = append(got, tk)
 	}
 	// The lockspaces must still be the ones we acquired in.
 	for i := range q.Resources {
-		if h, _ := m.paxosHost(q.Resources[i].LockspaceName); h != hosts[i] {
+		if h, _ := m.spaceHost(q.Resources[i].LockspaceName); h != hosts[i] {
 			undo()
 			m.done(lc)
-			return rescode.RvENOSPC
+			return rescode.ErrENOSPC
 		}
 	}
 	m.mu.Lock()
@@ -117,22 +117,22 @@ func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireReque
 		m.mu.Unlock()
 		undo()
 		m.done(lc)
-		return rescode.RvENOTTY
+		return rescode.ErrENOTTY
 	}
 	lc.tokens = append(lc.tokens, got...)
 	m.mu.Unlock()
 	if m.done(lc) {
-		return rescode.RvENOTTY
+		return rescode.ErrENOTTY
 	}
-	return 0
+	return nil
 }
 
 // ClientCmd runs f as a W-reg command of client cl that needs no lease
 // work (KILLPATH): busy marking only.
 func (m *Resources) ClientCmd(cl Client, f func()) error {
-	lc, code := m.begin(cl)
-	if code != 0 {
-		return codeErr(code)
+	lc, err := m.begin(cl)
+	if err != nil {
+		return err
 	}
 	f()
 	m.done(lc)
@@ -148,28 +148,27 @@ type ReleaseRequest struct {
 // Release releases resources of client cl. With wire.RelOrphan n is
 // the number of orphans moved to release.
 func (m *Resources) Release(ctx context.Context, cl Client, req ReleaseRequest) (n int, err error) {
-	lc, code := m.begin(cl)
-	if code != 0 {
-		return 0, codeErr(code)
+	lc, err := m.begin(cl)
+	if err != nil {
+		return 0, err
 	}
-	code = m.release(ctx, lc, req)
+	n, err = m.release(ctx, lc, req)
 	m.done(lc)
-	if code > 0 {
-		return int(code), nil
-	}
-	return 0, codeErr(code)
+	return n, resultErr(err)
 }
 
-// release is RELEASE (docs/paxos.md "Release command").
-func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseRequest) int32 {
+// release is RELEASE (docs/paxos.md "Release command"); n is the number
+// of orphans moved to release with wire.RelOrphan. When several resources
+// fail, the error is the last one's.
+func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseRequest) (n int, err error) {
 	flags := q.Flags
 	if flags&wire.RelOrphan != 0 {
 		if len(q.Resources) == 0 {
-			return rescode.RvEINVAL
+			return 0, rescode.ErrEINVAL
 		}
-		return m.releaseOrphans(q.Resources[0].LockspaceName, q.Resources[0].Name)
+		return m.releaseOrphans(q.Resources[0].LockspaceName, q.Resources[0].Name), nil
 	}
-	var result int32
+	var result error
 	var work []*token
 	rename := ""
 	m.mu.Lock()
@@ -186,7 +185,7 @@ func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseReque
 		for _, res := range list {
 			i, tk := findToken(lc, res.LockspaceName, res.Name)
 			if tk == nil {
-				result = rescode.RvEPERM
+				result = rescode.ErrEPERM
 				continue
 			}
 			lc.tokens = slices.Delete(lc.tokens, i, i+1)
@@ -195,8 +194,8 @@ func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseReque
 	}
 	m.mu.Unlock()
 	for _, tk := range work {
-		if code := m.releaseToken(ctx, tk, rename); code != 0 {
-			result = code
+		if err := m.releaseToken(ctx, tk, rename); err != nil {
+			result = err
 		}
 	}
 	m.mu.Lock()
@@ -205,13 +204,13 @@ func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseReque
 	if empty {
 		lc.cl.ResetKill()
 	}
-	return result
+	return 0, result
 }
 
 // releaseOrphans moves the orphans of space named name (all of them for
 // an empty name) to rem for a background release; the result is their
 // number (docs/paxos.md "Release command").
-func (m *Resources) releaseOrphans(space, name string) int32 {
+func (m *Resources) releaseOrphans(space, name string) int {
 	m.mu.Lock()
 	var rs []*resource
 	for k, r := range m.res {
@@ -224,15 +223,15 @@ func (m *Resources) releaseOrphans(space, name string) int32 {
 	for _, r := range rs {
 		m.releaseLater(r)
 	}
-	return int32(len(rs))
+	return len(rs)
 }
 
 // Inquire lists the resources client cl holds (docs/protocol.md
 // "Commands" #9, docs/paxos.md "inquire").
 func (m *Resources) Inquire(cl Client) ([]wire.Resource, error) {
-	lc, code := m.begin(cl)
-	if code != 0 {
-		return nil, codeErr(code)
+	lc, err := m.begin(cl)
+	if err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	list := make([]wire.Resource, 0, len(lc.tokens))
@@ -260,21 +259,21 @@ type ConvertRequest struct {
 // Convert converts a held resource of client cl between shared and
 // exclusive.
 func (m *Resources) Convert(ctx context.Context, cl Client, req ConvertRequest) error {
-	lc, code := m.begin(cl)
-	if code != 0 {
-		return codeErr(code)
+	lc, err := m.begin(cl)
+	if err != nil {
+		return err
 	}
-	code = m.convert(ctx, lc, req)
+	err = m.convert(ctx, lc, req)
 	m.done(lc)
-	return codeErr(code)
+	return resultErr(err)
 }
 
 // convert is CONVERT (docs/paxos.md "Convert"). Converting a shared resource that
 // other local pids also hold to exclusive is refused with -EBUSY (3.8.5
 // converts it and leaves their tokens attached: quirk Q4).
-func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertRequest) int32 {
+func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertRequest) error {
 	if q.Resource == nil {
-		return rescode.RvEINVAL
+		return rescode.ErrEINVAL
 	}
 	res := *q.Resource
 	toShared := res.Flags&wire.ResShared != 0
@@ -282,22 +281,22 @@ func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertReque
 	_, tk := findToken(lc, res.LockspaceName, res.Name)
 	if tk == nil || tk.r.list != resHeld || tk.r.held == nil {
 		m.mu.Unlock()
-		return rescode.RvENOENT
+		return rescode.ErrENOENT
 	}
 	r := tk.r
 	switch {
 	case r.shared == toShared:
 		m.mu.Unlock()
-		return rescode.RvEALREADY
+		return rescode.ErrEALREADY
 	case !r.shared && len(r.tokens) != 1:
 		m.mu.Unlock()
-		return rescode.RvEINVAL
+		return rescode.ErrEINVAL
 	case r.shared && len(r.tokens) != 1:
 		m.mu.Unlock()
-		return rescode.RvEBUSY
+		return rescode.ErrEBUSY
 	case r.converting:
 		m.mu.Unlock()
-		return rescode.RvEBUSY
+		return rescode.ErrEBUSY
 	}
 	r.converting = true
 	m.mu.Unlock()
@@ -311,7 +310,7 @@ func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertReque
 	defer m.mu.Unlock()
 	r.converting = false
 	if err != nil {
-		return rv(err)
+		return err
 	}
 	r.shared = toShared
 	if toShared {
@@ -324,7 +323,7 @@ func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertReque
 		tk.flags &^= wire.ResShared
 		tk.lver = lver
 	}
-	return 0
+	return nil
 }
 
 // RequestRequest is REQUEST (docs/paxos.md "Request").
@@ -338,13 +337,13 @@ type RequestRequest struct {
 // notifies its owner.
 func (m *Resources) Request(ctx context.Context, q RequestRequest) error {
 	res := q.Resource
-	host, code := m.paxosHost(res.LockspaceName)
-	if code != 0 {
-		return codeErr(code)
+	host, err := m.spaceHost(res.LockspaceName)
+	if err != nil {
+		return err
 	}
-	devs, disks, code := m.openDisks(res.Disks)
-	if code != 0 {
-		return codeErr(code)
+	devs, disks, err := m.openResDisks(res.Disks)
+	if err != nil {
+		return err
 	}
 	defer closeDevs(devs)
 	lease := &paxos.Lease{Host: host, Name: res.Name, Disks: disks}
@@ -352,7 +351,7 @@ func (m *Resources) Request(ctx context.Context, q RequestRequest) error {
 	if err == nil && out.Written && out.Owner != 0 && m.spaces != nil {
 		m.spaces.RequestHost(res.LockspaceName, out.Owner)
 	}
-	return codeErr(rv(err))
+	return resultErr(err)
 }
 
 // ExamineResource examines our held resource(s) named name in space
@@ -383,7 +382,7 @@ func (m *Resources) SetLVB(space, name string, lvb []byte) error {
 		err = r.held.SetLVB(lvb)
 	}
 	r.opMu.Unlock()
-	return codeErr(rv(err))
+	return resultErr(err)
 }
 
 // GetLVB returns at most n bytes of the in-memory LVB of held resource
@@ -401,7 +400,7 @@ func (m *Resources) GetLVB(space, name string, n int) ([]byte, error) {
 	}
 	r.opMu.Unlock()
 	if err != nil {
-		return nil, codeErr(rv(err))
+		return nil, resultErr(err)
 	}
 	return b, nil
 }

@@ -130,8 +130,8 @@ var _ LockspaceUsage = (*Resources)(nil)
 // spaceView is what the resource side needs from the lockspaces
 // (Lockspaces implements it; New wires it).
 type spaceView interface {
-	// paxosHost is our membership of a joined lockspace, or -ENOSPC.
-	paxosHost(name string) (*paxos.Host, int32)
+	// PaxosHost is our membership of a joined lockspace, or -ENOSPC.
+	PaxosHost(name string) (*paxos.Host, error)
 	// RequestHost sets hostID's request bit in our renewals.
 	RequestHost(name string, hostID uint64) error
 }
@@ -180,12 +180,12 @@ func (m *Resources) baseContext() context.Context {
 	return m.env.Context
 }
 
-// paxosHost returns our membership of lockspace name, or -ENOSPC.
-func (m *Resources) paxosHost(name string) (*paxos.Host, int32) {
+// spaceHost returns our membership of lockspace name, or -ENOSPC.
+func (m *Resources) spaceHost(name string) (*paxos.Host, error) {
 	if m.spaces == nil {
-		return nil, rescode.RvENOSPC
+		return nil, rescode.ErrENOSPC
 	}
-	return m.spaces.paxosHost(name)
+	return m.spaces.PaxosHost(name)
 }
 
 // RunKillpath implements LockspaceUsage: ResourcesConfig.RunKillpath.
@@ -198,20 +198,20 @@ func (m *Resources) forget(lc *leaseClient) {
 	}
 }
 
-// openCode is the result of a failed disk open: -errno (sanlock answers
+// openErr is the result of a failed disk open: -errno (sanlock answers
 // -2 for a missing path), -ENODEV when there is no errno.
-func openCode(err error) int32 {
+func openErr(err error) error {
 	var en syscall.Errno
 	if errors.As(err, &en) {
-		return -int32(en)
+		return rescode.Code(-int(en))
 	}
-	return rescode.RvENODEV
+	return rescode.ErrENODEV
 }
 
-// openDisks opens every disk of a resource through the shared cache (one
+// openResDisks opens every disk of a resource through the shared cache (one
 // descriptor per path, however many leases use it); on failure the ones
 // opened are closed again and the open's result is returned.
-func (m *Resources) openDisks(disks []wire.Disk) ([]diskfmt.Device, []paxos.Disk, int32) {
+func (m *Resources) openResDisks(disks []wire.Disk) ([]diskfmt.Device, []paxos.Disk, error) {
 	devs := make([]diskfmt.Device, 0, len(disks))
 	pd := make([]paxos.Disk, 0, len(disks))
 	for _, d := range disks {
@@ -219,12 +219,12 @@ func (m *Resources) openDisks(disks []wire.Disk) ([]diskfmt.Device, []paxos.Disk
 		if err != nil {
 			m.logf("open error %s: %s", diskLog(d.Path, d.Offset), causeLog(err, 0))
 			closeDevs(devs)
-			return nil, nil, openCode(err)
+			return nil, nil, openErr(err)
 		}
 		devs = append(devs, dev)
 		pd = append(pd, paxos.Disk{Dev: dev, Offset: int64(d.Offset)})
 	}
-	return devs, pd, 0
+	return devs, pd, nil
 }
 
 func closeDevs(devs []diskfmt.Device) {
@@ -233,19 +233,11 @@ func closeDevs(devs []diskfmt.Device) {
 	}
 }
 
-// rv converts an error of the paxos layer to a wire result.
-func rv(err error) int32 {
-	if err == nil {
-		return 0
-	}
-	return int32(rescode.CodeOf(err))
-}
-
 // --- acquire ---------------------------------------------------------------
 
 // acquireToken runs the local checks of docs/paxos.md "Local checks" for t and, when they
 // call for it, the disk acquire. On success t is attached to its resource.
-func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host, cmdFlags uint32) int32 {
+func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host, cmdFlags uint32) error {
 	key := resKey{t.res.LockspaceName, t.res.Name}
 	shared := t.shared()
 
@@ -263,12 +255,12 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	switch action {
 	case paxos.LocalFail:
 		m.mu.Unlock()
-		return int32(code)
+		return code
 	case paxos.LocalJoin:
 		t.r = r
 		r.tokens = append(r.tokens, t)
 		m.mu.Unlock()
-		return 0
+		return nil
 	case paxos.LocalAdopt:
 		t.r = r
 		r.tokens = append(r.tokens, t)
@@ -279,7 +271,7 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 		}
 		m.mu.Unlock()
 		m.logf("r%d adopt orphan %s:%s pid %d", r.id, key.space, key.name, t.pid)
-		return 0
+		return nil
 	}
 	m.lastResID++
 	r = &resource{key: key, id: m.lastResID, list: resAdd, shared: shared, host: host,
@@ -293,12 +285,12 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	m.res[key] = r
 	m.mu.Unlock()
 
-	devs, disks, code32 := m.openDisks(t.res.Disks)
-	if code32 != 0 {
+	devs, disks, err := m.openResDisks(t.res.Disks)
+	if err != nil {
 		m.freeResource(r)
 		m.logf("r%d acquire %s:%s error %s disk %s: cannot open the disk", r.id, key.space, key.name,
-			codeLog(code32), disksLog(t.res.Disks))
-		return code32
+			errLog(err), disksLog(t.res.Disks))
+		return err
 	}
 	lease := &paxos.Lease{Host: host, Name: key.name, Disks: disks}
 	req := paxos.AcquireRequest{
@@ -316,9 +308,9 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	if err != nil {
 		closeDevs(devs)
 		m.freeResource(r)
-		m.logf("r%d acquire %s:%s error %d disk %s: %s", r.id, key.space, key.name, rv(err),
+		m.logf("r%d acquire %s:%s error %d disk %s: %s", r.id, key.space, key.name, rescode.CodeOf(err),
 			disksLog(t.res.Disks), causeLog(err, hostIOTimeout(host)))
-		return rv(err)
+		return err
 	}
 	m.mu.Lock()
 	r.held, r.devs = held, devs
@@ -327,7 +319,7 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 		t.lver = held.Lver()
 	}
 	m.mu.Unlock()
-	return 0
+	return nil
 }
 
 // freeResource drops r from the host-wide table (no I/O).
@@ -345,30 +337,30 @@ func (m *Resources) freeResource(r *resource) {
 // its last token (r is then on rem and the caller releases it), and -201
 // when an EX resource still has tokens (quirk Q4, not reachable here since
 // we refuse that convert).
-func (m *Resources) detachLocked(t *token) (last *resource, code int32) {
+func (m *Resources) detachLocked(t *token) (last *resource, err error) {
 	r := t.r
 	if i := slices.Index(r.tokens, t); i >= 0 {
 		r.tokens = slices.Delete(r.tokens, i, i+1)
 	}
 	if len(r.tokens) > 0 {
 		if r.shared {
-			return nil, 0
+			return nil, nil
 		}
-		return nil, int32(rescode.ErrGeneric)
+		return nil, rescode.ErrGeneric
 	}
 	r.list = resRem
-	return r, 0
+	return r, nil
 }
 
 // releaseToken releases one token as a RELEASE command does (docs/paxos.md "Releasing a token"):
 // the last token of a resource does the on-disk release at once; a timeout
 // leaves it to the background retry and returns -202.
-func (m *Resources) releaseToken(ctx context.Context, t *token, rename string) int32 {
+func (m *Resources) releaseToken(ctx context.Context, t *token, rename string) error {
 	m.mu.Lock()
-	r, code := m.detachLocked(t)
+	r, err := m.detachLocked(t)
 	m.mu.Unlock()
 	if r == nil {
-		return code
+		return err
 	}
 	return m.releaseResource(ctx, r, rename, false)
 }
@@ -376,49 +368,49 @@ func (m *Resources) releaseToken(ctx context.Context, t *token, rename string) i
 // releaseResource does the on-disk release of r (on rem). async says the
 // caller is the background path (client death, orphans): a timeout is
 // then retried here.
-func (m *Resources) releaseResource(ctx context.Context, r *resource, rename string, async bool) int32 {
+func (m *Resources) releaseResource(ctx context.Context, r *resource, rename string, async bool) error {
 	m.mu.Lock()
 	dead := r.spaceDead
 	m.mu.Unlock()
 	if dead || r.held == nil {
 		m.finish(r)
-		return 0
+		return nil
 	}
-	if code := m.disksGone(r); code != 0 {
+	if gone := m.disksGone(r); gone != nil {
 		// 3.8.5 opens the disks again to release; when a lease file was
 		// removed while held (virt-sanlock-cleanup does it) that open
 		// fails, the token is dropped and the release answers -errno,
 		// with nothing written. Do the same, and say so in the log.
-		m.logf("r%d release_token open error %s %s:%s disk %s", r.id, codeLog(code), r.key.space, r.key.name, disksLog(r.disks))
-		m.logf("r%d release_token error %s r_flags 0 %s:%s", r.id, codeLog(code), r.key.space, r.key.name)
+		m.logf("r%d release_token open error %s %s:%s disk %s", r.id, errLog(gone), r.key.space, r.key.name, disksLog(r.disks))
+		m.logf("r%d release_token error %s r_flags 0 %s:%s", r.id, errLog(gone), r.key.space, r.key.name)
 		m.finish(r)
-		return code
+		return gone
 	}
 	r.opMu.Lock()
 	err := r.held.Release(ctx, paxos.ReleaseOptions{Rename: rename})
 	r.opMu.Unlock()
-	code := rv(err)
-	if code == int32(rescode.ErrAIOTimeout) && !async {
+	code := rescode.CodeOf(err)
+	if code == rescode.ErrAIOTimeout && !async {
 		m.logf("r%d release %s:%s timeout, retrying in the background: disk %s: %s", r.id, r.key.space, r.key.name,
 			disksLog(r.disks), causeLog(err, hostIOTimeout(r.host)))
 		m.releaseLater(r)
-		return code
+		return err
 	}
-	if code == int32(rescode.ErrAIOTimeout) {
-		return code // the caller's loop retries
+	if code == rescode.ErrAIOTimeout {
+		return err // the caller's loop retries
 	}
-	if code != 0 {
+	if err != nil {
 		m.logf("r%d release %s:%s error %d disk %s: %s", r.id, r.key.space, r.key.name, code,
 			disksLog(r.disks), causeLog(err, hostIOTimeout(r.host)))
 	}
 	m.finish(r)
-	return code
+	return err
 }
 
 // disksGone checks that every disk path of r still names a file, as the
 // open of 3.8.5's release would; it returns the open's result (-ENOENT for
-// a removed file) or 0.
-func (m *Resources) disksGone(r *resource) int32 {
+// a removed file) or nil.
+func (m *Resources) disksGone(r *resource) error {
 	for _, d := range r.disks {
 		if _, err := os.Stat(d.Path); err != nil {
 			cause := err
@@ -426,10 +418,10 @@ func (m *Resources) disksGone(r *resource) int32 {
 				cause = pe.Err
 			}
 			m.logf("open error -1 %s: %s (release of %s:%s)", diskLog(d.Path, d.Offset), causeLog(cause, 0), r.key.space, r.key.name)
-			return openCode(err)
+			return openErr(err)
 		}
 	}
-	return 0
+	return nil
 }
 
 // finish frees a released resource and closes its disks.
@@ -457,11 +449,11 @@ func (m *Resources) releaseLater(r *resource) {
 		defer m.wg.Done()
 		ctx := m.baseContext()
 		for {
-			code := m.releaseResource(ctx, r, "", true)
-			if code != int32(rescode.ErrAIOTimeout) {
+			err := m.releaseResource(ctx, r, "", true)
+			if rescode.CodeOf(err) != rescode.ErrAIOTimeout {
 				return
 			}
-			if h, rv := m.paxosHost(r.key.space); rv != 0 || h != r.host {
+			if h, herr := m.spaceHost(r.key.space); herr != nil || h != r.host {
 				m.logf("r%d release %s:%s given up: lockspace gone, disk %s", r.id, r.key.space, r.key.name, disksLog(r.disks))
 				m.finish(r)
 				return

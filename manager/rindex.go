@@ -18,7 +18,7 @@ import (
 func (d *DiskOps) FormatRindex(ctx context.Context, rx wire.RIndex) error {
 	dev, err := d.open(rx.Disk.Path, d.writeInitIO)
 	if err != nil {
-		d.lg().Error(fmt.Sprintf("rindex_format open failed %d %s: %s", resultOf(err), diskLog(rx.Disk.Path, rx.Disk.Offset),
+		d.lg().Error(fmt.Sprintf("rindex_format open failed %d %s: %s", rescode.CodeOf(err), diskLog(rx.Disk.Path, rx.Disk.Offset),
 			err.Error()))
 		return err
 	}
@@ -47,7 +47,7 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex
 	op := &rindexOp{}
 	dev, err := d.openRaw(rxa.Disk.Path)
 	if err != nil {
-		d.lg().Error(fmt.Sprintf("%s open failed %d %s: %s", what, resultOf(err), diskLog(rxa.Disk.Path, rxa.Disk.Offset),
+		d.lg().Error(fmt.Sprintf("%s open failed %d %s: %s", what, rescode.CodeOf(err), diskLog(rxa.Disk.Path, rxa.Disk.Offset),
 			err.Error()))
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex
 	op.done = closeDev
 	if needLS {
 		h, err := d.paxosHost(rxa.LockspaceName)
-		if rv := resultOf(err); rv == rescode.RvENOENT {
+		if rv := rescode.CodeOf(err); rv == rescode.RvENOENT {
 			d.lg().Error(fmt.Sprintf("%s lockspace not available %d %s: not joined (rindex %s)", what, rv, rxa.LockspaceName,
 				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 		}
@@ -77,7 +77,7 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex
 	rx, err := diskfmt.OpenRindex(ctx, dev, int64(rxa.Disk.Offset), rxa.LockspaceName, ss)
 	if err != nil {
 		op.done()
-		d.lg().Error(fmt.Sprintf("%s read of the rindex header error %d lockspace %s disk %s: %s", what, resultOf(err),
+		d.lg().Error(fmt.Sprintf("%s read of the rindex header error %d lockspace %s disk %s: %s", what, rescode.CodeOf(err),
 			rxa.LockspaceName, diskLog(rxa.Disk.Path, rxa.Disk.Offset), causeLog(err, ioTimeout)))
 		return nil, resultErr(err)
 	}
@@ -94,8 +94,7 @@ func (d *DiskOps) paxosHost(name string) (*paxos.Host, error) {
 	if _, joined := d.ls.Joined(name); !joined {
 		return nil, rescode.Code(rescode.RvENOENT)
 	}
-	h, rv := d.ls.paxosHost(name)
-	return h, codeErr(rv)
+	return d.ls.PaxosHost(name)
 }
 
 func (d *DiskOps) lockRindex(name string) bool {
@@ -136,7 +135,7 @@ func (d *DiskOps) withRindexLease(ctx context.Context, op *rindexOp, f func() er
 	lease := paxos.Lease{Host: host, Name: diskfmt.RindexLeaseName, Disks: []paxos.Disk{{Dev: op.rx.Dev, Offset: leaseOff}}}
 	held, err := lease.Acquire(ctx, paxos.AcquireRequest{OwnerNowait: true})
 	if err != nil {
-		d.lg().Error(fmt.Sprintf("rindex_lease acquire error %d lockspace %s disk %s: %s", resultOf(err), h.Space,
+		d.lg().Error(fmt.Sprintf("rindex_lease acquire error %d lockspace %s disk %s: %s", rescode.CodeOf(err), h.Space,
 			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
 		return resultErr(err)
 	}
@@ -144,7 +143,7 @@ func (d *DiskOps) withRindexLease(ctx context.Context, op *rindexOp, f func() er
 	// Release even when the daemon is stopping: a lease left held would
 	// keep the other hosts out of the index for as long as we live.
 	if err := dkReleaseLeader(context.WithoutCancel(ctx), host, held, op.rx.Dev, leaseOff); err != nil {
-		d.lg().Error(fmt.Sprintf("rindex_lease release error %d lockspace %s disk %s: %s", resultOf(err), h.Space,
+		d.lg().Error(fmt.Sprintf("rindex_lease release error %d lockspace %s disk %s: %s", rescode.CodeOf(err), h.Space,
 			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
 	}
 	return ferr
@@ -201,11 +200,10 @@ func (d *DiskOps) LookupRindex(ctx context.Context, rxa wire.RIndex, e wire.REnt
 	defer op.done()
 	found, err := op.rx.Lookup(ctx, e.Name, e.Offset)
 	if err != nil {
-		rv := resultOf(err)
-		if rv == rescode.RvENOSPC {
-			rv = rescode.RvENOENT // no free entry: sanlock 3.8.5 says -ENOENT
+		if rescode.CodeOf(err) == rescode.ErrENOSPC {
+			return wire.REntry{}, rescode.ErrENOENT // no free entry: sanlock 3.8.5 says -ENOENT
 		}
-		return wire.REntry{}, codeErr(rv)
+		return wire.REntry{}, resultErr(err)
 	}
 	return wire.REntry{Name: diskfmt.NameString(found.Name[:]), Offset: found.ResOffset}, nil
 }

@@ -22,7 +22,7 @@ func (sp *space) thread() {
 	sp.addResult = err
 	if err != nil {
 		// Free first: once the caller has its answer, the entry is gone.
-		m.lg().Warn(fmt.Sprintf("s%d add_lockspace fail result %s lockspace %s: %s", sp.id, codeLog(resultOf(err)),
+		m.lg().Warn(fmt.Sprintf("s%d add_lockspace fail result %s lockspace %s: %s", sp.id, errLog(err),
 			sp.ls.Name, sp.addCauseText()))
 		sp.free()
 		close(sp.addDone)
