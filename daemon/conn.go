@@ -286,7 +286,7 @@ func (c *Conn) serve() {
 		}
 		if err != nil {
 			if !errors.Is(err, errCloseConn) && !s.isClosing() {
-				s.lg.Error(fmt.Sprintf("cmd_%s ci %d fd %d error", q.Header.Cmd.DebugName(), c.slot, c.fd), zap.Error(err))
+				s.lg.Error("cmd_"+q.Header.Cmd.DebugName()+" error", zap.Int("ci", c.slot), zap.Int("fd", c.fd), zap.Error(err))
 			}
 			return
 		}
@@ -361,12 +361,12 @@ func (c *Conn) dispatch(q *wire.Request) error {
 		// A valid command nothing implements yet: answer ENOSYS so that
 		// the client does not hang, then close (its reply format may be a
 		// stream).
-		s.lg.Warn(fmt.Sprintf("cmd_%s ci %d fd %d not implemented", cmd.DebugName(), c.slot, c.fd))
+		s.lg.Warn("cmd_"+cmd.DebugName()+" not implemented", zap.Int("ci", c.slot), zap.Int("fd", c.fd))
 		_ = c.Reply(q, -38)
 		return errCloseConn
 	}
 	if cmd != wire.CmdRegister && s.cfg.DebugCmd(cmd) {
-		s.lg.Debug(fmt.Sprintf("cmd_%s %d,%d", cmd.DebugName(), c.slot, c.fd))
+		s.lg.Debug("cmd_"+cmd.DebugName(), zap.Int("ci", c.slot), zap.Int("fd", c.fd))
 	}
 	err := r.h(s.ctx, c, q)
 	c.mu.Lock()
@@ -404,7 +404,7 @@ func (c *Conn) register() error {
 	c.name = strconv.Itoa(c.peerPid)
 	c.registered = true
 	c.mu.Unlock()
-	c.srv.lg.Debug(fmt.Sprintf("cmd_register ci %d fd %d pid %d", c.slot, c.fd, c.peerPid))
+	c.srv.lg.Debug("cmd_register", zap.Int("ci", c.slot), zap.Int("fd", c.fd), zap.Int("pid", c.peerPid))
 	return nil
 }
 
@@ -424,7 +424,8 @@ func (c *Conn) dead() {
 	if s.isClosing() {
 		return
 	}
-	s.lg.Debug(fmt.Sprintf("client_pid_dead %d,%d,%d cmd_active %d suspend 0", c.slot, c.fd, c.peerPid, active))
+	s.lg.Debug("client_pid_dead", zap.Int("ci", c.slot), zap.Int("fd", c.fd), zap.Int("pid", c.peerPid),
+		zap.Int("cmd_active", int(active)))
 	info := c.Info()
 	s.deps.Resources.ClientDead(c.id)
 	if s.deps.OnClientDead != nil {

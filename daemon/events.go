@@ -3,8 +3,8 @@ package daemon
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/manager"
@@ -39,7 +39,7 @@ func cmdRegEvent(m *manager.Lockspaces) Handler {
 		// 3.8.5 hands the descriptor over and frees the client slot, so
 		// status does not list it.
 		c.srv.freeSlot(c)
-		c.srv.lg.Info(fmt.Sprintf("cmd_reg_event fd %d rv %d", c.fd, rv))
+		c.srv.lg.Info("cmd_reg_event", zap.Int("fd", c.fd), zap.Int32("rv", rv))
 		return ErrHold
 	}
 }

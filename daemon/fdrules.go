@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"io/fs"
 
 	"go.uber.org/zap"
@@ -45,8 +44,8 @@ func (s *Server) guardOpen(open func(string) (diskfmt.Device, error)) func(strin
 		}
 		if process.IsFDExhausted(err) {
 			if s.fds == nil || s.fds.ShouldLog() {
-				s.lg.Error(fmt.Sprintf("open %s: too many open files (%d left for connections): %s",
-					path, process.FDReserve, process.LimitHint()))
+				s.lg.Error("open: too many open files", zap.String("path", path),
+					zap.Int("left_for_connections", process.FDReserve), zap.String("hint", process.LimitHint()))
 			}
 			return nil, &fs.PathError{Op: "open", Path: path, Err: unix.EMFILE}
 		}

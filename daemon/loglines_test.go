@@ -15,7 +15,8 @@ import (
 
 // TestLogFormatsNoVerbV: no log format string of the daemon, the manager or of the delta
 // package (whose lines the daemon logs) uses %v, which prints "<nil>" for a
-// nil error and Go syntax for structs, slices and booleans.
+// nil error and Go syntax for structs, slices and booleans; and no literal
+// log message (the usual form: message and zap fields) holds a verb.
 func TestLogFormatsNoVerbV(t *testing.T) {
 	logCalls := map[string]bool{"logf": true, "Logf": true, "deltaLogf": true}
 	logMethods := map[string]bool{"Error": true, "Warn": true, "Info": true, "Debug": true}
@@ -64,6 +65,14 @@ func TestLogFormatsNoVerbV(t *testing.T) {
 				checkFormat(call)
 			}
 			if logMethods[name] && len(call.Args) > 0 {
+				// A message given as a literal is no format: a verb in it
+				// would be printed as is.
+				if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == gotoken.STRING {
+					checked++
+					if strings.Contains(lit.Value, "%") {
+						t.Errorf("%s: log message %s has a format verb but no Sprintf", fset.Position(lit.Pos()), lit.Value)
+					}
+				}
 				if inner, ok := call.Args[0].(*ast.CallExpr); ok {
 					if sel, ok := inner.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Sprintf" {
 						checkFormat(inner)

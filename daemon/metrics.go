@@ -2,8 +2,9 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
+
+	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/internal/metrics"
 	"github.com/gosanlock/gosanlock/wire"
@@ -36,9 +37,9 @@ func (s *Server) startMetrics() (stop func(), err error) {
 	s.wrapTimed(m)
 	s.metrics.Store(m)
 	if !m.Addr().IP.IsLoopback() {
-		s.lg.Warn(fmt.Sprintf("metrics on non-loopback address %s: no authentication", m.Addr()))
+		s.lg.Warn("metrics on a non-loopback address: no authentication", zap.Stringer("address", m.Addr()))
 	} else {
-		s.lg.Info(fmt.Sprintf("metrics on http://%s/metrics", m.Addr()))
+		s.lg.Info("metrics", zap.String("url", "http://"+m.Addr().String()+"/metrics"))
 	}
 	return m.Stop, nil
 }

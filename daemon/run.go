@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,11 +20,11 @@ import (
 // daemon goes on.
 func (s *Server) setPriority() {
 	if err := process.Mlock(s.cfg.MlockLevel); err != nil {
-		s.lg.Error(fmt.Sprintf("mlockall failed: %s", process.Strerror(err)))
+		s.lg.Error("mlockall failed", zap.String("cause", process.Strerror(err)))
 	}
 	if s.cfg.HighPriority {
 		if err := process.HighPriority(); err != nil {
-			s.lg.Error(fmt.Sprintf("set scheduler RR|RESET_ON_FORK priority 99 failed: %s", process.Strerror(err)))
+			s.lg.Error("set scheduler RR|RESET_ON_FORK priority 99 failed", zap.String("cause", process.Strerror(err)))
 		}
 	}
 }
@@ -96,7 +95,7 @@ func (s *Server) serveSignals(ctx context.Context, sigs chan os.Signal) error {
 	stopMetrics, err := s.startMetrics()
 	if err != nil && s.rx.adopted {
 		// The old image may still hold the port for a moment: serve on.
-		s.lg.Error("metrics after takeover: " + err.Error())
+		s.lg.Error("metrics after takeover", zap.Error(err))
 		stopMetrics, err = func() {}, nil
 	}
 	if err != nil {

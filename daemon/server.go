@@ -192,13 +192,14 @@ func (s *Server) Start() (err error) {
 		s.lg.Warn(w)
 	}
 	s.nofile = raiseNofile()
-	s.lg.Debug(fmt.Sprintf("descriptor limit %d", s.nofile))
+	s.lg.Debug("descriptor limit", zap.Uint64("nofile", s.nofile))
 	if cfg.Privileged {
 		if err := process.SetLimits(); err != nil {
 			return err
 		}
 	}
 	if cfg.RunDir != config.DefaultRunDir {
+		// 3.8.5's line, word for word.
 		s.lg.Warn(fmt.Sprintf("Using non-standard run directory '%s'", cfg.RunDir))
 	}
 	if !cfg.Privileged {
@@ -230,11 +231,13 @@ func (s *Server) Start() (err error) {
 		}
 	}
 
+	// 3.8.5's start line, word for word (scripts look for it).
 	msg := fmt.Sprintf("sanlock daemon started %s host %s (%s)", Version, s.hostName, s.nodename)
 	if cfg.WatchdogFireTimeout != config.DefaultWatchdogFireTimeout {
-		msg += fmt.Sprintf(" watchdog_fire_timeout %d", cfg.WatchdogFireTimeout)
+		s.lg.Warn(msg, zap.Int("watchdog_fire_timeout", cfg.WatchdogFireTimeout))
+	} else {
+		s.lg.Warn(msg)
 	}
-	s.lg.Warn(msg)
 
 	s.setPriority()
 

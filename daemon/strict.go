@@ -3,7 +3,8 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
+
+	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/internal/strictpeer"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -55,8 +56,8 @@ func (s *Server) strictAllowed(id strictpeer.Identity, q *wire.Request) (target 
 // strictRefuse logs and answers a refused command with -EPERM in the reply
 // shape of its command.
 func (c *Conn) strictRefuse(q *wire.Request, id strictpeer.Identity, target int) error {
-	c.srv.lg.Warn(fmt.Sprintf("cmd_%s ci %d fd %d refused by strict_peer: peer pid %d uid %d gid %d target pid %d",
-		q.Header.Cmd.DebugName(), c.slot, c.fd, id.Pid, id.UID, id.GID, target))
+	c.srv.lg.Warn("cmd_"+q.Header.Cmd.DebugName()+" refused by strict_peer", zap.Int("ci", c.slot), zap.Int("fd", c.fd),
+		zap.Int("peer_pid", int(id.Pid)), zap.Int("uid", id.UID), zap.Int("gid", id.GID), zap.Int("target_pid", target))
 	eperm := int32(rescode.RvEPERM)
 	switch q.Header.Cmd {
 	case wire.CmdShutdown:

@@ -3,6 +3,8 @@ package delta
 import (
 	"context"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -133,23 +135,23 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 	if err != nil {
 		return Acquired{}, err
 	}
-	l.logf("delta_acquire begin %s:%d", l.Space, l.HostID)
+	l.log().Info("delta_acquire begin", zap.String("space", l.Space), zap.Uint64("host_id", l.HostID))
 	plan := PlanAcquire(&rec, hostName, l.Timing)
 	if rec.IOTimeout == 0 {
-		l.logf("delta_acquire use own io_timeout %d", l.Timing.IOTimeout)
+		l.log().Info("delta_acquire use own io_timeout", zap.Int("io_timeout", l.Timing.IOTimeout))
 	}
 	if plan.OtherIOTimeout != l.Timing.IOTimeout {
-		l.logf("delta_acquire other_io_timeout %d our %d", plan.OtherIOTimeout, l.Timing.IOTimeout)
+		l.log().Info("delta_acquire other io_timeout", zap.Int("other_io_timeout", plan.OtherIOTimeout), zap.Int("io_timeout", l.Timing.IOTimeout))
 	}
 
 	if plan.FastReacquire {
-		l.logf("delta_acquire fast reacquire")
+		l.log().Info("delta_acquire fast reacquire")
 	}
 	if plan.Wait > 0 {
-		l.logf("delta_acquire delta_large_delay %d delay %d",
-			DeltaLargeDelay(plan.OtherIOTimeout), plan.Wait)
+		l.log().Info("delta_acquire delta_large_delay", zap.Int("delta_large_delay", DeltaLargeDelay(plan.OtherIOTimeout)),
+			zap.Int("delay", plan.Wait))
 		if err := sleepFor(ctx, l.Clock, seconds(plan.Wait)); err != nil {
-			l.logf("delta_acquire abort1 remove %s:%d", l.Space, l.HostID)
+			l.log().Info("delta_acquire abort1 remove", zap.String("space", l.Space), zap.Uint64("host_id", l.HostID))
 			return Acquired{}, rescode.ErrGeneric
 		}
 		rec2, raw2, err := l.readOwn(ctx)
@@ -157,8 +159,7 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 			return Acquired{}, err
 		}
 		if err := CheckHeldLease(raw, raw2); err != nil {
-			l.logf("delta_acquire host_id %d busy1 %d %d %d %s", l.HostID,
-				rec2.OwnerID, rec2.OwnerGeneration, rec2.Timestamp, diskfmt.NameString(rec2.ResourceName[:]))
+			l.log().Info("delta_acquire host_id busy1", ownerFields(l.HostID, &rec2)...)
 			return Acquired{}, err
 		}
 		rec = rec2
@@ -168,15 +169,14 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 	mine := NewAcquireRecord(rec, l.HostID, hostName, l.Timing.IOTimeout, now)
 	sector := buildSector(&mine, l.Geometry.SectorSize, nil)
 	written := recordBytes(&mine)
-	l.logf("delta_acquire write %d %d %d %s", mine.OwnerID, mine.OwnerGeneration, mine.Timestamp,
-		diskfmt.NameString(mine.ResourceName[:]))
+	l.log().Info("delta_acquire write", ownerFields(0, &mine)...)
 	if _, err := l.write(ctx, sector, l.sectorOffset(), l.Timing.IOTimeoutDuration()); err != nil {
 		return Acquired{}, err
 	}
 
-	l.logf("delta_acquire delta_short_delay %d", plan.ShortDelay)
+	l.log().Info("delta_acquire delta_short_delay", zap.Int("delay", plan.ShortDelay))
 	if err := sleepFor(ctx, l.Clock, seconds(plan.ShortDelay)); err != nil {
-		l.logf("delta_acquire abort2 remove %s:%d", l.Space, l.HostID)
+		l.log().Info("delta_acquire abort2 remove", zap.String("space", l.Space), zap.Uint64("host_id", l.HostID))
 		return Acquired{}, rescode.ErrGeneric
 	}
 	rec3, raw3, err := l.readOwn(ctx)
@@ -184,10 +184,10 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 		return Acquired{}, err
 	}
 	if err := CheckAcquired(written, raw3); err != nil {
-		l.logf("delta_acquire host_id %d busy2 %d %d %d %s", l.HostID,
-			rec3.OwnerID, rec3.OwnerGeneration, rec3.Timestamp, diskfmt.NameString(rec3.ResourceName[:]))
+		l.log().Info("delta_acquire host_id busy2", ownerFields(l.HostID, &rec3)...)
 		return Acquired{}, err
 	}
-	l.logf("delta_acquire done %d %d %d", rec3.OwnerID, rec3.OwnerGeneration, rec3.Timestamp)
+	l.log().Info("delta_acquire done", zap.Uint64("owner_id", rec3.OwnerID), zap.Uint64("owner_generation", rec3.OwnerGeneration),
+		zap.Uint64("timestamp", rec3.Timestamp))
 	return Acquired{Leader: rec3, LastSuccess: now, Plan: plan}, nil
 }

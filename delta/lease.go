@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -30,16 +32,12 @@ type Lease struct {
 	HostID   uint64           // 1..Geometry.MaxHosts
 	Timing   Timing           // own io_timeout and W
 	Clock    clock.Clock
-	// Logf, if set, receives the operations' log lines (sanlock's wording
-	// where the spec gives it).
-	Logf func(format string, args ...any)
+	// Log receives the operations' log lines (sanlock's wording where the
+	// spec gives it, then fields); nil discards them.
+	Log *zap.Logger
 }
 
-func (l *Lease) logf(format string, args ...any) {
-	if l.Logf != nil {
-		l.Logf(format, args...)
-	}
-}
+func (l *Lease) log() *zap.Logger { return nopOr(l.Log) }
 
 // sectorOffset is the absolute byte offset of our delta lease.
 func (l *Lease) sectorOffset() int64 {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -35,7 +37,15 @@ type Config struct {
 	// negative: no history).
 	HistorySize int
 	Clock       clock.Clock
-	// Logf receives log lines; nil discards them.
+	// Log receives the log lines: sanlock's wording, then fields. The
+	// caller adds what delta does not know (the disk path). nil: Logf, or
+	// nothing.
+	Log *zap.Logger
+	// Logf is the older form of Log, used only when Log is nil: each line
+	// is the message followed by " key=value" per field.
+	//
+	// Deprecated: use Log (kept until the last caller, manager/adopt.go,
+	// moves).
 	Logf func(format string, args ...any)
 	// DebugRenew logs every successful renewal ("renewed T delta_length D
 	// interval I"); without it only a renewal that took too long is
@@ -150,11 +160,15 @@ func New(cfg Config) (*Lockspace, error) {
 	if hsize == 0 {
 		hsize = DefaultRenewalHistorySize
 	}
+	lg := cfg.Log
+	if lg == nil && cfg.Logf != nil {
+		lg = logfLogger(cfg.Logf)
+	}
 	ls := &Lockspace{
 		cfg:    cfg,
 		timing: t,
 		lease: Lease{Dev: cfg.Dev, Offset: cfg.Offset, Geometry: cfg.Geometry, Space: cfg.Space,
-			HostID: cfg.HostID, Timing: t, Clock: cfg.Clock, Logf: cfg.Logf},
+			HostID: cfg.HostID, Timing: t, Clock: cfg.Clock, Log: nopOr(lg)},
 		joined:  make(chan struct{}),
 		done:    make(chan struct{}),
 		history: NewHistory(hsize),
@@ -167,11 +181,7 @@ func New(cfg Config) (*Lockspace, error) {
 	return ls, nil
 }
 
-func (ls *Lockspace) logf(format string, args ...any) {
-	if ls.cfg.Logf != nil {
-		ls.cfg.Logf(format, args...)
-	}
-}
+func (ls *Lockspace) log() *zap.Logger { return ls.lease.Log }
 
 func (ls *Lockspace) now() uint64 { return clock.Monotime(ls.cfg.Clock) }
 
@@ -208,7 +218,7 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 		ls.status.RenewalLastResult = ls.status.AcquireLastResult
 		ls.status.Stopped = true
 		ls.mu.Unlock()
-		ls.logf("add_lockspace fail result %d: %s", rescode.CodeOf(err), diskfmt.Cause(err, ls.timing.IOTimeout))
+		ls.log().Info("add_lockspace fail", resultField(err), causeField(err, ls.timing.IOTimeout))
 		close(ls.joined)
 		return err
 	}
@@ -256,7 +266,7 @@ func (ls *Lockspace) join(ctx context.Context) (Acquired, error) {
 	if ls.cfg.OnAcquired != nil {
 		if herr := ls.cfg.OnAcquired(ctx, acq.LastSuccess); herr != nil {
 			if rerr := ls.lease.Release(ctx, acq.Leader); rerr != nil {
-				ls.logf("release after failed join: %s", diskfmt.Cause(rerr, ls.timing.IOTimeout))
+				ls.log().Info("release after failed join", causeField(rerr, ls.timing.IOTimeout))
 			}
 			return Acquired{}, herr
 		}
@@ -276,21 +286,21 @@ type renewer struct {
 func (r *renewer) releaseLate(abort context.Context) error {
 	ls := r.ls
 	giveUp := LateReleaseDeadline(r.lastSuccess, ls.timing)
-	ls.logf("delta_release when storage returns last_success %d until %d", r.lastSuccess, giveUp)
+	ls.log().Info("delta_release when storage returns", zap.Uint64("last_success", r.lastSuccess), zap.Uint64("until", giveUp))
 	wait := time.Second
 	for {
 		if ls.now() >= giveUp {
-			ls.logf("delta_release given up at %d: storage did not return", ls.now())
+			ls.log().Info("delta_release given up: storage did not return", zap.Uint64("now", ls.now()))
 			return ErrLateReleaseGivenUp
 		}
 		err := ls.lease.ReleaseIfOwned(abort, r.last)
 		if err == nil {
-			ls.logf("delta_release after storage returned, %d s after last_success", ls.now()-r.lastSuccess)
+			ls.log().Info("delta_release after storage returned", zap.Uint64("seconds_after_last_success", ls.now()-r.lastSuccess))
 			return nil
 		}
 		code := rescode.CodeOf(err)
 		if code == rescode.ErrRenewOwner || IsCorrupt(code) {
-			ls.logf("delta_release not done: %s", diskfmt.Cause(err, ls.timing.IOTimeout))
+			ls.log().Info("delta_release not done", causeField(err, ls.timing.IOTimeout))
 			return err
 		}
 		left := time.Duration(giveUp-min(giveUp, ls.now())) * time.Second
@@ -347,16 +357,16 @@ func (r *renewer) renew(ctx context.Context) {
 
 	if err != nil {
 		r.prevOK = false
-		ls.logf("renewal error %d delta_length %d last_success %d: %s", code, ls.now()-begin, r.lastSuccess,
-			diskfmt.Cause(err, ls.timing.IOTimeout))
+		ls.log().Info("renewal error", resultField(err), zap.Uint64("delta_length", ls.now()-begin),
+			zap.Uint64("last_success", r.lastSuccess), causeField(err, ls.timing.IOTimeout))
 		return
 	}
 	interval := out.Timestamp - r.lastSuccess
 	r.last, r.prevOK, r.lastSuccess = out.Leader, true, out.Timestamp
 	if d := ls.now() - begin; d > uint64(ls.timing.IDRenewalSeconds()) {
-		ls.logf("renewed %d delta_length %d too long", out.Timestamp, d)
+		ls.log().Info("renewed too long", zap.Uint64("timestamp", out.Timestamp), zap.Uint64("delta_length", d))
 	} else if ls.cfg.DebugRenew {
-		ls.logf("renewed %d delta_length %d interval %d", out.Timestamp, d, interval)
+		ls.log().Info("renewed", zap.Uint64("timestamp", out.Timestamp), zap.Uint64("delta_length", d), zap.Uint64("interval", interval))
 	}
 	if ls.cfg.OnRenewed != nil && ctx.Err() == nil {
 		ls.cfg.OnRenewed(out.Timestamp)
@@ -390,11 +400,11 @@ func (ls *Lockspace) CheckOwnLease() (OwnLeaseState, uint64) {
 	ls.mu.Unlock()
 	switch st {
 	case OwnLeaseCorrupt:
-		ls.logf("check_our_lease corrupt %d", corrupt)
+		ls.log().Info("check_our_lease corrupt", zap.String("result", corrupt.LogString()))
 	case OwnLeaseFailed:
-		ls.logf("check_our_lease failed %d", gap)
+		ls.log().Info("check_our_lease failed", zap.Uint64("gap", gap))
 	case OwnLeaseWarn:
-		ls.logf("check_our_lease warning %d last_success %d", gap, last)
+		ls.log().Info("check_our_lease warning", zap.Uint64("gap", gap), zap.Uint64("last_success", last))
 	}
 	return st, gap
 }
@@ -413,7 +423,7 @@ func (ls *Lockspace) ProcessHosts() (res ProcessResult, ok bool) {
 	res = ls.hosts.Apply(now, ls.cfg.Space, ls.status.SetBitmapSeconds)
 	ls.mu.Unlock()
 	for _, line := range res.Log {
-		ls.logf("%s", line)
+		ls.log().Info(line)
 	}
 	return res, true
 }
@@ -480,7 +490,7 @@ func (ls *Lockspace) SetEvent(ev HostEvent, flags uint32) error {
 		return h.OwnerGeneration
 	})
 	if errors.Is(err, rescode.ErrEBUSY) {
-		ls.logf("%s", diskfmt.Cause(err, 0))
+		ls.log().Info(diskfmt.Cause(err, 0))
 	}
 	return err
 }

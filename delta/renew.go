@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -116,28 +118,28 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	cur, err := CheckRenewRecord(raw, l.Space, &in.Last, in.PrevOK)
 	if err != nil {
 		if rescode.CodeOf(err) == rescode.ErrRenewOwner {
-			l.logf("delta_renew not owner")
+			l.log().Info("delta_renew not owner")
 		}
 		return out, err
 	}
 	if int(cur.IOTimeout) != l.Timing.IOTimeout {
-		l.logf("delta_renew io_timeout changed disk %d sp %d", cur.IOTimeout, l.Timing.IOTimeout)
+		l.log().Info("delta_renew io_timeout changed", zap.Uint16("disk_io_timeout", cur.IOTimeout), zap.Int("io_timeout", l.Timing.IOTimeout))
 	}
 	now := clock.Monotime(l.Clock)
 	if cur.Timestamp >= now {
-		l.logf("delta_renew timestamp too small %d %d", cur.Timestamp, now)
+		l.log().Info("delta_renew timestamp too small", zap.Uint64("timestamp", cur.Timestamp), zap.Uint64("now", now))
 	}
 	rec := NewRenewRecord(cur, l.Timing.IOTimeout, now, in.Event)
 	sector := buildSector(&rec, l.Geometry.SectorSize, in.Bitmap)
 	wtook, err := l.write(ctx, sector, l.sectorOffset(), l.Timing.RenewWriteTimeout())
 	out.WriteMs = ms(wtook)
 	if err != nil {
-		l.logf("delta_renew write time %d error %d offset %d: %s", int64(wtook.Seconds()), rescode.CodeOf(err),
-			l.sectorOffset(), diskfmt.Cause(err, l.Timing.IOTimeout))
+		l.log().Info("delta_renew write error", zap.Int64("write_time", int64(wtook.Seconds())), resultField(err),
+			zap.Int64("offset", l.sectorOffset()), causeField(err, l.Timing.IOTimeout))
 		return out, fmt.Errorf("delta_renew write %s:%d: %w", l.Space, l.HostID, err)
 	}
 	if wtook >= seconds(l.Timing.IOTimeout) {
-		l.logf("delta_renew long write time %d sec", int64(wtook.Seconds()))
+		l.log().Info("delta_renew long write time", zap.Int64("seconds", int64(wtook.Seconds())))
 	}
 	out.Leader, out.Timestamp = rec, now
 	return out, nil
@@ -160,13 +162,14 @@ func (l *Lease) Release(ctx context.Context, last diskfmt.Leader) error {
 	if err := l.validate(); err != nil {
 		return err
 	}
-	l.logf("delta_release begin %s:%d", l.Space, l.HostID)
+	l.log().Info("delta_release begin", zap.String("space", l.Space), zap.Uint64("host_id", l.HostID))
 	rec := NewReleaseRecord(last)
 	sector := buildSector(&rec, l.Geometry.SectorSize, nil)
 	if _, err := l.write(ctx, sector, l.sectorOffset(), l.Timing.IOTimeoutDuration()); err != nil {
 		return fmt.Errorf("delta_release %s:%d: %w", l.Space, l.HostID, err)
 	}
-	l.logf("delta_release done %d %d %d", rec.OwnerID, rec.OwnerGeneration, rec.Timestamp)
+	l.log().Info("delta_release done", zap.Uint64("owner_id", rec.OwnerID), zap.Uint64("owner_generation", rec.OwnerGeneration),
+		zap.Uint64("timestamp", rec.Timestamp))
 	return nil
 }
 

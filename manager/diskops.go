@@ -48,12 +48,13 @@ func (d *DiskOps) openRaw(path string) (diskfmt.Device, error) {
 	}
 	dev, err := open(path)
 	if err != nil {
-		rv := int32(rescode.CodeOf(err))
-		d.lg().Error(fmt.Sprintf("open error %d %s: %s", rv, path, causeLog(err, 0)))
-		if rv >= 0 {
-			rv = rescode.RvENODEV
+		// "open error -2 <path>" is 3.8.5's wording.
+		code := rescode.CodeOf(err)
+		d.lg().Error(fmt.Sprintf("open error %d %s", code, path), causeField(err, 0))
+		if code >= 0 {
+			code = rescode.ErrENODEV
 		}
-		return nil, rescode.Code(rv)
+		return nil, code
 	}
 	return dev, nil
 }

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"time"
@@ -131,15 +132,17 @@ func (sp *space) killPids(run *delta.Lockspace, pids []int) {
 			a.h.client.NoteKill(a.count, uint64(e.now/time.Second), a.argv != nil)
 		}
 		if a.argv != nil {
-			sp.logf("kill %d killpath %s count %d", pid, strings.Join(a.argv, " "), a.count)
+			// "kill P killpath" and "kill P sig S" are 3.8.5's wording, which
+			// the escalation tests match in both daemons' logs.
+			sp.log().Info(fmt.Sprintf("kill %d killpath %s count %d", pid, strings.Join(a.argv, " "), a.count))
 			if err := m.runKillpath(a.argv); err != nil {
-				sp.logf("kill %d killpath error %s, lockspace %s", pid, causeLog(err, 0), sp.ls.Name)
+				sp.log().Info(fmt.Sprintf("kill %d killpath error", pid), causeField(err, 0), spaceField(sp.ls.Name))
 			}
 			continue
 		}
-		sp.logf("kill %d sig %d count %d", pid, int(a.sig), a.count)
+		sp.log().Info(fmt.Sprintf("kill %d sig %d count %d", pid, int(a.sig), a.count))
 		if err := m.cfg.Kill(pid, a.sig); err != nil && !errors.Is(err, unix.ESRCH) {
-			sp.logf("kill %d sig %d error %s, lockspace %s", pid, int(a.sig), causeLog(err, 0), sp.ls.Name)
+			sp.log().Info(fmt.Sprintf("kill %d sig %d error", pid, int(a.sig)), causeField(err, 0), spaceField(sp.ls.Name))
 		}
 	}
 }

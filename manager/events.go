@@ -2,6 +2,7 @@ package manager
 
 import (
 	"errors"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 
@@ -128,7 +129,8 @@ func (sp *space) deliver(ev delta.ReceivedEvent) {
 			if errors.As(err, &errno) {
 				en = int(errno)
 			}
-			sp.logf("send_event_callbacks error -1 %d close fd %d", en, c.FD())
+			// 3.8.5's wording, compared with its log by the interop tests.
+			sp.log().Info(fmt.Sprintf("send_event_callbacks error -1 %d close fd %d", en, c.FD()))
 			_ = c.Close()
 		}
 	}

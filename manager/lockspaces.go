@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/sanlog"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -233,8 +233,9 @@ type space struct {
 	listeners     []Listener
 }
 
-func (sp *space) logf(format string, args ...any) {
-	sp.m.lg().Info(fmt.Sprintf("s%d ", sp.id) + fmt.Sprintf(format, args...))
+// log is the logger of the lockspace's lines ("s<id> " before the message).
+func (sp *space) log() *zap.Logger {
+	return sp.m.lg().With(sanlog.Prefix(fmt.Sprintf("s%d ", sp.id)))
 }
 
 // disk is the lockspace's "path:offset" for log lines.
@@ -248,29 +249,11 @@ func (sp *space) addCauseText() string {
 	return "disk " + sp.disk()
 }
 
-// deltaErrorLines are the prefixes of the delta package's error and warning
-// lines; deltaLogf appends the lockspace name and disk to them, which the
-// delta package does not know (it has a Device, not a path).
-var deltaErrorLines = []string{
-	"add_lockspace fail", "release after failed join", "delta_release not done",
-	"delta_release given up", "renewal error", "renewed ", "check_our_lease",
-	"delta_renew not owner", "delta_renew io_timeout changed", "delta_renew timestamp too small",
-	"delta_renew write time", "delta_renew long write", "delta_acquire host_id", "delta_acquire abort",
-	"event ",
-}
-
-// deltaLogf is the Logf of the delta runner: sp.logf, plus "(lockspace NAME
-// disk PATH:OFFSET)" at the end of error lines.
-func (sp *space) deltaLogf(format string, args ...any) {
-	line := fmt.Sprintf(format, args...)
-	for _, p := range deltaErrorLines {
-		if strings.HasPrefix(line, p) && (p != "renewed " || strings.Contains(line, "too long")) &&
-			(p != "delta_renew write time" || strings.Contains(line, "error")) {
-			line += fmt.Sprintf(" (lockspace %s disk %s)", sp.ls.Name, sp.disk())
-			break
-		}
-	}
-	sp.logf("%s", line)
+// deltaLog is the logger of the delta runner: sp.log with the lockspace
+// name and disk, which the delta package does not know (it has a Device,
+// not a path).
+func (sp *space) deltaLog() *zap.Logger {
+	return sp.log().With(spaceField(sp.ls.Name), zap.String("lockspace_disk", sp.disk()))
 }
 
 // sameDisk compares the disk part of two lockspaces.
@@ -422,7 +405,7 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	m.wg.Add(1)
 	m.mu.Unlock()
 
-	m.lg().Warn(fmt.Sprintf("s%d lockspace %s", sp.id, wire.LockspaceString(&ident)))
+	sp.log().Warn("lockspace " + wire.LockspaceString(&ident))
 	m.env.spawn(sp.thread)
 
 	if flags&wire.AddAsync != 0 {

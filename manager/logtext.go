@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -78,3 +80,24 @@ func CauseLog(err error, ioTimeout int) string { return causeLog(err, ioTimeout)
 
 // DiskLog formats one disk as "path:offset".
 func DiskLog(path string, off uint64) string { return diskLog(path, off) }
+
+// Log fields shared by the manager's lines (docs/cli.md "Logging"): the
+// message keeps sanlock's wording, these follow it as key=value.
+
+// resultField is the result code of err, "-2 (ENOENT)".
+func resultField(err error) zap.Field { return zap.String("result", errLog(err)) }
+
+// causeField is err as text (causeLog).
+func causeField(err error, ioTimeout int) zap.Field {
+	return zap.String("cause", causeLog(err, ioTimeout))
+}
+
+// diskField is one disk as "path:offset".
+func diskField(path string, off uint64) zap.Field { return zap.String("disk", diskLog(path, off)) }
+
+// disksField is a resource's disks as "path:offset[,path:offset...]".
+func disksField(ds []wire.Disk) zap.Field { return zap.String("disk", disksLog(ds)) }
+
+// spaceField and resField name a lockspace and a resource.
+func spaceField(name string) zap.Field { return zap.String("lockspace", name) }
+func resField(name string) zap.Field   { return zap.String("resource", name) }

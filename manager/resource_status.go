@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/paxos"
@@ -159,17 +160,19 @@ func (m *Resources) examineOnce(r *resource) {
 		return
 	}
 	sig, runKP := paxos.ExamineSignal(action, restrict, kp != "")
-	m.logf("r%d examine %s:%s request lver %d force_mode %d: %s pid %d", r.id, r.key.space, r.key.name,
-		rec.Lver, rec.ForceMode, action, pid)
+	m.rlog(r).Info("examine request", spaceField(r.key.space), resField(r.key.name), zap.Uint64("lver", rec.Lver),
+		zap.Uint32("force_mode", rec.ForceMode), zap.Stringer("action", action), zap.Int("pid", pid))
 	if runKP {
 		argv := killpathArgv(kp, ka, 0)
 		if err := m.cfg.RunKillpath(argv); err != nil {
-			m.logf("r%d killpath %s error for %s:%s: %s", r.id, kp, r.key.space, r.key.name, causeLog(err, 0))
+			m.rlog(r).Info("killpath error", zap.String("killpath", kp), spaceField(r.key.space), resField(r.key.name),
+				causeField(err, 0))
 		}
 		return
 	}
 	if err := m.cfg.Kill(pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
-		m.logf("r%d kill %d sig %d error for %s:%s: %s", r.id, pid, int(sig), r.key.space, r.key.name, causeLog(err, 0))
+		m.rlog(r).Info("kill error", zap.Int("pid", pid), zap.Int("sig", int(sig)), spaceField(r.key.space),
+			resField(r.key.name), causeField(err, 0))
 	}
 }
 

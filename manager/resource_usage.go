@@ -3,6 +3,8 @@ package manager
 import (
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -45,7 +47,7 @@ func (m *Resources) dropTokens(toks []*token) {
 		case t.flags&wire.ResPersistent != 0:
 			r.list = resOrphan
 			m.mu.Unlock()
-			m.logf("r%d orphan %s:%s pid %d", r.id, r.key.space, r.key.name, t.pid)
+			m.rlog(r).Info("orphan", spaceField(r.key.space), resField(r.key.name), zap.Int("pid", t.pid))
 		default:
 			m.mu.Unlock()
 			m.releaseLater(r)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/sanlog"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -169,8 +170,9 @@ func (m *Resources) lg() *zap.Logger {
 	return m.env.Log
 }
 
-func (m *Resources) logf(format string, args ...any) {
-	m.lg().Info(fmt.Sprintf(format, args...))
+// rlog is the logger of resource r's lines ("r<id> " before the message).
+func (m *Resources) rlog(r *resource) *zap.Logger {
+	return m.lg().With(sanlog.Prefix(fmt.Sprintf("r%d ", r.id)))
 }
 
 func (m *Resources) baseContext() context.Context {
@@ -217,7 +219,7 @@ func (m *Resources) openResDisks(disks []wire.Disk) ([]diskfmt.Device, []paxos.D
 	for _, d := range disks {
 		dev, err := m.disks.get(d.Path)
 		if err != nil {
-			m.logf("open error %s: %s", diskLog(d.Path, d.Offset), causeLog(err, 0))
+			m.lg().Info("open error", diskField(d.Path, d.Offset), causeField(err, 0))
 			closeDevs(devs)
 			return nil, nil, openErr(err)
 		}
@@ -270,7 +272,7 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 			t.lver = r.held.Leader.Lver
 		}
 		m.mu.Unlock()
-		m.logf("r%d adopt orphan %s:%s pid %d", r.id, key.space, key.name, t.pid)
+		m.rlog(r).Info("adopt orphan", spaceField(key.space), resField(key.name), zap.Int("pid", t.pid))
 		return nil
 	}
 	m.lastResID++
@@ -288,8 +290,8 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	devs, disks, err := m.openResDisks(t.res.Disks)
 	if err != nil {
 		m.freeResource(r)
-		m.logf("r%d acquire %s:%s error %s disk %s: cannot open the disk", r.id, key.space, key.name,
-			errLog(err), disksLog(t.res.Disks))
+		m.rlog(r).Info("acquire error: cannot open the disk", spaceField(key.space), resField(key.name),
+			resultField(err), disksField(t.res.Disks))
 		return err
 	}
 	lease := &paxos.Lease{Host: host, Name: key.name, Disks: disks}
@@ -308,8 +310,8 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	if err != nil {
 		closeDevs(devs)
 		m.freeResource(r)
-		m.logf("r%d acquire %s:%s error %d disk %s: %s", r.id, key.space, key.name, rescode.CodeOf(err),
-			disksLog(t.res.Disks), causeLog(err, hostIOTimeout(host)))
+		m.rlog(r).Info("acquire error", spaceField(key.space), resField(key.name), resultField(err),
+			disksField(t.res.Disks), causeField(err, hostIOTimeout(host)))
 		return err
 	}
 	m.mu.Lock()
@@ -381,8 +383,11 @@ func (m *Resources) releaseResource(ctx context.Context, r *resource, rename str
 		// removed while held (virt-sanlock-cleanup does it) that open
 		// fails, the token is dropped and the release answers -errno,
 		// with nothing written. Do the same, and say so in the log.
-		m.logf("r%d release_token open error %s %s:%s disk %s", r.id, errLog(gone), r.key.space, r.key.name, disksLog(r.disks))
-		m.logf("r%d release_token error %s r_flags 0 %s:%s", r.id, errLog(gone), r.key.space, r.key.name)
+		code := rescode.CodeOf(gone)
+		m.rlog(r).Info(fmt.Sprintf("release_token open error %d", code), spaceField(r.key.space),
+			resField(r.key.name), disksField(r.disks))
+		m.rlog(r).Info(fmt.Sprintf("release_token error %d r_flags 0", code), spaceField(r.key.space),
+			resField(r.key.name))
 		m.finish(r)
 		return gone
 	}
@@ -391,8 +396,8 @@ func (m *Resources) releaseResource(ctx context.Context, r *resource, rename str
 	r.opMu.Unlock()
 	code := rescode.CodeOf(err)
 	if code == rescode.ErrAIOTimeout && !async {
-		m.logf("r%d release %s:%s timeout, retrying in the background: disk %s: %s", r.id, r.key.space, r.key.name,
-			disksLog(r.disks), causeLog(err, hostIOTimeout(r.host)))
+		m.rlog(r).Info("release timeout, retrying in the background", spaceField(r.key.space), resField(r.key.name),
+			disksField(r.disks), causeField(err, hostIOTimeout(r.host)))
 		m.releaseLater(r)
 		return err
 	}
@@ -400,8 +405,8 @@ func (m *Resources) releaseResource(ctx context.Context, r *resource, rename str
 		return err // the caller's loop retries
 	}
 	if err != nil {
-		m.logf("r%d release %s:%s error %d disk %s: %s", r.id, r.key.space, r.key.name, code,
-			disksLog(r.disks), causeLog(err, hostIOTimeout(r.host)))
+		m.rlog(r).Info("release error", spaceField(r.key.space), resField(r.key.name), resultField(err),
+			disksField(r.disks), causeField(err, hostIOTimeout(r.host)))
 	}
 	m.finish(r)
 	return err
@@ -417,7 +422,7 @@ func (m *Resources) disksGone(r *resource) error {
 			if pe, ok := err.(*os.PathError); ok {
 				cause = pe.Err
 			}
-			m.logf("open error -1 %s: %s (release of %s:%s)", diskLog(d.Path, d.Offset), causeLog(cause, 0), r.key.space, r.key.name)
+			m.lg().Info("open error -1", diskField(d.Path, d.Offset), causeField(cause, 0), zap.String("release_of", r.key.space+":"+r.key.name))
 			return openErr(err)
 		}
 	}
@@ -454,7 +459,7 @@ func (m *Resources) releaseLater(r *resource) {
 				return
 			}
 			if h, herr := m.spaceHost(r.key.space); herr != nil || h != r.host {
-				m.logf("r%d release %s:%s given up: lockspace gone, disk %s", r.id, r.key.space, r.key.name, disksLog(r.disks))
+				m.rlog(r).Info("release given up: lockspace gone", spaceField(r.key.space), resField(r.key.name), disksField(r.disks))
 				m.finish(r)
 				return
 			}

@@ -2,9 +2,10 @@ package manager
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -18,8 +19,8 @@ import (
 func (d *DiskOps) FormatRindex(ctx context.Context, rx wire.RIndex) error {
 	dev, err := d.open(rx.Disk.Path, d.writeInitIO)
 	if err != nil {
-		d.lg().Error(fmt.Sprintf("rindex_format open failed %d %s: %s", rescode.CodeOf(err), diskLog(rx.Disk.Path, rx.Disk.Offset),
-			err.Error()))
+		d.lg().Error("rindex_format open failed", resultField(err), diskField(rx.Disk.Path, rx.Disk.Offset),
+			causeField(err, 0))
 		return err
 	}
 	defer dev.Close()
@@ -47,8 +48,8 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex
 	op := &rindexOp{}
 	dev, err := d.openRaw(rxa.Disk.Path)
 	if err != nil {
-		d.lg().Error(fmt.Sprintf("%s open failed %d %s: %s", what, rescode.CodeOf(err), diskLog(rxa.Disk.Path, rxa.Disk.Offset),
-			err.Error()))
+		d.lg().Error(what+" open failed", resultField(err), diskField(rxa.Disk.Path, rxa.Disk.Offset),
+			causeField(err, 0))
 		return nil, err
 	}
 	closeDev := func() { _ = dev.Close() }
@@ -56,9 +57,9 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex
 	op.done = closeDev
 	if needLS {
 		h, err := d.paxosHost(rxa.LockspaceName)
-		if rv := rescode.CodeOf(err); rv == rescode.RvENOENT {
-			d.lg().Error(fmt.Sprintf("%s lockspace not available %d %s: not joined (rindex %s)", what, rv, rxa.LockspaceName,
-				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
+		if rescode.CodeOf(err) == rescode.ErrENOENT {
+			d.lg().Error(what+" lockspace not available: not joined", resultField(err), spaceField(rxa.LockspaceName),
+				zap.String("rindex", diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 		}
 		if err != nil {
 			closeDev()
@@ -66,8 +67,8 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex
 		}
 		if !d.lockRindex(rxa.LockspaceName) {
 			closeDev()
-			d.lg().Error(fmt.Sprintf("%s lockspace %s busy with another rindex op (rindex %s)", what, rxa.LockspaceName,
-				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
+			d.lg().Error(what+" lockspace busy with another rindex op", spaceField(rxa.LockspaceName),
+				zap.String("rindex", diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
 			return nil, rescode.Code(rescode.RvEBUSY)
 		}
 		op.host, ss, ioTimeout = h, h.Geometry.SectorSize, h.IOTimeout
@@ -77,8 +78,8 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex
 	rx, err := diskfmt.OpenRindex(ctx, dev, int64(rxa.Disk.Offset), rxa.LockspaceName, ss)
 	if err != nil {
 		op.done()
-		d.lg().Error(fmt.Sprintf("%s read of the rindex header error %d lockspace %s disk %s: %s", what, rescode.CodeOf(err),
-			rxa.LockspaceName, diskLog(rxa.Disk.Path, rxa.Disk.Offset), causeLog(err, ioTimeout)))
+		d.lg().Error(what+" read of the rindex header error", resultField(err), spaceField(rxa.LockspaceName),
+			diskField(rxa.Disk.Path, rxa.Disk.Offset), causeField(err, ioTimeout))
 		return nil, resultErr(err)
 	}
 	op.rx, op.path = rx, rxa.Disk.Path
@@ -135,16 +136,16 @@ func (d *DiskOps) withRindexLease(ctx context.Context, op *rindexOp, f func() er
 	lease := paxos.Lease{Host: host, Name: diskfmt.RindexLeaseName, Disks: []paxos.Disk{{Dev: op.rx.Dev, Offset: leaseOff}}}
 	held, err := lease.Acquire(ctx, paxos.AcquireRequest{OwnerNowait: true})
 	if err != nil {
-		d.lg().Error(fmt.Sprintf("rindex_lease acquire error %d lockspace %s disk %s: %s", rescode.CodeOf(err), h.Space,
-			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
+		d.lg().Error("rindex_lease acquire error", resultField(err), spaceField(h.Space),
+			diskField(op.path, uint64(leaseOff)), causeField(err, h.IOTimeout))
 		return resultErr(err)
 	}
 	ferr := f()
 	// Release even when the daemon is stopping: a lease left held would
 	// keep the other hosts out of the index for as long as we live.
 	if err := dkReleaseLeader(context.WithoutCancel(ctx), host, held, op.rx.Dev, leaseOff); err != nil {
-		d.lg().Error(fmt.Sprintf("rindex_lease release error %d lockspace %s disk %s: %s", rescode.CodeOf(err), h.Space,
-			diskLog(op.path, uint64(leaseOff)), causeLog(err, h.IOTimeout)))
+		d.lg().Error("rindex_lease release error", resultField(err), spaceField(h.Space),
+			diskField(op.path, uint64(leaseOff)), causeField(err, h.IOTimeout))
 	}
 	return ferr
 }
@@ -259,8 +260,8 @@ func (d *DiskOps) CreateResource(ctx context.Context, rxa wire.RIndex, e wire.RE
 		}
 		if i < 0 {
 			// sanlock 3.8.5 answers a full index with -ENOENT.
-			d.lg().Error(fmt.Sprintf("rindex_create no free entry for %s lockspace %s disk %s", e.Name, rxa.LockspaceName,
-				diskLog(rxa.Disk.Path, rxa.Disk.Offset)))
+			d.lg().Error("rindex_create no free entry", resField(e.Name), spaceField(rxa.LockspaceName),
+				diskField(rxa.Disk.Path, rxa.Disk.Offset))
 			return rescode.Code(rescode.RvENOENT)
 		}
 		off = diskfmt.RindexResourceOffset(op.rx.Geo, op.rx.Header.RxOffset, i)
@@ -273,7 +274,7 @@ func (d *DiskOps) CreateResource(ctx context.Context, rxa wire.RIndex, e wire.RE
 		if err != nil {
 			return resultErr(err)
 		}
-		d.lg().Info(fmt.Sprintf("rindex_create found offset %d for %s:%s", off, rxa.LockspaceName, e.Name))
+		d.lg().Info("rindex_create found offset", zap.Uint64("offset", off), spaceField(rxa.LockspaceName), resField(e.Name))
 		return resultErr(dkWriteEntry(ctx, op.rx, i, diskfmt.RindexEntry{ResOffset: off, Name: name}))
 	})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -22,14 +24,13 @@ func (sp *space) thread() {
 	sp.addResult = err
 	if err != nil {
 		// Free first: once the caller has its answer, the entry is gone.
-		m.lg().Warn(fmt.Sprintf("s%d add_lockspace fail result %s lockspace %s: %s", sp.id, errLog(err),
-			sp.ls.Name, sp.addCauseText()))
+		sp.log().Warn("add_lockspace fail", resultField(err), spaceField(sp.ls.Name), zap.String("cause", sp.addCauseText()))
 		sp.free()
 		close(sp.addDone)
 		return
 	}
 	close(sp.addDone)
-	m.lg().Warn(fmt.Sprintf("s%d add_lockspace done", sp.id))
+	sp.log().Warn("add_lockspace done")
 	sp.monitor()
 	sp.stop()
 }
@@ -43,7 +44,7 @@ func (sp *space) join() error {
 	dev, err := m.cfg.Open(sp.ls.Disk.Path)
 	if err != nil {
 		sp.addCause = fmt.Sprintf("open %s: %s", sp.disk(), causeLog(err, 0))
-		sp.logf("open error %s: %s", sp.disk(), causeLog(err, 0))
+		sp.log().Info("open error", zap.String("disk", sp.disk()), causeField(err, 0))
 		return rescode.Code(rescode.RvENODEV)
 	}
 	if sp.ls.HostID > delta.MaxHostID {
@@ -65,7 +66,7 @@ func (sp *space) join() error {
 		var err error
 		if wd, err = m.openWatchdog(sp.ls.Name, sp.ls.HostID); err != nil {
 			sp.addCause = "wdmd_connect failed: " + causeLog(err, 0)
-			sp.logf("wdmd_connect failed %s", causeLog(err, 0))
+			sp.log().Info("wdmd_connect failed", causeField(err, 0))
 			_ = dev.Close()
 			return rescode.ErrWatchdog
 		}
@@ -79,13 +80,13 @@ func (sp *space) join() error {
 	dcfg := delta.Config{
 		Dev: dev, Offset: int64(sp.ls.Disk.Offset), Space: sp.ls.Name, HostID: sp.ls.HostID,
 		HostName: m.hostName(), IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
-		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Logf: sp.deltaLogf,
+		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Log: sp.deltaLog(),
 		DebugRenew: cfg.DebugRenew, OnRenewal: m.renewalHook(sp.ls.Name),
 	}
 	if wd != nil {
 		dcfg.OnAcquired = func(_ context.Context, last uint64) error {
 			if err := wd.Activate(last, last+failSecs); err != nil {
-				sp.logf("wdmd activate failed %s", causeLog(err, 0))
+				sp.log().Info("wdmd activate failed", causeField(err, 0))
 				return fmt.Errorf("%w: %v", rescode.ErrWatchdog, err)
 			}
 			m.mu.Lock()
@@ -97,8 +98,8 @@ func (sp *space) join() error {
 			if err := wd.Renewed(ts, ts+failSecs); err != nil {
 				// wdmd is gone and the host will be reset: stop renewing
 				// (without releasing) rather than look alive (docs/wdmd.md "wdmd crash").
-				m.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %s: renewals stopped, lockspace %s",
-					sp.id, ts, causeLog(err, 0), sp.ls.Name))
+				sp.log().Error("wdmd_test_live failed: renewals stopped", zap.Uint64("renewal", ts), causeField(err, 0),
+					spaceField(sp.ls.Name))
 				run.Halt()
 			}
 		}
@@ -121,10 +122,10 @@ func (sp *space) join() error {
 		err := run.Run(sp.ctx)
 		if st := run.Status(); st.Joined {
 			if err != nil && !errors.Is(err, context.Canceled) {
-				sp.logf("lockspace runner stopped released %d lockspace %s disk %s: %s", b2i(st.Released),
-					sp.ls.Name, sp.disk(), causeLog(err, sp.ioTimeout))
+				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)), spaceField(sp.ls.Name),
+					zap.String("disk", sp.disk()), causeField(err, sp.ioTimeout))
 			} else {
-				sp.logf("lockspace runner stopped released %d", b2i(st.Released))
+				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)))
 			}
 		}
 		if wd != nil {
@@ -146,7 +147,7 @@ func (sp *space) join() error {
 	m.mu.Lock()
 	if sp.removeReq || m.forced || m.stopped {
 		m.mu.Unlock()
-		sp.logf("add_lockspace undo %s", wire.LockspaceString(&sp.ls))
+		sp.log().Info("add_lockspace undo", zap.String("lockspace", wire.LockspaceString(&sp.ls)))
 		sp.deactivateWatchdog()
 		sp.cancel()
 		m.env.await(run.Done())
@@ -181,9 +182,9 @@ func (sp *space) deactivateWatchdog() {
 	if wd == nil || !active {
 		return
 	}
-	sp.logf("wdmd_test_live 0 0 to disable")
+	sp.log().Info("wdmd_test_live 0 0 to disable")
 	if err := wd.Deactivate(); err != nil {
-		m.lg().Error(fmt.Sprintf("s%d wdmd deactivate failed %s, lockspace %s", sp.id, causeLog(err, 0), sp.ls.Name))
+		sp.log().Error("wdmd deactivate failed", causeField(err, 0), spaceField(sp.ls.Name))
 	}
 }
 
@@ -213,7 +214,7 @@ func (sp *space) stop() {
 	if run != nil {
 		sp.m.env.await(run.Done())
 	}
-	sp.logf("free lockspace")
+	sp.log().Info("free lockspace")
 	sp.free()
 	if u := sp.m.usage; u != nil {
 		u.SpaceGone(sp.ls.Name)
@@ -310,7 +311,7 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 			sp.processHosts(run)
 			return passOK
 		}
-		sp.logf("set killing_pids check %d remove %d", b2i(st.Failed()), b2i(remove || forced))
+		sp.log().Info("set killing_pids", zap.Int("check", b2i(st.Failed())), zap.Int("remove", b2i(remove || forced)))
 		if u != nil {
 			u.SpaceDead(sp.ls.Name)
 		}
@@ -338,7 +339,7 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 		m.mu.Lock()
 		m.move(sp, listRem)
 		m.mu.Unlock()
-		sp.logf("set thread_stop")
+		sp.log().Info("set thread_stop")
 		return passStop
 	}
 	sp.killPids(run, holders)
@@ -360,26 +361,26 @@ func (sp *space) allGone(holders []int, orphans int) bool {
 	}
 	if live == 0 && stuck > 0 && sp.killingPids != 2 {
 		sp.killingPids = 2
-		m.lg().Error(fmt.Sprintf("s%d killing pids stuck %d, lockspace %s", sp.id, stuck, sp.ls.Name))
+		sp.log().Error("killing pids stuck", zap.Int("stuck", stuck), spaceField(sp.ls.Name))
 	}
 	if live+stuck > 0 {
 		return false
 	}
 	if sp.externalUsed {
 		if sp.usedRetries%1000 == 0 {
-			m.lg().Warn(fmt.Sprintf("s%d used external blocking lockspace removal", sp.id))
+			sp.log().Warn("used external blocking lockspace removal")
 		}
 		sp.usedRetries++
 		return false
 	}
 	if sp.usedByOrphans && orphans > 0 {
 		if sp.usedRetries%1000 == 0 {
-			m.lg().Warn(fmt.Sprintf("s%d used by orphan %d blocking lockspace removal", sp.id, orphans))
+			sp.log().Warn("used by orphans blocking lockspace removal", zap.Int("orphans", orphans))
 		}
 		sp.usedRetries++
 		return false
 	}
-	m.lg().Warn(fmt.Sprintf("s%d all pids clear", sp.id))
+	sp.log().Warn("all pids clear")
 	return true
 }
 

@@ -66,19 +66,21 @@ func (d faultDev) Close() error {
 	return d.dev.Close()
 }
 
-// logLine waits for the one log message containing every part of want and
-// returns it; it fails the test with the messages seen when none comes.
+// logLine waits for the one log line (message and fields, as the line
+// format shows them) containing every part of want and returns it; it
+// fails the test with the lines seen when none comes.
 func logLine(t *testing.T, logs *observer.ObservedLogs, want ...string) string {
 	t.Helper()
 	var found string
 	ok := assert.Eventually(t, func() bool {
 		for _, e := range logs.All() {
 			all := true
+			text := testutil.LogText(e)
 			for _, w := range want {
-				all = all && strings.Contains(e.Message, w)
+				all = all && strings.Contains(text, w)
 			}
 			if all {
-				found = e.Message
+				found = text
 				return true
 			}
 		}
@@ -87,7 +89,7 @@ func logLine(t *testing.T, logs *observer.ObservedLogs, want ...string) string {
 	t.Logf("log: %s", found)
 	if !ok {
 		for _, e := range logs.All() {
-			t.Log(e.Message)
+			t.Log(testutil.LogText(e))
 		}
 	}
 	return found
@@ -122,21 +124,21 @@ func TestLogLinesResourceFailures(t *testing.T) {
 	}
 
 	acquire("RIO", eioPath)
-	line := logLine(t, td.logs, "acquire LS:RIO error")
+	line := logLine(t, td.logs, "acquire error lockspace=LS resource=RIO")
 	for _, want := range []string{eioPath + ":1048576", "input/output error", "SANLK_DBLOCK_READ"} {
 		assert.Contains(t, line, want)
 	}
 
 	acquire("RMISS", missing)
-	line = logLine(t, td.logs, "acquire LS:RMISS error")
+	line = logLine(t, td.logs, "acquire error: cannot open the disk lockspace=LS resource=RMISS")
 	for _, want := range []string{"-2 (ENOENT)", missing + ":1048576"} {
 		assert.Contains(t, line, want)
 	}
-	line = logLine(t, td.logs, "open error "+missing)
+	line = logLine(t, td.logs, "open error disk="+missing)
 	assert.Contains(t, line, "no such file or directory")
 
 	acquire("RHUNG", hungPath)
-	line = logLine(t, td.logs, "acquire LS:RHUNG error -202")
+	line = logLine(t, td.logs, "acquire error lockspace=LS resource=RHUNG result=-202")
 	for _, want := range []string{hungPath + ":1048576", "I/O timeout after 1 s"} {
 		assert.Contains(t, line, want)
 	}
@@ -161,7 +163,7 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 	missing := good + ".none"
 	bad := &wire.Lockspace{Name: "LSX", HostID: 1, Disk: wire.Disk{Path: missing}}
 	require.Error(t, cl.AddLockspace(bad, 0, 1))
-	line := logLine(t, td.logs, "add_lockspace fail result -19 (ENODEV) lockspace LSX")
+	line := logLine(t, td.logs, "add_lockspace fail result=-19 (ENODEV) lockspace=LSX")
 	for _, want := range []string{missing + ":0", "no such file or directory"} {
 		assert.Contains(t, line, want)
 	}
@@ -169,20 +171,22 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 	zero := testutil.LeaseFile(t, 1<<20)
 	noLease := &wire.Lockspace{Name: "LSZ", HostID: 1, Disk: wire.Disk{Path: zero}}
 	require.Error(t, cl.AddLockspace(noLease, 0, 1))
-	line = logLine(t, td.logs, "add_lockspace fail result -223 (SANLK_LEADER_MAGIC) lockspace LSZ")
+	line = logLine(t, td.logs, "add_lockspace fail result=-223 (SANLK_LEADER_MAGIC) lockspace=LSZ")
 	for _, want := range []string{"delta_acquire of host_id 1 at " + zero + ":0", "Lease does not exist on storage"} {
 		assert.Contains(t, line, want)
 	}
-	line = logLine(t, td.logs, "add_lockspace fail result -223: ")
-	assert.Contains(t, line, "(lockspace LSZ disk "+zero+":0)")
+	// The delta runner's own line, with the lockspace and disk the
+	// manager adds.
+	line = logLine(t, td.logs, "add_lockspace fail lockspace=LSZ lockspace_disk="+zero+":0 result=-223")
+	assert.Contains(t, line, "Lease does not exist on storage")
 
 	// A renewal whose read hangs past io_timeout.
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: good}}
 	require.NoError(t, cl.AddLockspace(ls, 0, 1))
 	mode.Store(devHang)
-	line = logLine(t, td.logs, "renewal error -202")
+	line = logLine(t, td.logs, "renewal error", "result=-202")
 	mode.Store(devOK)
-	for _, want := range []string{"I/O timeout after 1 s", "delta_renew read LS:1", "(lockspace LS disk " + good + ":0)"} {
+	for _, want := range []string{"I/O timeout after 1 s", "delta_renew read LS:1", "lockspace=LS lockspace_disk=" + good + ":0"} {
 		assert.Contains(t, line, want)
 	}
 	require.NoError(t, cl.RemLockspace(ls, 0))
@@ -193,8 +197,8 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 func assertNoGoIdioms(t *testing.T, logs *observer.ObservedLogs) {
 	t.Helper()
 	for _, e := range logs.All() {
-		for _, bad := range []string{"<nil>", "%!", "&{", "map[", " true", " false"} {
-			assert.NotContains(t, e.Message, bad)
+		for _, bad := range []string{"<nil>", "%!", "&{", "map[", " true", " false", "=true", "=false"} {
+			assert.NotContains(t, testutil.LogText(e), bad)
 		}
 	}
 }

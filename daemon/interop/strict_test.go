@@ -28,7 +28,7 @@ import (
 
 const strictUID = 65534 // nobody
 
-var strictCiFd = regexp.MustCompile(`ci \d+ fd \d+`)
+var strictCiFd = regexp.MustCompile(`ci=\d+ fd=\d+`)
 
 // strictUnregScript releases a lease for another pid from a connection
 // that never registered.
@@ -269,16 +269,16 @@ func TestStrictPeerPython(t *testing.T) {
 	// One log line per refusal, naming the peer and the target pid.
 	var logged []string
 	for _, e := range std.logs.FilterMessageSnippet("refused by strict_peer").All() {
-		logged = append(logged, strict.norm(strictCiFd.ReplaceAllString(e.Message, "ci N fd N")))
+		logged = append(logged, strict.norm(strictCiFd.ReplaceAllString(testutil.LogText(e), "ci=N fd=N")))
 	}
 	assert.Equal(t, []string{
-		"cmd_inquire ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
-		"cmd_acquire ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
-		"cmd_release ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
-		"cmd_release ci N fd N refused by strict_peer: peer pid U uid 65534 gid 65534 target pid A",
-		"cmd_killpath ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid -1",
-		"cmd_get_lvb ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
-		"cmd_set_lvb ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid A",
-		"cmd_release ci N fd N refused by strict_peer: peer pid B uid 65534 gid 65534 target pid -1",
+		"cmd_inquire refused by strict_peer ci=N fd=N peer_pid=B uid=65534 gid=65534 target_pid=A",
+		"cmd_acquire refused by strict_peer ci=N fd=N peer_pid=B uid=65534 gid=65534 target_pid=A",
+		"cmd_release refused by strict_peer ci=N fd=N peer_pid=B uid=65534 gid=65534 target_pid=A",
+		"cmd_release refused by strict_peer ci=N fd=N peer_pid=U uid=65534 gid=65534 target_pid=A",
+		"cmd_killpath refused by strict_peer ci=N fd=N peer_pid=B uid=65534 gid=65534 target_pid=-1",
+		"cmd_get_lvb refused by strict_peer ci=N fd=N peer_pid=B uid=65534 gid=65534 target_pid=A",
+		"cmd_set_lvb refused by strict_peer ci=N fd=N peer_pid=B uid=65534 gid=65534 target_pid=A",
+		"cmd_release refused by strict_peer ci=N fd=N peer_pid=B uid=65534 gid=65534 target_pid=-1",
 	}, logged)
 }
