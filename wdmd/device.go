@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,7 +82,7 @@ type device struct {
 	drv  Driver
 	path string
 	wd   Watchdog // nil while closed
-	log  Logger
+	log  *zap.Logger
 
 	lastKeepalive    uint64
 	lastCloseUnclean uint64
@@ -89,40 +90,40 @@ type device struct {
 
 // arm opens the first usable candidate and sets its timeout to fire
 // seconds (docs/wdmd.md "Device selection"). The device stays open.
-func arm(drv Driver, candidates []string, fire int, log Logger) (*device, error) {
+func arm(drv Driver, candidates []string, fire int, log *zap.Logger) (*device, error) {
 	for _, p := range candidates {
 		if drv.Stat(p) != nil {
 			continue
 		}
 		wd, err := drv.Open(p)
 		if err != nil {
-			log.Errorf("open %s error %d", p, errno(err))
+			log.Error(fmt.Sprintf("open %s error %d", p, errno(err)))
 			continue
 		}
 		d := &device{drv: drv, path: p, wd: wd, log: log}
 		t, err := wd.GetTimeout()
 		if err != nil {
-			log.Errorf("%s failed to report timeout", p)
+			log.Error(fmt.Sprintf("%s failed to report timeout", p))
 			d.closeClean()
 			continue
 		}
 		if t != fire {
 			t, err = wd.SetTimeout(fire)
 			if err != nil {
-				log.Errorf("%s failed to set timeout", p)
+				log.Error(fmt.Sprintf("%s failed to set timeout", p))
 				d.closeClean()
 				continue
 			}
 			if t != fire {
-				log.Errorf("%s failed to set new timeout", p)
+				log.Error(fmt.Sprintf("%s failed to set new timeout", p))
 				d.closeClean()
 				continue
 			}
 		}
-		log.Errorf("%s armed with fire_timeout %d", p, fire)
+		log.Error(fmt.Sprintf("%s armed with fire_timeout %d", p, fire))
 		return d, nil
 	}
-	log.Errorf("%s", ErrNoDevice)
+	log.Error(ErrNoDevice.Error())
 	return nil, ErrNoDevice
 }
 
@@ -136,19 +137,19 @@ func (d *device) ping(now uint64) {
 	if err != nil {
 		rv = -1
 	}
-	d.log.Debugf("keepalive %d", rv)
+	d.log.Debug(fmt.Sprintf("keepalive %d", rv))
 }
 
 // closeClean is the magic close: "V", then close. The timer stops.
 func (d *device) closeClean() {
 	if d.wd == nil {
-		d.log.Errorf("close_watchdog already closed")
+		d.log.Error("close_watchdog already closed")
 		return
 	}
 	if _, err := d.wd.Write([]byte("V")); err != nil {
-		d.log.Errorf("%s disarm write error %d", d.path, errno(err))
+		d.log.Error(fmt.Sprintf("%s disarm write error %d", d.path, errno(err)))
 	} else {
-		d.log.Errorf("%s disarmed", d.path)
+		d.log.Error(fmt.Sprintf("%s disarmed", d.path))
 	}
 	_ = d.wd.Close()
 	d.wd = nil
@@ -158,13 +159,13 @@ func (d *device) closeClean() {
 // and keeps the timer running.
 func (d *device) closeUnclean(now uint64) {
 	if d.wd == nil {
-		d.log.Debugf("close_watchdog_unclean already closed")
+		d.log.Debug("close_watchdog_unclean already closed")
 		return
 	}
 	_ = d.wd.Close()
 	d.wd = nil
 	d.lastCloseUnclean = now
-	d.log.Errorf("%s closed unclean", d.path)
+	d.log.Error(fmt.Sprintf("%s closed unclean", d.path))
 }
 
 // reopen opens the device again (the driver kept its timeout) and pings.
@@ -172,11 +173,11 @@ func (d *device) closeUnclean(now uint64) {
 func (d *device) reopen(now uint64) {
 	wd, err := d.drv.Open(d.path)
 	if err != nil {
-		d.log.Errorf("open %s error %d", d.path, errno(err))
+		d.log.Error(fmt.Sprintf("open %s error %d", d.path, errno(err)))
 		return
 	}
 	d.wd = wd
-	d.log.Errorf("%s reopen", d.path)
+	d.log.Error(fmt.Sprintf("%s reopen", d.path))
 	d.ping(now)
 }
 

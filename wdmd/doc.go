@@ -11,7 +11,8 @@
 // records, the script results and "now". Monitor holds the state of one
 // daemon (client slots, test time and interval, the device) and turns
 // socket events, signals and the passing of time into calls on an injected
-// Driver (the watchdog device), ScriptRunner (script tests) and Logger.
+// Driver (the watchdog device), ScriptRunner (script tests) and a
+// *zap.Logger (Config.Log).
 // Monitor.Run is the single-threaded event loop; it reads time only from
 // an injected Clock, so tests run it under testing/synctest with an
 // emulated device (package wdmd/testdev) and check whole timelines.

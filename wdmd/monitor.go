@@ -6,14 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-)
 
-// Logger receives wdmd's log lines. Errorf lines are wdmd's syslog
-// messages; Debugf lines are the ones 3.8.5 prints only with -D.
-type Logger interface {
-	Errorf(format string, args ...any)
-	Debugf(format string, args ...any)
-}
+	"go.uber.org/zap"
+)
 
 // Conn is one accepted socket connection as the Monitor sees it.
 type Conn interface {
@@ -63,9 +58,13 @@ type Event struct {
 // Config is everything a Monitor needs. Zero numbers mean the 3.8.5
 // defaults.
 type Config struct {
-	Driver  Driver
-	Clock   Clock
-	Log     Logger
+	Driver Driver
+	Clock  Clock
+	// Log receives wdmd's log lines (nil: none): error level for the
+	// syslog messages, debug for the ones 3.8.5 prints only with -D. The
+	// messages keep wdmd 3.8.5's text, values inline, since syslog
+	// watchers and the side-by-side tests match it (docs/wdmd.md).
+	Log     *zap.Logger
 	Scripts ScriptRunner // required when AllowScripts is set
 
 	FirstDevice   string // -w: device path tried first
@@ -115,7 +114,7 @@ type slot struct {
 // from one goroutine (Run's, or a test's).
 type Monitor struct {
 	cfg     Config
-	log     Logger
+	log     *zap.Logger
 	clock   Clock
 	dev     *device
 	slots   []*slot
@@ -137,6 +136,9 @@ func New(cfg Config) *Monitor {
 	}
 	if cfg.FireTimeout <= 0 {
 		cfg.FireTimeout = DefaultFireTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
 	}
 	if cfg.ScriptDir == "" {
 		cfg.ScriptDir = "/etc/wdmd.d"
@@ -203,8 +205,10 @@ func (m *Monitor) Receive(c Conn, r *Record) error {
 	}
 	s := m.slots[ci]
 	if m.cfg.TraceRecords {
-		m.log.Debugf("recv ci %d magic %d cmd %d len %d flags %d test_interval %d fire_timeout %d last_keepalive %d renewal %d expire %d name %q",
-			ci, r.Magic, r.Cmd, r.Len, r.Flags, r.TestInterval, r.FireTimeout, r.LastKeepalive, r.RenewalTime, r.ExpireTime, r.NameString())
+		m.log.Debug("recv", zap.Int("ci", ci), zap.Uint32("magic", r.Magic), zap.Uint32("cmd", r.Cmd), zap.Uint32("len", r.Len),
+			zap.Uint32("flags", r.Flags), zap.Uint32("test_interval", r.TestInterval), zap.Uint32("fire_timeout", r.FireTimeout),
+			zap.Uint64("last_keepalive", r.LastKeepalive), zap.Uint64("renewal", r.RenewalTime), zap.Uint64("expire", r.ExpireTime),
+			zap.String("name", r.NameString()))
 	}
 	switch r.Cmd {
 	case CmdRegister:
@@ -215,7 +219,7 @@ func (m *Monitor) Receive(c Conn, r *Record) error {
 		}
 		s.pid = pid
 		s.name = r.Name
-		m.log.Debugf("register ci %d fd %d pid %d %s", ci, s.fd, pid, cString(s.name[:]))
+		m.log.Debug(fmt.Sprintf("register ci %d fd %d pid %d %s", ci, s.fd, pid, cString(s.name[:])))
 	case CmdRefcountSet:
 		s.ref = true
 	case CmdRefcountClear:
@@ -223,7 +227,7 @@ func (m *Monitor) Receive(c Conn, r *Record) error {
 	case CmdTestLive:
 		s.renewal = r.RenewalTime
 		s.expire = r.ExpireTime
-		m.log.Debugf("test_live ci %d renewal %d expire %d", ci, s.renewal, s.expire)
+		m.log.Debug(fmt.Sprintf("test_live ci %d renewal %d expire %d", ci, s.renewal, s.expire))
 	case CmdStatus:
 		reply := *r
 		reply.TestInterval = uint32(m.interval)
@@ -243,7 +247,7 @@ func (m *Monitor) Receive(c Conn, r *Record) error {
 			return err
 		}
 	default:
-		m.log.Errorf("ci %d unknown cmd %d", ci, r.Cmd)
+		m.log.Error(fmt.Sprintf("ci %d unknown cmd %d", ci, r.Cmd))
 		m.Hangup(c)
 		return ErrUnknownCommand
 	}
@@ -263,11 +267,11 @@ func (m *Monitor) Hangup(c Conn) {
 	s := m.slots[ci]
 	if s.expire == 0 {
 		*s = slot{}
-		m.log.Debugf("client_pid_dead ci %d", ci)
+		m.log.Debug(fmt.Sprintf("client_pid_dead ci %d", ci))
 		return
 	}
-	m.log.Errorf("client dead ci %d fd %d pid %d renewal %d expire %d %s",
-		ci, s.fd, s.pid, s.renewal, s.expire, cString(s.name[:]))
+	m.log.Error(fmt.Sprintf("client dead ci %d fd %d pid %d renewal %d expire %d %s",
+		ci, s.fd, s.pid, s.renewal, s.expire, cString(s.name[:])))
 	s.fd = -1
 	s.dead = true
 	s.conn = nil
@@ -341,7 +345,7 @@ func (m *Monitor) Test(ctx context.Context) time.Duration {
 	now := seconds(m.clock)
 	if now-m.testTime >= m.interval || m.warnDue(now) {
 		m.testTime = now
-		m.log.Debugf("test_time %d", now)
+		m.log.Debug(fmt.Sprintf("test_time %d", now))
 		scriptFails := 0
 		if m.cfg.AllowScripts && len(m.scripts) > 0 {
 			scriptFails = m.testScripts(ctx, now)
@@ -374,7 +378,7 @@ func (m *Monitor) Test(ctx context.Context) time.Duration {
 	if sleep <= 0 {
 		wait = 500 * time.Millisecond
 	}
-	m.log.Debugf("test_interval %d sleep_seconds %d poll_timeout %d", m.interval, sleep, wait.Milliseconds())
+	m.log.Debug(fmt.Sprintf("test_interval %d sleep_seconds %d poll_timeout %d", m.interval, sleep, wait.Milliseconds()))
 	return wait
 }
 
@@ -423,11 +427,11 @@ func (m *Monitor) logFailures(now uint64, fails []Failure) {
 	for _, f := range fails {
 		if f.Verdict == Failed {
 			rem := int64(m.cfg.FireTimeout) - (int64(now) - int64(lastPing))
-			m.log.Errorf("test failed rem %d now %d ping %d close %d renewal %d expire %d client %d %s",
-				rem, now, ka, cu, f.Renewal, f.Expire, f.Pid, f.Name)
+			m.log.Error(fmt.Sprintf("test failed rem %d now %d ping %d close %d renewal %d expire %d client %d %s",
+				rem, now, ka, cu, f.Renewal, f.Expire, f.Pid, f.Name))
 		} else {
-			m.log.Errorf("test warning now %d ping %d close %d renewal %d expire %d client %d %s",
-				now, ka, cu, f.Renewal, f.Expire, f.Pid, f.Name)
+			m.log.Error(fmt.Sprintf("test warning now %d ping %d close %d renewal %d expire %d client %d %s",
+				now, ka, cu, f.Renewal, f.Expire, f.Pid, f.Name))
 		}
 	}
 }

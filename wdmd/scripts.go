@@ -2,8 +2,11 @@ package wdmd
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // MaxScripts is the number of script slots (docs/wdmd.md "Script tests").
@@ -59,7 +62,7 @@ type script struct {
 func (m *Monitor) scanScripts() {
 	ents, err := m.cfg.Scripts.ReadDir(m.cfg.ScriptDir)
 	if err != nil {
-		m.log.Debugf("script dir %s error %v", m.cfg.ScriptDir, err)
+		m.log.Debug("script dir error", zap.String("dir", m.cfg.ScriptDir), zap.Error(err))
 		return
 	}
 	for _, e := range ents {
@@ -67,7 +70,7 @@ func (m *Monitor) scanScripts() {
 			continue
 		}
 		if !e.Regular || !e.OwnerExec {
-			m.log.Debugf("script %s ignore %d", e.Name, -1)
+			m.log.Debug(fmt.Sprintf("script %s ignore %d", e.Name, -1))
 			continue
 		}
 		known := false
@@ -91,11 +94,11 @@ func (m *Monitor) scanScripts() {
 			slot = len(m.scripts) - 1
 		}
 		if slot < 0 {
-			m.log.Errorf("script %s no space", e.Name)
+			m.log.Error(fmt.Sprintf("script %s no space", e.Name))
 			continue
 		}
 		*m.scripts[slot] = script{name: e.Name, path: filepath.Join(m.cfg.ScriptDir, e.Name)}
-		m.log.Errorf("add_script %d %s", slot, e.Name)
+		m.log.Error(fmt.Sprintf("add_script %d %s", slot, e.Name))
 	}
 }
 
@@ -118,20 +121,20 @@ func (m *Monitor) testScripts(ctx context.Context, start uint64) int {
 			continue // passed recently
 		}
 		if err := r.Check(s.path); err != nil {
-			m.log.Errorf("script %s removed %d", s.name, -errno(err))
+			m.log.Error(fmt.Sprintf("script %s removed %d", s.name, -errno(err)))
 			*s = script{}
 			continue
 		}
 		pid, err := r.Start(s.path)
 		if err != nil {
-			m.log.Errorf("script %s start error %d", s.name, errno(err))
+			m.log.Error(fmt.Sprintf("script %s start error %d", s.name, errno(err)))
 			s.lastResult = -errno(err)
 			s.failCount++
 			continue
 		}
 		s.pid, s.start, s.killed = pid, start, false
 		s.runCount++
-		m.log.Debugf("script %s pid %d", s.name, pid)
+		m.log.Debug(fmt.Sprintf("script %s pid %d", s.name, pid))
 		pending[s] = true
 	}
 	fails := 0
@@ -158,10 +161,10 @@ func (m *Monitor) testScripts(ctx context.Context, start uint64) int {
 				continue
 			case st.Exited:
 				s.lastResult = st.Code
-				m.log.Errorf("script %s pid %d exit status %d", s.name, pid, st.Code)
+				m.log.Error(fmt.Sprintf("script %s pid %d exit status %d", s.name, pid, st.Code))
 			default:
 				s.lastResult = 4 // EINTR
-				m.log.Errorf("script %s pid %d term signal %d", s.name, pid, st.Signal)
+				m.log.Error(fmt.Sprintf("script %s pid %d term signal %d", s.name, pid, st.Signal))
 			}
 			s.failCount++
 			fails++
@@ -176,7 +179,7 @@ func (m *Monitor) testScripts(ctx context.Context, start uint64) int {
 	}
 	now := seconds(m.clock)
 	for s := range pending {
-		m.log.Errorf("script %s pid %d start %d now %d taking too long", s.name, s.pid, s.start, now)
+		m.log.Error(fmt.Sprintf("script %s pid %d start %d now %d taking too long", s.name, s.pid, s.start, now))
 		s.longCount++
 		fails++
 		m.scriptSummary(s)
@@ -185,6 +188,6 @@ func (m *Monitor) testScripts(ctx context.Context, start uint64) int {
 }
 
 func (m *Monitor) scriptSummary(s *script) {
-	m.log.Errorf("script %s last_result %d start %d run %d fail %d good %d kill %d long %d",
-		s.name, s.lastResult, s.start, s.runCount, s.failCount, s.goodCount, s.killCount, s.longCount)
+	m.log.Error(fmt.Sprintf("script %s last_result %d start %d run %d fail %d good %d kill %d long %d",
+		s.name, s.lastResult, s.start, s.runCount, s.failCount, s.goodCount, s.killCount, s.longCount))
 }

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/gosanlock/gosanlock/clock"
+	"github.com/gosanlock/gosanlock/internal/sanlog"
 	"github.com/gosanlock/gosanlock/wdmd"
 	"github.com/gosanlock/gosanlock/wdmd/testdev"
 )
@@ -33,13 +36,34 @@ type recLogger struct {
 	lines []logLine
 }
 
-func (l *recLogger) add(debug bool, format string, args ...any) {
+func (l *recLogger) add(lv zapcore.Level, text string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, logLine{uint64(l.clock.Now() / time.Second), debug, fmt.Sprintf(format, args...)})
+	l.lines = append(l.lines, logLine{uint64(l.clock.Now() / time.Second), lv < zapcore.ErrorLevel, text})
 }
-func (l *recLogger) Errorf(format string, args ...any) { l.add(false, format, args...) }
-func (l *recLogger) Debugf(format string, args ...any) { l.add(true, format, args...) }
+
+// logger is the *zap.Logger that records into l.
+func (l *recLogger) logger() *zap.Logger { return zap.New(&recCore{add: l.add}) }
+
+// recCore is a zap core handing each entry, as the line format prints it
+// (message, then key=value fields), to add.
+type recCore struct {
+	add    func(zapcore.Level, string)
+	fields []zapcore.Field
+}
+
+func (c *recCore) Enabled(zapcore.Level) bool { return true }
+func (c *recCore) With(f []zapcore.Field) zapcore.Core {
+	return &recCore{add: c.add, fields: append(append([]zapcore.Field(nil), c.fields...), f...)}
+}
+func (c *recCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	return ce.AddCore(e, c)
+}
+func (c *recCore) Write(e zapcore.Entry, f []zapcore.Field) error {
+	c.add(e.Level, sanlog.Text(e.Message, append(append([]zapcore.Field(nil), c.fields...), f...)))
+	return nil
+}
+func (c *recCore) Sync() error { return nil }
 
 // errors returns the non-debug lines as "<sec> <msg>".
 func (l *recLogger) errors() []string {
@@ -106,7 +130,7 @@ func startWorld(t *testing.T, cfg wdmd.Config, opts testdev.Options) *world {
 	}
 	w := &world{t: t, clock: clock, bank: testdev.NewBank(opts), events: make(chan wdmd.Event), done: make(chan error, 1)}
 	w.log = &recLogger{clock: clock}
-	cfg.Clock, cfg.Driver, cfg.Log = clock, w.bank.Driver(), w.log
+	cfg.Clock, cfg.Driver, cfg.Log = clock, w.bank.Driver(), w.log.logger()
 	w.mon = wdmd.New(cfg)
 	w.mon.AddInternal("signal", 5)
 	w.mon.AddInternal("listen", 6)

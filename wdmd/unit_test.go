@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/clock"
@@ -102,8 +104,14 @@ func TestCandidates(t *testing.T) {
 
 type lines []string
 
-func (l *lines) Errorf(f string, a ...any) { *l = append(*l, sprintf(f, a...)) }
-func (l *lines) Debugf(f string, a ...any) {}
+// logger records the error-level lines in l.
+func (l *lines) logger() *zap.Logger {
+	return zap.New(&recCore{add: func(lv zapcore.Level, s string) {
+		if lv >= zapcore.ErrorLevel {
+			*l = append(*l, s)
+		}
+	}})
+}
 
 // TestArm covers the selection rules of docs/wdmd.md "Device selection" with the emulated
 // device: missing paths are skipped silently, a busy device is logged,
@@ -115,14 +123,14 @@ func TestArm(t *testing.T) {
 		busy, err := bank.Driver().Open("/dev/watchdog1")
 		require.NoError(t, err)
 		var log lines
-		m := wdmd.New(wdmd.Config{Clock: clock, Driver: bank.Driver(), Log: &log, FirstDevice: "/dev/none"})
+		m := wdmd.New(wdmd.Config{Clock: clock, Driver: bank.Driver(), Log: log.logger(), FirstDevice: "/dev/none"})
 		require.NoError(t, m.Arm())
 		require.Equal(t, lines{"open /dev/watchdog1 error 16", "/dev/watchdog armed with fire_timeout 60"}, log)
 		require.NoError(t, busy.Close())
 
 		log = nil
 		bank = testdev.NewBank(testdev.Options{Clock: clock, InitialTimeout: 30, RejectSetTimeout: true})
-		m = wdmd.New(wdmd.Config{Clock: clock, Driver: bank.Driver(), Log: &log})
+		m = wdmd.New(wdmd.Config{Clock: clock, Driver: bank.Driver(), Log: log.logger()})
 		require.ErrorIs(t, m.Arm(), wdmd.ErrNoDevice)
 		require.Equal(t, lines{
 			"/dev/watchdog0 failed to set timeout", "/dev/watchdog0 disarmed",
@@ -306,7 +314,7 @@ func startWorldScripts(t *testing.T, clock *clock.System, fr *fakeRunner) *world
 	w := &world{t: t, clock: clock, bank: testdev.NewBank(testdev.Options{Clock: clock, Paths: []string{"/dev/watchdog0"}}),
 		events: make(chan wdmd.Event), done: make(chan error, 1)}
 	w.log = &recLogger{clock: clock}
-	w.mon = wdmd.New(wdmd.Config{Clock: clock, Driver: w.bank.Driver(), Log: w.log, Scripts: fr, AllowScripts: true, KillScriptSec: 12})
+	w.mon = wdmd.New(wdmd.Config{Clock: clock, Driver: w.bank.Driver(), Log: w.log.logger(), Scripts: fr, AllowScripts: true, KillScriptSec: 12})
 	require.NoError(t, w.mon.Arm())
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel

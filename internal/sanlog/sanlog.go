@@ -112,6 +112,14 @@ func (f *lineFormat) text(ent zapcore.Entry, fields []zapcore.Field) ([]byte, in
 	return b, tid
 }
 
+// Text is a message and its fields as the line format prints them after
+// the prefix: "<message>[ key=value...]" (the tid and prefix fields left
+// out). wdmd's log uses it for its own line format.
+func Text(msg string, fields []zapcore.Field) string {
+	b, _ := (&lineFormat{}).text(zapcore.Entry{Message: msg}, fields)
+	return string(b)
+}
+
 func (f *lineFormat) line(ent zapcore.Entry, fields []zapcore.Field) []byte {
 	text, tid := f.text(ent, fields)
 	t := ent.Time

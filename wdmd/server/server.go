@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/clock"
@@ -43,7 +44,7 @@ type Config struct {
 	TraceRecords  bool   // log every received record
 
 	Driver wdmd.Driver
-	Log    wdmd.Logger
+	Log    *zap.Logger // wdmd's log (package wdmd, Config.Log); nil: none
 	// HandleSignals makes Run catch SIGTERM, SIGINT and SIGHUP (from the
 	// point the test loop is set up, as wdmd does) and stop on them.
 	HandleSignals bool
@@ -59,11 +60,14 @@ var ErrExit = errors.New("wdmd: stopped on an error")
 // loop (peers identified by SO_PEERCRED), until a signal ends it. It
 // returns nil on a clean stop and ErrExit (already logged) otherwise.
 func Run(cfg Config) error {
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
 	log := cfg.Log
 	gid, groupErr := lookupGroup(cfg.Group)
-	log.Errorf("wdmd started S%d H%d G%d", cfg.AllowScripts, cfg.HighPriority, gid)
+	log.Error(fmt.Sprintf("wdmd started S%d H%d G%d", cfg.AllowScripts, cfg.HighPriority, gid))
 	if groupErr != nil {
-		log.Errorf("group '%s' not found, using socket gid: %d", cfg.Group, gid)
+		log.Error(fmt.Sprintf("group '%s' not found, using socket gid: %d", cfg.Group, gid))
 	}
 	if cfg.HighPriority != 0 {
 		HighPriority(log)
@@ -72,7 +76,7 @@ func Run(cfg Config) error {
 	pidFile := filepath.Join(cfg.RunDir, "wdmd.pid")
 	lock, err := lockPidFile(cfg.RunDir, pidFile)
 	if err != nil {
-		log.Errorf("%v", err)
+		log.Error(err.Error())
 		return ErrExit
 	}
 	defer func() {
@@ -82,7 +86,7 @@ func Run(cfg Config) error {
 
 	marker, err := os.OpenFile(cfg.Marker, os.O_CREATE|os.O_EXCL|os.O_RDWR|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
-		log.Errorf("other wdmd not cleanly stopped, shm_open error %d", errnoOf(err))
+		log.Error(fmt.Sprintf("other wdmd not cleanly stopped, shm_open error %d", errnoOf(err)))
 		return ErrExit
 	}
 	_ = marker.Close()
@@ -127,7 +131,7 @@ func Run(cfg Config) error {
 
 	l, err := listen(filepath.Join(cfg.RunDir, "wdmd.sock"), gid)
 	if err != nil {
-		log.Errorf("%v", err)
+		log.Error(err.Error())
 		return ErrExit
 	}
 	defer l.Close()
@@ -139,7 +143,7 @@ func Run(cfg Config) error {
 	}
 	defer sdnotify.Start(nil)()
 	if err := m.Run(context.Background(), events); err != nil {
-		log.Errorf("%v", err)
+		log.Error(err.Error())
 		return ErrExit
 	}
 	return nil
@@ -252,7 +256,7 @@ func forwardSignals(sigs <-chan os.Signal, events chan<- wdmd.Event, done <-chan
 	}
 }
 
-func acceptLoop(l *net.UnixListener, events chan<- wdmd.Event, done <-chan struct{}, log wdmd.Logger) {
+func acceptLoop(l *net.UnixListener, events chan<- wdmd.Event, done <-chan struct{}, log *zap.Logger) {
 	for {
 		c, err := l.AcceptUnix()
 		if err != nil {
@@ -268,7 +272,7 @@ func acceptLoop(l *net.UnixListener, events chan<- wdmd.Event, done <-chan struc
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			log.Errorf("accept error %v", err)
+			log.Error("accept error", zap.Error(err))
 			time.Sleep(100 * time.Millisecond) // e.g. EMFILE: do not spin
 			continue
 		}
@@ -287,7 +291,7 @@ func acceptLoop(l *net.UnixListener, events chan<- wdmd.Event, done <-chan struc
 // record in order, then one hangup at end of file, on a read error or on
 // a partial record (docs/wdmd.md "Client protocol": all complete records are applied before
 // the hangup).
-func readLoop(c *sockConn, events chan<- wdmd.Event, done <-chan struct{}, log wdmd.Logger) {
+func readLoop(c *sockConn, events chan<- wdmd.Event, done <-chan struct{}, log *zap.Logger) {
 	send := func(ev wdmd.Event) bool {
 		select {
 		case events <- ev:
@@ -301,7 +305,7 @@ func readLoop(c *sockConn, events chan<- wdmd.Event, done <-chan struct{}, log w
 		n, err := io.ReadFull(c.c, buf)
 		if err != nil {
 			if n > 0 {
-				log.Errorf("fd %d recv size %d", c.fd, n)
+				log.Error(fmt.Sprintf("fd %d recv size %d", c.fd, n))
 			}
 			send(wdmd.Event{Kind: wdmd.EvHangup, Conn: c})
 			return

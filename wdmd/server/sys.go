@@ -1,10 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 	"unsafe"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/wdmd"
@@ -13,19 +15,19 @@ import (
 // HighPriority applies -H 1: lock memory and use SCHED_RR at the maximum
 // priority with reset-on-fork (scripts run normally). Failures are only
 // logged.
-func HighPriority(log wdmd.Logger) {
+func HighPriority(log *zap.Logger) {
 	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
-		log.Errorf("mlockall failed")
+		log.Error("mlockall failed")
 	}
 	const schedRR, resetOnFork = 2, 0x40000000
 	prio, _, e := unix.Syscall(unix.SYS_SCHED_GET_PRIORITY_MAX, schedRR, 0, 0)
 	if e != 0 {
-		log.Errorf("could not get max scheduler priority err %d", -int(e))
+		log.Error(fmt.Sprintf("could not get max scheduler priority err %d", -int(e)))
 		return
 	}
 	param := struct{ prio int32 }{int32(prio)}
 	if _, _, e := unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, 0, schedRR|resetOnFork, uintptr(unsafe.Pointer(&param))); e != 0 {
-		log.Errorf("could not set RR|RESET_ON_FORK priority %d err %d", prio, -int(e))
+		log.Error(fmt.Sprintf("could not set RR|RESET_ON_FORK priority %d err %d", prio, -int(e)))
 	}
 }
 

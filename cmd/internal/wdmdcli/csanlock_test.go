@@ -38,7 +38,7 @@ type recvTrace struct {
 	name                      string
 }
 
-var traceRe = regexp.MustCompile(`recv ci (\d+) magic (\d+) cmd (\d+) len (\d+) flags (\d+) test_interval (\d+) fire_timeout (\d+) last_keepalive (\d+) renewal (\d+) expire (\d+) name "(.*)"$`)
+var traceRe = regexp.MustCompile(`recv ci=(\d+) magic=(\d+) cmd=(\d+) len=(\d+) flags=(\d+) test_interval=(\d+) fire_timeout=(\d+) last_keepalive=(\d+) renewal=(\d+) expire=(\d+) name=(.*)$`)
 
 func traces(lines []string) []recvTrace {
 	var out []recvTrace

@@ -36,7 +36,7 @@ func daemon(o *options, stderr io.Writer) int {
 		GridOnly:      o.gridOnly,
 		TraceRecords:  o.trace,
 		Driver:        o.driver(),
-		Log:           log,
+		Log:           log.zapLogger(),
 		HandleSignals: true,
 	})
 	if err != nil {

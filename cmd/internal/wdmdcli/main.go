@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
+	"github.com/gosanlock/gosanlock/internal/sanlog"
 	"github.com/gosanlock/gosanlock/wdmd"
 	"github.com/gosanlock/gosanlock/wdmd/watchdog"
 	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
@@ -90,14 +93,41 @@ func (o *options) driver() wdmd.Driver {
 	return watchdog.Driver{}
 }
 
-// logger writes wdmd's log: every line to syslog (ident wdmd, facility
-// daemon, level err), and with -D also to stderr as "<epoch> <msg>",
-// where the debug lines go as well.
+// logger writes wdmd's log as a zap core: the error-level lines to syslog
+// (ident wdmd, facility daemon, level err), and with -D every line to
+// stderr as "<epoch> <msg>[ key=value...]".
 type logger struct {
 	mu     sync.Mutex
 	sys    *syslog.Writer
 	stderr io.Writer // nil without -D
 }
+
+// zapLogger is l as the *zap.Logger the wdmd packages take.
+func (l *logger) zapLogger() *zap.Logger { return zap.New(&logCore{l: l}) }
+
+// logCore is the zapcore.Core over a logger.
+type logCore struct {
+	l      *logger
+	fields []zapcore.Field
+}
+
+func (c *logCore) Enabled(zapcore.Level) bool { return true }
+
+func (c *logCore) With(fields []zapcore.Field) zapcore.Core {
+	return &logCore{l: c.l, fields: append(append([]zapcore.Field(nil), c.fields...), fields...)}
+}
+
+func (c *logCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	return ce.AddCore(ent, c)
+}
+
+func (c *logCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
+	all := append(append([]zapcore.Field(nil), c.fields...), fields...)
+	c.l.line(ent.Level < zapcore.ErrorLevel, sanlog.Text(ent.Message, all))
+	return nil
+}
+
+func (c *logCore) Sync() error { return nil }
 
 func newLogger(ident string, foreground bool, stderr io.Writer) *logger {
 	l := &logger{}
@@ -110,8 +140,7 @@ func newLogger(ident string, foreground bool, stderr io.Writer) *logger {
 	return l
 }
 
-func (l *logger) line(debug bool, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+func (l *logger) line(debug bool, msg string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.sys != nil && !debug {
@@ -121,9 +150,6 @@ func (l *logger) line(debug bool, format string, args ...any) {
 		fmt.Fprintf(l.stderr, "%d %s\n", time.Now().Unix(), msg)
 	}
 }
-
-func (l *logger) Errorf(format string, args ...any) { l.line(false, format, args...) }
-func (l *logger) Debugf(format string, args ...any) { l.line(true, format, args...) }
 
 func (l *logger) close() {
 	if l.sys != nil {
@@ -137,7 +163,7 @@ func probe(o *options, stdout, stderr io.Writer) int {
 		const msg = "cannot probe watchdog devices while wdmd is in use."
 		fmt.Fprintln(stderr, msg)
 		l := newLogger("wdmd-probe", false, nil)
-		l.Errorf("%s", msg)
+		l.line(false, msg)
 		l.close()
 		return 1
 	}
