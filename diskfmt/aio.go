@@ -146,8 +146,9 @@ const quietPoll = 10 * time.Millisecond
 // selfReapMax bounds how long a caller waits for its own request in
 // io_getevents (holding a thread in the kernel) before it falls back to
 // the channel the background reaper signals. A healthy disk answers well
-// within it; on a hung disk one thread at most is held, for this long.
-const selfReapMax = 50 * time.Millisecond
+// within it; on a hung disk one thread and its P at most are held, for
+// this long (see collect).
+const selfReapMax = 20 * time.Millisecond
 
 // selfReapOn enables the fast path of do (tests turn it off to cover the
 // reaper-only path and to compare both).
@@ -310,7 +311,18 @@ func (e *aioEngine) collect(ctx context.Context, r *aioReq) bool {
 			return false
 		}
 		ts := unix.NsecToTimespec(left.Nanoseconds())
-		n, _, errno := unix.Syscall6(unix.SYS_IO_GETEVENTS, e.id, 1, uintptr(len(evs)),
+		// A raw call, although it blocks: an ordinary one puts the P up
+		// for grabs and wakes the runtime's sysmon thread, which then
+		// polls every 20 µs for as long as the disk takes, and hands the
+		// P to another thread when other goroutines are runnable, so the
+		// completion wakes a thread that must first get a P back: on a
+		// virtual machine that costs more than the rest of the I/O path.
+		// Held this way, the P waits with us for at most selfReapMax;
+		// the other Ps (docs/performance.md "Idle cost (session 6)":
+		// there are several whenever more than one request is in
+		// flight) and the background reaper go on. A signal (the
+		// runtime's preemption included) ends the wait with EINTR.
+		n, _, errno := unix.RawSyscall6(unix.SYS_IO_GETEVENTS, e.id, 1, uintptr(len(evs)),
 			uintptr(unsafe.Pointer(&evs[0])), uintptr(unsafe.Pointer(&ts)), 0)
 		if errno == unix.EINTR {
 			continue
