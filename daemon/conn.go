@@ -368,7 +368,9 @@ func (c *Conn) dispatch(q *wire.Request) error {
 	if cmd != wire.CmdRegister && s.cfg.DebugCmd(cmd) {
 		s.lg.Debug("cmd_"+cmd.DebugName(), zap.Int("ci", c.slot), zap.Int("fd", c.fd))
 	}
+	s.deps.Procs.Begin()
 	err := r.h(s.ctx, c, q)
+	s.deps.Procs.End()
 	c.mu.Lock()
 	c.cmdActive = 0
 	c.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/process"
+	"github.com/gosanlock/gosanlock/internal/procs"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -51,6 +52,9 @@ type Deps struct {
 	// OnClientDead, when set, runs after ResourceManager.ClientDead for
 	// every registered connection that ends while the daemon is running.
 	OnClientDead func(*ClientInfo)
+	// Procs, when set, follows the requests in flight to size GOMAXPROCS
+	// (the daemon process only: it changes the whole process).
+	Procs *procs.Governor
 }
 
 // Server is the sanlock daemon's socket server: run directory, lock file,

@@ -326,7 +326,9 @@ func (r *renewer) renew(ctx context.Context) {
 	bitmap, ev := ls.notifier.Build(begin, ls.cfg.HostID)
 	ls.mu.Unlock()
 
-	out, err := ls.lease.Renew(ctx, RenewInput{Last: r.last, PrevOK: r.prevOK, Bitmap: bitmap, Event: ev})
+	// Renewals are background I/O: their latency does not matter, their
+	// wake-ups of an idle process do (diskfmt.Background).
+	out, err := ls.lease.Renew(diskfmt.Background(ctx), RenewInput{Last: r.last, PrevOK: r.prevOK, Bitmap: bitmap, Event: ev})
 	code := rescode.CodeOf(err)
 
 	ls.mu.Lock()

@@ -64,6 +64,7 @@ const (
 	iocbCmdPread  = 0
 	iocbCmdPwrite = 1
 	iocbFlagResfd = 1 << 0
+	rwfNowait     = 0x8 // RWF_NOWAIT of <linux/fs.h>
 
 	// aioSlots is the size of the process-wide AIO context: the most
 	// requests in flight at once, stuck ones included (each device adds at
@@ -113,6 +114,28 @@ type aioEngine struct {
 	// While there are any, the background reaper also polls the ring every
 	// quietPoll.
 	quiet atomic.Int32
+	// nowait: background requests are submitted with RWF_NOWAIT as a raw
+	// system call first (see submit); cleared for good when the kernel or
+	// the file system rejects the flag.
+	nowait atomic.Bool
+}
+
+// Background marks the I/O done under ctx as background work whose
+// latency does not matter (the delta lease renewals): it is submitted and
+// collected without a single system call that enters the runtime's
+// syscall state, so an idle daemon's renewals do not wake the runtime's
+// sysmon thread, which then polls every 20 µs until the process is idle
+// again (docs/performance.md "Idle cost (session 6)"). The caller waits
+// on its channel, the background reaper collects the completion.
+func Background(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backgroundKey{}, true)
+}
+
+type backgroundKey struct{}
+
+func isBackground(ctx context.Context) bool {
+	b, _ := ctx.Value(backgroundKey{}).(bool)
+	return b
 }
 
 // quietPoll is how often the background reaper looks for completions of
@@ -123,8 +146,9 @@ const quietPoll = 10 * time.Millisecond
 // selfReapMax bounds how long a caller waits for its own request in
 // io_getevents (holding a thread in the kernel) before it falls back to
 // the channel the background reaper signals. A healthy disk answers well
-// within it; on a hung disk one thread at most is held, for this long.
-const selfReapMax = 50 * time.Millisecond
+// within it; on a hung disk one thread and its P at most are held, for
+// this long (see collect).
+const selfReapMax = 20 * time.Millisecond
 
 // selfReapOn enables the fast path of do (tests turn it off to cover the
 // reaper-only path and to compare both).
@@ -177,6 +201,10 @@ func newAIOEngine(n int) (*aioEngine, error) {
 		slots: make(chan int32, n),
 		reqs:  make([]aioReq, n),
 	}
+	// aio_rw_flags is the second 32-bit word of the iocb only on
+	// little-endian machines (see iocb); elsewhere no RWF_NOWAIT.
+	one := uint16(1)
+	e.nowait.Store(*(*byte)(unsafe.Pointer(&one)) == 1)
 	for i := range e.reqs {
 		e.reqs[i].slot = int32(i)
 		e.reqs[i].done = make(chan struct{}, 1)
@@ -192,6 +220,19 @@ func (e *aioEngine) reap() {
 	var cnt [8]byte
 	var evs [64]ioEvent
 	var zero unix.Timespec
+	rc, err := e.efd.SyscallConn()
+	if err != nil {
+		return
+	}
+	// Neither call below can block (the eventfd is non-blocking, the
+	// io_getevents timeout is zero), so they are raw system calls: an
+	// ordinary one wakes the runtime's sysmon thread whenever the process
+	// was idle (see Background). The wait for the eventfd stays the
+	// runtime poller's.
+	readEfd := func(fd uintptr) bool {
+		_, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&cnt[0])), uintptr(len(cnt)))
+		return errno != unix.EAGAIN
+	}
 	polling := false
 	for {
 		if q := e.quiet.Load() > 0; q != polling {
@@ -203,12 +244,12 @@ func (e *aioEngine) reap() {
 		if polling {
 			_ = e.efd.SetReadDeadline(time.Now().Add(quietPoll))
 		}
-		if _, err := e.efd.Read(cnt[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		if err := rc.Read(readEfd); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			return
 		}
 		e.reapMu.Lock()
 		for {
-			n, _, errno := unix.Syscall6(unix.SYS_IO_GETEVENTS, e.id, 0, uintptr(len(evs)),
+			n, _, errno := unix.RawSyscall6(unix.SYS_IO_GETEVENTS, e.id, 0, uintptr(len(evs)),
 				uintptr(unsafe.Pointer(&evs[0])), uintptr(unsafe.Pointer(&zero)), 0)
 			if errno == unix.EINTR {
 				continue
@@ -270,7 +311,18 @@ func (e *aioEngine) collect(ctx context.Context, r *aioReq) bool {
 			return false
 		}
 		ts := unix.NsecToTimespec(left.Nanoseconds())
-		n, _, errno := unix.Syscall6(unix.SYS_IO_GETEVENTS, e.id, 1, uintptr(len(evs)),
+		// A raw call, although it blocks: an ordinary one puts the P up
+		// for grabs and wakes the runtime's sysmon thread, which then
+		// polls every 20 µs for as long as the disk takes, and hands the
+		// P to another thread when other goroutines are runnable, so the
+		// completion wakes a thread that must first get a P back: on a
+		// virtual machine that costs more than the rest of the I/O path.
+		// Held this way, the P waits with us for at most selfReapMax;
+		// the other Ps (docs/performance.md "Idle cost (session 6)":
+		// there are several whenever more than one request is in
+		// flight) and the background reaper go on. A signal (the
+		// runtime's preemption included) ends the wait with EINTR.
+		n, _, errno := unix.RawSyscall6(unix.SYS_IO_GETEVENTS, e.id, 1, uintptr(len(evs)),
 			uintptr(unsafe.Pointer(&evs[0])), uintptr(unsafe.Pointer(&ts)), 0)
 		if errno == unix.EINTR {
 			continue
@@ -343,7 +395,8 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 	// Quiet: when no one is collecting completions, we become the
 	// collector before submitting, and the request need not signal the
 	// eventfd (no wake-up of the background reaper per I/O).
-	quiet := selfReapOn && e.reapMu.TryLock()
+	bg := isBackground(ctx)
+	quiet := selfReapOn && !bg && e.reapMu.TryLock()
 	r.cb = iocb{
 		data:   uint64(s) + 1,
 		opcode: iocbCmdPread,
@@ -367,7 +420,7 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 	}
 	e.mu.Unlock()
 
-	if err := d.submit(e, r); err != nil {
+	if err := d.submit(e, r, bg); err != nil {
 		e.mu.Lock()
 		if r.quiet {
 			r.quiet = false
@@ -390,12 +443,19 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 		}
 		// r may complete without a signal: the reaper polls until it has.
 		e.kick()
-	} else if e.selfReap(ctx, r) {
+	} else if !bg && e.selfReap(ctx, r) {
 		<-r.done
 		return e.finish(r, d)
 	}
+wait:
 	select {
 	case <-r.done:
+		if resubmitted, err := e.again(r, d); resubmitted {
+			goto wait
+		} else if err != nil {
+			_, _ = e.finish(r, d)
+			return 0, err
+		}
 		return e.finish(r, d)
 	case <-ctx.Done():
 	}
@@ -419,6 +479,33 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 	return 0, timeoutErr(ctx)
 }
 
+// again resubmits, without RWF_NOWAIT, a request that completed with
+// -EAGAIN because it was submitted with RWF_NOWAIT and would have had to
+// wait (for a request tag, say). The kernel is done with the request, so
+// its slot and buffer are the caller's again; reading or writing the same
+// bytes at the same offset a second time changes nothing. It reports
+// whether the request is in flight again, or the error of a resubmission
+// that failed (the request is then done; the caller finishes it).
+func (e *aioEngine) again(r *aioReq, d *File) (bool, error) {
+	if r.res != -int64(unix.EAGAIN) || r.cb.rwFlags&rwfNowait == 0 {
+		return false, nil
+	}
+	aioNowaitRetries.Add(1)
+	e.mu.Lock()
+	r.state = reqPending
+	e.mu.Unlock()
+	if err := d.submit(e, r, false); err != nil {
+		e.mu.Lock()
+		r.state = reqDone
+		e.mu.Unlock()
+		return false, err
+	}
+	return true, nil
+}
+
+// aioNowaitRetries counts the requests resubmitted by again (tests).
+var aioNowaitRetries atomic.Int64
+
 // finish ends a request that completed in time and returns its result.
 func (e *aioEngine) finish(r *aioReq, d *File) (int, error) {
 	res := r.res
@@ -433,14 +520,32 @@ func (e *aioEngine) finish(r *aioReq, d *File) (int, error) {
 	return int(res), nil
 }
 
-// submit hands r to the kernel.
-func (d *File) submit(e *aioEngine, r *aioReq) error {
+// submit hands r to the kernel; nowait allows the RWF_NOWAIT attempt.
+func (d *File) submit(e *aioEngine, r *aioReq, nowait bool) error {
 	d.closeMu.RLock()
 	defer d.closeMu.RUnlock()
 	if d.closed {
 		return os.ErrClosed
 	}
 	ptrs := [1]*iocb{&r.cb}
+	r.cb.rwFlags = 0
+	if nowait && e.nowait.Load() {
+		// With RWF_NOWAIT the kernel does not wait inside io_submit (for
+		// a request tag, an inode lock, ...): it fails with EAGAIN, now
+		// or as the request's completion (see again). So the call cannot
+		// hang and is made raw, without entering the runtime's syscall
+		// state (see Background). Whatever fails is submitted again
+		// below the ordinary way, which may wait.
+		r.cb.rwFlags = rwfNowait
+		n, _, errno := unix.RawSyscall(unix.SYS_IO_SUBMIT, e.id, 1, uintptr(unsafe.Pointer(&ptrs[0])))
+		if errno == 0 && n == 1 {
+			return nil
+		}
+		if errno == unix.EINVAL || errno == unix.EOPNOTSUPP {
+			e.nowait.Store(false) // a kernel or file system without RWF_NOWAIT
+		}
+		r.cb.rwFlags = 0
+	}
 	for {
 		n, _, errno := unix.Syscall(unix.SYS_IO_SUBMIT, e.id, 1, uintptr(unsafe.Pointer(&ptrs[0])))
 		switch {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/internal/procs"
 	"github.com/gosanlock/gosanlock/internal/sdnotify"
 )
 
@@ -52,7 +53,7 @@ func runDaemon(opts *DaemonOptions) int {
 	}
 	setGCPolicy()
 	startPprof(opts.ErrOut)
-	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut}); err != nil {
+	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Procs: procs.Start()}); err != nil {
 		return 1
 	}
 	return 0
