@@ -51,6 +51,7 @@ func runDaemon(opts *DaemonOptions) int {
 		}
 	}
 	setGCPolicy()
+	startBinaryTrim()
 	startPprof(opts.ErrOut)
 	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut}); err != nil {
 		return 1
