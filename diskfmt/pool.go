@@ -59,10 +59,12 @@ type bufClass struct {
 // the pages of every buffer in its free list back to the system
 // (MADV_DONTNEED): the buffers stay pooled, and the next I/O into one faults
 // in fresh zeroed pages (contents are undefined anyway). A class in steady
-// use (many releases a second: acquires, renewals of many lockspaces at a
-// short io_timeout) never goes cold and keeps its pages.
+// use never goes cold and keeps its pages: acquires, and lockspaces at a
+// short io_timeout, which renew every 2 s and would otherwise fault in
+// (zero) a fresh mebibyte per renewal; hence a gap of 5 s, more than the
+// renewal period up to io_timeout 2.
 const (
-	coldGap      = time.Second
+	coldGap      = 5 * time.Second
 	coldMinClass = 18 - minClassLog // 256 KiB and larger
 )
 

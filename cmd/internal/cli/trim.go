@@ -20,7 +20,7 @@ import (
 // and the kernel maps whole page-cache folios (up to megabytes of the
 // file) around each touch. An idle daemon runs a small part of that.
 // So when the daemon's disk I/O goes quiet (diskfmt.SetQuietHook: a 1
-// MiB read buffer released after a quiet second, as after each renewal
+// MiB read buffer released after 5 quiet seconds, as after each renewal
 // of an idle lockspace), and at most once per trimInterval, the daemon
 // drops its mappings of the binary's read-only segments (MADV_DONTNEED):
 // the pages stay in the page cache, unmapped, and the next touch maps them
