@@ -4,8 +4,11 @@ import (
 	"math/bits"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Buf is an aligned I/O buffer from the package's pool: its start is
@@ -21,6 +24,7 @@ type Buf struct {
 	b     []byte // the whole aligned block (len = class size)
 	n     int
 	class int8 // -1: not pooled (larger than the largest class)
+	cold  bool // in the free list, its pages given back (dropPagesLocked)
 }
 
 const (
@@ -43,7 +47,26 @@ type bufClass struct {
 	// acquires left behind).
 	low    int
 	trimAt time.Time
+	// lastRelease is the time of the class's last Release (coldGap).
+	lastRelease time.Time
 }
+
+// Idle pages. A daemon renewing one lockspace every 20 seconds uses a 1
+// MiB read buffer for a few milliseconds per renewal and keeps it in the
+// pool for the rest: a mebibyte of RSS that does nothing (docs/performance.md
+// "Memory (session 6)"). So when the releases of a large class come
+// further apart than coldGap, the class is in sparse use, and Release gives
+// the pages of every buffer in its free list back to the system
+// (MADV_DONTNEED): the buffers stay pooled, and the next I/O into one faults
+// in fresh zeroed pages (contents are undefined anyway). A class in steady
+// use never goes cold and keeps its pages: acquires, and lockspaces at a
+// short io_timeout, which renew every 2 s and would otherwise fault in
+// (zero) a fresh mebibyte per renewal; hence a gap of 5 s, more than the
+// renewal period up to io_timeout 2.
+const (
+	coldGap      = 5 * time.Second
+	coldMinClass = 18 - minClassLog // 256 KiB and larger
+)
 
 // poolTrimPeriod is how long a pooled buffer may sit unused before a
 // Release drops it.
@@ -97,7 +120,7 @@ func GetBuf(n int) *Buf {
 		p.free = p.free[:k-1]
 		p.low = min(p.low, k-1)
 		p.mu.Unlock()
-		b.n = n
+		b.n, b.cold = n, false
 		return b
 	}
 	p.mu.Unlock()
@@ -117,6 +140,8 @@ func (b *Buf) Release() {
 	p := &bufPool[b.class]
 	size := int64(len(b.b))
 	p.mu.Lock()
+	sparse := int(b.class) >= coldMinClass && now.Sub(p.lastRelease) > coldGap
+	p.lastRelease = now
 	dropped := int64(0)
 	if len(p.free) < p.keep {
 		p.free = append(p.free, b)
@@ -126,7 +151,15 @@ func (b *Buf) Release() {
 	if now.After(p.trimAt) {
 		dropped += int64(p.trimLocked(now)) * size
 	}
+	if sparse {
+		p.dropPagesLocked()
+	}
 	p.mu.Unlock()
+	if sparse {
+		if f := quietHook.Load(); f != nil {
+			go (*f)()
+		}
+	}
 	if dropped > 0 {
 		noteDropped(dropped, now)
 	}
@@ -150,6 +183,38 @@ func (p *bufClass) trimLocked(now time.Time) int {
 	p.low = len(p.free)
 	p.trimAt = now.Add(poolTrimPeriod)
 	return drop
+}
+
+var quietHook atomic.Pointer[func()]
+
+// SetQuietHook sets f to run, on a goroutine of its own, after each
+// Release that finds a large class in sparse use (coldGap): the moment an
+// idle daemon's disk I/O has gone quiet again. nil removes it. The daemon
+// uses it to drop the pages a burst of work left mapped
+// (docs/performance.md "Memory (session 6)").
+func SetQuietHook(f func()) {
+	if f == nil {
+		quietHook.Store(nil)
+		return
+	}
+	quietHook.Store(&f)
+}
+
+// dropPagesLocked gives the pages of the free buffers back to the system.
+// It runs under the class's lock, so no GetBuf can hand a buffer out (and
+// start an I/O into it) while its pages are being dropped; it only runs in
+// a class in sparse use, where nobody waits for the lock. Every buffer's
+// block is whole pages (aligned start, size a multiple of 4096) inside its
+// own allocation, which the garbage collector never reads (no pointers).
+func (p *bufClass) dropPagesLocked() {
+	for _, f := range p.free {
+		if f.cold {
+			continue
+		}
+		if unix.Madvise(f.b, unix.MADV_DONTNEED) == nil {
+			f.cold = true
+		}
+	}
 }
 
 // Returning dropped buffers to the system. The garbage collector frees a

@@ -61,3 +61,60 @@ func TestPoolRelease(t *testing.T) {
 		t.Fatalf("low %d above the %d free after a Get", low, left)
 	}
 }
+
+// TestPoolColdPages: a release after a quiet second gives the pages of
+// the free buffers of a large class back (they stay pooled, and read as
+// zero afterwards); releases in quick succession keep them; GetBuf hands
+// a cold buffer out as usual.
+func TestPoolColdPages(t *testing.T) {
+	const n = 1 << 20
+	p := &bufPool[classOf(n)]
+	b := GetBuf(n)
+	for i := range b.Bytes() {
+		b.Bytes()[i] = 0xa5
+	}
+	quiet := make(chan struct{}, 4)
+	SetQuietHook(func() { quiet <- struct{}{} })
+	defer SetQuietHook(nil)
+	p.mu.Lock()
+	p.lastRelease = time.Now().Add(-2 * coldGap)
+	p.mu.Unlock()
+	b.Release() // sparse: its pages go
+	if !b.cold {
+		t.Fatal("released after a quiet period: not cold")
+	}
+	select {
+	case <-quiet:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the quiet hook did not run after a sparse release")
+	}
+	for i, c := range b.b {
+		if c != 0 {
+			t.Fatalf("cold buffer byte %d = %#x, want 0", i, c)
+		}
+	}
+	// A release right after another one: the class is in use, the
+	// released buffer keeps its pages.
+	b2 := GetBuf(n)
+	if b2.cold {
+		t.Fatal("GetBuf handed out a buffer still marked cold")
+	}
+	b2.Bytes()[0] = 1
+	b2.Release()
+	if b2.cold || b2.Bytes()[0] != 1 {
+		t.Fatalf("released within %v of the previous release: cold=%v, first byte %d", coldGap, b2.cold, b2.Bytes()[0])
+	}
+	if len(quiet) != 0 {
+		t.Fatal("the quiet hook ran after a release in steady use")
+	}
+	// Small classes never go cold.
+	s := GetBuf(4096)
+	sp := &bufPool[classOf(4096)]
+	sp.mu.Lock()
+	sp.lastRelease = time.Now().Add(-2 * coldGap)
+	sp.mu.Unlock()
+	s.Release()
+	if s.cold {
+		t.Fatal("a 4 KiB buffer went cold")
+	}
+}

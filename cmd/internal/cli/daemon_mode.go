@@ -52,6 +52,7 @@ func runDaemon(opts *DaemonOptions) int {
 		}
 	}
 	setGCPolicy()
+	startBinaryTrim()
 	startPprof(opts.ErrOut)
 	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Procs: procs.Start()}); err != nil {
 		return 1

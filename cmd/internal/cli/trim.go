@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+)
+
+// Pages of the binary (docs/performance.md "Memory (session 6)"). Most of
+// an idle daemon's RSS was pages of its own executable: package
+// initialisation, start-up, the first join and every stack that grew
+// touch code, read-only data and the function tables all over the file,
+// and the kernel maps whole page-cache folios (up to megabytes of the
+// file) around each touch. An idle daemon runs a small part of that.
+// So when the daemon's disk I/O goes quiet (diskfmt.SetQuietHook: a 1
+// MiB read buffer released after 5 quiet seconds, as after each renewal
+// of an idle lockspace), and at most once per trimInterval, the daemon
+// drops its mappings of the binary's read-only segments (MADV_DONTNEED):
+// the pages stay in the page cache, unmapped, and the next touch maps them
+// back (a minor fault, no I/O). Writable data is never touched. Pages
+// locked by mlockall (-l 1, -l 2) refuse MADV_DONTNEED and stay mapped.
+// An idle lockspace at io_timeout 10 renews every 20 seconds, and each
+// renewal after a trim maps back what the renewal and the runtime need:
+// tens of minor faults, each mapping a folio already in the page cache.
+const trimInterval = 10 * time.Second
+
+var binTrim struct {
+	mu     sync.Mutex
+	ranges [][2]uintptr // the executable's read-only mappings
+	last   time.Time
+}
+
+// startBinaryTrim finds the executable's read-only mappings, drops them
+// once (start-up is over) and arms the quiet hook. Errors leave it off.
+func startBinaryTrim() {
+	r, err := exeReadOnlyMappings()
+	if err != nil || len(r) == 0 {
+		return
+	}
+	binTrim.ranges = r
+	trimBinary(time.Now())
+	diskfmt.SetQuietHook(func() { trimBinary(time.Now()) })
+}
+
+// trimBinary drops the mappings unless it did within trimInterval.
+func trimBinary(now time.Time) {
+	binTrim.mu.Lock()
+	defer binTrim.mu.Unlock()
+	if !binTrim.last.IsZero() && now.Sub(binTrim.last) < trimInterval {
+		return
+	}
+	binTrim.last = now
+	for _, m := range binTrim.ranges {
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, m[0], m[1]-m[0], unix.MADV_DONTNEED)
+	}
+}
+
+// exeReadOnlyMappings returns the address ranges of /proc/self/exe's
+// read-only, private mappings (text, read-only data) from
+// /proc/self/maps.
+func exeReadOnlyMappings() ([][2]uintptr, error) {
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseReadOnlyMappings(f, exe)
+}
+
+func parseReadOnlyMappings(f *os.File, exe string) ([][2]uintptr, error) {
+	var out [][2]uintptr
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// start-end perms offset dev inode path
+		fs := strings.Fields(sc.Text())
+		if len(fs) != 6 || fs[5] != exe || (fs[1] != "r-xp" && fs[1] != "r--p") {
+			continue
+		}
+		a, b, ok := strings.Cut(fs[0], "-")
+		if !ok {
+			continue
+		}
+		lo, err1 := strconv.ParseUint(a, 16, 64)
+		hi, err2 := strconv.ParseUint(b, 16, 64)
+		if err1 != nil || err2 != nil || hi <= lo {
+			continue
+		}
+		out = append(out, [2]uintptr{uintptr(lo), uintptr(hi)})
+	}
+	return out, sc.Err()
+}
