@@ -4,7 +4,7 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit race fuzz-short lint demo bench gobench soak soak-sim soak-cluster clean realclients cross install uninstall install-check faults docrefs docrefs-check
+.PHONY: all build test test-compute test-wait test-reexec-watchdog unit race fuzz-short lint demo bench gobench soak soak-sim soak-cluster clean realclients cross install uninstall install-check faults docrefs docrefs-check
 
 all: build
 
@@ -17,35 +17,69 @@ build:
 	$(GO) build -o $(BIN)/wdmd ./cmd/wdmd
 
 # The README's test command: format, vet and doc-citation checks, cross
-# builds, the install check, the race-enabled unit and interop suites
-# (interop tests need root and /usr/sbin/sanlock, which .ci/run installs;
-# ./cmd/sanlock runs beside them without -race: its tests only exec a
-# binary they build without it, and mostly wait on disk and processes),
-# then, one package at a time and without the race detector, the
-# real-process harness (mixed C/Go cluster, escalation), the short fault
-# battery (every case of docs/reliability.md at reduced size) and the
-# multi-host simulator at full size (100,000 simulated lease operations):
-# the real-process tests measure holdings per second and timelines, which
-# two loaded cores beside other test binaries starve (TestMixedCluster fell
-# from 26 to 8 holdings/s); then a short run of every fuzz target, and the
-# real clients. The simulator runs once, without -race (under -race it ran
-# 10 seeds, 17-19 s of CPU, before the 200 of the full run; what that gave
-# up is the race detector on the simulator's own code, its tests running on
-# one P; paxos and delta keep their own race runs).
-test: build lint-fast cross install-check
+# builds, the install check, the race-enabled unit and interop suites, the
+# real-process harness, the short fault battery, the multi-host simulator,
+# a short run of every fuzz target and the real clients. Interop, harness,
+# fault and real-client tests need root and /usr/sbin/sanlock (.ci/run
+# installs them). docs/testing.md ("make test") has the reasons and the
+# timings of this layout; in short:
+#
+#  1. three groups at once (make -j3 -O: each group's output is printed
+#     when it ends): the steps that only compute (cross builds, install
+#     check, fuzz), the real clients
+#     (libvirt + QEMU, sanlk-reset: they mostly wait on daemons and
+#     timeouts) followed by the simulator (one CPU, simulated time), and
+#     TestReexecWatchdog (one daemon and wdmd, mostly 45 s of waiting for
+#     renewals);
+#  2. the race-enabled suites, the longest packages first so that they do
+#     not start last, and ./cmd/sanlock beside them without -race (its
+#     tests only exec a binary they build without it, and mostly wait on
+#     disk and processes);
+#  3. alone, one package at a time and without the race detector, the rest
+#     of the real-process harness (mixed C/Go cluster, escalation) and the
+#     short fault battery: they measure holdings per second and timelines,
+#     which two loaded cores beside other test binaries starve
+#     (TestMixedCluster fell from 26 to 8 holdings/s).
+#
+# The simulator runs once, at full size (100,000 simulated lease
+# operations), without -race (under -race it ran 10 seeds, 17-19 s of CPU,
+# before the 200 of the full run; what that gave up is the race detector
+# on the simulator's own code, its tests running on one P; paxos and delta
+# keep their own race runs). The tests that need our sanlock binary take
+# the bin/sanlock built here ($GOSANLOCK_TEST_SANLOCK) instead of linking
+# their own.
+TEST_ENV  = GOSANLOCK_TEST_SANLOCK=$(CURDIR)/$(BIN)/sanlock
+# Packages run outside the race step.
+NORACE    = -e /realclients -e /testdisk/faults -e /testdisk/harness -e /testdisk/sim -e /cmd/sanlock$$
+# The race step's longest packages (docs/testing.md), listed first.
+RACEFIRST = daemon/interop cmd/internal/cli lease diskfmt daemon internal/bench cmd/internal/wdmdcli
+test: build lint-fast
+	$(MAKE) --no-print-directory -j3 -O test-compute test-wait test-reexec-watchdog
 	$(GO) test -count=1 -timeout 20m ./cmd/sanlock & p=$$!; \
-	  $(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v -e /realclients -e /testdisk/faults -e /testdisk/harness -e /testdisk/sim -e /cmd/sanlock$$); r=$$?; \
+	  m=$$($(GO) list -m); first=$$(for d in $(RACEFIRST); do echo $$m/$$d; done); \
+	  rest=$$($(GO) list $(PKGS) | grep -v $(NORACE) | grep -v -x -F "$$first"); \
+	  $(GO) test -race -count=1 -timeout 20m $$first $$rest; r=$$?; \
 	  wait $$p; c=$$?; [ $$r -eq 0 ] && [ $$c -eq 0 ]
-	$(GO) test -count=1 -p 1 -timeout 20m ./testdisk/harness ./testdisk/faults ./testdisk/sim
+	$(TEST_ENV) $(GO) test -count=1 -p 1 -timeout 20m -skip '^TestReexecWatchdog$$' ./testdisk/harness ./testdisk/faults
+
+# The three groups of step 1 of make test (they expect bin/sanlock built).
+test-compute:
+	$(MAKE) --no-print-directory cross install-check
 	./scripts/fuzz-short.sh $(FUZZTIME)
-	$(MAKE) realclients
+
+test-wait:
+	$(TEST_ENV) $(GO) test -count=1 -timeout 20m -v ./realclients/...
+	$(GO) test -count=1 -timeout 20m ./testdisk/sim
+
+test-reexec-watchdog:
+	$(TEST_ENV) $(GO) test -count=1 -timeout 20m -run '^TestReexecWatchdog$$' ./testdisk/harness
 
 # Real programs that link libsanlock and that we did not write (libvirt's
 # sanlock lock plugin with QEMU guests, sanlk-reset), each run against our
 # daemon and against sanlock 3.8.5. Needs root and the Debian packages that
 # .ci/run installs.
 realclients: build
-	$(GO) test -count=1 -timeout 20m -v ./realclients/...
+	$(TEST_ENV) $(GO) test -count=1 -timeout 20m -v ./realclients/...
 
 # Cross builds: every package (and, through vet, every test file) must
 # compile for the other architectures sanlock runs on. The watchdog ioctl

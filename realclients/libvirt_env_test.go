@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,21 +65,53 @@ func lvRequire(t *testing.T) {
 	}
 }
 
-// lvBuildOurs builds our sanlock binary from this worktree.
-func lvBuildOurs(t *testing.T) string {
+// ourSanlock returns our sanlock binary: $GOSANLOCK_TEST_SANLOCK when set
+// (`make test` passes the bin/sanlock it has just built from this tree),
+// else one built once from this worktree for the whole package.
+func ourSanlock(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	if p := os.Getenv("GOSANLOCK_TEST_SANLOCK"); p != "" {
+		return p
 	}
-	dir := t.TempDir()
-	out := filepath.Join(dir, "sanlock")
-	cmd := exec.Command(goBin, "build", "-o", out, "./cmd/sanlock")
-	cmd.Dir = ".."
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/sanlock: %v\n%s", err, b)
+	ourBin.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		dir, err := os.MkdirTemp("", "realclients-bin-")
+		if err != nil {
+			ourBin.err = err
+			return
+		}
+		ourBin.dir = dir
+		out := filepath.Join(dir, "sanlock")
+		cmd := exec.Command(goBin, "build", "-o", out, "./cmd/sanlock")
+		cmd.Dir = ".."
+		if b, err := cmd.CombinedOutput(); err != nil {
+			ourBin.err = fmt.Errorf("go build ./cmd/sanlock: %v\n%s", err, b)
+			return
+		}
+		ourBin.path = out
+	})
+	if ourBin.err != nil {
+		t.Fatal(ourBin.err)
 	}
-	return out
+	return ourBin.path
+}
+
+// ourBin is the binary ourSanlock built (removed by TestMain).
+var ourBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if ourBin.dir != "" {
+		_ = os.RemoveAll(ourBin.dir)
+	}
+	os.Exit(code)
 }
 
 // lvHostPaths are the machine's paths the tests must leave as found.

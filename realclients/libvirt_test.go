@@ -34,15 +34,17 @@ import (
 	"unsafe"
 )
 
+// TestLibvirtSanlockPlugin runs the scenario on our daemon and on 3.8.5 at
+// the same time, each in its own private environment (own namespace,
+// libvirtd, daemons and lease files): the steps mostly wait for QEMU,
+// libvirtd and lease timeouts. It runs beside TestSanlkReset.
 func TestLibvirtSanlockPlugin(t *testing.T) {
+	t.Parallel()
 	lvRequire(t)
-	ours := lvBuildOurs(t)
-	for _, d := range []struct{ name, bin string }{
-		{"gosanlock", ours},
-		{"sanlock-3.8.5", "/usr/sbin/sanlock"},
-	} {
-		t.Run(d.name, func(t *testing.T) { lvScenario(t, d.bin) })
-	}
+	bins := map[string]string{"gosanlock": ourSanlock(t), "sanlock-3.8.5": "/usr/sbin/sanlock"}
+	srConcurrently(t, []string{"gosanlock", "sanlock-3.8.5"}, func(t *testing.T, name string) {
+		lvScenario(t, bins[name])
+	})
 }
 
 // lvScenario runs every step in order on one daemon; a failed step stops

@@ -425,15 +425,11 @@ func srConcurrently(t *testing.T, names []string, fn func(t *testing.T, name str
 // TestSanlkReset runs sanlk-resetd and sanlk-reset (Debian 3.8.5) in test
 // mode between two hosts, in each pairing of our daemon and 3.8.5 (the
 // first kind is host 1, which sends; the second is host 2, which runs
-// sanlk-resetd).
+// sanlk-resetd). It runs beside TestLibvirtSanlockPlugin.
 func TestSanlkReset(t *testing.T) {
+	t.Parallel()
 	srRequireTools(t)
-	bindir := t.TempDir()
-	ours := filepath.Join(bindir, "sanlock")
-	if out, err := exec.Command("go", "build", "-o", ours, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/sanlock: %v\n%s", err, out)
-	}
-	bins := map[string]string{"go": ours, "c": srCSanlock}
+	bins := map[string]string{"go": ourSanlock(t), "c": srCSanlock}
 	srConcurrently(t, []string{"go-go", "go-c", "c-go", "c-c"}, func(t *testing.T, pair string) {
 		k1, k2, _ := strings.Cut(pair, "-")
 		srPairing(t, k1, bins[k1], k2, bins[k2])

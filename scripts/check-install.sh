@@ -6,6 +6,11 @@
 # (systemd-analyze), man-db and bash-completion.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Under `make -j` (make test runs this beside other steps) MAKEFLAGS names
+# the parent's jobserver, whose descriptors this script does not inherit:
+# drop it, or every make below warns "jobserver unavailable".
+MAKEFLAGS=$(sed -E 's/ --jobserver-(auth|fds)=[^ ]*//g; s/ -j[0-9]*//g' <<<"${MAKEFLAGS:-}")
+export MAKEFLAGS
 tmp=$(mktemp -d /var/tmp/gosanlock-install-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
