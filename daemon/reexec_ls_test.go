@@ -40,7 +40,14 @@ func startProcDaemon(t *testing.T, args ...string) *procDaemon {
 // environment.
 func startProcDaemonEnv(t *testing.T, env []string, args ...string) *procDaemon {
 	t.Helper()
-	good, err := os.ReadFile(reexecBinary(t))
+	return startProcDaemonBin(t, reexecBinary(t), env, args...)
+}
+
+// startProcDaemonBin is startProcDaemonEnv running a copy of the binary
+// src.
+func startProcDaemonBin(t *testing.T, src string, env []string, args ...string) *procDaemon {
+	t.Helper()
+	good, err := os.ReadFile(src)
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "sanlock")
 	require.NoError(t, os.WriteFile(bin, good, 0o755))
