@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
@@ -129,7 +130,7 @@ func startHost(t *testing.T, ctx context.Context, m *testdisk.Mem, o hostOpts) *
 	ls, err := delta.New(delta.Config{
 		Dev: h.dev, Space: space, HostID: o.hostID, HostName: o.name, IOTimeout: o.io,
 		SetBitmapSeconds: o.sbs, Geometry: o.geometry, Clock: h.clock,
-		Logf: func(f string, a ...any) { t.Logf("%s %d: %s", o.name, clock.Monotime(h.clock), fmt.Sprintf(f, a...)) },
+		Log: zaptest.NewLogger(t).Named(o.name),
 	})
 	require.NoError(t, err)
 	h.ls = ls

@@ -38,15 +38,8 @@ type Config struct {
 	HistorySize int
 	Clock       clock.Clock
 	// Log receives the log lines: sanlock's wording, then fields. The
-	// caller adds what delta does not know (the disk path). nil: Logf, or
-	// nothing.
+	// caller adds what delta does not know (the disk path). nil: nothing.
 	Log *zap.Logger
-	// Logf is the older form of Log, used only when Log is nil: each line
-	// is the message followed by " key=value" per field.
-	//
-	// Deprecated: use Log (kept until the last caller, manager/adopt.go,
-	// moves).
-	Logf func(format string, args ...any)
 	// DebugRenew logs every successful renewal ("renewed T delta_length D
 	// interval I"); without it only a renewal that took too long is
 	// logged, as 3.8.5 does without debug_renew.
@@ -161,9 +154,6 @@ func New(cfg Config) (*Lockspace, error) {
 		hsize = DefaultRenewalHistorySize
 	}
 	lg := cfg.Log
-	if lg == nil && cfg.Logf != nil {
-		lg = logfLogger(cfg.Logf)
-	}
 	ls := &Lockspace{
 		cfg:    cfg,
 		timing: t,

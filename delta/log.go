@@ -1,11 +1,7 @@
 package delta
 
 import (
-	"fmt"
-	"strings"
-
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -34,44 +30,6 @@ func nopOr(l *zap.Logger) *zap.Logger {
 	}
 	return l
 }
-
-// logfLogger adapts the Logf form of Config (kept for callers not yet
-// converted) to a zap.Logger: each entry becomes one call of f with the
-// message followed by " key=value" for each field.
-func logfLogger(f func(format string, args ...any)) *zap.Logger {
-	return zap.New(&logfCore{f: f})
-}
-
-type logfCore struct {
-	f      func(format string, args ...any)
-	fields []zapcore.Field
-}
-
-func (c *logfCore) Enabled(zapcore.Level) bool { return true }
-
-func (c *logfCore) With(fields []zapcore.Field) zapcore.Core {
-	return &logfCore{f: c.f, fields: append(append([]zapcore.Field(nil), c.fields...), fields...)}
-}
-
-func (c *logfCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	return ce.AddCore(ent, c)
-}
-
-func (c *logfCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
-	var b strings.Builder
-	b.WriteString(ent.Message)
-	for _, fl := range append(append([]zapcore.Field(nil), c.fields...), fields...) {
-		enc := zapcore.NewMapObjectEncoder()
-		fl.AddTo(enc)
-		if v, ok := enc.Fields[fl.Key]; ok {
-			fmt.Fprint(&b, " ", fl.Key, "=", v)
-		}
-	}
-	c.f("%s", b.String())
-	return nil
-}
-
-func (c *logfCore) Sync() error { return nil }
 
 // ownerFields are the owner fields of a delta lease record, after hostID
 // (ours) when it is not 0.

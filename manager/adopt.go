@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -224,7 +226,7 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	dcfg := delta.Config{
 		Dev: dev, Offset: int64(h.Offset), Space: h.Name, HostID: h.HostID, Geometry: g,
 		HostName: ls.hostName(), IOTimeout: io, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
-		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: ls.cfg.Clock, Logf: sp.deltaLogf,
+		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: ls.cfg.Clock, Log: sp.deltaLog(),
 		DebugRenew: cfg.DebugRenew, OnRenewal: ls.renewalHook(h.Name),
 	}
 	if wd != nil {
@@ -339,9 +341,9 @@ func (a *Adoption) prepareResources(st *handover.State, clients []Client) error 
 		for _, d := range l.Disks {
 			r.disks = append(r.disks, wire.Disk{Path: d.Path, Offset: d.Offset})
 		}
-		devs, pd, code := a.m.Resources.openDisks(r.disks)
-		if code != 0 {
-			return nil, fmt.Errorf("%s: cannot open its disks (%d)", what, code)
+		devs, pd, err := a.m.Resources.openResDisks(r.disks)
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot open its disks: %w", what, err)
 		}
 		r.devs, r.pdisks = devs, pd
 		byKey[key] = r
@@ -375,14 +377,14 @@ func (a *Adoption) prepareResources(st *handover.State, clients []Client) error 
 func (a *Adoption) startResources() {
 	rs := a.m.Resources
 	for _, x := range a.res {
-		host, code := rs.paxosHost(x.key.space)
+		host, herr := rs.spaceHost(x.key.space)
 		var held *paxos.Held
 		var err error
-		if code == 0 {
+		if herr == nil {
 			lease := &paxos.Lease{Host: host, Name: x.key.name, Disks: x.pdisks}
 			held, err = lease.Adopt(x.hold)
 		} else {
-			err = fmt.Errorf("lockspace %s: %d", x.key.space, code)
+			err = fmt.Errorf("lockspace %s: %w", x.key.space, herr)
 		}
 		if err != nil {
 			// Not reachable: PrepareAdoption checked the same. The lease
@@ -418,8 +420,9 @@ func (a *Adoption) startResources() {
 		rs.res[x.key] = r
 		rs.mu.Unlock()
 		x.started = true
-		rs.logf("r%d %s:%s adopted %s lver %d tokens %d orphan %d", r.id, x.key.space, x.key.name,
-			x.lease.Mode, x.hold.Leader.Lver, len(r.tokens), b2i(x.orphan))
+		rs.rlog(r).Info("adopted", spaceField(x.key.space), zap.String("resource", x.key.name),
+			zap.Stringer("mode", x.lease.Mode), zap.Uint64("lver", x.hold.Leader.Lver),
+			zap.Int("tokens", len(r.tokens)), zap.Int("orphan", b2i(x.orphan)))
 	}
 }
 
@@ -463,10 +466,10 @@ func (a *Adoption) Start() {
 			err := run.RunResumed(sp.ctx, res)
 			st := run.Status()
 			if err != nil && !errors.Is(err, context.Canceled) {
-				sp.logf("lockspace runner stopped released %d lockspace %s disk %s: %s", b2i(st.Released),
-					sp.ls.Name, sp.disk(), causeLog(err, sp.ioTimeout))
+				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)), spaceField(sp.ls.Name),
+					zap.String("disk", sp.disk()), causeField(err, sp.ioTimeout))
 			} else {
-				sp.logf("lockspace runner stopped released %d", b2i(st.Released))
+				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)))
 			}
 			_ = dev.Close()
 			if wd := sp.wd; wd != nil {
