@@ -4,7 +4,6 @@ import (
 	"math/bits"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -155,11 +154,6 @@ func (b *Buf) Release() {
 		p.dropPagesLocked()
 	}
 	p.mu.Unlock()
-	if sparse {
-		if f := quietHook.Load(); f != nil {
-			go (*f)()
-		}
-	}
 	if dropped > 0 {
 		noteDropped(dropped, now)
 	}
@@ -183,21 +177,6 @@ func (p *bufClass) trimLocked(now time.Time) int {
 	p.low = len(p.free)
 	p.trimAt = now.Add(poolTrimPeriod)
 	return drop
-}
-
-var quietHook atomic.Pointer[func()]
-
-// SetQuietHook sets f to run, on a goroutine of its own, after each
-// Release that finds a large class in sparse use (coldGap): the moment an
-// idle daemon's disk I/O has gone quiet again. nil removes it. The daemon
-// uses it to drop the pages a burst of work left mapped
-// (docs/performance.md "Memory (session 6)").
-func SetQuietHook(f func()) {
-	if f == nil {
-		quietHook.Store(nil)
-		return
-	}
-	quietHook.Store(&f)
 }
 
 // dropPagesLocked gives the pages of the free buffers back to the system.

@@ -9,26 +9,20 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// Pages of the binary (docs/performance.md "Memory (session 6)"). Most of
-// an idle daemon's RSS was pages of its own executable: package
-// initialisation, start-up, the first join and every stack that grew
-// touch code, read-only data and the function tables all over the file,
-// and the kernel maps whole page-cache folios (up to megabytes of the
-// file) around each touch. An idle daemon runs a small part of that.
-// So when the daemon's disk I/O goes quiet (diskfmt.SetQuietHook: a 1
-// MiB read buffer released after 5 quiet seconds, as after each renewal
-// of an idle lockspace), and at most once per trimInterval, the daemon
-// drops its mappings of the binary's read-only segments (MADV_DONTNEED):
-// the pages stay in the page cache, unmapped, and the next touch maps them
-// back (a minor fault, no I/O). Writable data is never touched. Pages
-// locked by mlockall (-l 1, -l 2) refuse MADV_DONTNEED and stay mapped.
-// An idle lockspace at io_timeout 10 renews every 20 seconds, and each
-// renewal after a trim maps back what the renewal and the runtime need:
-// tens of minor faults, each mapping a folio already in the page cache.
+// Pages of the binary (docs/performance.md "Memory (session 6)"). Package
+// initialisation and start-up touch code, read-only data and function
+// tables all over the executable, and the kernel maps whole page-cache
+// folios (up to megabytes of the file) around each touch; a running daemon
+// uses a small part of that. So once start-up is over the daemon drops its
+// mappings of the binary's read-only segments (MADV_DONTNEED): the pages
+// stay in the page cache, and what the daemon runs from then on is mapped
+// back on its first touch (a minor fault, no I/O). Writable data is never
+// touched. Pages locked by mlockall (-l 1, -l 2) refuse MADV_DONTNEED and
+// stay mapped. This is done once, not again when the daemon goes idle:
+// dropping what the daemon does use would only lower the figure, not the
+// memory the process needs.
 const trimInterval = 10 * time.Second
 
 var binTrim struct {
@@ -37,8 +31,8 @@ var binTrim struct {
 	last   time.Time
 }
 
-// startBinaryTrim finds the executable's read-only mappings, drops them
-// once (start-up is over) and arms the quiet hook. Errors leave it off.
+// startBinaryTrim finds the executable's read-only mappings and drops
+// them once (start-up is over). Errors leave it off.
 func startBinaryTrim() {
 	r, err := exeReadOnlyMappings()
 	if err != nil || len(r) == 0 {
@@ -46,7 +40,6 @@ func startBinaryTrim() {
 	}
 	binTrim.ranges = r
 	trimBinary(time.Now())
-	diskfmt.SetQuietHook(func() { trimBinary(time.Now()) })
 }
 
 // trimBinary drops the mappings unless it did within trimInterval.
