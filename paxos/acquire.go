@@ -187,6 +187,20 @@ restart:
 			if Ours(&nl, h.ID, h.Generation) && st.adopted && st.staleOwn(nl.Lver) && h.TestBugs&BugEraseRetract == 0 {
 				return l.giveUpStale(ctx, o, st, d, nl)
 			}
+			if !Ours(&nl, h.ID, h.Generation) && h.TestBugs&BugRepeatLver == 0 {
+				// Another host's value: it is committed already if the
+				// leader on disk has reached its lver (the winner's own
+				// commit, usually), and then our write could only land
+				// late, over a newer leader (docs/paxos.md "Lease
+				// versions"). One leader read narrows that window to
+				// the read-to-write gap.
+				if cur, err := l.leaderRead(ctx, st.ss); err == nil && cur.Lver >= nl.Lver {
+					h.noteLeader(l.Name, &cur)
+					lg.Debug("commit other skipped: leader already at its lver", zap.Uint64("lver", nl.Lver),
+						zap.Uint64("disk_lver", cur.Lver), zap.Uint64("owner", nl.OwnerID))
+					return nl, rescode.ErrAcquireOther
+				}
+			}
 			if err := l.writeLeader(ctx, &nl, st.ss); err != nil {
 				st.retract = true
 				return nl, err

@@ -22,7 +22,9 @@ const (
 	// that it saw before (no DecideRollback check) and accepts a value of
 	// an earlier life of its host_id, as sanlock does: after a late leader
 	// write a version can be handed out twice, or after a later one. A
-	// failed shared acquire writes sanlock's zero dblock (quirk Q2).
+	// failed shared acquire writes sanlock's zero dblock (quirk Q2), and a
+	// commit of another host's value writes the leader without first
+	// checking that the leader on disk is still below its lver.
 	BugRepeatLver
 	// BugStaleShared: an exclusive acquire clears another host's SHARED
 	// mode block on the word of our host table alone, and a released
