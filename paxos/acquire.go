@@ -187,13 +187,14 @@ restart:
 			if Ours(&nl, h.ID, h.Generation) && st.adopted && st.staleOwn(nl.Lver) && h.TestBugs&BugEraseRetract == 0 {
 				return l.giveUpStale(ctx, o, st, d, nl)
 			}
-			if !Ours(&nl, h.ID, h.Generation) && h.TestBugs&BugRepeatLver == 0 {
+			if !Ours(&nl, h.ID, h.Generation) && h.TestBugs == 0 {
 				// Another host's value: it is committed already if the
 				// leader on disk has reached its lver (the winner's own
 				// commit, usually), and then our write could only land
 				// late, over a newer leader (docs/paxos.md "Lease
 				// versions"). One leader read narrows that window to
-				// the read-to-write gap.
+				// the read-to-write gap. (Not in the broken variants:
+				// they keep the I/O sequence their pinned seeds need.)
 				if cur, err := l.leaderRead(ctx, st.ss); err == nil && cur.Lver >= nl.Lver {
 					h.noteLeader(l.Name, &cur)
 					lg.Debug("commit other skipped: leader already at its lver", zap.Uint64("lver", nl.Lver),

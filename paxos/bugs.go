@@ -4,6 +4,9 @@ package paxos
 // only so that the simulator in testdisk/sim can prove its checker catches
 // unsafe code. Nothing outside tests sets them; the zero value is the
 // correct algorithm and costs one untaken branch per ballot or owner check.
+// With any of them set, the leader check before committing another host's
+// value is left out as well (so each variant keeps the I/O sequence its
+// pinned seeds were found with).
 type Bugs uint32
 
 const (
@@ -22,9 +25,7 @@ const (
 	// that it saw before (no DecideRollback check) and accepts a value of
 	// an earlier life of its host_id, as sanlock does: after a late leader
 	// write a version can be handed out twice, or after a later one. A
-	// failed shared acquire writes sanlock's zero dblock (quirk Q2), and a
-	// commit of another host's value writes the leader without first
-	// checking that the leader on disk is still below its lver.
+	// failed shared acquire writes sanlock's zero dblock (quirk Q2).
 	BugRepeatLver
 	// BugStaleShared: an exclusive acquire clears another host's SHARED
 	// mode block on the word of our host table alone, and a released
