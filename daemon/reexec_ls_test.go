@@ -265,32 +265,10 @@ func TestReexecLockspaceProcess(t *testing.T) {
 func TestReexecLeasesProcess(t *testing.T) {
 	t.Parallel()
 	d := startProcDaemon(t, "-w", "0")
-	path := lockspaceFile(t, 5)
-	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
-	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
-	res := func(i int, flags uint32) wire.Resource {
-		return wire.Resource{LockspaceName: "LS", Name: "R" + strconv.Itoa(i), Flags: flags,
-			Disks: []wire.Disk{{Path: path, Offset: uint64(i+1) << 20}}}
-	}
-	holder, err := d.cl.Register()
-	require.NoError(t, err)
-	defer holder.Close()
-	require.NoError(t, holder.Acquire([]wire.Resource{res(0, 0), res(1, wire.ResShared)}, 0, nil))
-	state, n, err := holder.Inquire()
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	gone, err := d.cl.Register()
-	require.NoError(t, err)
-	require.NoError(t, gone.Acquire([]wire.Resource{res(2, wire.ResPersistent),
-		res(4, wire.ResPersistent|wire.ResShared)}, 0, nil))
-	gone.Close()
-	orphaned := func() bool {
-		out, err := d.run("client", "status", "-D")
-		require.NoError(t, err, out)
-		return strings.Count(out, "list=orphan") == 2 && strings.Contains(out, "LS:R2:") &&
-			strings.Contains(out, "LS:R4:")
-	}
-	require.Eventually(t, orphaned, 10*time.Second, 50*time.Millisecond)
+	f := newLeaseFixture(t, d, lockspaceFile(t, 5), []orphanSpec{{2, 0}, {4, wire.ResShared}})
+	res, holder, state, orphaned := f.res, f.holder, f.state, f.orphaned
+	var err error
+	var n int
 
 	check := func() {
 		t.Helper()
@@ -479,4 +457,69 @@ func TestReexecFromFormat1Process(t *testing.T) {
 	require.True(t, registered())
 	st := d.spaceStatus("LS")
 	assert.Equal(t, "1", st["host_generation"], "%v", st)
+}
+
+// leaseFixture is the holder setup of the reexec lease tests: lockspace LS
+// (host_id 1), a registered holder of R0 (EX) and R1 (SH) whose inquire
+// answer is state, and orphans: persistent leases of a client that closed.
+type leaseFixture struct {
+	t       *testing.T
+	d       *procDaemon
+	res     func(i int, flags uint32) wire.Resource
+	holder  *client.Reg
+	state   string
+	orphans []orphanSpec
+}
+
+// orphanSpec is an orphan of a leaseFixture: R<i>, with flags besides
+// persistent.
+type orphanSpec struct {
+	i     int
+	flags uint32
+}
+
+// newLeaseFixture sets the fixture up on path and waits until status
+// lists the orphans.
+func newLeaseFixture(t *testing.T, d *procDaemon, path string, orphans []orphanSpec) *leaseFixture {
+	t.Helper()
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	f := &leaseFixture{t: t, d: d, orphans: orphans, res: func(i int, flags uint32) wire.Resource {
+		return wire.Resource{LockspaceName: "LS", Name: "R" + strconv.Itoa(i), Flags: flags,
+			Disks: []wire.Disk{{Path: path, Offset: uint64(i+1) << 20}}}
+	}}
+	var err error
+	f.holder, err = d.cl.Register()
+	require.NoError(t, err)
+	t.Cleanup(func() { f.holder.Close() })
+	require.NoError(t, f.holder.Acquire([]wire.Resource{f.res(0, 0), f.res(1, wire.ResShared)}, 0, nil))
+	var n int
+	f.state, n, err = f.holder.Inquire()
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	gone, err := d.cl.Register()
+	require.NoError(t, err)
+	var rs []wire.Resource
+	for _, o := range orphans {
+		rs = append(rs, f.res(o.i, wire.ResPersistent|o.flags))
+	}
+	require.NoError(t, gone.Acquire(rs, 0, nil))
+	gone.Close()
+	require.Eventually(t, f.orphaned, 10*time.Second, 50*time.Millisecond)
+	return f
+}
+
+// orphaned reports whether status lists exactly the fixture's orphans.
+func (f *leaseFixture) orphaned() bool {
+	out, err := f.d.run("client", "status", "-D")
+	require.NoError(f.t, err, out)
+	if strings.Count(out, "list=orphan") != len(f.orphans) {
+		return false
+	}
+	for _, o := range f.orphans {
+		if !strings.Contains(out, "LS:R"+strconv.Itoa(o.i)+":") {
+			return false
+		}
+	}
+	return true
 }

@@ -101,30 +101,8 @@ func TestReexecUpgradeFromReleaseProcess(t *testing.T) {
 	t.Parallel()
 	d := startProcDaemonBin(t, previousReleaseBinary(t), nil, "-w", "0")
 	newBin := reexecBinary(t)
-	path := lockspaceFile(t, 3)
-	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
-	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
-	res := func(i int, flags uint32) wire.Resource {
-		return wire.Resource{LockspaceName: "LS", Name: "R" + strconv.Itoa(i), Flags: flags,
-			Disks: []wire.Disk{{Path: path, Offset: uint64(i+1) << 20}}}
-	}
-	holder, err := d.cl.Register()
-	require.NoError(t, err)
-	defer holder.Close()
-	require.NoError(t, holder.Acquire([]wire.Resource{res(0, 0), res(1, wire.ResShared)}, 0, nil))
-	state, n, err := holder.Inquire()
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	leaver, err := d.cl.Register()
-	require.NoError(t, err)
-	require.NoError(t, leaver.Acquire([]wire.Resource{res(2, wire.ResPersistent)}, 0, nil))
-	leaver.Close()
-	orphaned := func() bool {
-		out, err := d.run("client", "status", "-D")
-		require.NoError(t, err, out)
-		return strings.Count(out, "list=orphan") == 1 && strings.Contains(out, "LS:R2:")
-	}
-	require.Eventually(t, orphaned, 10*time.Second, 50*time.Millisecond)
+	f := newLeaseFixture(t, d, lockspaceFile(t, 3), []orphanSpec{{2, 0}})
+	res, holder, state, orphaned := f.res, f.holder, f.state, f.orphaned
 	registered := func() bool {
 		recs, err := d.cl.Status(0)
 		require.NoError(t, err)
