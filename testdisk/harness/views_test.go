@@ -42,10 +42,16 @@ func TestViewsAndFaults(t *testing.T) {
 	// on the test reads host 2's delta lease from the backing file (no
 	// lag), and each fault phase stays well under 8 x io_timeout so that
 	// host 2 does not fail its lockspace.
+	// A renewal comes every 2 s at io_timeout 1, up to about 3.5 s apart
+	// (docs/delta.md "Renewal loop"), and the view lags by one more of
+	// host 1's renewals: wait for a change for up to 6 s.
 	ts0 := hostTimestamp(t, a, "lsv", 2)
-	time.Sleep(3 * time.Second)
-	if ts := hostTimestamp(t, a, "lsv", 2); ts == ts0 {
-		t.Fatalf("host 1 sees host 2's timestamp stuck at %d", ts)
+	for deadline := time.Now().Add(6 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		if ts := hostTimestamp(t, a, "lsv", 2); ts != ts0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("host 1 sees host 2's timestamp stuck at %d", ts)
+		}
 	}
 
 	// advancing reports whether host 2's on-disk timestamp moves within d.
