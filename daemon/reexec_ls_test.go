@@ -420,16 +420,7 @@ func TestReexecFromFormat1Process(t *testing.T) {
 	h, err := d.cl.Register()
 	require.NoError(t, err)
 	defer h.Close()
-	registered := func() bool {
-		recs, err := d.cl.Status(0)
-		require.NoError(t, err)
-		for _, r := range recs {
-			if r.Type == wire.StateClient && r.Data32 == uint32(os.Getpid()) {
-				return true
-			}
-		}
-		return false
-	}
+	registered := func() bool { return d.hasClient(t, os.Getpid()) }
 	// REGISTER has no reply: the daemon lists the client once it has read it.
 	require.Eventually(t, registered, 10*time.Second, 5*time.Millisecond)
 	for i := 0; i < 2; i++ {
@@ -522,4 +513,18 @@ func (f *leaseFixture) orphaned() bool {
 		}
 	}
 	return true
+}
+
+// hasClient reports whether the daemon's status lists a registered client
+// with pid.
+func (d *procDaemon) hasClient(t *testing.T, pid int) bool {
+	t.Helper()
+	recs, err := d.cl.Status(0)
+	require.NoError(t, err)
+	for _, r := range recs {
+		if r.Type == wire.StateClient && r.Data32 == uint32(pid) {
+			return true
+		}
+	}
+	return false
 }

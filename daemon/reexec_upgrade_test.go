@@ -103,16 +103,7 @@ func TestReexecUpgradeFromReleaseProcess(t *testing.T) {
 	newBin := reexecBinary(t)
 	f := newLeaseFixture(t, d, lockspaceFile(t, 3), []orphanSpec{{2, 0}})
 	res, holder, state, orphaned := f.res, f.holder, f.state, f.orphaned
-	registered := func() bool {
-		recs, err := d.cl.Status(0)
-		require.NoError(t, err)
-		for _, r := range recs {
-			if r.Type == wire.StateClient && r.Data32 == uint32(os.Getpid()) {
-				return true
-			}
-		}
-		return false
-	}
+	registered := func() bool { return d.hasClient(t, os.Getpid()) }
 	require.True(t, registered())
 	before := d.spaceStatus("LS")
 
