@@ -56,8 +56,17 @@ func (s *Server) metricsOf() *metrics.Endpoint {
 type metricsRef = atomic.Pointer[metrics.Endpoint]
 
 // renewalHook returns the delta.Config.OnRenewal of lockspace space.
+// It also calls Deps.Settled once, at the lockspace's second renewal: by
+// then the join (or the adoption at a reexec) is over and the renewal
+// path has run.
 func (s *Server) renewalHook(space string) func(error, int64, int64) {
-	return func(err error, readMs, writeMs int64) { s.metricsOf().Renewal(space, err, readMs, writeMs) }
+	var n atomic.Int32
+	return func(err error, readMs, writeMs int64) {
+		s.metricsOf().Renewal(space, err, readMs, writeMs)
+		if s.deps.Settled != nil && n.Load() < 2 && n.Add(1) == 2 {
+			s.deps.Settled()
+		}
+	}
 }
 
 // wrapTimed makes the acquire and release handlers note when a request

@@ -55,6 +55,11 @@ type Deps struct {
 	// Procs, when set, follows the requests in flight to size GOMAXPROCS
 	// (the daemon process only: it changes the whole process).
 	Procs *procs.Governor
+	// Settled, when set, runs when a lockspace that was joined (or adopted
+	// at a reexec) has renewed twice, on the renewal's goroutine: it must
+	// return at once. The daemon process uses it to drop its mappings of the
+	// binary that the join needed (docs/performance.md "Memory (session 7)").
+	Settled func()
 }
 
 // Server is the sanlock daemon's socket server: run directory, lock file,

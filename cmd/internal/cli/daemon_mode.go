@@ -54,7 +54,7 @@ func runDaemon(opts *DaemonOptions) int {
 	setGCPolicy()
 	startBinaryTrim()
 	startPprof(opts.ErrOut)
-	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Procs: procs.Start()}); err != nil {
+	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Procs: procs.Start(), Settled: trimSettled}); err != nil {
 		return 1
 	}
 	return 0

@@ -23,12 +23,23 @@ import (
 // stay mapped. This is done once, not again when the daemon goes idle:
 // dropping what the daemon does use would only lower the figure, not the
 // memory the process needs.
-const trimInterval = 10 * time.Second
+//
+// Joining a lockspace is start-up work of the same kind: the join's code
+// and the stack copies of its goroutines touch megabytes of the binary that
+// renewals never use again. So the drop is also done once more each time
+// joins settle (daemon.Deps.Settled: a joined lockspace renewed twice),
+// settleDelay after the last of a burst of joins; the renewal path maps back
+// what it uses at its next renewal and keeps it.
+const (
+	trimInterval = 10 * time.Second
+	settleDelay  = 5 * time.Second
+)
 
 var binTrim struct {
 	mu     sync.Mutex
 	ranges [][2]uintptr // the executable's read-only mappings
 	last   time.Time
+	settle *time.Timer // trimSettled's pending drop
 }
 
 // startBinaryTrim finds the executable's read-only mappings and drops
@@ -42,6 +53,26 @@ func startBinaryTrim() {
 	trimBinary(time.Now())
 }
 
+// trimSettled drops the mappings settleDelay after its last call (joins
+// settled); nothing when the start-up drop found no mappings.
+func trimSettled() {
+	binTrim.mu.Lock()
+	defer binTrim.mu.Unlock()
+	if binTrim.ranges == nil {
+		return
+	}
+	if binTrim.settle == nil {
+		binTrim.settle = time.AfterFunc(settleDelay, func() {
+			binTrim.mu.Lock()
+			defer binTrim.mu.Unlock()
+			binTrim.last = time.Now()
+			dropMappingsLocked()
+		})
+		return
+	}
+	binTrim.settle.Reset(settleDelay)
+}
+
 // trimBinary drops the mappings unless it did within trimInterval.
 func trimBinary(now time.Time) {
 	binTrim.mu.Lock()
@@ -50,6 +81,10 @@ func trimBinary(now time.Time) {
 		return
 	}
 	binTrim.last = now
+	dropMappingsLocked()
+}
+
+func dropMappingsLocked() {
 	for _, m := range binTrim.ranges {
 		_, _, _ = unix.Syscall(unix.SYS_MADVISE, m[0], m[1]-m[0], unix.MADV_DONTNEED)
 	}

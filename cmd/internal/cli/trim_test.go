@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -73,4 +74,42 @@ func TestTrimBinary(t *testing.T) {
 	if s := filepath.Base(os.Args[0]); s == "" { // runs code after the trim
 		t.Fatal("no program name")
 	}
+}
+
+// TestTrimSettled: joins that settle drop the mappings once, settleDelay
+// after the last of them, whatever the start-up drop's time.
+func TestTrimSettled(t *testing.T) {
+	r, err := exeReadOnlyMappings()
+	if err != nil || len(r) == 0 {
+		t.Fatalf("exeReadOnlyMappings: %x, %v", r, err)
+	}
+	lastTrim := func() time.Time {
+		binTrim.mu.Lock()
+		defer binTrim.mu.Unlock()
+		return binTrim.last
+	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		binTrim.mu.Lock()
+		binTrim.ranges, binTrim.last, binTrim.settle = r, start, nil
+		binTrim.mu.Unlock()
+		defer func() {
+			binTrim.mu.Lock()
+			binTrim.ranges, binTrim.last, binTrim.settle = nil, time.Time{}, nil
+			binTrim.mu.Unlock()
+		}()
+		trimSettled()
+		time.Sleep(settleDelay / 2)
+		trimSettled() // a second join settles: the drop waits for it
+		time.Sleep(settleDelay/2 + time.Second)
+		synctest.Wait()
+		if !lastTrim().Equal(start) {
+			t.Fatalf("dropped before settleDelay after the last join")
+		}
+		time.Sleep(settleDelay / 2)
+		synctest.Wait()
+		if got, want := lastTrim(), start.Add(settleDelay*3/2); !got.Equal(want) {
+			t.Fatalf("drop at %v, want %v", got.Sub(start), want.Sub(start))
+		}
+	})
 }
