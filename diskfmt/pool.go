@@ -24,6 +24,9 @@ type Buf struct {
 	n     int
 	class int8 // -1: not pooled (larger than the largest class)
 	cold  bool // in the free list, its pages given back (dropPagesLocked)
+	// region is the huge-page mapping b lies in (hugebuf.go), nil for a
+	// heap block: it keeps the mapping alive.
+	region *hugeRegion
 }
 
 const (
@@ -123,7 +126,19 @@ func GetBuf(n int) *Buf {
 		return b
 	}
 	p.mu.Unlock()
-	return &Buf{b: alignedBlock(1 << (minClassLog + c)), n: n, class: int8(c)}
+	size := 1 << (minClassLog + c)
+	if c >= hugeMinClass && !hugeOff.Load() {
+		if blocks, r := hugeBlocks(size); blocks != nil {
+			// The other blocks of the region go to the free list.
+			p.mu.Lock()
+			for _, blk := range blocks[1:] {
+				p.free = append(p.free, &Buf{b: blk, class: int8(c), region: r})
+			}
+			p.mu.Unlock()
+			return &Buf{b: blocks[0], n: n, class: int8(c), region: r}
+		}
+	}
+	return &Buf{b: alignedBlock(size), n: n, class: int8(c)}
 }
 
 // Bytes returns the n bytes asked for.
