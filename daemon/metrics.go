@@ -63,7 +63,7 @@ func (s *Server) renewalHook(space string) func(error, int64, int64) {
 	var n atomic.Int32
 	return func(err error, readMs, writeMs int64) {
 		s.metricsOf().Renewal(space, err, readMs, writeMs)
-		if s.deps.Settled != nil && n.Load() < 2 && n.Add(1) == 2 {
+		if s != nil && s.deps.Settled != nil && n.Load() < 2 && n.Add(1) == 2 {
 			s.deps.Settled()
 		}
 	}
