@@ -59,10 +59,6 @@ func cmdStatus(_ context.Context, c *Conn, q *wire.Request) error {
 	if level == 0 || level > wire.StateResource {
 		level = wire.StateResource
 	}
-	h := q.Header
-	h.Version, h.Length, h.Data = wire.ProtoVersion, wire.HeaderSize, 0
-	b := h.Bytes()
-
 	recs := []wire.StateRecord{s.daemonRecord()}
 	if level >= wire.StateClient {
 		recs = append(recs, s.clientRecords()...)
@@ -73,13 +69,7 @@ func cmdStatus(_ context.Context, c *Conn, q *wire.Request) error {
 	if level >= wire.StateResource {
 		recs = append(recs, s.deps.Resources.StatusRecords()...)
 	}
-	for i := range recs {
-		var err error
-		if b, err = recs[i].AppendBinary(b); err != nil {
-			return fmt.Errorf("status record %d: %w", i, err)
-		}
-	}
-	return c.write(b)
+	return c.send(&wire.Reply{Header: replyHeader(q, 0, q.Header.Data2), Records: recs})
 }
 
 // daemonRecord is the DAEMON record (docs/protocol.md "Record texts", snapshot key list).
@@ -123,10 +113,9 @@ func (s *Server) clientRecords() []wire.StateRecord {
 // cmdLogDump: header with data = byte count, length echoed from the
 // request, then the log bytes; connection closed (docs/protocol.md "Commands" #6).
 func cmdLogDump(_ context.Context, c *Conn, q *wire.Request) error {
-	dump := c.srv.LogDump()
-	h := q.Header
-	h.Version, h.Data = wire.ProtoVersion, uint32(len(dump))
-	return c.write(append(h.Bytes(), dump...))
+	h := replyHeader(q, 0, q.Header.Data2)
+	h.Length = q.Header.Length
+	return c.send(&wire.Reply{Header: h, Data: c.srv.LogDump()})
 }
 
 // cmdShutdown: no reply; the connection is closed (docs/protocol.md "Commands" #4).
@@ -198,19 +187,7 @@ func cmdInqLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 // cmdGetLockspaces: header (length 32 + 1104 x count, data2 = count) and the
 // lockspaces; connection closed (docs/protocol.md "Commands" #22).
 func cmdGetLockspaces(_ context.Context, c *Conn, q *wire.Request) error {
-	list := c.srv.deps.Lockspaces.List()
-	h := q.Header
-	h.Version, h.Data = wire.ProtoVersion, 0
-	h.Length = uint32(wire.HeaderSize + wire.LockspaceSize*len(list))
-	h.Data2 = uint32(len(list))
-	b := h.Bytes()
-	for i := range list {
-		var err error
-		if b, err = list[i].AppendBinary(b); err != nil {
-			return err
-		}
-	}
-	return c.write(b)
+	return c.send(&wire.Reply{Header: replyHeader(q, 0, 0), Lockspaces: c.srv.deps.Lockspaces.List()})
 }
 
 // cmdHostStatus: header (length 32, data = result) then HOST records on
@@ -218,16 +195,8 @@ func cmdGetLockspaces(_ context.Context, c *Conn, q *wire.Request) error {
 func cmdHostStatus(_ context.Context, c *Conn, q *wire.Request) error {
 	recs, err := c.srv.deps.Lockspaces.HostStatus(lockspaceOf(q).Name)
 	rv := result(err)
-	h := q.Header
-	h.Version, h.Length, h.Data = wire.ProtoVersion, wire.HeaderSize, uint32(rv)
-	b := h.Bytes()
-	if rv >= 0 {
-		for i := range recs {
-			var err error
-			if b, err = recs[i].AppendBinary(b); err != nil {
-				return err
-			}
-		}
+	if rv < 0 {
+		recs = nil
 	}
-	return c.write(b)
+	return c.send(&wire.Reply{Header: replyHeader(q, rv, q.Header.Data2), Records: recs})
 }

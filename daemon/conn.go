@@ -204,6 +204,24 @@ func (c *Conn) write(b []byte) error {
 	return err
 }
 
+// replyHeader is the header of a reply to q: q's, with version 1, length
+// 32 (wire.Reply.MarshalBinary sets the length of a counted payload), data
+// = rv and the given data2.
+func replyHeader(q *wire.Request, rv int32, data2 uint32) wire.Header {
+	h := q.Header
+	h.Version, h.Length, h.Data, h.Data2 = wire.ProtoVersion, wire.HeaderSize, uint32(rv), data2
+	return h
+}
+
+// send writes rp in the reply shape of its command (wire.Reply.MarshalBinary).
+func (c *Conn) send(rp *wire.Reply) error {
+	b, err := rp.MarshalBinary(rp.Header.Cmd)
+	if err != nil {
+		return err
+	}
+	return c.write(b)
+}
+
 // Reply sends the result reply of docs/protocol.md "Header" for q.
 func (c *Conn) Reply(q *wire.Request, result int32) error {
 	h := wire.ResultReply(q.Header, result)
@@ -316,14 +334,7 @@ func (c *Conn) replyBadPayload(q *wire.Request, result int32) error {
 			res = q.Resources[0]
 		}
 		res.Disks, res.NumDisks = nil, 0
-		h := q.Header
-		h.Version, h.Data, h.Data2 = wire.ProtoVersion, uint32(result), 0
-		h.Length = wire.HeaderSize + wire.ResourceSize
-		b, err := res.AppendBinary(h.Bytes())
-		if err != nil {
-			return err
-		}
-		return c.write(b)
+		return c.send(&wire.Reply{Header: replyHeader(q, result, 0), Resource: &res})
 	}
 	return c.Reply(q, result)
 }
