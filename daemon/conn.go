@@ -380,7 +380,9 @@ func (c *Conn) dispatch(q *wire.Request) error {
 		s.lg.Debug("cmd_"+cmd.DebugName(), zap.Int("ci", c.slot), zap.Int("fd", c.fd))
 	}
 	s.deps.Procs.Begin()
+	end := s.metricsOf().Begin(q)
 	err := r.h(s.ctx, c, q)
+	end()
 	s.deps.Procs.End()
 	c.mu.Lock()
 	c.cmdActive = 0

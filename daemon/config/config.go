@@ -129,7 +129,7 @@ type Config struct {
 	StrictPeer bool
 
 	// MetricsAddress (ours: -M, metrics_address; "" = off) is where the
-	// Prometheus endpoint listens (ResolveMetricsAddress, docs/metrics.md).
+	// Prometheus endpoint listens (metrics.ResolveAddress, docs/metrics.md).
 	MetricsAddress string
 
 	// Environment and paths.
