@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -22,7 +21,6 @@ func (s *Server) registerBuiltins() {
 	s.Handle(wire.CmdLogDump, ClassClose, cmdLogDump)
 	s.Handle(wire.CmdShutdown, ClassClose, cmdShutdown)
 	s.Handle(wire.CmdShutdownWait, ClassWork, cmdShutdownWait)
-	s.Handle(wire.CmdAlign, ClassWork, cmdAlign)
 	s.Handle(wire.CmdAddLockspace, ClassWork, cmdAddLockspace)
 	s.Handle(wire.CmdRemLockspace, ClassWork, cmdRemLockspace)
 	s.Handle(wire.CmdInqLockspace, ClassWork, cmdInqLockspace)
@@ -74,20 +72,7 @@ func cmdStatus(_ context.Context, c *Conn, q *wire.Request) error {
 
 // daemonRecord is the DAEMON record (docs/protocol.md "Record texts", snapshot key list).
 func (s *Server) daemonRecord() wire.StateRecord {
-	cfg := &s.cfg
-	v := wire.DaemonVersion
-	text := fmt.Sprintf("our_host_name=%s use_watchdog=%d high_priority=%d mlock_level=%d quiet_fail=%d "+
-		"debug_renew=%d debug_clients=%d debug_cmds=0x%x renewal_history_size=%d gid=%d uid=%d "+
-		"sh_retries=%d max_sectors_kb_ignore=%d max_sectors_kb_align=%d max_sectors_kb_num=%d "+
-		"max_worker_threads=%d write_init_io_timeout=%d use_aio=%d "+
-		"kill_grace_seconds=%d helper_pid=%d helper_kill_fd=%d helper_full_count=%d helper_last_status=%d "+
-		"monotime=%d version_str=%s version_num=%d.%d.%d version_hex=%08x smproto_hex=%08x",
-		s.hostName, b2i(cfg.UseWatchdog), b2i(cfg.HighPriority), cfg.MlockLevel, b2i(cfg.QuietFail),
-		b2i(cfg.DebugRenew), b2i(cfg.DebugClients), cfg.DebugCmds, cfg.RenewalHistorySize, cfg.GID, cfg.UID,
-		cfg.ShRetries, b2i(cfg.MaxSectorsKBIgnore), b2i(cfg.MaxSectorsKBAlign), cfg.MaxSectorsKBNum,
-		cfg.MaxWorkerThreads, cfg.WriteInitIOTimeout, b2i(cfg.UseAIO),
-		cfg.KillGraceSeconds, os.Getpid(), -1, 0, s.startMon,
-		monoSeconds(), Version, v>>24, v>>16&0xff, v>>8&0xff, v, wire.ProtoVersion)
+	text := s.cfg.StatusText(s.hostName, os.Getpid(), s.startMon, monoSeconds(), Version, wire.DaemonVersion)
 	return wire.StateRecord{State: wire.State{Type: wire.StateDaemon, Name: s.hostName}, Text: text}
 }
 
@@ -138,24 +123,6 @@ func cmdShutdownWait(_ context.Context, c *Conn, q *wire.Request) error {
 	}
 	s.RequestShutdown(force)
 	return ErrHold
-}
-
-// cmdAlign: the align size of the disk's sector size (docs/protocol.md "Commands" #12).
-func cmdAlign(_ context.Context, c *Conn, q *wire.Request) error {
-	if q.Disk == nil || q.Disk.Path == "" {
-		return c.Reply(q, rescode.RvENODEV)
-	}
-	f, err := diskfmt.OpenFile(q.Disk.Path)
-	if err != nil {
-		return c.Reply(q, rescode.RvENODEV)
-	}
-	sector := f.SectorSize()
-	_ = f.Close()
-	align := diskfmt.LegacyAlign(sector)
-	if align < 0 {
-		return c.Reply(q, rescode.RvEINVAL)
-	}
-	return c.Reply(q, int32(align))
 }
 
 func lockspaceOf(q *wire.Request) wire.Lockspace {

@@ -11,7 +11,7 @@ import (
 
 // registerDiskCmds installs the resource-area commands that work on disk
 // without a client's lease set (docs/protocol.md "Commands" #19, #21, #24,
-// #35–#40): WRITE_RESOURCE, READ_RESOURCE, READ_RESOURCE_OWNERS and the
+// #12, #35–#40): ALIGN, WRITE_RESOURCE, READ_RESOURCE, READ_RESOURCE_OWNERS and the
 // rindex commands (FORMAT, REBUILD, UPDATE, LOOKUP, CREATE_RESOURCE,
 // DELETE_RESOURCE). The work is manager.DiskOps; these handlers encode.
 func (s *Server) registerDiskCmds() {
@@ -20,6 +20,17 @@ func (s *Server) registerDiskCmds() {
 		ls = s.deps.Manager.Lockspaces
 	}
 	d := manager.NewDiskOps(ls, func() *zap.Logger { return s.lg }, s.cfg.WriteInitIOTimeout)
+	s.Handle(wire.CmdAlign, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
+		var path string
+		if q.Disk != nil {
+			path = q.Disk.Path
+		}
+		align, err := d.Align(path)
+		if err != nil {
+			return c.Reply(q, result(err))
+		}
+		return c.Reply(q, int32(align))
+	})
 	s.Handle(wire.CmdWriteResource, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		err := d.WriteResource(ctx, resourceOf(q), q.Header.Data, q.Header.CmdFlags&wire.WriteClear != 0)
 		return c.Reply(q, result(err))
