@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/gosanlock/gosanlock/manager"
@@ -79,18 +78,12 @@ func (s *Server) daemonRecord() wire.StateRecord {
 // clientRecords returns the CLIENT records in slot order: the internal
 // "helper" and "listener" slots, then every connection (docs/protocol.md "Commands" #5).
 func (s *Server) clientRecords() []wire.StateRecord {
-	internal := func(slot, fd int, name string) wire.StateRecord {
-		text := fmt.Sprintf("ci=%d fd=%d pid=-1 flags=0 restricted=0 cmd_active=0 cmd_last=0 pid_dead=0 "+
-			"kill_count=0 kill_last=0 suspend=0 need_free=0", slot, fd)
-		return wire.StateRecord{State: wire.State{Type: wire.StateClient, Data32: 0xffffffff, Name: name}, Text: text}
+	recs := []wire.StateRecord{
+		(&Conn{slot: 0, fd: -1, pid: -1, name: "helper"}).clientRecord(),
+		(&Conn{slot: 1, fd: s.lnFD, pid: -1, name: "listener"}).clientRecord(),
 	}
-	recs := []wire.StateRecord{internal(0, -1, "helper"), internal(1, s.lnFD, "listener")}
 	for _, c := range s.clients() {
-		name, pid, text := c.clientText()
-		recs = append(recs, wire.StateRecord{
-			State: wire.State{Type: wire.StateClient, Data32: uint32(int32(pid)), Name: name},
-			Text:  text,
-		})
+		recs = append(recs, c.clientRecord())
 	}
 	return recs
 }

@@ -448,13 +448,13 @@ func (c *Conn) dead() {
 	}
 }
 
-// clientText is the CLIENT record text (docs/protocol.md "Record texts").
-func (c *Conn) clientText() (name string, pid int, text string) {
+// clientRecord is the CLIENT record of the connection (docs/protocol.md "Record texts").
+func (c *Conn) clientRecord() wire.StateRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	text = fmt.Sprintf("ci=%d fd=%d pid=%d flags=%x restricted=%x cmd_active=%d cmd_last=%d pid_dead=%d kill_count=%d kill_last=%d suspend=%d need_free=%d",
+	text := fmt.Sprintf("ci=%d fd=%d pid=%d flags=%x restricted=%x cmd_active=%d cmd_last=%d pid_dead=%d kill_count=%d kill_last=%d suspend=%d need_free=%d",
 		c.slot, c.fd, c.pid, c.flags, c.restricted, c.cmdActive, c.cmdLast, b2i(c.pidDead), c.killCount, c.killLast, 0, 0)
-	return c.name, c.pid, text
+	return wire.StateRecord{State: wire.State{Type: wire.StateClient, Data32: uint32(int32(c.pid)), Name: c.name}, Text: text}
 }
 
 func b2i(b bool) int {
