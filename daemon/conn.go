@@ -321,12 +321,8 @@ func (c *Conn) serve() {
 func (c *Conn) replyBadPayload(q *wire.Request, result int32) error {
 	switch q.Header.Cmd {
 	case wire.CmdAcquire:
-		if q.Header.Data2 == selfPid {
-			if !c.Registered() {
-				result = rescode.RvEBUSY
-			}
-		} else if c.srv.FindClient(int(int32(q.Header.Data2))) == nil {
-			result = rescode.RvESRCH
+		if _, code := targetConn(c, q); code != 0 {
+			result = code
 		}
 	case wire.CmdReadResource, wire.CmdReadResourceOwners:
 		var res wire.Resource

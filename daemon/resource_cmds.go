@@ -90,13 +90,9 @@ const selfPid = 0xffffffff
 // target resolves the registered client a W-reg command acts on (docs/protocol.md
 // "Dispatch classes", "Commands"); the manager then marks it busy.
 func target(c *Conn, q *wire.Request, acquire bool) (*Conn, int32) {
-	t := c
-	if q.Header.Data2 == selfPid {
-		if !c.Registered() {
-			return nil, rescode.RvEBUSY
-		}
-	} else if t = c.srv.FindClient(int(int32(q.Header.Data2))); t == nil {
-		return nil, rescode.RvESRCH
+	t, code := targetConn(c, q)
+	if code != 0 {
+		return nil, code
 	}
 	t.mu.Lock()
 	dead, killing := t.pidDead, t.killCount > 0
@@ -108,6 +104,22 @@ func target(c *Conn, q *wire.Request, acquire bool) (*Conn, int32) {
 		return nil, rescode.RvEBUSY
 	}
 	return t, 0
+}
+
+// targetConn is the registered connection header.data2 names: this one
+// (selfPid; -EBUSY when it is not registered) or the one of that pid
+// (-ESRCH when none).
+func targetConn(c *Conn, q *wire.Request) (*Conn, int32) {
+	if q.Header.Data2 == selfPid {
+		if !c.Registered() {
+			return nil, rescode.RvEBUSY
+		}
+		return c, 0
+	}
+	if t := c.srv.FindClient(int(int32(q.Header.Data2))); t != nil {
+		return t, 0
+	}
+	return nil, rescode.RvESRCH
 }
 
 // regCmd is a W-reg command whose reply is a result: resolve the target
