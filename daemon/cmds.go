@@ -2,10 +2,8 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"os"
 
-	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -22,7 +20,6 @@ func (s *Server) registerBuiltins() {
 	s.Handle(wire.CmdLogDump, ClassClose, cmdLogDump)
 	s.Handle(wire.CmdShutdown, ClassClose, cmdShutdown)
 	s.Handle(wire.CmdShutdownWait, ClassWork, cmdShutdownWait)
-	s.Handle(wire.CmdAlign, ClassWork, cmdAlign)
 	s.Handle(wire.CmdAddLockspace, ClassWork, cmdAddLockspace)
 	s.Handle(wire.CmdRemLockspace, ClassWork, cmdRemLockspace)
 	s.Handle(wire.CmdInqLockspace, ClassWork, cmdInqLockspace)
@@ -59,10 +56,6 @@ func cmdStatus(_ context.Context, c *Conn, q *wire.Request) error {
 	if level == 0 || level > wire.StateResource {
 		level = wire.StateResource
 	}
-	h := q.Header
-	h.Version, h.Length, h.Data = wire.ProtoVersion, wire.HeaderSize, 0
-	b := h.Bytes()
-
 	recs := []wire.StateRecord{s.daemonRecord()}
 	if level >= wire.StateClient {
 		recs = append(recs, s.clientRecords()...)
@@ -73,49 +66,24 @@ func cmdStatus(_ context.Context, c *Conn, q *wire.Request) error {
 	if level >= wire.StateResource {
 		recs = append(recs, s.deps.Resources.StatusRecords()...)
 	}
-	for i := range recs {
-		var err error
-		if b, err = recs[i].AppendBinary(b); err != nil {
-			return fmt.Errorf("status record %d: %w", i, err)
-		}
-	}
-	return c.write(b)
+	return c.send(&wire.Reply{Header: replyHeader(q, 0, q.Header.Data2), Records: recs})
 }
 
 // daemonRecord is the DAEMON record (docs/protocol.md "Record texts", snapshot key list).
 func (s *Server) daemonRecord() wire.StateRecord {
-	cfg := &s.cfg
-	v := wire.DaemonVersion
-	text := fmt.Sprintf("our_host_name=%s use_watchdog=%d high_priority=%d mlock_level=%d quiet_fail=%d "+
-		"debug_renew=%d debug_clients=%d debug_cmds=0x%x renewal_history_size=%d gid=%d uid=%d "+
-		"sh_retries=%d max_sectors_kb_ignore=%d max_sectors_kb_align=%d max_sectors_kb_num=%d "+
-		"max_worker_threads=%d write_init_io_timeout=%d use_aio=%d "+
-		"kill_grace_seconds=%d helper_pid=%d helper_kill_fd=%d helper_full_count=%d helper_last_status=%d "+
-		"monotime=%d version_str=%s version_num=%d.%d.%d version_hex=%08x smproto_hex=%08x",
-		s.hostName, b2i(cfg.UseWatchdog), b2i(cfg.HighPriority), cfg.MlockLevel, b2i(cfg.QuietFail),
-		b2i(cfg.DebugRenew), b2i(cfg.DebugClients), cfg.DebugCmds, cfg.RenewalHistorySize, cfg.GID, cfg.UID,
-		cfg.ShRetries, b2i(cfg.MaxSectorsKBIgnore), b2i(cfg.MaxSectorsKBAlign), cfg.MaxSectorsKBNum,
-		cfg.MaxWorkerThreads, cfg.WriteInitIOTimeout, b2i(cfg.UseAIO),
-		cfg.KillGraceSeconds, os.Getpid(), -1, 0, s.startMon,
-		monoSeconds(), Version, v>>24, v>>16&0xff, v>>8&0xff, v, wire.ProtoVersion)
+	text := s.cfg.StatusText(s.hostName, os.Getpid(), s.startMon, monoSeconds(), Version, wire.DaemonVersion)
 	return wire.StateRecord{State: wire.State{Type: wire.StateDaemon, Name: s.hostName}, Text: text}
 }
 
 // clientRecords returns the CLIENT records in slot order: the internal
 // "helper" and "listener" slots, then every connection (docs/protocol.md "Commands" #5).
 func (s *Server) clientRecords() []wire.StateRecord {
-	internal := func(slot, fd int, name string) wire.StateRecord {
-		text := fmt.Sprintf("ci=%d fd=%d pid=-1 flags=0 restricted=0 cmd_active=0 cmd_last=0 pid_dead=0 "+
-			"kill_count=0 kill_last=0 suspend=0 need_free=0", slot, fd)
-		return wire.StateRecord{State: wire.State{Type: wire.StateClient, Data32: 0xffffffff, Name: name}, Text: text}
+	recs := []wire.StateRecord{
+		(&Conn{slot: 0, fd: -1, pid: -1, name: "helper"}).clientRecord(),
+		(&Conn{slot: 1, fd: s.lnFD, pid: -1, name: "listener"}).clientRecord(),
 	}
-	recs := []wire.StateRecord{internal(0, -1, "helper"), internal(1, s.lnFD, "listener")}
 	for _, c := range s.clients() {
-		name, pid, text := c.clientText()
-		recs = append(recs, wire.StateRecord{
-			State: wire.State{Type: wire.StateClient, Data32: uint32(int32(pid)), Name: name},
-			Text:  text,
-		})
+		recs = append(recs, c.clientRecord())
 	}
 	return recs
 }
@@ -123,10 +91,9 @@ func (s *Server) clientRecords() []wire.StateRecord {
 // cmdLogDump: header with data = byte count, length echoed from the
 // request, then the log bytes; connection closed (docs/protocol.md "Commands" #6).
 func cmdLogDump(_ context.Context, c *Conn, q *wire.Request) error {
-	dump := c.srv.LogDump()
-	h := q.Header
-	h.Version, h.Data = wire.ProtoVersion, uint32(len(dump))
-	return c.write(append(h.Bytes(), dump...))
+	h := replyHeader(q, 0, q.Header.Data2)
+	h.Length = q.Header.Length
+	return c.send(&wire.Reply{Header: h, Data: c.srv.LogDump()})
 }
 
 // cmdShutdown: no reply; the connection is closed (docs/protocol.md "Commands" #4).
@@ -149,24 +116,6 @@ func cmdShutdownWait(_ context.Context, c *Conn, q *wire.Request) error {
 	}
 	s.RequestShutdown(force)
 	return ErrHold
-}
-
-// cmdAlign: the align size of the disk's sector size (docs/protocol.md "Commands" #12).
-func cmdAlign(_ context.Context, c *Conn, q *wire.Request) error {
-	if q.Disk == nil || q.Disk.Path == "" {
-		return c.Reply(q, rescode.RvENODEV)
-	}
-	f, err := diskfmt.OpenFile(q.Disk.Path)
-	if err != nil {
-		return c.Reply(q, rescode.RvENODEV)
-	}
-	sector := f.SectorSize()
-	_ = f.Close()
-	align := diskfmt.LegacyAlign(sector)
-	if align < 0 {
-		return c.Reply(q, rescode.RvEINVAL)
-	}
-	return c.Reply(q, int32(align))
 }
 
 func lockspaceOf(q *wire.Request) wire.Lockspace {
@@ -198,19 +147,7 @@ func cmdInqLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 // cmdGetLockspaces: header (length 32 + 1104 x count, data2 = count) and the
 // lockspaces; connection closed (docs/protocol.md "Commands" #22).
 func cmdGetLockspaces(_ context.Context, c *Conn, q *wire.Request) error {
-	list := c.srv.deps.Lockspaces.List()
-	h := q.Header
-	h.Version, h.Data = wire.ProtoVersion, 0
-	h.Length = uint32(wire.HeaderSize + wire.LockspaceSize*len(list))
-	h.Data2 = uint32(len(list))
-	b := h.Bytes()
-	for i := range list {
-		var err error
-		if b, err = list[i].AppendBinary(b); err != nil {
-			return err
-		}
-	}
-	return c.write(b)
+	return c.send(&wire.Reply{Header: replyHeader(q, 0, 0), Lockspaces: c.srv.deps.Lockspaces.List()})
 }
 
 // cmdHostStatus: header (length 32, data = result) then HOST records on
@@ -218,16 +155,8 @@ func cmdGetLockspaces(_ context.Context, c *Conn, q *wire.Request) error {
 func cmdHostStatus(_ context.Context, c *Conn, q *wire.Request) error {
 	recs, err := c.srv.deps.Lockspaces.HostStatus(lockspaceOf(q).Name)
 	rv := result(err)
-	h := q.Header
-	h.Version, h.Length, h.Data = wire.ProtoVersion, wire.HeaderSize, uint32(rv)
-	b := h.Bytes()
-	if rv >= 0 {
-		for i := range recs {
-			var err error
-			if b, err = recs[i].AppendBinary(b); err != nil {
-				return err
-			}
-		}
+	if rv < 0 {
+		recs = nil
 	}
-	return c.write(b)
+	return c.send(&wire.Reply{Header: replyHeader(q, rv, q.Header.Data2), Records: recs})
 }

@@ -204,6 +204,24 @@ func (c *Conn) write(b []byte) error {
 	return err
 }
 
+// replyHeader is the header of a reply to q: q's, with version 1, length
+// 32 (wire.Reply.MarshalBinary sets the length of a counted payload), data
+// = rv and the given data2.
+func replyHeader(q *wire.Request, rv int32, data2 uint32) wire.Header {
+	h := q.Header
+	h.Version, h.Length, h.Data, h.Data2 = wire.ProtoVersion, wire.HeaderSize, uint32(rv), data2
+	return h
+}
+
+// send writes rp in the reply shape of its command (wire.Reply.MarshalBinary).
+func (c *Conn) send(rp *wire.Reply) error {
+	b, err := rp.MarshalBinary(rp.Header.Cmd)
+	if err != nil {
+		return err
+	}
+	return c.write(b)
+}
+
 // Reply sends the result reply of docs/protocol.md "Header" for q.
 func (c *Conn) Reply(q *wire.Request, result int32) error {
 	h := wire.ResultReply(q.Header, result)
@@ -303,12 +321,8 @@ func (c *Conn) serve() {
 func (c *Conn) replyBadPayload(q *wire.Request, result int32) error {
 	switch q.Header.Cmd {
 	case wire.CmdAcquire:
-		if q.Header.Data2 == selfPid {
-			if !c.Registered() {
-				result = rescode.RvEBUSY
-			}
-		} else if c.srv.FindClient(int(int32(q.Header.Data2))) == nil {
-			result = rescode.RvESRCH
+		if _, code := targetConn(c, q); code != 0 {
+			result = code
 		}
 	case wire.CmdReadResource, wire.CmdReadResourceOwners:
 		var res wire.Resource
@@ -316,14 +330,7 @@ func (c *Conn) replyBadPayload(q *wire.Request, result int32) error {
 			res = q.Resources[0]
 		}
 		res.Disks, res.NumDisks = nil, 0
-		h := q.Header
-		h.Version, h.Data, h.Data2 = wire.ProtoVersion, uint32(result), 0
-		h.Length = wire.HeaderSize + wire.ResourceSize
-		b, err := res.AppendBinary(h.Bytes())
-		if err != nil {
-			return err
-		}
-		return c.write(b)
+		return c.send(&wire.Reply{Header: replyHeader(q, result, 0), Resource: &res})
 	}
 	return c.Reply(q, result)
 }
@@ -369,7 +376,9 @@ func (c *Conn) dispatch(q *wire.Request) error {
 		s.lg.Debug("cmd_"+cmd.DebugName(), zap.Int("ci", c.slot), zap.Int("fd", c.fd))
 	}
 	s.deps.Procs.Begin()
+	end := s.metricsOf().Begin(q)
 	err := r.h(s.ctx, c, q)
+	end()
 	s.deps.Procs.End()
 	c.mu.Lock()
 	c.cmdActive = 0
@@ -435,13 +444,13 @@ func (c *Conn) dead() {
 	}
 }
 
-// clientText is the CLIENT record text (docs/protocol.md "Record texts").
-func (c *Conn) clientText() (name string, pid int, text string) {
+// clientRecord is the CLIENT record of the connection (docs/protocol.md "Record texts").
+func (c *Conn) clientRecord() wire.StateRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	text = fmt.Sprintf("ci=%d fd=%d pid=%d flags=%x restricted=%x cmd_active=%d cmd_last=%d pid_dead=%d kill_count=%d kill_last=%d suspend=%d need_free=%d",
+	text := fmt.Sprintf("ci=%d fd=%d pid=%d flags=%x restricted=%x cmd_active=%d cmd_last=%d pid_dead=%d kill_count=%d kill_last=%d suspend=%d need_free=%d",
 		c.slot, c.fd, c.pid, c.flags, c.restricted, c.cmdActive, c.cmdLast, b2i(c.pidDead), c.killCount, c.killLast, 0, 0)
-	return c.name, c.pid, text
+	return wire.StateRecord{State: wire.State{Type: wire.StateClient, Data32: uint32(int32(c.pid)), Name: c.name}, Text: text}
 }
 
 func b2i(b bool) int {

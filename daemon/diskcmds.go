@@ -11,7 +11,7 @@ import (
 
 // registerDiskCmds installs the resource-area commands that work on disk
 // without a client's lease set (docs/protocol.md "Commands" #19, #21, #24,
-// #35–#40): WRITE_RESOURCE, READ_RESOURCE, READ_RESOURCE_OWNERS and the
+// #12, #35–#40): ALIGN, WRITE_RESOURCE, READ_RESOURCE, READ_RESOURCE_OWNERS and the
 // rindex commands (FORMAT, REBUILD, UPDATE, LOOKUP, CREATE_RESOURCE,
 // DELETE_RESOURCE). The work is manager.DiskOps; these handlers encode.
 func (s *Server) registerDiskCmds() {
@@ -20,6 +20,17 @@ func (s *Server) registerDiskCmds() {
 		ls = s.deps.Manager.Lockspaces
 	}
 	d := manager.NewDiskOps(ls, func() *zap.Logger { return s.lg }, s.cfg.WriteInitIOTimeout)
+	s.Handle(wire.CmdAlign, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
+		var path string
+		if q.Disk != nil {
+			path = q.Disk.Path
+		}
+		align, err := d.Align(path)
+		if err != nil {
+			return c.Reply(q, result(err))
+		}
+		return c.Reply(q, int32(align))
+	})
 	s.Handle(wire.CmdWriteResource, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		err := d.WriteResource(ctx, resourceOf(q), q.Header.Data, q.Header.CmdFlags&wire.WriteClear != 0)
 		return c.Reply(q, result(err))
@@ -29,35 +40,19 @@ func (s *Server) registerDiskCmds() {
 		// success, else as it was sent.
 		res := resourceOf(q)
 		rv := result(d.ReadResource(ctx, &res))
-		h := q.Header
-		h.Version, h.Data, h.Data2 = wire.ProtoVersion, uint32(rv), 0
-		h.Length = wire.HeaderSize + wire.ResourceSize
 		res.Disks = nil
-		b, err := res.AppendBinary(h.Bytes())
-		if err != nil {
-			return err
-		}
-		return c.write(b)
+		return c.send(&wire.Reply{Header: replyHeader(q, rv, 0), Resource: &res})
 	})
 	s.Handle(wire.CmdReadResourceOwners, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		// The resource, then one sanlk_host per owner.
 		res := resourceOf(q)
 		owners, err := d.ReadResourceOwners(ctx, &res)
-		h := q.Header
-		h.Version, h.Data, h.Data2 = wire.ProtoVersion, uint32(result(err)), uint32(len(owners))
-		h.Length = uint32(wire.HeaderSize + wire.ResourceSize + wire.HostSize*len(owners))
 		res.Disks = nil
-		b, err := res.AppendBinary(h.Bytes())
-		if err != nil {
-			return err
-		}
+		rp := wire.Reply{Header: replyHeader(q, result(err), 0), Resource: &res}
 		for _, o := range owners {
-			host := wire.Host{HostID: o.HostID, Generation: o.Generation, Timestamp: o.Timestamp}
-			if b, err = host.AppendBinary(b); err != nil {
-				return err
-			}
+			rp.Hosts = append(rp.Hosts, wire.Host{HostID: o.HostID, Generation: o.Generation, Timestamp: o.Timestamp})
 		}
-		return c.write(b)
+		return c.send(&rp)
 	})
 	s.Handle(wire.CmdFormatRIndex, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		return c.Reply(q, result(d.FormatRindex(ctx, rindexOf(q))))
@@ -107,13 +102,6 @@ func rindexEntryCmd(f func(context.Context, *wire.Request, wire.RIndex, wire.REn
 		if rv < 0 {
 			out = wire.REntry{}
 		}
-		h := q.Header
-		h.Version, h.Data, h.Data2 = wire.ProtoVersion, uint32(rv), 0
-		h.Length = wire.HeaderSize + wire.REntrySize
-		b, err := out.AppendBinary(h.Bytes())
-		if err != nil {
-			return err
-		}
-		return c.write(b)
+		return c.send(&wire.Reply{Header: replyHeader(q, rv, 0), REntry: &out})
 	}
 }

@@ -29,7 +29,7 @@ func cmdRegEvent(m *manager.Lockspaces) Handler {
 			c.evListener = false
 			c.mu.Unlock()
 		}
-		if err := c.write(headerReply(q, rv)); err != nil || rv != 0 {
+		if err := c.send(&wire.Reply{Header: replyHeader(q, rv, q.Header.Data2)}); err != nil || rv != 0 {
 			if rv == 0 {
 				m.DropListener(name, c)
 			}
@@ -48,16 +48,8 @@ func cmdRegEvent(m *manager.Lockspaces) Handler {
 // the end marker on its listener.
 func cmdEndEvent(m *manager.Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *wire.Request) error {
-		return c.write(headerReply(q, result(m.EndEvent(lockspaceOf(q).Name))))
+		return c.send(&wire.Reply{Header: replyHeader(q, result(m.EndEvent(lockspaceOf(q).Name)), q.Header.Data2)})
 	}
-}
-
-// headerReply is a copy of the request header with version 1, length 32
-// and data = rv (data2 echoed).
-func headerReply(q *wire.Request, rv int32) []byte {
-	h := q.Header
-	h.Version, h.Length, h.Data = wire.ProtoVersion, wire.HeaderSize, uint32(rv)
-	return h.Bytes()
 }
 
 // listenerEnded reads at most 4 bytes from c without blocking.

@@ -1,10 +1,7 @@
 package daemon
 
 import (
-	"io/fs"
-
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/internal/process"
@@ -34,23 +31,12 @@ func newFDGuard() *process.FDGuard { return process.NewFDGuard() }
 // when fewer than process.FDReserve descriptors would be left) and its
 // error line.
 func (s *Server) guardOpen(open func(string) (diskfmt.Device, error)) func(string) (diskfmt.Device, error) {
-	return func(path string) (diskfmt.Device, error) {
-		err := process.Headroom()
-		if err == nil {
-			var dev diskfmt.Device
-			if dev, err = open(path); err == nil || !process.IsFDExhausted(err) {
-				return dev, err
-			}
+	return process.GuardOpen(open, func(path string) {
+		if s.fds == nil || s.fds.ShouldLog() {
+			s.lg.Error("open: too many open files", zap.String("path", path),
+				zap.Int("left_for_connections", process.FDReserve), zap.String("hint", process.LimitHint()))
 		}
-		if process.IsFDExhausted(err) {
-			if s.fds == nil || s.fds.ShouldLog() {
-				s.lg.Error("open: too many open files", zap.String("path", path),
-					zap.Int("left_for_connections", process.FDReserve), zap.String("hint", process.LimitHint()))
-			}
-			return nil, &fs.PathError{Op: "open", Path: path, Err: unix.EMFILE}
-		}
-		return nil, err
-	}
+	})
 }
 
 // acceptExhausted is descriptor rule 3 after an accept failed with EMFILE

@@ -27,19 +27,7 @@ func cmdGetHosts(m *manager.Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *wire.Request) error {
 		ls := lockspaceOf(q)
 		hosts, err := m.GetHosts(ls.Name, ls.HostID)
-		rv := result(err)
-		h := q.Header
-		h.Version, h.Data = wire.ProtoVersion, uint32(rv)
-		h.Length = uint32(wire.HeaderSize + wire.HostSize*len(hosts))
-		h.Data2 = uint32(len(hosts))
-		b := h.Bytes()
-		for i := range hosts {
-			var err error
-			if b, err = hosts[i].AppendBinary(b); err != nil {
-				return err
-			}
-		}
-		return c.write(b)
+		return c.send(&wire.Reply{Header: replyHeader(q, result(err), 0), Hosts: hosts})
 	}
 }
 
@@ -47,35 +35,28 @@ func cmdGetHosts(m *manager.Lockspaces) Handler {
 // and one RENEWAL record per history entry, oldest first (docs/protocol.md "Commands" #34).
 func cmdRenewal(m *manager.Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *wire.Request) error {
-		h := q.Header
-		h.Version, h.Length = wire.ProtoVersion, wire.HeaderSize
+		rp := wire.Reply{Header: replyHeader(q, 0, q.Header.Data2)}
 		if c.srv.cfg.RenewalHistorySize <= 0 {
-			h.Data = 0
-			return c.write(h.Bytes())
+			return c.send(&rp)
 		}
 		hist, io, err := m.Renewals(lockspaceOf(q).Name)
 		rv := result(err)
-		h.Data = uint32(rv)
+		rp.Header.Data = uint32(rv)
 		if rv < 0 || len(hist) == 0 {
-			return c.write(h.Bytes())
+			return c.send(&rp)
 		}
-		h.Data2 = uint32(io)
-		b := h.Bytes()
+		rp.Header.Data2 = uint32(io)
 		for _, e := range hist {
-			rec := wire.StateRecord{State: wire.State{Type: wire.StateRenewal, Data64: e.Timestamp}, Text: e.String()}
-			var err error
-			if b, err = rec.AppendBinary(b); err != nil {
-				return err
-			}
+			rp.Records = append(rp.Records, wire.StateRecord{State: wire.State{Type: wire.StateRenewal, Data64: e.Timestamp}, Text: e.String()})
 		}
-		return c.write(b)
+		return c.send(&rp)
 	}
 }
 
 // cmdSetConfig: SET_CONFIG, config command in header data (docs/protocol.md "Commands" #33).
 func cmdSetConfig(m *manager.Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *wire.Request) error {
-		return c.write(headerReply(q, result(m.SetConfig(lockspaceOf(q).Name, q.Header.Data))))
+		return c.send(&wire.Reply{Header: replyHeader(q, result(m.SetConfig(lockspaceOf(q).Name, q.Header.Data)), q.Header.Data2)})
 	}
 }
 
@@ -114,14 +95,6 @@ func cmdWriteLockspace(m *manager.Lockspaces) Handler {
 func cmdReadLockspace(m *manager.Lockspaces) Handler {
 	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		out, io, err := m.ReadLockspace(ctx, lockspaceOf(q))
-		rv := result(err)
-		h := q.Header
-		h.Version, h.Data, h.Data2 = wire.ProtoVersion, uint32(rv), io
-		h.Length = wire.HeaderSize + wire.LockspaceSize
-		b, err := out.AppendBinary(h.Bytes())
-		if err != nil {
-			return err
-		}
-		return c.write(b)
+		return c.send(&wire.Reply{Header: replyHeader(q, result(err), io), Lockspace: &out})
 	}
 }

@@ -1,23 +1,14 @@
 package daemon
 
 import (
-	"context"
 	"sync/atomic"
 
-	"go.uber.org/zap"
-
 	"github.com/gosanlock/gosanlock/internal/metrics"
-	"github.com/gosanlock/gosanlock/wire"
 )
 
 // The Prometheus endpoint (ours: -M, metrics_address; docs/metrics.md) is
-// internal/metrics; the daemon starts it and feeds it.
-
-// DefaultMetricsPort is the port of a metrics_address given without one.
-const DefaultMetricsPort = metrics.DefaultPort
-
-// ResolveMetricsAddress checks a metrics_address value (metrics.ResolveAddress).
-func ResolveMetricsAddress(v string) (string, error) { return metrics.ResolveAddress(v) }
+// internal/metrics; the daemon starts it and feeds it (Renewal; Begin in
+// Conn.dispatch, Replied in Conn.Reply).
 
 // startMetrics starts the endpoint when metrics_address is set (after
 // Start: logging is set up and the lock file held). stop shuts it down.
@@ -29,18 +20,11 @@ func (s *Server) startMetrics() (stop func(), err error) {
 	if s.deps.Manager != nil {
 		src.Lockspaces = s.deps.Manager.Lockspaces
 	}
-	m, err := metrics.Listen(s.cfg.MetricsAddress, src)
+	m, err := metrics.Start(s.cfg.MetricsAddress, src, s.lg)
 	if err != nil {
-		s.lg.Error(err.Error())
 		return nil, err
 	}
-	s.wrapTimed(m)
 	s.metrics.Store(m)
-	if !m.Addr().IP.IsLoopback() {
-		s.lg.Warn("metrics on a non-loopback address: no authentication", zap.Stringer("address", m.Addr()))
-	} else {
-		s.lg.Info("metrics", zap.String("url", "http://"+m.Addr().String()+"/metrics"))
-	}
 	return m.Stop, nil
 }
 
@@ -66,25 +50,6 @@ func (s *Server) renewalHook(space string) func(error, int64, int64) {
 		if s != nil && s.deps.Settled != nil && n.Load() < 2 && n.Add(1) == 2 {
 			s.deps.Settled()
 		}
-	}
-}
-
-// wrapTimed makes the acquire and release handlers note when a request
-// started; Conn.Reply then calls Replied.
-func (s *Server) wrapTimed(m *metrics.Endpoint) {
-	s.hmu.Lock()
-	defer s.hmu.Unlock()
-	for cmd, r := range s.handlers {
-		if !metrics.Timed(cmd) {
-			continue
-		}
-		h := r.h
-		r.h = func(ctx context.Context, c *Conn, q *wire.Request) error {
-			m.Started(q)
-			defer m.Forget(q)
-			return h(ctx, c, q)
-		}
-		s.handlers[cmd] = r
 	}
 }
 

@@ -90,13 +90,9 @@ const selfPid = 0xffffffff
 // target resolves the registered client a W-reg command acts on (docs/protocol.md
 // "Dispatch classes", "Commands"); the manager then marks it busy.
 func target(c *Conn, q *wire.Request, acquire bool) (*Conn, int32) {
-	t := c
-	if q.Header.Data2 == selfPid {
-		if !c.Registered() {
-			return nil, rescode.RvEBUSY
-		}
-	} else if t = c.srv.FindClient(int(int32(q.Header.Data2))); t == nil {
-		return nil, rescode.RvESRCH
+	t, code := targetConn(c, q)
+	if code != 0 {
+		return nil, code
 	}
 	t.mu.Lock()
 	dead, killing := t.pidDead, t.killCount > 0
@@ -108,6 +104,22 @@ func target(c *Conn, q *wire.Request, acquire bool) (*Conn, int32) {
 		return nil, rescode.RvEBUSY
 	}
 	return t, 0
+}
+
+// targetConn is the registered connection header.data2 names: this one
+// (selfPid; -EBUSY when it is not registered) or the one of that pid
+// (-ESRCH when none).
+func targetConn(c *Conn, q *wire.Request) (*Conn, int32) {
+	if q.Header.Data2 == selfPid {
+		if !c.Registered() {
+			return nil, rescode.RvEBUSY
+		}
+		return c, 0
+	}
+	if t := c.srv.FindClient(int(int32(q.Header.Data2))); t != nil {
+		return t, 0
+	}
+	return nil, rescode.RvESRCH
 }
 
 // regCmd is a W-reg command whose reply is a result: resolve the target
@@ -124,8 +136,6 @@ func regCmd(fn func(context.Context, *Conn, *wire.Request) error, acquire bool) 
 
 // cmdInquire is INQUIRE (docs/protocol.md "Commands" #9, docs/paxos.md "inquire").
 func cmdInquire(m *manager.Resources, c *Conn, q *wire.Request) error {
-	h := q.Header
-	h.Version, h.Length, h.Data, h.Data2 = wire.ProtoVersion, wire.HeaderSize, 0, 0
 	t, code := target(c, q, false)
 	var list []wire.Resource
 	if code == 0 {
@@ -133,35 +143,34 @@ func cmdInquire(m *manager.Resources, c *Conn, q *wire.Request) error {
 		list, err = m.Inquire(t)
 		code = result(err)
 	}
-	if code != 0 {
-		h.Data = uint32(code)
-		return c.write(h.Bytes())
+	if code != 0 || len(list) == 0 {
+		return c.send(&wire.Reply{Header: replyHeader(q, code, 0)})
 	}
-	if len(list) == 0 {
-		return c.write(h.Bytes())
-	}
-	h.Data2 = uint32(len(list))
+	// The state string and its NUL; a formatting error sends the NUL alone.
+	rp := wire.Reply{Header: replyHeader(q, 0, uint32(len(list)))}
 	state, err := wire.FormatState(list)
+	rp.Data = []byte(state)
 	if err != nil {
-		h.Data, h.Length = uint32(rescode.ErrorCode(err)), wire.HeaderSize+1
-		return c.write(append(h.Bytes(), 0))
+		rp.Header.Data, rp.Data = uint32(rescode.ErrorCode(err)), []byte{}
 	}
-	h.Length = uint32(wire.HeaderSize + len(state) + 1)
-	b := append(h.Bytes(), state...)
-	return c.write(append(b, 0))
+	return c.send(&rp)
 }
 
 // cmdGetLVB is GET_LVB (docs/paxos.md "LVB", docs/protocol.md "Commands" #26): the in-memory LVB,
 // at most one sector.
 func cmdGetLVB(m *manager.Resources, c *Conn, q *wire.Request) error {
-	h := q.Header
-	h.Version, h.Data2 = wire.ProtoVersion, 0
 	space, name := resName(q)
 	b, err := m.GetLVB(space, name, int(q.Header.Data2))
 	if err != nil {
-		h.Data, h.Length = uint32(result(err)), wire.HeaderSize+q.Header.Data2
-		return c.write(h.Bytes())
+		return c.send(lvbError(q, result(err)))
 	}
-	h.Data, h.Length = 0, uint32(wire.HeaderSize+len(b))
-	return c.write(append(h.Bytes(), b...))
+	return c.send(&wire.Reply{Header: replyHeader(q, 0, 0), Data: b})
+}
+
+// lvbError is GET_LVB's error reply: the length announces the requested
+// size, but nothing follows.
+func lvbError(q *wire.Request, rv int32) *wire.Reply {
+	h := replyHeader(q, rv, 0)
+	h.Length = wire.HeaderSize + q.Header.Data2
+	return &wire.Reply{Header: h}
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"os"
-	"os/exec"
 	"os/signal"
 	"syscall"
 
@@ -30,33 +29,18 @@ func (s *Server) setPriority() {
 }
 
 // Daemonize implements "without -D, fork and let the parent exit 0" (docs/cli.md
-// "Startup" step 2) for a Go program, which cannot fork: unless cfg.Debug is set
-// or this process is already the background child, it starts the same
-// executable with the same arguments, stdio on /dev/null, in a new session,
-// with config.EnvDaemonized=1, and returns true: the caller (cmd/) then exits 0.
-// It returns false when the caller should go on and run the daemon itself.
+// "Startup" step 2): unless cfg.Debug is set or this process is already the
+// background child (config.EnvDaemonized, or a live re-exec), it starts the
+// background child (process.Background) and returns true: the caller (cmd/)
+// then exits 0. It returns false when the caller should go on and run the
+// daemon itself.
 func Daemonize(cfg *Config) (parent bool, err error) {
 	if cfg.Debug || os.Getenv(config.EnvDaemonized) == "1" || handover.Inherited() {
 		return false, nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
+	if err := process.Background(config.EnvDaemonized); err != nil {
 		return false, err
 	}
-	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		return false, err
-	}
-	defer null.Close()
-	cmd := exec.Command(exe, os.Args[1:]...)
-	cmd.Args[0] = os.Args[0]
-	cmd.Env = append(os.Environ(), config.EnvDaemonized+"=1")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return false, err
-	}
-	_ = cmd.Process.Release()
 	return true, nil
 }
 

@@ -221,7 +221,7 @@ func TestHungLockspaceIsolated(t *testing.T) {
 		assert.NotEmpty(t, recs, "status answers while the add hangs")
 
 		assert.Equal(t, int32(client.SanlkAIOTimeout), <-errc, "the hung add times out after its io_timeout")
-		assert.GreaterOrEqual(t, time.Since(start), 3*time.Second)
+		assert.GreaterOrEqual(t, time.Since(start), 3*time.Second, "simulated time (synctest): not before its io_timeout")
 		h, _ = call(t, ln.dial(0), lsReq(wire.CmdInqLockspace, wire.InqWait, 0, ls))
 		require.Equal(t, int32(0), h.Result())
 		h, _ = call(t, ln.dial(0), lsReq(wire.CmdRemLockspace, 0, 0, ls))
@@ -287,7 +287,7 @@ func TestResourceSlowDiskIsolated(t *testing.T) {
 		q.Resources = []wire.Resource{{LockspaceName: "LS", Name: "R0", Disks: []wire.Disk{{Path: good, Offset: 1 << 20}}}}
 		h, _ = call(t, reg, q)
 		require.Equal(t, int32(0), h.Result())
-		assert.Less(t, time.Since(start), 900*time.Millisecond, "other disk not delayed by the hung one")
+		assert.Less(t, time.Since(start), 900*time.Millisecond, "simulated time (synctest): other disk not delayed by the hung one")
 		assert.Equal(t, int32(rescode.ErrAIOTimeout), <-hung)
 	})
 }

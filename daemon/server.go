@@ -186,14 +186,10 @@ func (s *Server) Start() (err error) {
 	cfg := &s.cfg
 	cfg.ResolveIDs()
 
-	s.logs = newLogSinks(cfg, s.deps.Stderr, s.deps.LogCore)
-	s.lg = s.logs.lg
-	s.startMon = monoSeconds()
+	s.openLog()
 	defer func() {
 		if err != nil {
-			s.lg.Error(err.Error())
-			s.releaseStartup()
-			close(s.done)
+			s.failStart(err)
 		}
 	}()
 
@@ -226,12 +222,8 @@ func (s *Server) Start() (err error) {
 		return err
 	}
 
-	s.nodename = Nodename()
-	s.hostName = cfg.OurHostName
-	if s.hostName == "" {
-		if s.hostName, err = process.GenerateHostName(s.nodename); err != nil {
-			return fmt.Errorf("cannot generate host name: %w", err)
-		}
+	if err := s.setHostName(); err != nil {
+		return err
 	}
 
 	if cfg.Privileged && (cfg.UserName != "" || cfg.GroupName != "") {
@@ -281,20 +273,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return errors.New("daemon: already started")
 	}
 	s.started = true
-	s.logs = newLogSinks(&s.cfg, s.deps.Stderr, s.deps.LogCore)
-	s.lg = s.logs.lg
-	s.startMon = monoSeconds()
-	s.nodename = Nodename()
-	s.hostName = s.cfg.OurHostName
-	if s.hostName == "" {
-		var err error
-		if s.hostName, err = process.GenerateHostName(s.nodename); err != nil {
-			err = fmt.Errorf("cannot generate host name: %w", err)
-			s.lg.Error(err.Error())
-			s.releaseStartup()
-			close(s.done)
-			return err
-		}
+	s.openLog()
+	if err := s.setHostName(); err != nil {
+		s.failStart(err)
+		return err
 	}
 	s.startManager()
 	s.ln = ln
@@ -302,6 +284,32 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.conns.Add(1)
 	go s.acceptLoop()
 	return s.Wait(ctx)
+}
+
+// openLog opens the log sinks and notes the start time (Start, Serve).
+func (s *Server) openLog() {
+	s.logs = newLogSinks(&s.cfg, s.deps.Stderr, s.deps.LogCore)
+	s.lg = s.logs.lg
+	s.startMon = monoSeconds()
+}
+
+// setHostName sets our host name: the configured one, else one generated
+// from the node name (Start, Serve).
+func (s *Server) setHostName() (err error) {
+	s.nodename = Nodename()
+	if s.hostName = s.cfg.OurHostName; s.hostName == "" {
+		if s.hostName, err = process.GenerateHostName(s.nodename); err != nil {
+			return fmt.Errorf("cannot generate host name: %w", err)
+		}
+	}
+	return nil
+}
+
+// failStart logs the error of a failed Start or Serve and undoes it.
+func (s *Server) failStart(err error) {
+	s.lg.Error(err.Error())
+	s.releaseStartup()
+	close(s.done)
 }
 
 // releaseStartup undoes a partial Start.

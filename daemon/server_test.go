@@ -159,6 +159,13 @@ func TestStatusRecords(t *testing.T) {
 			assert.True(t, strings.HasSuffix(r.Text, " version_str=3.8.5 version_num=3.8.5 version_hex=03080500 smproto_hex=00000001"), r.Text)
 		case wire.StateClient:
 			lines = append(lines, fmt.Sprintf("p %d %s", int32(r.Data32), r.Name))
+			rest := " pid=-1 flags=0 restricted=0 cmd_active=0 cmd_last=0 pid_dead=0 kill_count=0 kill_last=0 suspend=0 need_free=0"
+			switch r.Name {
+			case "helper":
+				assert.Equal(t, "ci=0 fd=-1"+rest, r.Text)
+			case "listener":
+				assert.Equal(t, fmt.Sprintf("ci=1 fd=%d", td.srv.lnFD)+rest, r.Text)
+			}
 		default:
 			t.Errorf("unexpected record type %d", r.Type)
 		}

@@ -63,14 +63,9 @@ func (c *Conn) strictRefuse(q *wire.Request, id strictpeer.Identity, target int)
 	case wire.CmdShutdown:
 		return nil // no reply; the connection is closed
 	case wire.CmdGetLVB:
-		h := q.Header
-		h.Version, h.Data2 = wire.ProtoVersion, 0
-		h.Data, h.Length = uint32(eperm), wire.HeaderSize+q.Header.Data2
-		return c.write(h.Bytes())
+		return c.send(lvbError(q, eperm))
 	case wire.CmdInquire:
-		h := q.Header
-		h.Version, h.Length, h.Data, h.Data2 = wire.ProtoVersion, wire.HeaderSize, uint32(eperm), 0
-		return c.write(h.Bytes())
+		return c.send(&wire.Reply{Header: replyHeader(q, eperm, 0)})
 	}
 	return c.Reply(q, rescode.RvEPERM)
 }

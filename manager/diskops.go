@@ -262,3 +262,24 @@ func monoSeconds() uint64 {
 	}
 	return uint64(ts.Sec)
 }
+
+// Align is ALIGN (docs/protocol.md "Commands" #12): the align size of the
+// sector size of the disk at path; -ENODEV when it cannot be opened,
+// -EINVAL for a sector size without one. The disk is opened directly (not
+// through the lockspaces' opener), only to read its sector size.
+func (d *DiskOps) Align(path string) (int, error) {
+	if path == "" {
+		return 0, rescode.ErrENODEV
+	}
+	f, err := diskfmt.OpenFile(path)
+	if err != nil {
+		return 0, rescode.ErrENODEV
+	}
+	sector := f.SectorSize()
+	_ = f.Close()
+	align := diskfmt.LegacyAlign(sector)
+	if align < 0 {
+		return 0, rescode.ErrEINVAL
+	}
+	return align, nil
+}

@@ -129,7 +129,7 @@ type Config struct {
 	StrictPeer bool
 
 	// MetricsAddress (ours: -M, metrics_address; "" = off) is where the
-	// Prometheus endpoint listens (ResolveMetricsAddress, docs/metrics.md).
+	// Prometheus endpoint listens (metrics.ResolveAddress, docs/metrics.md).
 	MetricsAddress string
 
 	// Environment and paths.
@@ -434,3 +434,29 @@ func truncName(s string) string {
 // outside the long range saturate, then are truncated to 32 bits as glibc's
 // (int)strtol does.
 func Atoi(s string) int { return cnum.Atoi(s) }
+
+// StatusText is the text of STATUS's DAEMON record (docs/protocol.md
+// "Record texts", snapshot key list): the settings in effect, with our host
+// name, the daemon pid as helper_pid, the CLOCK_MONOTONIC seconds at start
+// and now, and the version as text and as the 32-bit number of VERSION.
+func (c *Config) StatusText(host string, pid int, startMon, now uint64, version string, v uint32) string {
+	return fmt.Sprintf("our_host_name=%s use_watchdog=%d high_priority=%d mlock_level=%d quiet_fail=%d "+
+		"debug_renew=%d debug_clients=%d debug_cmds=0x%x renewal_history_size=%d gid=%d uid=%d "+
+		"sh_retries=%d max_sectors_kb_ignore=%d max_sectors_kb_align=%d max_sectors_kb_num=%d "+
+		"max_worker_threads=%d write_init_io_timeout=%d use_aio=%d "+
+		"kill_grace_seconds=%d helper_pid=%d helper_kill_fd=%d helper_full_count=%d helper_last_status=%d "+
+		"monotime=%d version_str=%s version_num=%d.%d.%d version_hex=%08x smproto_hex=%08x",
+		host, b2i(c.UseWatchdog), b2i(c.HighPriority), c.MlockLevel, b2i(c.QuietFail),
+		b2i(c.DebugRenew), b2i(c.DebugClients), c.DebugCmds, c.RenewalHistorySize, c.GID, c.UID,
+		c.ShRetries, b2i(c.MaxSectorsKBIgnore), b2i(c.MaxSectorsKBAlign), c.MaxSectorsKBNum,
+		c.MaxWorkerThreads, c.WriteInitIOTimeout, b2i(c.UseAIO),
+		c.KillGraceSeconds, pid, -1, 0, startMon,
+		now, version, v>>24, v>>16&0xff, v>>8&0xff, v, wire.ProtoVersion)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -182,3 +182,12 @@ func TestLogFormatKey(t *testing.T) {
 	require.True(t, c.ApplyConfigKey("log_format", "text"))
 	require.Equal(t, LogFormatText, c.LogFormat)
 }
+
+func TestMetricsAddressConfig(t *testing.T) {
+	c := DefaultConfig()
+	assert.Empty(t, c.MetricsAddress, "metrics are opt-in")
+	require.True(t, c.ApplyConfigKey("metrics_address", "127.0.0.1:9310"))
+	assert.Equal(t, "127.0.0.1:9310", c.MetricsAddress)
+	require.NoError(t, c.ApplyOption('M', "9400"))
+	assert.Equal(t, "9400", c.MetricsAddress)
+}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/internal/promtext"
 	"github.com/gosanlock/gosanlock/manager"
@@ -96,6 +98,22 @@ type Endpoint struct {
 	reqResults  *promtext.CounterVec   // cmd, result
 
 	starts sync.Map // *wire.Request -> time.Time, acquire/release in progress
+}
+
+// Start is Listen plus the daemon's log line: the error, a warning for a
+// non-loopback address (no authentication), else the URL.
+func Start(addr string, src Source, lg *zap.Logger) (*Endpoint, error) {
+	m, err := Listen(addr, src)
+	if err != nil {
+		lg.Error(err.Error())
+		return nil, err
+	}
+	if !m.Addr().IP.IsLoopback() {
+		lg.Warn("metrics on a non-loopback address: no authentication", zap.Stringer("address", m.Addr()))
+	} else {
+		lg.Info("metrics", zap.String("url", "http://"+m.Addr().String()+"/metrics"))
+	}
+	return m, nil
 }
 
 // Listen resolves addr (ResolveAddress), listens on it and serves /metrics
@@ -184,12 +202,16 @@ var timedCmds = map[wire.Cmd]string{wire.CmdAcquire: "acquire", wire.CmdRelease:
 // Timed reports whether the latency and results of cmd are counted.
 func Timed(cmd wire.Cmd) bool { _, ok := timedCmds[cmd]; return ok }
 
-// Started notes that the handling of the timed request q started; Replied
-// or Forget ends it.
-func (m *Endpoint) Started(q *wire.Request) { m.starts.Store(q, time.Now()) }
-
-// Forget drops the start time of q (its handler returned).
-func (m *Endpoint) Forget(q *wire.Request) { m.starts.Delete(q) }
+// Begin notes that the handling of q started when q is a timed request;
+// Replied ends it. Call the returned function when its handler returns (it
+// drops a start that no reply ended). A nil Endpoint ignores it.
+func (m *Endpoint) Begin(q *wire.Request) (end func()) {
+	if m == nil || !Timed(q.Header.Cmd) {
+		return func() {}
+	}
+	m.starts.Store(q, time.Now())
+	return func() { m.starts.Delete(q) }
+}
 
 // Replied counts the result reply of q if it is a timed request. A nil
 // Endpoint ignores it.

@@ -3,6 +3,7 @@ package process
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -150,4 +151,26 @@ func (g *FDGuard) AcceptExhausted(acceptClose func() bool) (took bool, refused u
 		g.refused++
 	}
 	return took, g.refused
+}
+
+// GuardOpen is rule 2 around a disk open: the open is refused with an
+// EMFILE *fs.PathError when fewer than FDReserve descriptors would be left
+// after it (Headroom) or when it ran out itself; refused(path) is called
+// first (the caller logs, rate-limited by ShouldLog).
+func GuardOpen[D any](open func(string) (D, error), refused func(path string)) func(string) (D, error) {
+	return func(path string) (D, error) {
+		err := Headroom()
+		if err == nil {
+			var dev D
+			if dev, err = open(path); err == nil || !IsFDExhausted(err) {
+				return dev, err
+			}
+		}
+		var none D
+		if IsFDExhausted(err) {
+			refused(path)
+			return none, &fs.PathError{Op: "open", Path: path, Err: unix.EMFILE}
+		}
+		return none, err
+	}
 }

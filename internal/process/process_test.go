@@ -1,12 +1,14 @@
 package process
 
 import (
+	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 func TestHostName(t *testing.T) {
@@ -26,4 +28,32 @@ func TestHostName(t *testing.T) {
 	h, err = GenerateHostName(strings.Repeat("n", 40))
 	require.NoError(t, err)
 	assert.Len(t, h, 48)
+}
+
+// TestGuardOpen: descriptor rule 2 passes an open's result through, and
+// turns running out of descriptors into an EMFILE path error after calling
+// refused.
+func TestGuardOpen(t *testing.T) {
+	var refused []string
+	open := GuardOpen(func(p string) (string, error) {
+		switch p {
+		case "full":
+			return "", unix.ENFILE
+		case "bad":
+			return "", unix.ENOENT
+		}
+		return "dev:" + p, nil
+	}, func(p string) { refused = append(refused, p) })
+	dev, err := open("a")
+	assert.NoError(t, err)
+	assert.Equal(t, "dev:a", dev)
+	_, err = open("bad")
+	assert.ErrorIs(t, err, unix.ENOENT)
+	_, err = open("full")
+	var pe *fs.PathError
+	if assert.ErrorAs(t, err, &pe) {
+		assert.Equal(t, "full", pe.Path)
+		assert.ErrorIs(t, err, unix.EMFILE)
+	}
+	assert.Equal(t, []string{"full"}, refused)
 }

@@ -1,4 +1,4 @@
-package daemon
+package interop
 
 import (
 	"context"
@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
@@ -25,14 +27,14 @@ func TestDaemonizeHelper(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	cfg := testutil.DaemonConfig(dir)
-	parent, err := Daemonize(cfg)
+	parent, err := daemon.Daemonize(cfg)
 	if err != nil {
 		os.Exit(3)
 	}
 	if parent {
 		os.Exit(0)
 	}
-	if err := Run(context.Background(), cfg, Deps{}); err != nil {
+	if err := daemon.Run(context.Background(), cfg, daemon.Deps{}); err != nil {
 		os.Exit(1)
 	}
 	os.Exit(0)
@@ -53,12 +55,12 @@ func TestDaemonize(t *testing.T) {
 	require.NoError(t, err)
 	cl.Timeout = 5 * time.Second
 	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 10*time.Second, 10*time.Millisecond)
-	b, err := os.ReadFile(dir + "/" + PidFileName)
+	b, err := os.ReadFile(dir + "/" + daemon.PidFileName)
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
 	assert.NotEqual(t, cmd.Process.Pid, pid, "the daemon is the background child")
-	sid, err := getsid(pid)
+	sid, err := unix.Getsid(pid)
 	require.NoError(t, err)
 	assert.Equal(t, pid, sid, "the child runs in its own session")
 
