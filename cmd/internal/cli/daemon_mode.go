@@ -52,9 +52,9 @@ func runDaemon(opts *DaemonOptions) int {
 		}
 	}
 	setGCPolicy()
-	startBinaryTrim()
+	trim := startBinaryTrim()
 	startPprof(opts.ErrOut)
-	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Procs: procs.Start(), Settled: trimSettled}); err != nil {
+	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Procs: procs.Start(), Settled: trim.settled}); err != nil {
 		return 1
 	}
 	return 0
