@@ -59,7 +59,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		if subcommand(root, a.name()) != nil {
 			continue
 		}
-		cmd := NewCmdClientAction(f, a, nil)
+		cmd := newClientActionCmd(f, a.name())
 		cmd.Hidden = true
 		root.AddCommand(cmd)
 	}
