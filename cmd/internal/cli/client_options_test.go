@@ -46,15 +46,24 @@ func testParse[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra
 			}
 			require.NoError(t, err)
 			require.NotNil(t, got)
-			v := reflect.ValueOf(got).Elem()
-			for i := 0; i < v.NumField(); i++ {
-				if fv := v.Field(i); v.Type().Field(i).Name == "IO" || fv.Kind() == reflect.Func {
-					require.False(t, fv.IsNil(), "%s not set from the Factory", v.Type().Field(i).Name)
-					fv.SetZero()
-				}
-			}
+			clearFactoryFields(t, reflect.ValueOf(got).Elem())
 			assert.Equal(t, c.want, got)
 		})
+	}
+}
+
+// clearFactoryFields zeroes the fields of v that come from the Factory
+// (IO and funcs), in embedded structs too, after checking they are set.
+func clearFactoryFields(t *testing.T, v reflect.Value) {
+	for i := 0; i < v.NumField(); i++ {
+		fv, ft := v.Field(i), v.Type().Field(i)
+		switch {
+		case ft.Anonymous && fv.Kind() == reflect.Struct:
+			clearFactoryFields(t, fv)
+		case ft.Name == "IO" || fv.Kind() == reflect.Func:
+			require.False(t, fv.IsNil(), "%s not set from the Factory", ft.Name)
+			fv.SetZero()
+		}
 	}
 }
 

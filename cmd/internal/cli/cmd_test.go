@@ -8,23 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestNewCmdDirectAction: the path argument of dump and the size options.
-func TestNewCmdDirectAction(t *testing.T) {
-	var out, errb bytes.Buffer
-	f := testFactory(&out, &errb)
-	a, ok := directActionNamed("dump")
-	require.True(t, ok)
-	var got *DirectOptions
-	cmd := NewCmdDirectAction(f, a, func(o *DirectOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"/dev/x:1M", "-Z", "4096", "-A", "8M"})
-	require.NoError(t, cmd.Execute())
-	require.NotNil(t, got)
-	assert.Equal(t, "dump", got.Action)
-	assert.Equal(t, "/dev/x:1M", got.opts.pathArg)
-	assert.Equal(t, 4096, got.opts.sector)
-	assert.Empty(t, out.String())
-}
-
 // TestNewCmdDaemon: the daemon options reach the daemon settings.
 func TestNewCmdDaemon(t *testing.T) {
 	var out, errb bytes.Buffer
