@@ -133,12 +133,9 @@ func (d *direct) readLeader(ls client.Lockspace, res *client.Resource) int {
 	switch {
 	case ls.Disk.Path != "":
 		l, rv = d.readDeltaLeader(ls)
-	case res != nil && len(res.Disks) > 1:
-		delta = false
-		l, rv = d.readPaxosLeaders(*res)
 	case res != nil:
 		delta = false
-		l, rv = d.readPaxosLeader(*res)
+		l, rv = d.readResourceLeader(*res)
 	default:
 		rv = int(rescode.ErrEPERM)
 	}
@@ -205,13 +202,23 @@ func (d *direct) readPaxosLeader(r client.Resource) (diskfmt.Leader, int) {
 	return l, rvOf(err)
 }
 
+// readResourceLeader is the leader of a resource as read_leader -r reads
+// it: on one disk that disk's (readPaxosLeader), on several the one a
+// majority agrees on (readPaxosLeaders).
+func (d *direct) readResourceLeader(r client.Resource) (diskfmt.Leader, int) {
+	if len(r.Disks) > 1 {
+		return d.readPaxosLeaders(r)
+	}
+	return d.readPaxosLeader(r)
+}
+
 // readPaxosLeaders reads the leader of a resource on several disks as
 // sanlock 3.8.5's read_leader does: the leader a majority of the disks
 // agree on, read by the leader I/O of a ballot (paxos.ReadLeader,
 // docs/paxos.md "Several disks"), one sector of the -Z size, else 4096
 // bytes, from each. A disk that cannot be opened counts as a failed read;
-// when too few can be opened for a majority, the result is the open error.
-// On failure (SANLK_LEADER_READ: too few leaders verify;
+// when too few can be opened for a majority, the result is the open error
+// (leaderDisks). On failure (SANLK_LEADER_READ: too few leaders verify;
 // SANLK_LEADER_DIFF: no majority is identical) no disk's leader is
 // printed: the fields are all zero.
 func (d *direct) readPaxosLeaders(r client.Resource) (diskfmt.Leader, int) {
@@ -219,28 +226,13 @@ func (d *direct) readPaxosLeaders(r client.Resource) (diskfmt.Leader, int) {
 	if g, ok := diskfmt.GeometryFromFlags(d.sizeFlags); ok {
 		ss = g.SectorSize
 	}
-	disks := make([]paxos.Disk, 0, len(r.Disks))
-	var openErr error
-	for _, dk := range r.Disks {
-		dev, err := d.open(dk.Path)
-		if err != nil {
-			dev, openErr = failedDevice{err}, err
-		}
-		disks = append(disks, paxos.Disk{Dev: dev, Offset: int64(dk.Offset)})
+	disks, rv := d.leaderDisks(&r)
+	if rv != 0 {
+		// sanlock reads nothing then (and prints an uninitialised
+		// leader)
+		return diskfmt.Leader{}, rv
 	}
 	defer closeDisks(disks)
-	if failed := 0; openErr != nil {
-		for _, dk := range disks {
-			if _, ok := dk.Dev.(failedDevice); ok {
-				failed++
-			}
-		}
-		if !paxos.Majority(len(disks), len(disks)-failed) {
-			// sanlock reads nothing then (and prints an uninitialised
-			// leader)
-			return diskfmt.Leader{}, rvOf(openErr)
-		}
-	}
 	ctx, cancel := d.ioContext()
 	defer cancel()
 	lio := paxos.LeaderIO{Disks: disks, SectorSize: ss, IOTimeout: time.Duration(d.ioTimeout) * time.Second}
@@ -250,15 +242,6 @@ func (d *direct) readPaxosLeaders(r client.Resource) (diskfmt.Leader, int) {
 	}
 	return l, 0
 }
-
-// failedDevice is a disk that could not be opened: every I/O fails with
-// the open error.
-type failedDevice struct{ err error }
-
-func (f failedDevice) ReadAt(context.Context, []byte, int64) error  { return f.err }
-func (f failedDevice) WriteAt(context.Context, []byte, int64) error { return f.err }
-func (failedDevice) SectorSize() int                                { return diskfmt.SectorSize512 }
-func (failedDevice) Close() error                                   { return nil }
 
 // printLeader prints the leader fields in read_leader's order; delta
 // leases end with extra1..3, paxos leases with write_*.

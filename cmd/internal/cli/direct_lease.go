@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"math/rand/v2"
+	"syscall"
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
@@ -162,8 +163,8 @@ func (d *direct) releaseID(o *DeltaOptions) int {
 	return rvOf(l.Release(context.Background(), rec))
 }
 
-// resourceDisks opens the disks of the first -r resource. The caller
-// closes them.
+// resourceDisks opens the disks of the first -r resource, all of them
+// (acquire). The caller closes them.
 func (d *direct) resourceDisks(r *client.Resource) ([]paxos.Disk, int) {
 	if r == nil {
 		// sanlock crashes here
@@ -183,6 +184,46 @@ func (d *direct) resourceDisks(r *client.Resource) ([]paxos.Disk, int) {
 	}
 	return disks, 0
 }
+
+// leaderDisks opens the disks of a resource for a leader read or write
+// (read_leader, release). As in sanlock 3.8.5, a disk that cannot be
+// opened stays in the list as one whose every I/O fails (failedDevice),
+// so a minority of them leaves the leader to the majority of the others;
+// too few disks that open give the open error. The caller closes them.
+func (d *direct) leaderDisks(r *client.Resource) ([]paxos.Disk, int) {
+	if r == nil {
+		return nil, int(rescode.ErrEINVAL) // sanlock crashes here
+	}
+	if len(r.Disks) == 0 {
+		return nil, int(rescode.ErrEPERM)
+	}
+	disks := make([]paxos.Disk, 0, len(r.Disks))
+	opened := 0
+	var openErr error
+	for _, dk := range r.Disks {
+		dev, err := d.open(dk.Path)
+		if err != nil {
+			dev, openErr = failedDevice{}, err
+		} else {
+			opened++
+		}
+		disks = append(disks, paxos.Disk{Dev: dev, Offset: int64(dk.Offset)})
+	}
+	if !paxos.Majority(len(disks), opened) {
+		closeDisks(disks)
+		return nil, rvOf(openErr)
+	}
+	return disks, 0
+}
+
+// failedDevice is a disk that could not be opened: every I/O fails with
+// EBADF, as sanlock 3.8.5's I/O on such a disk does.
+type failedDevice struct{}
+
+func (failedDevice) ReadAt(context.Context, []byte, int64) error  { return syscall.EBADF }
+func (failedDevice) WriteAt(context.Context, []byte, int64) error { return syscall.EBADF }
+func (failedDevice) SectorSize() int                              { return diskfmt.SectorSize512 }
+func (failedDevice) Close() error                                 { return nil }
 
 func closeDisks(disks []paxos.Disk) {
 	for _, dk := range disks {
@@ -237,8 +278,9 @@ func (d *direct) release(r *client.Resource) int {
 	if r == nil {
 		return int(rescode.ErrEINVAL) // sanlock crashes here
 	}
-	// The sizes come from the leader on disk 0, read like read_leader -r.
-	l, rv := d.readPaxosLeader(*r)
+	// The sizes come from the leader read like read_leader -r (on
+	// several disks, the one a majority agrees on).
+	l, rv := d.readResourceLeader(*r)
 	if rv != 0 {
 		return rv
 	}
@@ -246,7 +288,7 @@ func (d *direct) release(r *client.Resource) int {
 	if err != nil {
 		return rvOf(err)
 	}
-	disks, rv := d.resourceDisks(r)
+	disks, rv := d.leaderDisks(r)
 	if rv != 0 {
 		return rv
 	}
