@@ -1,7 +1,8 @@
 // Package cli implements the sanlock command line: the cobra command tree
 // (root.go, cmd_client.go, cmd_direct.go, daemon_mode.go), argument
-// scanning with sanlock's own rules into each command's options
-// (options.go), the config file, the LOCKSPACE/RESOURCE/RINDEX string
+// scanning with sanlock's own rules in one place (options.go), one command
+// with its own options struct per action (client_options.go,
+// direct_options.go), the config file, the LOCKSPACE/RESOURCE/RINDEX string
 // syntax, the client actions and the direct (storage) actions. Commands
 // reach streams, daemon, storage, clocks and exec only through a Factory.
 // Every message goes to stdout with the texts and exit codes of the

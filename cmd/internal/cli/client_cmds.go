@@ -9,16 +9,15 @@ import (
 )
 
 // clientRun runs one "sanlock client" action (docs/cli.md "Client
-// actions"). Every action prints its lines to out and returns either its
-// result, whose sign decides the exit status, or the exit status itself
-// (clientActionList says which).
+// actions"), made by ClientIO.connect. Every action prints its lines to
+// out and returns either its result, whose sign decides the exit status,
+// or the exit status itself (its xRun function says which).
 type clientRun struct {
-	o      *options
-	env    *ClientOptions
 	out    io.Writer
 	stderr io.Writer
 	cl     *client.Client
 	err    error // from client.Dial: reported by every call as rvDial
+	debug  bool  // -D of the actions that print more with it
 }
 
 // rvDial is what a call reports when the socket path cannot even be built
@@ -40,11 +39,11 @@ func (c *clientRun) call(f func() error) int {
 
 // ---- shutdown, lockspaces ----
 
-func (c *clientRun) shutdown() int {
-	c.printf("shutdown force %d wait %d\n", c.o.force, c.o.wait)
-	force := c.o.force != 0
+func (c *clientRun) shutdown(forceArg uint32, wait int) int {
+	c.printf("shutdown force %d wait %d\n", forceArg, wait)
+	force := forceArg != 0
 	r := c.call(func() error {
-		if c.o.wait != 0 {
+		if wait != 0 {
 			return c.cl.ShutdownWait(force)
 		}
 		return c.cl.Shutdown(force)
@@ -53,28 +52,26 @@ func (c *clientRun) shutdown() int {
 	return r
 }
 
-func (c *clientRun) addLockspace() int {
-	ls := c.o.lockspace
-	if t := c.o.cfg.IOTimeout; t != diskfmt.DefaultIOTimeout {
+func (c *clientRun) addLockspace(ls client.Lockspace, ioTimeout int) int {
+	if t := ioTimeout; t != diskfmt.DefaultIOTimeout {
 		c.printf("add_lockspace_timeout %d\n", t)
 		r := c.call(func() error { return c.cl.AddLockspace(&ls, 0, uint32(t)) })
 		c.printf("add_lockspace_timeout done %d\n", r)
 		return r
 	}
-	return c.lockspaceCmd("add_lockspace", func(ls *client.Lockspace) error { return c.cl.AddLockspace(ls, 0, 0) })
+	return c.lockspaceCmd("add_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.AddLockspace(ls, 0, 0) })
 }
 
-func (c *clientRun) inqLockspace() int {
-	return c.lockspaceCmd("inq_lockspace", func(ls *client.Lockspace) error { return c.cl.InqLockspace(ls, 0) })
+func (c *clientRun) inqLockspace(ls client.Lockspace) int {
+	return c.lockspaceCmd("inq_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.InqLockspace(ls, 0) })
 }
 
-func (c *clientRun) remLockspace() int {
-	return c.lockspaceCmd("rem_lockspace", func(ls *client.Lockspace) error { return c.cl.RemLockspace(ls, 0) })
+func (c *clientRun) remLockspace(ls client.Lockspace) int {
+	return c.lockspaceCmd("rem_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.RemLockspace(ls, 0) })
 }
 
-func (c *clientRun) lockspaceCmd(name string, f func(*client.Lockspace) error) int {
+func (c *clientRun) lockspaceCmd(name string, ls client.Lockspace, f func(*client.Lockspace) error) int {
 	c.printf("%s\n", name)
-	ls := c.o.lockspace
 	r := c.call(func() error { return f(&ls) })
 	c.printf("%s done %d\n", name, r)
 	return r
@@ -82,45 +79,42 @@ func (c *clientRun) lockspaceCmd(name string, f func(*client.Lockspace) error) i
 
 // ---- init / read ----
 
-func (c *clientRun) init() int {
+func (c *clientRun) init(o *InitOptions) int {
 	c.printf("init\n")
-	o := c.o
 	r := int(client.RvEINVAL)
 	switch {
-	case o.lockspace.Disk.Path != "":
-		ls := o.lockspace
-		ls.Flags = o.sizeFlags()
-		r = c.call(func() error { return c.cl.WriteLockspace(&ls, uint32(o.maxHosts), uint32(o.cfg.IOTimeout)) })
-	case len(o.resources) > 0 && len(o.resources[0].Disks) > 0:
-		res := o.resources[0]
-		res.Flags |= o.sizeFlags()
+	case o.Lockspace.Disk.Path != "":
+		ls := o.Lockspace
+		ls.Flags = o.SizeFlags
+		r = c.call(func() error { return c.cl.WriteLockspace(&ls, uint32(o.MaxHosts), uint32(o.IOTimeout)) })
+	case o.Resource != nil && len(o.Resource.Disks) > 0:
+		res := *o.Resource
+		res.Flags |= o.SizeFlags
 		var flags uint32
-		if o.clear {
+		if o.Clear {
 			flags = client.WriteClear
 		}
 		r = c.call(func() error {
-			return c.cl.WriteResource(&res, uint32(o.maxHosts), uint32(o.numHosts), flags)
+			return c.cl.WriteResource(&res, uint32(o.MaxHosts), uint32(o.NumHosts), flags)
 		})
 	}
 	c.printf("init done %d\n", r)
 	return r
 }
 
-func (c *clientRun) read() int {
-	o := c.o
+func (c *clientRun) read(o *ReadOptions) int {
 	switch {
-	case o.lockspace.Disk.Path != "":
-		return c.readLockspace()
-	case len(o.resources) > 0 && len(o.resources[0].Disks) > 0:
-		return c.readResource()
+	case o.Lockspace.Disk.Path != "":
+		return c.readLockspace(o.Lockspace, o.SizeFlags)
+	case o.Resource != nil && len(o.Resource.Disks) > 0:
+		return c.readResource(*o.Resource, o.SizeFlags, o.Owners)
 	}
 	c.printf("read error %d\n", client.RvEINVAL)
 	return client.RvEINVAL
 }
 
-func (c *clientRun) readLockspace() int {
-	req := c.o.lockspace
-	req.Flags = c.o.sizeFlags()
+func (c *clientRun) readLockspace(req client.Lockspace, sizeFlags uint32) int {
+	req.Flags = sizeFlags
 	var got *client.Lockspace
 	var ioTimeout uint32
 	r := c.call(func() (err error) { got, ioTimeout, err = c.cl.ReadLockspace(&req); return err })
@@ -133,7 +127,7 @@ func (c *clientRun) readLockspace() int {
 		ls.Disk = req.Disk
 	}
 	c.printf("s %s:%d:%s:%d\n", ls.Name, ls.HostID, ls.Disk.Path, ls.Disk.Offset)
-	if c.o.debug {
+	if c.debug {
 		c.printf("io_timeout %d\n", ioTimeout)
 		c.printf("sector_size %d\n", diskfmt.SectorFromFlags(ls.Flags))
 		c.printf("align_size %d\n", diskfmt.AlignFromFlags(ls.Flags))
@@ -141,13 +135,12 @@ func (c *clientRun) readLockspace() int {
 	return 0
 }
 
-func (c *clientRun) readResource() int {
-	req := c.o.resources[0]
-	req.Flags |= c.o.sizeFlags()
+func (c *clientRun) readResource(req client.Resource, sizeFlags uint32, owners bool) int {
+	req.Flags |= sizeFlags
 	var got *client.Resource
 	var hosts []client.Host
 	r := c.call(func() (err error) {
-		if c.o.getHosts != 0 {
+		if owners {
 			got, hosts, err = c.cl.ReadResourceOwners(&req)
 		} else {
 			got, err = c.cl.ReadResource(&req)
@@ -163,7 +156,7 @@ func (c *clientRun) readResource() int {
 	res := *got
 	res.Disks = req.Disks
 	c.printf("r %s\n", client.ResourceString(&res))
-	if c.o.debug {
+	if c.debug {
 		c.printf("sector_size %d\n", diskfmt.SectorFromFlags(res.Flags))
 		c.printf("align_size %d\n", diskfmt.AlignFromFlags(res.Flags))
 	}
@@ -181,9 +174,8 @@ func (c *clientRun) readResource() int {
 
 // ---- align, events, config ----
 
-func (c *clientRun) align() int {
+func (c *clientRun) align(d client.Disk) int {
 	c.printf("align\n")
-	d := c.o.lockspace.Disk
 	var n int
 	r := c.call(func() (err error) { n, err = c.cl.Align(&d); return err })
 	if r == 0 {
@@ -193,12 +185,9 @@ func (c *clientRun) align() int {
 	return r
 }
 
-func (c *clientRun) setEvent() int {
-	o := c.o
-	ev, _ := strtoull(o.eventStr, 0)
-	he := client.HostEvent{HostID: o.hostID, Generation: o.generation, Event: ev, Data: o.data}
+func (c *clientRun) setEvent(name string, he client.HostEvent) int {
 	c.printf("set_event %d %d event 0x%x data 0x%x\n", he.HostID, he.Generation, he.Event, he.Data)
-	r := c.call(func() error { return c.cl.SetEvent(o.lockspace.Name, he, 0) })
+	r := c.call(func() error { return c.cl.SetEvent(name, he, 0) })
 	c.printf("set_event done %d\n", r)
 	return r
 }
@@ -220,8 +209,7 @@ func (o *options) configValue() uint32 {
 	return 0
 }
 
-func (c *clientRun) setConfig() int {
-	name, v := c.o.lockspace.Name, c.o.configValue()
+func (c *clientRun) setConfig(name string, v uint32) int {
 	c.printf("set_config %s %d\n", name, v)
 	r := c.call(func() error { return c.cl.SetConfig(name, v) })
 	c.printf("set_config done %d\n", r)
@@ -230,15 +218,19 @@ func (c *clientRun) setConfig() int {
 
 // ---- resource index ----
 
-// rindexAction is one of the resource index actions.
-func rindexAction(action string) func(*clientRun) int {
-	return func(c *clientRun) int { return c.rindexCmd(action) }
+// rindexReq is what the resource index actions send; each uses some of
+// it.
+type rindexReq struct {
+	rindex             client.RIndex
+	entry              rentryArg
+	sizeFlags          uint32
+	maxHosts, numHosts int
+	remove             bool
 }
 
-func (c *clientRun) rindexCmd(action string) int {
-	o := c.o
+func (c *clientRun) rindexCmd(action string, o rindexReq) int {
 	ri := o.rindex
-	e := parseRentry(o.eventStr)
+	e := o.entry
 	re := &client.REntry{Name: e.Name, Offset: e.Offset}
 	done := action
 	switch action {
@@ -253,7 +245,7 @@ func (c *clientRun) rindexCmd(action string) int {
 		r = c.call(func() (err error) {
 			switch action {
 			case "format":
-				ri.Flags = o.sizeFlags()
+				ri.Flags = o.sizeFlags
 				return c.cl.FormatRIndex(&ri, 0)
 			case "rebuild":
 				return c.cl.RebuildRIndex(&ri, 0)
@@ -265,7 +257,7 @@ func (c *clientRun) rindexCmd(action string) int {
 				got, err = c.cl.LookupRIndex(&ri, 0, re)
 			case "update":
 				flags := uint32(client.RXUpAdd)
-				if o.clear {
+				if o.remove {
 					flags = client.RXUpRem
 				}
 				_, err = c.cl.UpdateRIndex(&ri, flags, re)

@@ -16,35 +16,34 @@ import (
 	"github.com/gosanlock/gosanlock/lease"
 )
 
-// acquireArgs returns the resources and flags of acquire / command.
-func (c *clientRun) acquireArgs() ([]client.Resource, uint32) {
-	o := c.o
-	res := make([]client.Resource, len(o.resources))
-	copy(res, o.resources)
+// request returns the resources and flags of acquire / command.
+func (o LeaseArgs) request() ([]client.Resource, uint32) {
+	res := make([]client.Resource, len(o.Resources))
+	copy(res, o.Resources)
 	for i := range res {
-		if o.persistent != 0 {
+		if o.Persistent {
 			res[i].Flags |= client.ResPersistent
 		}
-		if o.numHosts != 0 {
+		if o.NumHosts != 0 {
 			res[i].Flags |= client.ResNumHosts
-			res[i].Data32 = uint32(o.numHosts)
+			res[i].Data32 = uint32(o.NumHosts)
 		}
 	}
 	var flags uint32
-	if o.orphan != 0 {
+	if o.Orphan {
 		flags |= client.AcquireOrphan
 	}
 	return res, flags
 }
 
-func (c *clientRun) acquire() int {
-	c.printf("acquire pid %d\n", c.o.pid)
-	res, flags := c.acquireArgs()
+func (c *clientRun) acquire(o *AcquireOptions) int {
+	c.printf("acquire pid %d\n", o.Pid)
+	res, flags := o.request()
 	var r int
-	if c.o.acquireWait > 0 {
-		r = c.acquireWait(res, flags)
+	if o.Wait > 0 {
+		r = c.acquireWait(o.Pid, res, flags, o.Wait)
 	} else {
-		r = c.call(func() error { return c.cl.Acquire(c.o.pid, res, flags, nil) })
+		r = c.call(func() error { return c.cl.Acquire(o.Pid, res, flags, nil) })
 	}
 	c.printf("acquire done %d\n", r)
 	return r
@@ -57,13 +56,13 @@ func (c *clientRun) acquire() int {
 // dead owner (OWNER_NOWAIT), so the deadline holds; a dead owner's lease is
 // taken over by the first attempt after its host lease timed out. The
 // output is 3.8.5's: "acquire done" gives the last attempt's result.
-func (c *clientRun) acquireWait(res []client.Resource, flags uint32) int {
-	ctx, cancel := context.WithTimeout(context.Background(), c.o.acquireWait)
+func (c *clientRun) acquireWait(pid int, res []client.Resource, flags uint32, wait time.Duration) int {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	for {
 		r := c.call(func() error {
-			return c.cl.WithContext(ctx).Acquire(c.o.pid, res, flags|client.AcquireOwnerNowait, nil)
+			return c.cl.WithContext(ctx).Acquire(pid, res, flags|client.AcquireOwnerNowait, nil)
 		})
 		if r >= 0 || lease.Classify("acquire", r) != lease.ErrLocked {
 			return r
@@ -72,7 +71,7 @@ func (c *clientRun) acquireWait(res []client.Resource, flags uint32) int {
 		if dl, _ := ctx.Deadline(); time.Until(dl) < d {
 			return r
 		}
-		if c.o.debug {
+		if c.debug {
 			fmt.Fprintf(c.stderr, "acquire %d, retry in %v\n", r, d.Round(time.Millisecond))
 		}
 		select {
@@ -86,37 +85,36 @@ func (c *clientRun) acquireWait(res []client.Resource, flags uint32) int {
 	}
 }
 
-func (c *clientRun) convert() int {
-	c.printf("convert pid %d\n", c.o.pid)
+func (c *clientRun) convert(pid int, resource *client.Resource) int {
+	c.printf("convert pid %d\n", pid)
 	r := int(client.RvEINVAL)
-	if len(c.o.resources) > 0 {
-		res := c.o.resources[0]
-		r = c.call(func() error { return c.cl.Convert(c.o.pid, &res, 0) })
+	if resource != nil {
+		res := *resource
+		r = c.call(func() error { return c.cl.Convert(pid, &res, 0) })
 	}
 	c.printf("convert done %d\n", r)
 	return r
 }
 
-func (c *clientRun) release() int {
-	o := c.o
-	c.printf("release pid %d\n", o.pid)
+func (c *clientRun) release(o *ReleaseOptions) int {
+	c.printf("release pid %d\n", o.Pid)
 	var res []client.Resource
 	var flags uint32
 	switch {
-	case o.all != 0:
+	case o.All:
 		flags = client.RelAll
-	case o.orphan != 0:
+	case o.Orphan:
 		flags = client.RelOrphan
-		if len(o.resources) > 0 {
-			res = o.resources[:1]
+		if len(o.Resources) > 0 {
+			res = o.Resources[:1]
 		} else {
-			res = []client.Resource{{LockspaceName: o.lockspace.Name}}
+			res = []client.Resource{{LockspaceName: o.Lockspace}}
 		}
 	default:
-		res = o.resources
+		res = o.Resources
 	}
 	var n int
-	r := c.call(func() (err error) { n, err = c.cl.Release(o.pid, res, flags); return err })
+	r := c.call(func() (err error) { n, err = c.cl.Release(o.Pid, res, flags); return err })
 	if r == 0 {
 		r = n
 	}
@@ -124,11 +122,11 @@ func (c *clientRun) release() int {
 	return r
 }
 
-func (c *clientRun) inquire() int {
-	c.printf("inquire pid %d\n", c.o.pid)
+func (c *clientRun) inquire(pid int) int {
+	c.printf("inquire pid %d\n", pid)
 	var state string
 	var count int
-	r := c.call(func() (err error) { state, count, err = c.cl.Inquire(c.o.pid); return err })
+	r := c.call(func() (err error) { state, count, err = c.cl.Inquire(pid); return err })
 	c.printf("inquire done %d res_count %d\n", r, count)
 	if r < 0 {
 		return r
@@ -139,7 +137,7 @@ func (c *clientRun) inquire() int {
 		return r
 	}
 	c.printf("%q\n", state)
-	if !c.o.debug {
+	if !c.debug {
 		return r
 	}
 	res, err := client.ParseState(state)
@@ -156,26 +154,25 @@ func (c *clientRun) inquire() int {
 	return r
 }
 
-func (c *clientRun) request() int {
+func (c *clientRun) request(resource *client.Resource, force uint32) int {
 	c.printf("request\n")
 	r := int(client.RvEINVAL)
-	if len(c.o.resources) > 0 {
-		res := c.o.resources[0]
-		r = c.call(func() error { return c.cl.Request(&res, 0, c.o.force) })
+	if resource != nil {
+		res := *resource
+		r = c.call(func() error { return c.cl.Request(&res, 0, force) })
 	}
 	c.printf("request done %d\n", r)
 	return r
 }
 
-func (c *clientRun) examine() int {
+func (c *clientRun) examine(resource *client.Resource, ls client.Lockspace) int {
 	c.printf("examine\n")
 	r := int(client.RvEINVAL)
 	switch {
-	case len(c.o.resources) > 0:
-		res := c.o.resources[0]
+	case resource != nil:
+		res := *resource
 		r = c.call(func() error { return c.cl.ExamineResource(&res) })
-	case c.o.lockspace.Disk.Path != "":
-		ls := c.o.lockspace
+	case ls.Disk.Path != "":
 		r = c.call(func() error { return c.cl.ExamineLockspace(&ls) })
 	}
 	c.printf("examine done %d\n", r)
@@ -185,14 +182,13 @@ func (c *clientRun) examine() int {
 // command registers, acquires the -r leases on the registered connection
 // and execs the -c program with that connection inherited, so the leases
 // live as long as the program (docs/cli.md "command").
-func (c *clientRun) command() int {
-	o := c.o
+func (c *clientRun) command(o *CommandOptions) int {
 	// A terminal gets each line as it is written; into a pipe or a file
 	// the lines stay buffered, so a successful exec drops them (sanlock
 	// 3.8.5's stdio does the same) and only a failure shows them.
 	printf := c.printf
-	if c.env.OutTTY {
-		printf = func(format string, a ...any) { c.printf(format, a...); c.env.Out.Flush() }
+	if o.OutTTY {
+		printf = func(format string, a ...any) { c.printf(format, a...); o.IO.Out.Flush() }
 	}
 	printf("register\n")
 	var reg *client.Reg
@@ -207,17 +203,17 @@ func (c *clientRun) command() int {
 	}
 	printf("register done %d\n", fd)
 	printf("acquire fd %d\n", fd)
-	res, flags := c.acquireArgs()
+	res, flags := o.request()
 	r = rv(reg.Acquire(res, flags, nil))
 	printf("acquire done %d\n", r)
 	if r < 0 {
 		return 1
 	}
-	if o.command == "" {
+	if o.Path == "" {
 		select {} // hold the leases until killed
 	}
-	argv := append([]string{o.command}, o.commandArgs...)
-	err := c.env.Exec(o.command, argv, os.Environ())
+	argv := append([]string{o.Path}, o.Args...)
+	err := o.Exec(o.Path, argv, os.Environ())
 	fmt.Fprintf(c.stderr, "execv failed: %s\n", errText(err))
 	return 0
 }

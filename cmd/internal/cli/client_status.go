@@ -53,7 +53,7 @@ func statusText(rec *client.StateRecord) string {
 // printRecord prints a line and, with -D, the record's key=value pairs.
 func (c *clientRun) printRecord(l statusLine) {
 	c.printf("%s\n", l.line)
-	if c.o.debug {
+	if c.debug {
 		c.printKeys(l.rec.Text)
 	}
 }
@@ -70,7 +70,7 @@ func (c *clientRun) printKeys(text string) {
 // maxSort is the most records the tool sorts for -o p / -o s.
 const maxSort = 1024
 
-func (c *clientRun) status() int {
+func (c *clientRun) status(sortBy byte) int {
 	if c.err != nil {
 		return 1
 	}
@@ -84,7 +84,6 @@ func (c *clientRun) status() int {
 			lines = append(lines, statusLine{rec: &recs[i], line: t})
 		}
 	}
-	sortBy := c.o.sortArg
 	if (sortBy == 'p' || sortBy == 's') && len(lines) > maxSort {
 		c.printf("cannot sort over %d\n", maxSort)
 		sortBy = 0
@@ -191,17 +190,17 @@ func (c *clientRun) statusBySpace(lines []statusLine) {
 func (c *clientRun) printHosts(recs []client.StateRecord) {
 	for i := range recs {
 		c.printf("%d timestamp %d\n", recs[i].Data32, recs[i].Data64)
-		if c.o.debug {
+		if c.debug {
 			c.printKeys(recs[i].Text)
 		}
 	}
 }
 
-func (c *clientRun) hostStatus() int {
+func (c *clientRun) hostStatus(name string) int {
 	if c.err != nil {
 		return 1
 	}
-	if name := c.o.lockspace.Name; name != "" {
+	if name != "" {
 		recs, err := c.cl.HostStatus(name)
 		if err != nil {
 			return exitStatus(rv(err))
@@ -240,7 +239,7 @@ func hostState(flags uint32) string {
 	return "ERROR"
 }
 
-func (c *clientRun) gets() int {
+func (c *clientRun) gets(getHosts bool) int {
 	var spaces []client.Lockspace
 	r := c.call(func() (err error) { spaces, err = c.cl.GetLockspaces(); return err })
 	if r < 0 {
@@ -256,7 +255,7 @@ func (c *clientRun) gets() int {
 			flags = "REM "
 		}
 		c.printf("s %s:%d:%s:%d %s\n", ls.Name, ls.HostID, ls.Disk.Path, ls.Disk.Offset, flags)
-		if c.o.getHosts == 0 {
+		if !getHosts {
 			continue
 		}
 		hosts, err := c.cl.GetHosts(ls.Name, 0)
@@ -274,8 +273,7 @@ func (c *clientRun) gets() int {
 	return 0
 }
 
-func (c *clientRun) renewal() int {
-	name := c.o.lockspace.Name
+func (c *clientRun) renewal(name string) int {
 	if name == "" || c.err != nil {
 		return 1
 	}

@@ -2,103 +2,72 @@ package cli
 
 import (
 	"bytes"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/daemon/config"
 )
 
-// TestNewCmdClientAction checks what the scanning of one action's
-// arguments puts into its options (parsing alone: runF receives them, no
-// daemon is asked).
-func TestNewCmdClientAction(t *testing.T) {
+// TestNewCmdDaemon: each daemon option reaches its setting (parsing
+// alone: runF receives the options, no daemon starts); a letter the daemon
+// does not know fails before runF.
+func TestNewCmdDaemon(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		action string
-		args   []string
-		check  func(t *testing.T, o *ClientOptions)
-		out    string // what scanning printed
-		status int    // 0: runF was called
+		args []string
+		set  func(*daemon.Config) // the change from the defaults; nil: an option error
+		out  string
 	}{
-		{name: "acquire", action: "acquire", args: []string{"-r", "LS:R:/p:1048576", "-p", "12", "--wait", "2s"},
-			check: func(t *testing.T, o *ClientOptions) {
-				assert.Equal(t, "acquire", o.Action)
-				assert.Equal(t, 12, o.opts.pid)
-				require.Len(t, o.opts.resources, 1)
-				assert.Equal(t, "R", o.opts.resources[0].Name)
-				assert.Equal(t, uint64(1048576), o.opts.resources[0].Disks[0].Offset)
-				assert.Equal(t, 2*time.Second, o.opts.acquireWait)
-			}},
-		{name: "gets -h is hosts", action: "gets", args: []string{"-h", "1"},
-			check: func(t *testing.T, o *ClientOptions) { assert.Equal(t, 1, o.opts.getHosts) }},
-		{name: "status -o is sort", action: "status", args: []string{"-o", "s", "--json"},
-			check: func(t *testing.T, o *ClientOptions) {
-				assert.Equal(t, byte('s'), o.opts.sortArg)
-				assert.True(t, o.opts.json)
-			}},
-		{name: "command -c ends the scan", action: "command", args: []string{"-r", "LS:R:/p:0", "-c", "/bin/echo", "-p", "x"},
-			check: func(t *testing.T, o *ClientOptions) {
-				assert.Equal(t, "/bin/echo", o.opts.command)
-				assert.Equal(t, []string{"-p", "x"}, o.opts.commandArgs)
-				assert.Equal(t, -1, o.opts.pid)
-			}},
-		{name: "glued value", action: "status", args: []string{"-Dx"},
-			out: "unknown option -Dx\nspace required before option value\n", status: 1},
-		{name: "--wait only for acquire", action: "release", args: []string{"--wait", "1s"},
-			out: "unknown option --wait\nspace required before option value\n", status: 1},
+		{nil, func(*daemon.Config) {}, ""},
+		{[]string{"-D"}, func(c *daemon.Config) { c.Debug = true }, ""},
+		{[]string{"-Q", "0"}, func(c *daemon.Config) { c.QuietFail = false }, ""},
+		{[]string{"-R", "1"}, func(c *daemon.Config) { c.DebugRenew = true }, ""},
+		{[]string{"-H", "0"}, func(c *daemon.Config) { c.RenewalHistorySize = 0 }, ""},
+		{[]string{"-L", "-1"}, func(c *daemon.Config) { c.LogfilePriority = -1 }, ""},
+		{[]string{"-S", "7"}, func(c *daemon.Config) { c.SyslogPriority = 7 }, ""},
+		{[]string{"-U", "root"}, func(c *daemon.Config) { c.UserName = "root" }, ""},
+		{[]string{"-G", "root"}, func(c *daemon.Config) { c.GroupName = "root" }, ""},
+		{[]string{"-t", "1"}, func(c *daemon.Config) { c.MaxWorkerThreads = 2 }, ""},
+		{[]string{"-g", "5"}, func(c *daemon.Config) { c.KillGraceSeconds = 5 }, ""},
+		{[]string{"-g", "70"}, func(*daemon.Config) {}, ""}, // out of range: ignored
+		{[]string{"-o", "3"}, func(c *daemon.Config) { c.IOTimeout = 3 }, ""},
+		{[]string{"-w", "0"}, func(c *daemon.Config) { c.UseWatchdog = false }, ""},
+		{[]string{"-h", "1"}, func(c *daemon.Config) { c.HighPriority = true }, ""},
+		{[]string{"-l", "2"}, func(c *daemon.Config) { c.MlockLevel = 2 }, ""},
+		{[]string{"-b", "30"}, func(c *daemon.Config) { c.SetBitmapSeconds = 30 }, ""},
+		{[]string{"-e", "host1"}, func(c *daemon.Config) { c.OurHostName = "host1" }, ""},
+		{[]string{"-a", "0"}, func(c *daemon.Config) { c.UseAIO = false }, ""},
+		{[]string{"-X", "1"}, func(c *daemon.Config) { c.StrictPeer = true }, ""},
+		{[]string{"-M", "127.0.0.1:9"}, func(c *daemon.Config) { c.MetricsAddress = "127.0.0.1:9" }, ""},
+		{[]string{"-r", "LS:R"}, func(*daemon.Config) {}, ""}, // read, meaningless here
+		{[]string{"-y", "1"}, nil, "unknown option: y\n"},
+		{[]string{"-w"}, nil, "option 'w' requires arg\n"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
 			f := testFactory(&out, &errb)
-			a, ok := clientActionNamed(c.action)
-			require.True(t, ok)
-			var got *ClientOptions
-			cmd := NewCmdClientAction(f, a, func(o *ClientOptions) error { got = o; return nil })
-			cmd.SetArgs(c.args)
+			var got *DaemonOptions
+			cmd := NewCmdDaemon(f, func(o *DaemonOptions) error { got = o; return nil })
+			cmd.SetArgs(append([]string{}, c.args...))
 			err := cmd.Execute()
 			f.Out.Flush()
 			assert.Equal(t, c.out, out.String())
-			if c.status != 0 {
-				assert.Equal(t, exitError(c.status), err)
-				assert.Nil(t, got, "runF called after an option error")
+			if c.set == nil {
+				assert.Equal(t, exitError(1), err)
+				assert.Nil(t, got)
 				return
 			}
 			require.NoError(t, err)
 			require.NotNil(t, got)
-			c.check(t, got)
+			want := config.DefaultConfig()
+			c.set(want)
+			assert.Equal(t, want, got.Config)
+			assert.Equal(t, f.ErrOut, got.ErrOut)
 		})
 	}
-}
-
-// TestNewCmdDirectAction: the path argument of dump and the size options.
-func TestNewCmdDirectAction(t *testing.T) {
-	var out, errb bytes.Buffer
-	f := testFactory(&out, &errb)
-	a, ok := directActionNamed("dump")
-	require.True(t, ok)
-	var got *DirectOptions
-	cmd := NewCmdDirectAction(f, a, func(o *DirectOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"/dev/x:1M", "-Z", "4096", "-A", "8M"})
-	require.NoError(t, cmd.Execute())
-	require.NotNil(t, got)
-	assert.Equal(t, "dump", got.Action)
-	assert.Equal(t, "/dev/x:1M", got.opts.pathArg)
-	assert.Equal(t, 4096, got.opts.sector)
-	assert.Empty(t, out.String())
-}
-
-// TestNewCmdDaemon: the daemon options reach the daemon settings.
-func TestNewCmdDaemon(t *testing.T) {
-	var out, errb bytes.Buffer
-	f := testFactory(&out, &errb)
-	var got *DaemonOptions
-	cmd := NewCmdDaemon(f, func(o *DaemonOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"-D", "-w", "0", "-e", "host1"})
-	require.NoError(t, cmd.Execute())
-	require.NotNil(t, got)
-	assert.True(t, got.Config.Debug)
-	assert.Equal(t, "host1", got.Config.OurHostName)
 }
 
 // TestPinCommandWords: only where a command or action word is expected

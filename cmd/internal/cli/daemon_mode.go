@@ -19,7 +19,7 @@ type DaemonOptions struct {
 }
 
 // NewCmdDaemon is "sanlock daemon [options]", with sanlock's option syntax
-// scanned by the command itself (see NewCmdClientAction). runF, when not
+// scanned by the command itself (see newClientCmd). runF, when not
 // nil, receives the options instead of starting the daemon (tests).
 func NewCmdDaemon(f *Factory, runF func(*DaemonOptions) error) *cobra.Command {
 	cmd := newOptionsCmd(f, "daemon", "", "daemon [options]", commandShort("daemon"), func(o *options) error {
@@ -52,9 +52,9 @@ func runDaemon(opts *DaemonOptions) int {
 		}
 	}
 	setGCPolicy()
-	startBinaryTrim()
+	trim := startBinaryTrim()
 	startPprof(opts.ErrOut)
-	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Procs: procs.Start(), Settled: trimSettled}); err != nil {
+	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Procs: procs.Start(), Settled: trim.settled}); err != nil {
 		return 1
 	}
 	return 0

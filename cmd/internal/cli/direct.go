@@ -8,7 +8,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
@@ -17,20 +19,21 @@ const (
 	rvEMSGSIZE = -90 // a read that ended past the end of the device
 )
 
-// direct runs one "sanlock direct" action.
+// direct runs one "sanlock direct" action (made by DirectIO.direct).
 type direct struct {
-	o   *options
-	env *DirectOptions
-	out *bufio.Writer
+	io        *DirectIO
+	out       *bufio.Writer
+	ioTimeout int    // seconds, each I/O (-o)
+	sizeFlags uint32 // -Z/-A as request flags
 }
 
 // open opens a disk whose every I/O is bounded by the io_timeout.
 func (d *direct) open(path string) (diskfmt.Device, error) {
-	dev, err := d.env.OpenDevice(path)
+	dev, err := d.io.OpenDevice(path)
 	if err != nil {
 		return nil, err
 	}
-	return diskfmt.WithIOTimeout(dev, time.Duration(d.o.cfg.IOTimeout)*time.Second), nil
+	return diskfmt.WithIOTimeout(dev, time.Duration(d.ioTimeout)*time.Second), nil
 }
 
 // monotonicSeconds is the writer's monotonic clock in whole seconds, as
@@ -67,27 +70,26 @@ func halfSizes(flags uint32) bool {
 }
 
 // init writes a lockspace (-s with a path) or else a resource lease (-r).
-func (d *direct) init() int {
-	o := d.o
-	flags := o.sizeFlags()
-	if o.lockspace.Disk.Path != "" {
+func (d *direct) init(o *DirectInitOptions) int {
+	flags := d.sizeFlags
+	if o.Lockspace.Disk.Path != "" {
 		if halfSizes(flags) {
 			return int(rescode.ErrEPERM)
 		}
-		dev, err := d.open(o.lockspace.Disk.Path)
+		dev, err := d.open(o.Lockspace.Disk.Path)
 		if err != nil {
 			return int(rescode.ErrENODEV)
 		}
 		defer dev.Close()
 		ctx, cancel := d.ioContext()
 		defer cancel()
-		return rvOf(diskfmt.WriteLockspace(ctx, dev, int64(o.lockspace.Disk.Offset), flags,
-			o.lockspace.Name, o.leaseIOTimeout()))
+		return rvOf(diskfmt.WriteLockspace(ctx, dev, int64(o.Lockspace.Disk.Offset), flags,
+			o.Lockspace.Name, o.LeaseIOTimeout))
 	}
-	if len(o.resources) == 0 {
+	if o.Resource == nil {
 		return int(rescode.ErrEINVAL)
 	}
-	r := o.resources[0]
+	r := *o.Resource
 	if halfSizes(flags) {
 		return int(rescode.ErrEPERM)
 	}
@@ -106,14 +108,14 @@ func (d *direct) init() int {
 	p := diskfmt.PaxosInit{
 		SpaceName:    r.LockspaceName,
 		ResourceName: r.Name,
-		NumHosts:     uint64(int64(o.numHosts)),
+		NumHosts:     uint64(int64(o.NumHosts)),
 	}
-	if o.numHosts < 0 {
+	if o.NumHosts < 0 {
 		p.NumHosts = 0
 	}
-	if o.clear {
+	if o.Clear {
 		p.Clear = true
-		p.ClearTime = d.env.MonotonicSeconds()
+		p.ClearTime = d.io.MonotonicSeconds()
 	}
 	ctx, cancel := d.ioContext()
 	defer cancel()
@@ -122,19 +124,18 @@ func (d *direct) init() int {
 
 // readLeader prints "read_leader done <rv>" and the leader fields, which
 // are all zero when nothing could be read.
-func (d *direct) readLeader() int {
-	o := d.o
+func (d *direct) readLeader(ls client.Lockspace, res *client.Resource) int {
 	var (
 		l     diskfmt.Leader
 		rv    int
 		delta = true
 	)
 	switch {
-	case o.lockspace.Disk.Path != "":
-		l, rv = d.readDeltaLeader()
-	case len(o.resources) > 0:
+	case ls.Disk.Path != "":
+		l, rv = d.readDeltaLeader(ls)
+	case res != nil:
 		delta = false
-		l, rv = d.readPaxosLeader()
+		l, rv = d.readResourceLeader(*res)
 	default:
 		rv = int(rescode.ErrEPERM)
 	}
@@ -143,8 +144,7 @@ func (d *direct) readLeader() int {
 	return rv
 }
 
-func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
-	ls := d.o.lockspace
+func (d *direct) readDeltaLeader(ls client.Lockspace) (diskfmt.Leader, int) {
 	if ls.HostID == 0 {
 		return diskfmt.Leader{}, int(rescode.ErrEINVAL)
 	}
@@ -155,7 +155,7 @@ func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
 	defer dev.Close()
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	g, ok := diskfmt.GeometryFromFlags(d.o.sizeFlags())
+	g, ok := diskfmt.GeometryFromFlags(d.sizeFlags)
 	if !ok {
 		l, err := diskfmt.ProbeLeader(ctx, dev, int64(ls.Disk.Offset))
 		if err != nil {
@@ -177,8 +177,7 @@ func (d *direct) readDeltaLeader() (diskfmt.Leader, int) {
 	return l, rvOf(err)
 }
 
-func (d *direct) readPaxosLeader() (diskfmt.Leader, int) {
-	r := d.o.resources[0]
+func (d *direct) readPaxosLeader(r client.Resource) (diskfmt.Leader, int) {
 	if len(r.Disks) == 0 {
 		return diskfmt.Leader{}, int(rescode.ErrEPERM)
 	}
@@ -188,7 +187,7 @@ func (d *direct) readPaxosLeader() (diskfmt.Leader, int) {
 	}
 	defer dev.Close()
 	ss := diskfmt.SectorSize4K
-	if g, ok := diskfmt.GeometryFromFlags(d.o.sizeFlags()); ok {
+	if g, ok := diskfmt.GeometryFromFlags(d.sizeFlags); ok {
 		ss = g.SectorSize
 	}
 	ctx, cancel := d.ioContext()
@@ -201,6 +200,47 @@ func (d *direct) readPaxosLeader() (diskfmt.Leader, int) {
 		l, _ = diskfmt.DecodeLeader(raw)
 	}
 	return l, rvOf(err)
+}
+
+// readResourceLeader is the leader of a resource as read_leader -r reads
+// it: on one disk that disk's (readPaxosLeader), on several the one a
+// majority agrees on (readPaxosLeaders).
+func (d *direct) readResourceLeader(r client.Resource) (diskfmt.Leader, int) {
+	if len(r.Disks) > 1 {
+		return d.readPaxosLeaders(r)
+	}
+	return d.readPaxosLeader(r)
+}
+
+// readPaxosLeaders reads the leader of a resource on several disks as
+// sanlock 3.8.5's read_leader does: the leader a majority of the disks
+// agree on, read by the leader I/O of a ballot (paxos.ReadLeader,
+// docs/paxos.md "Several disks"), one sector of the -Z size, else 4096
+// bytes, from each. A disk that cannot be opened counts as a failed read;
+// when too few can be opened for a majority, the result is the open error
+// (leaderDisks). On failure (SANLK_LEADER_READ: too few leaders verify;
+// SANLK_LEADER_DIFF: no majority is identical) no disk's leader is
+// printed: the fields are all zero.
+func (d *direct) readPaxosLeaders(r client.Resource) (diskfmt.Leader, int) {
+	ss := diskfmt.SectorSize4K
+	if g, ok := diskfmt.GeometryFromFlags(d.sizeFlags); ok {
+		ss = g.SectorSize
+	}
+	disks, rv := d.leaderDisks(&r)
+	if rv != 0 {
+		// sanlock reads nothing then (and prints an uninitialised
+		// leader)
+		return diskfmt.Leader{}, rv
+	}
+	defer closeDisks(disks)
+	ctx, cancel := d.ioContext()
+	defer cancel()
+	lio := paxos.LeaderIO{Disks: disks, SectorSize: ss, IOTimeout: time.Duration(d.ioTimeout) * time.Second}
+	l, err := paxos.ReadLeader(ctx, lio, r.LockspaceName, r.Name, 0)
+	if err != nil {
+		return diskfmt.Leader{}, rvOf(err)
+	}
+	return l, 0
 }
 
 // printLeader prints the leader fields in read_leader's order; delta
@@ -232,25 +272,23 @@ func printLeader(w *bufio.Writer, l *diskfmt.Leader, delta bool) {
 }
 
 // format writes an empty resource index.
-func (d *direct) format() int {
-	o := d.o
-	dev, err := d.open(o.rindex.Disk.Path)
+func (d *direct) format(ri client.RIndex) int {
+	dev, err := d.open(ri.Disk.Path)
 	if err != nil {
 		return rvOf(err)
 	}
 	defer dev.Close()
-	flags := o.sizeFlags()
+	flags := d.sizeFlags
 	if halfSizes(flags) {
 		return int(rescode.ErrEPERM)
 	}
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	return rvOf(diskfmt.FormatRindex(ctx, dev, int64(o.rindex.Disk.Offset), flags, o.rindex.LockspaceName, 0))
+	return rvOf(diskfmt.FormatRindex(ctx, dev, int64(ri.Disk.Offset), flags, ri.LockspaceName, 0))
 }
 
 // openRindex opens the -x index; the caller closes rx.Dev.
-func (d *direct) openRindex(ctx context.Context) (*diskfmt.Rindex, int) {
-	rxa := d.o.rindex
+func (d *direct) openRindex(ctx context.Context, rxa client.RIndex) (*diskfmt.Rindex, int) {
 	dev, err := d.open(rxa.Disk.Path)
 	if err != nil {
 		return nil, rvOf(err)
@@ -263,10 +301,10 @@ func (d *direct) openRindex(ctx context.Context) (*diskfmt.Rindex, int) {
 	return rx, 0
 }
 
-func (d *direct) rebuild() int {
+func (d *direct) rebuild(ri client.RIndex) int {
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	rx, rv := d.openRindex(ctx)
+	rx, rv := d.openRindex(ctx, ri)
 	if rv != 0 {
 		return rv
 	}
@@ -274,13 +312,11 @@ func (d *direct) rebuild() int {
 	return rvOf(rx.Rebuild(ctx))
 }
 
-func (d *direct) lookup() int {
+func (d *direct) lookup(ri client.RIndex, e rentryArg) int {
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	e := parseRentry(d.o.eventStr)
-	rv := 0
 	var found diskfmt.RindexEntry
-	rx, rv := d.openRindex(ctx)
+	rx, rv := d.openRindex(ctx, ri)
 	if rv == 0 {
 		defer rx.Dev.Close()
 		var err error
@@ -298,14 +334,13 @@ func (d *direct) lookup() int {
 	return rv
 }
 
-func (d *direct) update() int {
+func (d *direct) update(ri client.RIndex, e rentryArg, remove bool) int {
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	e := parseRentry(d.o.eventStr)
-	rx, rv := d.openRindex(ctx)
+	rx, rv := d.openRindex(ctx, ri)
 	if rv != 0 {
 		return rv
 	}
 	defer rx.Dev.Close()
-	return rvOf(rx.UpdateEntry(ctx, e.Name, e.Offset, d.o.clear))
+	return rvOf(rx.UpdateEntry(ctx, e.Name, e.Offset, remove))
 }

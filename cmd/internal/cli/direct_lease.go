@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"math/rand/v2"
+	"syscall"
 	"time"
 
+	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -35,9 +37,8 @@ func (directLiveness) ReadDeltaLease(context.Context, uint64) (diskfmt.Leader, e
 // deltaLease opens the -s lockspace and returns the lease of its host_id,
 // with the sizes from -Z/-A or from the leader at the lockspace offset.
 // The caller closes l.Dev.
-func (d *direct) deltaLease() (*delta.Lease, int) {
-	o := d.o
-	ls := o.lockspace
+func (d *direct) deltaLease(o *DeltaOptions) (*delta.Lease, int) {
+	ls := o.Lockspace
 	switch {
 	case ls.Disk.Path == "":
 		return nil, int(rescode.ErrENODEV)
@@ -59,8 +60,8 @@ func (d *direct) deltaLease() (*delta.Lease, int) {
 		Geometry: g,
 		Space:    ls.Name,
 		HostID:   ls.HostID,
-		Timing:   delta.NewTiming(o.cfg.IOTimeout, o.cfg.WatchdogFireTimeout),
-		Clock:    d.env.Clock(),
+		Timing:   delta.NewTiming(o.IOTimeout, o.WatchdogFireTimeout),
+		Clock:    d.io.Clock(),
 	}, 0
 }
 
@@ -68,7 +69,7 @@ func (d *direct) deltaLease() (*delta.Lease, int) {
 // given, else those recorded by the delta or paxos leader found there (no
 // such leader: -1; a failed read: its error).
 func (d *direct) leaseGeometry(dev diskfmt.Device, off int64) (diskfmt.Geometry, int) {
-	if g, ok := diskfmt.GeometryFromFlags(d.o.sizeFlags()); ok {
+	if g, ok := diskfmt.GeometryFromFlags(d.sizeFlags); ok {
 		return g, 0
 	}
 	ctx, cancel := d.ioContext()
@@ -87,31 +88,22 @@ func (d *direct) leaseGeometry(dev diskfmt.Device, off int64) (diskfmt.Geometry,
 	return g, 0
 }
 
-// hostName is the name acquire_id writes into the lease: -e, else the
-// configured our_host_name, else a new "<uuid>.<nodename>".
-func (d *direct) hostName() (string, error) {
-	if d.o.eventStr != "" {
-		return truncName(d.o.eventStr), nil
-	}
-	if d.o.cfg.OurHostName != "" {
-		return d.o.cfg.OurHostName, nil
-	}
-	return process.GenerateHostName(process.Nodename())
-}
-
 // acquireID takes the host_id lease as add_lockspace does, and leaves it
-// to expire: nothing renews it afterwards.
-func (d *direct) acquireID() int {
-	l, rv := d.deltaLease()
+// to expire: nothing renews it afterwards. An empty name is a new
+// "<uuid>.<nodename>".
+func (d *direct) acquireID(o *DeltaOptions, name string) int {
+	l, rv := d.deltaLease(o)
 	if rv != 0 {
 		return rv
 	}
 	defer l.Dev.Close()
-	name, err := d.hostName()
-	if err != nil {
-		return int(rescode.ErrEPERM)
+	if name == "" {
+		var err error
+		if name, err = process.GenerateHostName(process.Nodename()); err != nil {
+			return int(rescode.ErrEPERM)
+		}
 	}
-	_, err = l.Acquire(context.Background(), name)
+	_, err := l.Acquire(context.Background(), name)
 	return rvOf(err)
 }
 
@@ -131,8 +123,8 @@ func (d *direct) readOwnLease(l *delta.Lease) (diskfmt.Leader, int) {
 
 // renewID renews the lease once, for the owner the lease names, keeping
 // its host event (extras); the bitmap is written empty.
-func (d *direct) renewID() int {
-	l, rv := d.deltaLease()
+func (d *direct) renewID(o *DeltaOptions) int {
+	l, rv := d.deltaLease(o)
 	if rv != 0 {
 		return rv
 	}
@@ -153,8 +145,8 @@ func (d *direct) renewID() int {
 }
 
 // releaseID frees the lease (timestamp 0) whoever holds it.
-func (d *direct) releaseID() int {
-	l, rv := d.deltaLease()
+func (d *direct) releaseID(o *DeltaOptions) int {
+	l, rv := d.deltaLease(o)
 	if rv != 0 {
 		return rv
 	}
@@ -171,14 +163,13 @@ func (d *direct) releaseID() int {
 	return rvOf(l.Release(context.Background(), rec))
 }
 
-// resourceDisks opens the disks of the first -r resource. The caller
-// closes them.
-func (d *direct) resourceDisks() ([]paxos.Disk, int) {
-	if len(d.o.resources) == 0 {
+// resourceDisks opens the disks of the first -r resource, all of them
+// (acquire). The caller closes them.
+func (d *direct) resourceDisks(r *client.Resource) ([]paxos.Disk, int) {
+	if r == nil {
 		// sanlock crashes here
 		return nil, int(rescode.ErrEINVAL)
 	}
-	r := d.o.resources[0]
 	if len(r.Disks) == 0 {
 		return nil, int(rescode.ErrEPERM)
 	}
@@ -194,6 +185,46 @@ func (d *direct) resourceDisks() ([]paxos.Disk, int) {
 	return disks, 0
 }
 
+// leaderDisks opens the disks of a resource for a leader read or write
+// (read_leader, release). As in sanlock 3.8.5, a disk that cannot be
+// opened stays in the list as one whose every I/O fails (failedDevice),
+// so a minority of them leaves the leader to the majority of the others;
+// too few disks that open give the open error. The caller closes them.
+func (d *direct) leaderDisks(r *client.Resource) ([]paxos.Disk, int) {
+	if r == nil {
+		return nil, int(rescode.ErrEINVAL) // sanlock crashes here
+	}
+	if len(r.Disks) == 0 {
+		return nil, int(rescode.ErrEPERM)
+	}
+	disks := make([]paxos.Disk, 0, len(r.Disks))
+	opened := 0
+	var openErr error
+	for _, dk := range r.Disks {
+		dev, err := d.open(dk.Path)
+		if err != nil {
+			dev, openErr = failedDevice{}, err
+		} else {
+			opened++
+		}
+		disks = append(disks, paxos.Disk{Dev: dev, Offset: int64(dk.Offset)})
+	}
+	if !paxos.Majority(len(disks), opened) {
+		closeDisks(disks)
+		return nil, rvOf(openErr)
+	}
+	return disks, 0
+}
+
+// failedDevice is a disk that could not be opened: every I/O fails with
+// EBADF, as sanlock 3.8.5's I/O on such a disk does.
+type failedDevice struct{}
+
+func (failedDevice) ReadAt(context.Context, []byte, int64) error  { return syscall.EBADF }
+func (failedDevice) WriteAt(context.Context, []byte, int64) error { return syscall.EBADF }
+func (failedDevice) SectorSize() int                              { return diskfmt.SectorSize512 }
+func (failedDevice) Close() error                                 { return nil }
+
 func closeDisks(disks []paxos.Disk) {
 	for _, dk := range disks {
 		dk.Dev.Close()
@@ -204,14 +235,13 @@ func closeDisks(disks []paxos.Disk) {
 // sanlock, the lver, SH and -n parts of the request are not used, and a
 // lease owned by another host fails with -241: there is no lockspace to
 // tell whether the owner is alive.
-func (d *direct) acquire() int {
-	o := d.o
-	disks, rv := d.resourceDisks()
+func (d *direct) acquire(o *DirectAcquireOptions) int {
+	disks, rv := d.resourceDisks(o.Resource)
 	if rv != 0 {
 		return rv
 	}
 	defer closeDisks(disks)
-	if o.hostID == 0 {
+	if o.HostID == 0 {
 		// Unlike sanlock, which runs the ballot as host_id 0: its
 		// dblock is sector 1, the request record.
 		return int(rescode.ErrEINVAL)
@@ -220,18 +250,18 @@ func (d *direct) acquire() int {
 	if rv != 0 {
 		return rv
 	}
-	r := o.resources[0]
+	r := o.Resource
 	host := &paxos.Host{
-		ID:                  o.hostID,
-		Generation:          o.generation,
+		ID:                  o.HostID,
+		Generation:          o.Generation,
 		Space:               r.LockspaceName,
 		Geometry:            g,
-		IOTimeout:           o.cfg.IOTimeout,
-		WatchdogFireTimeout: o.cfg.WatchdogFireTimeout,
+		IOTimeout:           o.IOTimeout,
+		WatchdogFireTimeout: o.WatchdogFireTimeout,
 		ShRetries:           paxos.DefaultShRetries,
-		Clock:               d.env.Clock(),
+		Clock:               d.io.Clock(),
 		Live:                directLiveness{},
-		Rand:                rand.New(rand.NewPCG(o.hostID, uint64(time.Now().UnixNano()))),
+		Rand:                rand.New(rand.NewPCG(o.HostID, uint64(time.Now().UnixNano()))),
 	}
 	lease := paxos.Lease{Host: host, Name: r.Name, Disks: disks}
 	// Unlike sanlock, shared holders found by the ballot make the acquire
@@ -244,12 +274,13 @@ func (d *direct) acquire() int {
 // release does: as host_id 0 generation 0 (-i and -g are not used), so
 // it writes only a leader whose writer is host_id 0, and returns 0
 // without writing when another host wrote the leader.
-func (d *direct) release() int {
-	if len(d.o.resources) == 0 {
+func (d *direct) release(r *client.Resource) int {
+	if r == nil {
 		return int(rescode.ErrEINVAL) // sanlock crashes here
 	}
-	// The sizes come from the leader on disk 0, read like read_leader -r.
-	l, rv := d.readPaxosLeader()
+	// The sizes come from the leader read like read_leader -r (on
+	// several disks, the one a majority agrees on).
+	l, rv := d.readResourceLeader(*r)
 	if rv != 0 {
 		return rv
 	}
@@ -257,17 +288,16 @@ func (d *direct) release() int {
 	if err != nil {
 		return rvOf(err)
 	}
-	disks, rv := d.resourceDisks()
+	disks, rv := d.leaderDisks(r)
 	if rv != 0 {
 		return rv
 	}
 	defer closeDisks(disks)
-	r := d.o.resources[0]
 	ctx, cancel := d.ioContext()
 	defer cancel()
 	// The leader I/O of a ballot, as host_id 0 (no num_hosts check).
 	lio := paxos.LeaderIO{Disks: disks, SectorSize: g.SectorSize,
-		IOTimeout: time.Duration(d.o.cfg.IOTimeout) * time.Second, DeviceErrors: true}
+		IOTimeout: time.Duration(d.ioTimeout) * time.Second, DeviceErrors: true}
 	cur, err := paxos.ReadLeader(ctx, lio, r.LockspaceName, r.Name, 0)
 	if err != nil {
 		return rvOf(err)
@@ -276,6 +306,6 @@ func (d *direct) release() int {
 	if err != nil || !write {
 		return rvOf(err)
 	}
-	nl := paxos.ReleaseLeader(cur, 0, 0, clock.Monotime(d.env.Clock()), "")
+	nl := paxos.ReleaseLeader(cur, 0, 0, clock.Monotime(d.io.Clock()), "")
 	return rvOf(paxos.WriteLeader(ctx, lio, &nl))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
 )
@@ -25,9 +26,8 @@ const writeLineMax = 127
 // rest of the sector zero) and prints it. It is a repair tool: names are not
 // checked, and the sector size written is the leader's own (so a file may
 // change it). Read failures leave an all-zero leader to edit.
-func (d *direct) writeLeader() int {
-	o := d.o
-	f, err := d.openLeaderFile()
+func (d *direct) writeLeader(o *DirectWriteLeaderOptions) int {
+	f, err := d.openLeaderFile(o.File)
 	if err != nil {
 		return 1
 	}
@@ -35,17 +35,17 @@ func (d *direct) writeLeader() int {
 
 	// A -s with a path selects the delta lease; the field names (extra*
 	// or write_*) follow whether a -r was given, as in sanlock.
-	delta := len(o.resources) == 0
+	delta := o.Resource == nil
 	var (
 		l     diskfmt.Leader
 		rv    int
 		write func(*diskfmt.Leader) int
 	)
 	switch {
-	case o.lockspace.Disk.Path != "":
-		l, rv, write = d.readDeltaForWrite()
-	case len(o.resources) > 0:
-		l, rv, write = d.readPaxosForWrite()
+	case o.Lockspace.Disk.Path != "":
+		l, rv, write = d.readDeltaForWrite(o.Lockspace)
+	case o.Resource != nil:
+		l, rv, write = d.readPaxosForWrite(*o.Resource)
 	default:
 		rv = int(rescode.ErrEPERM)
 	}
@@ -56,9 +56,9 @@ func (d *direct) writeLeader() int {
 	applyLeaderFile(d.out, f, &l, delta)
 
 	gen := l.ComputeChecksum()
-	if o.force != 0 {
+	if o.Force != 0 {
 		fmt.Fprintf(d.out, "warning: using specified checksum %x (generated is %x)\n", l.Checksum, gen)
-		if o.lockspace.Disk.Path == "" {
+		if o.Lockspace.Disk.Path == "" {
 			// A paxos leader is always written with its true checksum.
 			l.Checksum = gen
 		}
@@ -79,16 +79,16 @@ func (d *direct) writeLeader() int {
 }
 
 // openLeaderFile opens the -F file or prints why it cannot.
-func (d *direct) openLeaderFile() (*os.File, error) {
-	if d.o.file == "" {
+func (d *direct) openLeaderFile(file string) (*os.File, error) {
+	if file == "" {
 		fmt.Fprintf(d.out, "open error %d (null)\n", int(syscall.EFAULT))
 		return nil, syscall.EFAULT
 	}
-	f, err := os.Open(d.o.file)
+	f, err := os.Open(file)
 	if err != nil {
 		errno := syscall.EIO
 		errors.As(err, &errno)
-		fmt.Fprintf(d.out, "open error %d %s\n", int(errno), d.o.file)
+		fmt.Fprintf(d.out, "open error %d %s\n", int(errno), file)
 		return nil, err
 	}
 	return f, nil
@@ -116,8 +116,7 @@ func (d *direct) writeLeaderSector(path string, off int64, index uint64, l *disk
 // readDeltaForWrite reads the delta lease of the -s host_id: sizes from
 // -Z/-A, else from the leader at the lockspace offset (a leader with an
 // unusable sector size, or a failed read, gives an all-zero leader).
-func (d *direct) readDeltaForWrite() (diskfmt.Leader, int, func(*diskfmt.Leader) int) {
-	ls := d.o.lockspace
+func (d *direct) readDeltaForWrite(ls client.Lockspace) (diskfmt.Leader, int, func(*diskfmt.Leader) int) {
 	off := int64(ls.Disk.Offset)
 	write := func(l *diskfmt.Leader) int { return d.writeLeaderSector(ls.Disk.Path, off, ls.HostID-1, l) }
 	if ls.HostID == 0 {
@@ -131,7 +130,7 @@ func (d *direct) readDeltaForWrite() (diskfmt.Leader, int, func(*diskfmt.Leader)
 	ctx, cancel := d.ioContext()
 	defer cancel()
 	ss := 0
-	if g, ok := diskfmt.GeometryFromFlags(d.o.sizeFlags()); ok {
+	if g, ok := diskfmt.GeometryFromFlags(d.sizeFlags); ok {
 		ss = g.SectorSize
 	} else if p, err := diskfmt.ProbeLeader(ctx, dev, off); err == nil {
 		ss = int(p.SectorSize)
@@ -149,8 +148,7 @@ func (d *direct) readDeltaForWrite() (diskfmt.Leader, int, func(*diskfmt.Leader)
 
 // readPaxosForWrite reads the leader of the first -r resource on its first
 // disk: one sector of the -Z size, else 4096 bytes.
-func (d *direct) readPaxosForWrite() (diskfmt.Leader, int, func(*diskfmt.Leader) int) {
-	r := d.o.resources[0]
+func (d *direct) readPaxosForWrite(r client.Resource) (diskfmt.Leader, int, func(*diskfmt.Leader) int) {
 	if len(r.Disks) == 0 {
 		return diskfmt.Leader{}, int(rescode.ErrEPERM), nil
 	}
@@ -162,7 +160,7 @@ func (d *direct) readPaxosForWrite() (diskfmt.Leader, int, func(*diskfmt.Leader)
 	}
 	defer dev.Close()
 	ss := diskfmt.SectorSize4K
-	if g, ok := diskfmt.GeometryFromFlags(d.o.sizeFlags()); ok {
+	if g, ok := diskfmt.GeometryFromFlags(d.sizeFlags); ok {
 		ss = g.SectorSize
 	}
 	ctx, cancel := d.ioContext()

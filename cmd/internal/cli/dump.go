@@ -32,9 +32,8 @@ func detectGeometry(ctx context.Context, dev diskfmt.Device, start, size uint64)
 }
 
 // dump prints the leases found from the given offset on.
-func (d *direct) dump() int {
-	o := d.o
-	a := parseDumpPath(o.pathArg)
+func (d *direct) dump(path string, force uint32) int {
+	a := parseDumpPath(path)
 	if a.Offset%diskfmt.MiB != 0 {
 		fmt.Fprintln(d.out, "WARNING: dump offset should be a multiple of 1048576 bytes.")
 	}
@@ -47,10 +46,7 @@ func (d *direct) dump() int {
 	ctx, cancel := d.ioContext()
 	defer cancel()
 
-	g, ok := diskfmt.Geometry{}, false
-	if o.align != 0 {
-		g, ok = diskfmt.LookupGeometry(o.sector, o.align)
-	}
+	g, ok := diskfmt.GeometryFromFlags(d.sizeFlags)
 	usable := true
 	if !ok {
 		var found bool
@@ -62,7 +58,7 @@ func (d *direct) dump() int {
 	}
 
 	lverTitle := "lver"
-	if o.force != 0 {
+	if force != 0 {
 		lverTitle = "lver/req/mode"
 	}
 	fmt.Fprintf(d.out, "%8s %36s %48s %10s %4s %4s %s\n",
@@ -89,11 +85,11 @@ func (d *direct) dump() int {
 		h, _ := diskfmt.DecodeRindexHeader(chunk)
 		switch {
 		case l.Magic == diskfmt.DeltaMagic:
-			d.dumpDelta(chunk, off, g)
+			d.dumpDelta(chunk, off, g, force)
 		case l.Magic == diskfmt.PaxosMagic:
-			d.dumpPaxos(chunk, off, g, &l)
+			d.dumpPaxos(chunk, off, g, &l, force)
 		case h.Magic == diskfmt.RindexMagic:
-			d.dumpRindex(chunk, off, g, &h)
+			d.dumpRindex(chunk, off, g, &h, force)
 		default:
 			if end == 0 {
 				return 0
@@ -103,7 +99,7 @@ func (d *direct) dump() int {
 	return 0
 }
 
-func (d *direct) dumpDelta(chunk []byte, off uint64, g diskfmt.Geometry) {
+func (d *direct) dumpDelta(chunk []byte, off uint64, g diskfmt.Geometry, force uint32) {
 	for i := 0; i < g.SectorsPerArea(); i++ {
 		sec := chunk[i*g.SectorSize : (i+1)*g.SectorSize]
 		l, _ := diskfmt.DecodeLeader(sec)
@@ -113,7 +109,7 @@ func (d *direct) dumpDelta(chunk []byte, off uint64, g diskfmt.Geometry) {
 		fmt.Fprintf(d.out, "%08d %36s %48s %010d %04d %04d",
 			off+uint64(i*g.SectorSize), diskfmt.NameString(l.SpaceName[:]),
 			diskfmt.NameString(l.ResourceName[:]), l.Timestamp, l.OwnerID, l.OwnerGeneration)
-		if d.o.force != 0 {
+		if force != 0 {
 			for _, h := range diskfmt.BitmapHosts(sec, g.MaxHosts) {
 				fmt.Fprintf(d.out, " %d", h)
 			}
@@ -122,11 +118,11 @@ func (d *direct) dumpDelta(chunk []byte, off uint64, g diskfmt.Geometry) {
 	}
 }
 
-func (d *direct) dumpPaxos(chunk []byte, off uint64, g diskfmt.Geometry, l *diskfmt.Leader) {
+func (d *direct) dumpPaxos(chunk []byte, off uint64, g diskfmt.Geometry, l *diskfmt.Leader, force uint32) {
 	fmt.Fprintf(d.out, "%08d %36s %48s %010d %04d %04d %d",
 		off, diskfmt.NameString(l.SpaceName[:]), diskfmt.NameString(l.ResourceName[:]),
 		l.Timestamp, l.OwnerID, l.OwnerGeneration, l.Lver)
-	if d.o.force != 0 {
+	if force != 0 {
 		req, _ := diskfmt.DecodeRequest(chunk[g.SectorSize:])
 		fmt.Fprintf(d.out, "/%d/%d", req.Lver, req.ForceMode)
 	}
@@ -137,7 +133,7 @@ func (d *direct) dumpPaxos(chunk []byte, off uint64, g diskfmt.Geometry, l *disk
 	}
 	for i := uint64(0); i < n; i++ {
 		sec := chunk[(2+i)*uint64(g.SectorSize):]
-		if d.o.force >= 2 {
+		if force >= 2 {
 			db, _ := diskfmt.DecodeDblock(sec)
 			if db.Mbal != 0 || db.Inp != 0 || db.Lver != 0 {
 				fmt.Fprintf(d.out, "dblock[%04d] mbal %d bal %d inp %d inp2 %d inp3 %d lver %d sum %x\n",
@@ -151,11 +147,11 @@ func (d *direct) dumpPaxos(chunk []byte, off uint64, g diskfmt.Geometry, l *disk
 	}
 }
 
-func (d *direct) dumpRindex(chunk []byte, off uint64, g diskfmt.Geometry, h *diskfmt.RindexHeader) {
+func (d *direct) dumpRindex(chunk []byte, off uint64, g diskfmt.Geometry, h *diskfmt.RindexHeader, force uint32) {
 	space := diskfmt.NameString(h.LockspaceName[:])
 	fmt.Fprintf(d.out, "%08d %36s rindex_header 0x%x %d %d %d\n",
 		off, space, h.Flags, h.SectorSize, h.MaxResources, h.RxOffset)
-	if d.o.force == 0 {
+	if force == 0 {
 		return
 	}
 	for eo := g.SectorSize; eo+diskfmt.RindexEntrySize <= len(chunk); eo += diskfmt.RindexEntrySize {
@@ -172,9 +168,8 @@ func (d *direct) dumpRindex(chunk []byte, off uint64, g diskfmt.Geometry, h *dis
 // align-size area whose first sector holds no lease or rindex. Without
 // -Z/-A the sizes are detected like dump does, falling back to the
 // device's defaults (sanlock 3.8.5 used uninitialised sizes there).
-func (d *direct) nextFree() int {
-	o := d.o
-	a := parseNextFreePath(o.pathArg)
+func (d *direct) nextFree(path string) int {
+	a := parseNextFreePath(path)
 	dev, err := d.open(a.Path)
 	if err != nil {
 		return rvOf(err)
@@ -182,10 +177,7 @@ func (d *direct) nextFree() int {
 	defer dev.Close()
 	ctx, cancel := d.ioContext()
 	defer cancel()
-	g, ok := diskfmt.Geometry{}, false
-	if o.align != 0 {
-		g, ok = diskfmt.LookupGeometry(o.sector, o.align)
-	}
+	g, ok := diskfmt.GeometryFromFlags(d.sizeFlags)
 	if !ok {
 		if g, _, ok = detectGeometry(ctx, dev, a.Offset, 0); !ok {
 			g, err = diskfmt.GeometryForWrite(0, dev.SectorSize())

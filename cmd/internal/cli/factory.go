@@ -43,7 +43,7 @@ type Factory struct {
 	MonotonicSeconds func() uint64
 	// Exec replaces the process ("client command -c").
 	Exec func(path string, argv, env []string) error
-	// OutTTY says Out ends on a terminal (see ClientOptions.OutTTY).
+	// OutTTY says Out ends on a terminal (see CommandOptions.OutTTY).
 	OutTTY bool
 }
 

@@ -306,7 +306,7 @@ func (c *clientRun) statusJSON() int {
 	return 0
 }
 
-func (c *clientRun) getsJSON() int {
+func (c *clientRun) getsJSON(getHosts bool) int {
 	var spaces []client.Lockspace
 	r := c.call(func() (err error) { spaces, err = c.cl.GetLockspaces(); return err })
 	if r < 0 {
@@ -316,7 +316,7 @@ func (c *clientRun) getsJSON() int {
 	for i := range spaces {
 		ls := &spaces[i]
 		e := GetsLockspace{Name: ls.Name, HostID: ls.HostID, Path: ls.Disk.Path, Offset: ls.Disk.Offset, State: lockspaceState(ls)}
-		if c.o.getHosts != 0 {
+		if getHosts {
 			hosts, err := c.cl.GetHosts(ls.Name, 0)
 			if hr := rv(err); hr < 0 {
 				e.HostsResult = &hr
@@ -330,12 +330,12 @@ func (c *clientRun) getsJSON() int {
 	return 0
 }
 
-func (c *clientRun) hostStatusJSON() int {
+func (c *clientRun) hostStatusJSON(name string) int {
 	if c.err != nil {
 		return c.jsonFail("host_status", rvDial)
 	}
 	h := &HostStatusJSON{JSONHead: JSONHead{Action: "host_status"}, Lockspaces: []HostStatusLockspace{}}
-	if name := c.o.lockspace.Name; name != "" {
+	if name != "" {
 		recs, err := c.cl.HostStatus(name)
 		if err != nil {
 			return c.jsonFail("host_status", rv(err))
@@ -356,8 +356,7 @@ func (c *clientRun) hostStatusJSON() int {
 	return 0
 }
 
-func (c *clientRun) renewalJSON() int {
-	name := c.o.lockspace.Name
+func (c *clientRun) renewalJSON(name string) int {
 	if name == "" {
 		return c.jsonFail("renewal", client.RvEINVAL)
 	}
@@ -378,14 +377,14 @@ func (c *clientRun) renewalJSON() int {
 	return 0
 }
 
-func (c *clientRun) inquireJSON() int {
+func (c *clientRun) inquireJSON(pid int) int {
 	var state string
 	var count int
-	r := c.call(func() (err error) { state, count, err = c.cl.Inquire(c.o.pid); return err })
+	r := c.call(func() (err error) { state, count, err = c.cl.Inquire(pid); return err })
 	if r < 0 {
 		return c.jsonFail("inquire", r)
 	}
-	out := &InquireJSON{JSONHead: JSONHead{Action: "inquire"}, Pid: c.o.pid, ResCount: count, State: state,
+	out := &InquireJSON{JSONHead: JSONHead{Action: "inquire"}, Pid: pid, ResCount: count, State: state,
 		Resources: []InquireResource{}}
 	res, _ := client.ParseState(state)
 	for i := range res {

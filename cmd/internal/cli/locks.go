@@ -111,9 +111,10 @@ func leaseFlags(k Keys) uint32 {
 	return diskfmt.SizeFlags(g)
 }
 
-// collectLocks asks the daemon and builds the report; the int is the exit
-// status.
-func (c *clientRun) collectLocks() (*LocksJSON, int) {
+// collectLocks asks the daemon and builds the report of the lockspace
+// only (every one if empty), with the leases of resources read too; the
+// int is the exit status.
+func (c *clientRun) collectLocks(only string, resources []client.Resource) (*LocksJSON, int) {
 	out := &LocksJSON{JSONHead: JSONHead{Action: "locks"}, Lockspaces: []LocksLockspace{}, Resources: []LocksResource{}}
 	if c.err != nil {
 		out.Result = rvDial
@@ -129,7 +130,6 @@ func (c *clientRun) collectLocks() (*LocksJSON, int) {
 		out.Result = rv(err)
 		return out, 1
 	}
-	only := c.o.lockspace.Name
 	names := map[string]map[uint64]string{} // lockspace -> host_id -> name
 	for _, rec := range recs {
 		if rec.Type == client.StateDaemon {
@@ -161,7 +161,7 @@ func (c *clientRun) collectLocks() (*LocksJSON, int) {
 		}
 		out.Lockspaces = append(out.Lockspaces, e)
 	}
-	if only != "" && len(out.Lockspaces) == 0 && len(c.o.resources) == 0 {
+	if only != "" && len(out.Lockspaces) == 0 && len(resources) == 0 {
 		out.Result = client.RvENOENT // not a lockspace of this daemon
 		return out, 1
 	}
@@ -206,7 +206,7 @@ func (c *clientRun) collectLocks() (*LocksJSON, int) {
 		out.Resources[idx].Local = append(out.Resources[idx].Local, LocksProcess{Pid: pid, Command: procComm(pid),
 			Mode: modeOf(rec.Resource.Flags), Lver: rec.Data64, List: k["list"]})
 	}
-	for _, r := range c.o.resources {
+	for _, r := range resources {
 		r.Flags &^= client.ResShared | client.ResLVer
 		r.LVer = 0
 		add(r)
@@ -258,9 +258,9 @@ func (c *clientRun) collectLocks() (*LocksJSON, int) {
 	return out, 0
 }
 
-func (c *clientRun) locks() int {
-	l, status := c.collectLocks()
-	if c.o.json {
+func (c *clientRun) locks(o *LocksOptions) int {
+	l, status := c.collectLocks(o.Lockspace, o.Resources)
+	if o.JSON {
 		if l.Result != 0 {
 			c.printJSON(l.JSONHead)
 		} else {

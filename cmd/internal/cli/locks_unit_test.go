@@ -30,7 +30,7 @@ func TestLocksText(t *testing.T) {
 		},
 	}
 	var out bytes.Buffer
-	c := &clientRun{o: defaultOptions(), out: &out}
+	c := &clientRun{out: &out}
 	c.printLocks(l)
 	want := `LOCKSPACE  HOST_ID  HOST_NAME  GENERATION  TIMESTAMP  STATE
 LS         1        host-a     3           100        LIVE

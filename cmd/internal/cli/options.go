@@ -2,13 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"github.com/gosanlock/gosanlock/daemon"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
@@ -16,9 +16,12 @@ import (
 // maxResourceArgs is how many -r options the tool keeps.
 const maxResourceArgs = 8
 
-// options holds everything the config file and the command line set. The
-// meaning of several letters depends on the mode and action (docs/cli.md "Options");
-// the scanner stores the raw value where the meaning differs.
+// options is the scanner's result: everything the config file and the
+// command line set, for any mode and action. The meaning of several
+// letters depends on the mode and action (docs/cli.md "Options"); the
+// scanner stores the raw value where the meaning differs. No action reads
+// it: each command turns it into its own options struct (the build
+// function of NewCmdStatus, NewCmdDirectInit, ...; NewCmdDaemon keeps cfg).
 type options struct {
 	debug bool // -D
 	json  bool // --json (client status-like actions only; a gosanlock addition)

@@ -10,8 +10,7 @@ import (
 // binary, re-read from disk) and answers once the new image serves. On
 // failure it prints the daemon's reason on stderr; the old image serves
 // on.
-func (c *clientRun) reexec() int {
-	path := c.o.eventStr
+func (c *clientRun) reexec(path string) int {
 	if path != "" {
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs // the daemon's working directory is not ours

@@ -18,9 +18,13 @@ import (
 //	sanlock help | version | completion bash|zsh|fish
 //
 // cobra finds the command; the options of daemon and of every action keep
-// sanlock's own syntax (NewCmdClientAction), so those commands take their
-// arguments unparsed and scan them in one place (Factory.scan). "sanlock
-// help" prints the usage text built from this tree (usage.go).
+// sanlock's own syntax, so those commands take their arguments unparsed
+// and scan them in one place (Factory.scan, options.go). Each command then
+// turns the scan into its own options struct (NewCmdStatus and
+// StatusOptions, NewCmdDirectInit and DirectInitOptions, NewCmdDaemon and
+// DaemonOptions: client_options.go, direct_options.go, daemon_mode.go).
+// "sanlock help" prints the usage text built from the action tables
+// (help.go).
 
 // NewCmdRoot builds the whole tree.
 func NewCmdRoot(f *Factory) *cobra.Command {
@@ -59,7 +63,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		if subcommand(root, a.name()) != nil {
 			continue
 		}
-		cmd := NewCmdClientAction(f, a, nil)
+		cmd := newClientActionCmd(f, a.name())
 		cmd.Hidden = true
 		root.AddCommand(cmd)
 	}
@@ -110,8 +114,8 @@ func (f *Factory) unknownAction(mode string, args []string) error {
 
 // newOptionsCmd is a command whose options keep sanlock's syntax: it
 // scans its arguments for mode and action (Factory.scan, which prints any
-// option error) and hands the options to run; completion offers the
-// options of its usage line.
+// option error) and hands the scan to run, which builds the command's own
+// options from it; completion offers the options of its usage line.
 func newOptionsCmd(f *Factory, mode, action, use, short string, run func(*options) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use,

@@ -35,57 +35,64 @@ const (
 	settleDelay  = 5 * time.Second
 )
 
-var binTrim struct {
+// binaryTrim drops the executable's read-only mappings. startBinaryTrim
+// makes the daemon's; a test makes its own.
+type binaryTrim struct {
 	mu     sync.Mutex
 	ranges [][2]uintptr // the executable's read-only mappings
 	last   time.Time
-	settle *time.Timer // trimSettled's pending drop
+	settle *time.Timer // settled's pending drop
 }
 
 // startBinaryTrim finds the executable's read-only mappings and drops
-// them once (start-up is over). Errors leave it off.
-func startBinaryTrim() {
+// them once (start-up is over). Errors leave it off: nil, whose settled
+// does nothing.
+func startBinaryTrim() *binaryTrim {
 	r, err := exeReadOnlyMappings()
 	if err != nil || len(r) == 0 {
-		return
+		return nil
 	}
-	binTrim.ranges = r
-	trimBinary(time.Now())
+	b := &binaryTrim{ranges: r}
+	b.trim(time.Now())
+	return b
 }
 
-// trimSettled drops the mappings settleDelay after its last call (joins
+// settled drops the mappings settleDelay after its last call (joins
 // settled); nothing when the start-up drop found no mappings.
-func trimSettled() {
-	binTrim.mu.Lock()
-	defer binTrim.mu.Unlock()
-	if binTrim.ranges == nil {
+func (b *binaryTrim) settled() {
+	if b == nil {
 		return
 	}
-	if binTrim.settle == nil {
-		binTrim.settle = time.AfterFunc(settleDelay, func() {
-			binTrim.mu.Lock()
-			defer binTrim.mu.Unlock()
-			binTrim.last = time.Now()
-			dropMappingsLocked()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ranges == nil {
+		return
+	}
+	if b.settle == nil {
+		b.settle = time.AfterFunc(settleDelay, func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.last = time.Now()
+			b.dropMappingsLocked()
 		})
 		return
 	}
-	binTrim.settle.Reset(settleDelay)
+	b.settle.Reset(settleDelay)
 }
 
-// trimBinary drops the mappings unless it did within trimInterval.
-func trimBinary(now time.Time) {
-	binTrim.mu.Lock()
-	defer binTrim.mu.Unlock()
-	if !binTrim.last.IsZero() && now.Sub(binTrim.last) < trimInterval {
+// trim drops the mappings unless it did within trimInterval.
+func (b *binaryTrim) trim(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.last.IsZero() && now.Sub(b.last) < trimInterval {
 		return
 	}
-	binTrim.last = now
-	dropMappingsLocked()
+	b.last = now
+	b.dropMappingsLocked()
 }
 
-func dropMappingsLocked() {
-	for _, m := range binTrim.ranges {
+func (b *binaryTrim) dropMappingsLocked() {
+	for _, m := range b.ranges {
 		_, _, _ = unix.Syscall(unix.SYS_MADVISE, m[0], m[1]-m[0], unix.MADV_DONTNEED)
 	}
 }

@@ -48,26 +48,19 @@ func TestTrimBinary(t *testing.T) {
 	if err != nil || len(r) == 0 {
 		t.Fatalf("exeReadOnlyMappings: %x, %v", r, err)
 	}
-	binTrim.mu.Lock()
-	binTrim.ranges, binTrim.last = r, time.Time{}
-	binTrim.mu.Unlock()
-	t.Cleanup(func() {
-		binTrim.mu.Lock()
-		binTrim.ranges, binTrim.last = nil, time.Time{}
-		binTrim.mu.Unlock()
-	})
+	b := &binaryTrim{ranges: r}
 	now := time.Now()
-	trimBinary(now)
-	binTrim.mu.Lock()
-	last := binTrim.last
-	binTrim.mu.Unlock()
+	b.trim(now)
+	b.mu.Lock()
+	last := b.last
+	b.mu.Unlock()
 	if !last.Equal(now) {
 		t.Fatalf("last trim %v, want %v", last, now)
 	}
-	trimBinary(now.Add(trimInterval / 2))
-	binTrim.mu.Lock()
-	last = binTrim.last
-	binTrim.mu.Unlock()
+	b.trim(now.Add(trimInterval / 2))
+	b.mu.Lock()
+	last = b.last
+	b.mu.Unlock()
 	if !last.Equal(now) {
 		t.Fatalf("a trim within trimInterval ran (last %v)", last)
 	}
@@ -77,30 +70,24 @@ func TestTrimBinary(t *testing.T) {
 }
 
 // TestTrimSettled: joins that settle drop the mappings once, settleDelay
-// after the last of them, whatever the start-up drop's time.
+// after the last of them, whatever the start-up drop's time; a trimmer
+// that found no mappings (nil) does nothing.
 func TestTrimSettled(t *testing.T) {
 	r, err := exeReadOnlyMappings()
 	if err != nil || len(r) == 0 {
 		t.Fatalf("exeReadOnlyMappings: %x, %v", r, err)
 	}
-	lastTrim := func() time.Time {
-		binTrim.mu.Lock()
-		defer binTrim.mu.Unlock()
-		return binTrim.last
-	}
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		binTrim.mu.Lock()
-		binTrim.ranges, binTrim.last, binTrim.settle = r, start, nil
-		binTrim.mu.Unlock()
-		defer func() {
-			binTrim.mu.Lock()
-			binTrim.ranges, binTrim.last, binTrim.settle = nil, time.Time{}, nil
-			binTrim.mu.Unlock()
-		}()
-		trimSettled()
+		b := &binaryTrim{ranges: r, last: start}
+		lastTrim := func() time.Time {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return b.last
+		}
+		b.settled()
 		time.Sleep(settleDelay / 2)
-		trimSettled() // a second join settles: the drop waits for it
+		b.settled() // a second join settles: the drop waits for it
 		time.Sleep(settleDelay/2 + time.Second)
 		synctest.Wait()
 		if !lastTrim().Equal(start) {
@@ -112,4 +99,6 @@ func TestTrimSettled(t *testing.T) {
 			t.Fatalf("drop at %v, want %v", got.Sub(start), want.Sub(start))
 		}
 	})
+	var none *binaryTrim
+	none.settled()
 }
