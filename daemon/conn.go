@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/daemon/reexec"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -105,7 +106,9 @@ type Conn struct {
 	killPath   string // KILLPATH program
 	killArgs   string // ... and its arguments
 
-	rd connReader // reads through the quiesce gate (reexec.go)
+	rd reexec.Reader // reads through the quiesce gate (reexec.go)
+
+	pend reexec.Slot // the restartable request running (pending.go)
 }
 
 var (
@@ -200,6 +203,9 @@ func (c *Conn) Write(b []byte) error { return c.write(b) }
 func (c *Conn) write(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.pend.Hold(b) {
+		return nil
+	}
 	_, err := c.uc.Write(b)
 	return err
 }
@@ -257,9 +263,9 @@ func (c *Conn) rawConn() (syscall.RawConn, error) {
 func (c *Conn) serve() {
 	s := c.srv
 	held := false
-	c.rd.c = c
+	c.rd.Init(&s.gate, c.uc)
 	defer s.conns.Done()
-	defer c.rd.end()
+	defer c.rd.End()
 	defer func() {
 		if r := recover(); r != nil {
 			s.lg.Error("connection panic", zap.Int("ci", c.slot), zap.Any("panic", r),
@@ -273,8 +279,22 @@ func (c *Conn) serve() {
 		s.freeSlot(c)
 	}()
 	for {
-		c.rd.begin()
+		c.rd.Begin()
 		q, err := wire.ReadRequest(&c.rd, s.cfg.MaxPayload)
+		if errors.Is(err, reexec.ErrRedo) {
+			err = c.runRedo()
+			if errors.Is(err, ErrHold) {
+				held = true
+				return
+			}
+			if err != nil {
+				if !errors.Is(err, errCloseConn) && !s.isClosing() {
+					s.lg.Error("handed-over request error", zap.Int("ci", c.slot), zap.Int("fd", c.fd), zap.Error(err))
+				}
+				return
+			}
+			continue
+		}
 		if err != nil {
 			var rv *rescode.Error
 			if errors.As(err, &rv) && q != nil {
@@ -377,7 +397,12 @@ func (c *Conn) dispatch(q *wire.Request) error {
 	}
 	s.deps.Procs.Begin()
 	end := s.metricsOf().Begin(q)
-	err := r.h(s.ctx, c, q)
+	var err error
+	if reexec.Restartable(q) {
+		err = c.runHandler(r.h, q)
+	} else {
+		err = r.h(s.ctx, c, q)
+	}
 	end()
 	s.deps.Procs.End()
 	c.mu.Lock()

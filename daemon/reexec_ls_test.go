@@ -77,7 +77,7 @@ func startProcDaemonBin(t *testing.T, src string, env []string, args ...string) 
 		}
 		_, _, err = d.cl.Version()
 		return err == nil && d.pid() == cmd.Process.Pid
-	}, 10*time.Second, 20*time.Millisecond)
+	}, 30*time.Second, 20*time.Millisecond)
 	d.cl.Timeout = 30 * time.Second
 	return d
 }
@@ -102,8 +102,13 @@ func (d *procDaemon) reexec() (old, now int) {
 	t.Helper()
 	old = d.pid()
 	require.NoError(t, syscall.Kill(old, syscall.SIGUSR1))
-	require.Eventually(t, func() bool { return d.pid() != old && gone(old) }, 20*time.Second, 5*time.Millisecond)
-	return old, d.pid()
+	// The new image truncates the pid file before it writes its pid: a
+	// read in between gives 0.
+	require.Eventually(t, func() bool {
+		now = d.pid()
+		return now != 0 && now != old && gone(old)
+	}, 20*time.Second, 5*time.Millisecond)
+	return old, now
 }
 
 // failures counts the failed reexecs in the daemon's output.

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"strconv"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gosanlock/gosanlock/daemon/reexec"
 	"github.com/gosanlock/gosanlock/handover"
-	"github.com/gosanlock/gosanlock/internal/sdnotify"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // The new image's side of a live re-exec (docs/upgrade.md "Protocol"):
@@ -48,7 +46,7 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 		return fmt.Errorf("handover: %w", err)
 	}
 	if err := adoptable(ad.State); err != nil {
-		closeAll(ad.Files)
+		reexec.CloseAll(ad.Files)
 		return t.Fail(err)
 	}
 	if deps.Lockspaces == nil && deps.Manager == nil {
@@ -57,7 +55,7 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 	s := New(cfg, deps)
 	conns, err := s.prepareAdopted(ad)
 	if err != nil {
-		closeAll(ad.Files)
+		reexec.CloseAll(ad.Files)
 		return t.Fail(err)
 	}
 	var leases *manager.Adoption
@@ -69,11 +67,11 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 			}
 		}
 		if leases, err = mg.PrepareAdoption(ad.State, clients, ad.Files, s.adoptListener); err != nil {
-			closeAll(ad.Files)
+			reexec.CloseAll(ad.Files)
 			return t.Fail(err)
 		}
 	} else if len(ad.State.Lockspaces)+len(ad.State.Tokens)+len(ad.State.Orphans) > 0 {
-		closeAll(ad.Files)
+		reexec.CloseAll(ad.Files)
 		return t.Fail(errors.New("this image has no lease manager"))
 	}
 	if err := t.TookOver(ctx); err != nil {
@@ -100,14 +98,6 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 	return s.serveSignals(ctx, sigs)
 }
 
-func closeAll(fs []*os.File) {
-	for _, f := range fs {
-		if f != nil {
-			_ = f.Close()
-		}
-	}
-}
-
 // prepareAdopted builds the server from the handed-over state without
 // acting: no accept, no read, no write to any client, disk or pid file.
 func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
@@ -125,51 +115,38 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 	if st.PidFile.FD >= 0 {
 		s.lockf = ad.Files[st.PidFile.FD]
 	}
-	lf := ad.Files[st.Listener.FD]
-	ln, err := net.FileListener(lf)
-	_ = lf.Close()
+	uln, fd, err := reexec.AdoptListener(ad.Files[st.Listener.FD])
 	if err != nil {
-		return nil, fmt.Errorf("listener: %w", err)
+		return nil, err
 	}
-	uln, ok := ln.(*net.UnixListener)
-	if !ok {
-		ln.Close()
-		return nil, fmt.Errorf("listener is a %T", ln)
-	}
-	uln.SetUnlinkOnClose(false)
-	s.ln = uln
-	if rc, err := uln.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { s.lnFD = int(fd) })
-	}
+	s.ln, s.lnFD = uln, fd
 	var conns []*Conn
 	for _, hc := range st.Clients {
-		f := ad.Files[hc.FD]
-		nc, err := net.FileConn(f)
-		_ = f.Close()
+		uc, fd, err := reexec.AdoptConn(ad.Files[hc.FD], true)
 		if err != nil {
 			return nil, fmt.Errorf("connection ci %d: %w", hc.Slot, err)
-		}
-		uc, ok := nc.(*net.UnixConn)
-		if !ok {
-			nc.Close()
-			return nil, fmt.Errorf("connection ci %d is a %T", hc.Slot, nc)
 		}
 		if hc.Slot < firstConnSlot || hc.Slot >= s.cfg.MaxConns {
 			uc.Close()
 			return nil, fmt.Errorf("connection slot %d out of range", hc.Slot)
 		}
-		c := &Conn{srv: s, uc: uc, slot: hc.Slot, fd: -1, peerPid: int(hc.PeerPid),
+		c := &Conn{srv: s, uc: uc, slot: hc.Slot, fd: fd, peerPid: int(hc.PeerPid),
 			id: manager.ClientID(s.lastID.Add(1)), name: hc.Name, pid: hc.Pid, registered: hc.Registered,
 			restricted: hc.Restrict, flags: hc.Flags, killPath: hc.KillPath, killArgs: hc.KillArgs,
 			pidDead: hc.PidDead, killCount: hc.KillCount}
 		if !c.registered {
 			c.pid = -1
 		}
-		if rc, err := uc.SyscallConn(); err == nil {
-			_ = rc.Control(func(fd uintptr) {
-				c.fd = int(fd)
-				_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
-			})
+		if len(hc.Pending) > 0 {
+			q, err := reexec.DecodePending(hc.Pending)
+			if err != nil {
+				uc.Close()
+				return nil, fmt.Errorf("connection ci %d: %w", hc.Slot, err)
+			}
+			s.gate.SetRedo(&c.rd, hc.Pending)
+			if mg := s.deps.Manager; mg != nil && q.Header.Cmd == wire.CmdAddLockspace {
+				mg.Lockspaces.ExpectAdd(lockspaceOf(q).Name) // in progress until it runs
+			}
 		}
 		for len(s.slots) <= hc.Slot {
 			s.slots = append(s.slots, nil)
@@ -189,22 +166,11 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 // no slot (as after REG_EVENT) and nothing reads it but the manager's
 // non-blocking end checks.
 func (s *Server) adoptListener(f *os.File) (manager.Listener, error) {
-	nc, err := net.FileConn(f)
-	_ = f.Close()
+	uc, fd, err := reexec.AdoptConn(f, false)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("event listener: %w", err)
 	}
-	uc, ok := nc.(*net.UnixConn)
-	if !ok {
-		nc.Close()
-		return nil, fmt.Errorf("event listener is a %T", nc)
-	}
-	c := &Conn{srv: s, uc: uc, slot: -1, fd: -1, peerPid: -1, pid: -1,
-		id: manager.ClientID(s.lastID.Add(1))}
-	if rc, err := uc.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { c.fd = int(fd) })
-	}
-	return c, nil
+	return &Conn{srv: s, uc: uc, slot: -1, fd: fd, peerPid: -1, pid: -1, id: manager.ClientID(s.lastID.Add(1))}, nil
 }
 
 // rewritePid writes our pid into the handed-over pid file.
@@ -218,14 +184,4 @@ func (s *Server) rewritePid() {
 			s.lg.Error("pid file write: " + err.Error())
 		}
 	}
-}
-
-// exitAfterHandover ends the old image once the new one serves: it tells
-// systemd the new main pid, then exits without any cleanup (no lease
-// release, no wdmd deactivation, no unlink, no shutdown of a connection).
-func exitAfterHandover(res *handover.Result) {
-	if sdnotify.Active() {
-		_ = sdnotify.FromEnv(false).Send(fmt.Sprintf("MAINPID=%d", res.Pid))
-	}
-	os.Exit(0)
 }

@@ -109,8 +109,12 @@ func TestReexecUpgradeFromReleaseProcess(t *testing.T) {
 
 	old := d.pid()
 	require.NoError(t, d.cl.Reexec(newBin), "the previous release hands over to the current build")
-	require.Eventually(t, func() bool { return d.pid() != old && gone(old) }, 20*time.Second, 5*time.Millisecond)
-	exe, err := os.Readlink("/proc/" + strconv.Itoa(d.pid()) + "/exe")
+	now := 0
+	require.Eventually(t, func() bool {
+		now = d.pid() // 0 while the new image rewrites the pid file
+		return now != 0 && now != old && gone(old)
+	}, 20*time.Second, 5*time.Millisecond)
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(now) + "/exe")
 	require.NoError(t, err)
 	assert.Equal(t, newBin, exe, "the current build serves")
 

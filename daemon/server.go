@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/daemon/reexec"
 	"github.com/gosanlock/gosanlock/internal/process"
 	"github.com/gosanlock/gosanlock/internal/procs"
 	"github.com/gosanlock/gosanlock/manager"
@@ -104,7 +105,8 @@ type Server struct {
 	// holders lists the pids holding a resource (strict peer checks).
 	holders func(space, name string) []int
 
-	rx reexecState // live re-exec (reexec.go)
+	gate reexec.Gate // live re-exec: the quiesce gate
+	rx   reexecFiles // ... and the state's duplicates (reexec.go)
 }
 
 // New returns a server for cfg (copied). Nothing touches the system until

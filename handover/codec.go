@@ -175,7 +175,7 @@ func strictJSON(p []byte, v any) error {
 // fields of format 2 and those added to it since, docs/upgrade.md
 // "Versioning"), as the previous release wrote it: a lockspace's record
 // bytes, acquire time, SET_CONFIG flags and host table, a token's hold.
-// A state with event listeners has no format-1 form.
+// A state with event listeners or pending requests has no format-1 form.
 func asFormat1(s *State) (*State, error) {
 	c := *s
 	c.Lockspaces = append([]Lockspace(nil), s.Lockspaces...)
@@ -186,6 +186,11 @@ func asFormat1(s *State) (*State, error) {
 		}
 		ls.Leader.Raw, ls.AcquireLastSuccess, ls.HostTable = nil, 0, nil
 		ls.ExternalUsed, ls.UsedByOrphans, ls.UsedRetries = false, false, 0
+	}
+	for i := range s.Clients {
+		if len(s.Clients[i].Pending) > 0 {
+			return nil, fmt.Errorf("%w: client %d: pending requests have no format 1", ErrInvalid, i)
+		}
 	}
 	c.Tokens = append([]Token(nil), s.Tokens...)
 	for i := range c.Tokens {

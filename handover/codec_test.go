@@ -441,3 +441,31 @@ func TestWriteFormat1(t *testing.T) {
 		t.Error("format 1 with event listeners")
 	}
 }
+
+// A pending request (docs/upgrade.md "Pending requests") round-trips in
+// format 2, is bounded, and has no format-1 form.
+func TestPendingRequest(t *testing.T) {
+	s := sampleState()
+	s.Clients[0].Pending = bytes.Repeat([]byte{1}, 64)
+	blob, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Clients[0].Pending, s.Clients[0].Pending) {
+		t.Errorf("pending %x, want %x", got.Clients[0].Pending, s.Clients[0].Pending)
+	}
+	s.Lockspaces[0].EventListeners = nil
+	if _, err := encodeVersion(s, 1); err == nil {
+		t.Error("format 1 with a pending request")
+	}
+	for _, n := range []int{1, 31, MaxPendingLen + 1} {
+		s.Clients[0].Pending = make([]byte, n)
+		if _, err := Encode(s); err == nil {
+			t.Errorf("pending request of %d bytes accepted", n)
+		}
+	}
+}

@@ -109,7 +109,20 @@ type Client struct {
 	EventLockspace string
 	EventFlags     uint32
 	PendingEvents  []Event
+
+	// Pending is a request of this connection that the old image
+	// cancelled for the handover, as read from the socket (header and
+	// body); the new image runs it again on this connection and answers
+	// it (docs/upgrade.md "Pending requests"). Empty: none. Added to
+	// format 2 under rule 1 of "Versioning": an image that does not know
+	// the field refuses a state with one, and the old image runs the
+	// request itself.
+	Pending []byte `json:",omitempty"`
 }
+
+// MaxPendingLen bounds Client.Pending: a header and the largest body a
+// restartable request has (8 resources of 4 disks and options).
+const MaxPendingLen = 64 << 10
 
 // Event is a lockspace event (set_event / reg_event).
 type Event struct {

@@ -131,6 +131,9 @@ func (v *validator) check() {
 		if !c.Registered && c.Pid != -1 {
 			v.fail("%s: unregistered with pid %d (want -1)", what, c.Pid)
 		}
+		if n := len(c.Pending); n != 0 && (n < 32 || n > MaxPendingLen) {
+			v.fail("%s: pending request of %d bytes (32..%d)", what, n, MaxPendingLen)
+		}
 		v.text(what+" name", c.Name, 0, MaxTextLen)
 		v.text(what+" killpath", c.KillPath, 0, MaxPathLen)
 		v.text(what+" killargs", c.KillArgs, 0, MaxTextLen)

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"syscall"
@@ -136,6 +137,11 @@ type Lockspaces struct {
 	lists   [3][]*space // index list; newest first
 	forced  bool        // forced shutdown in progress
 	stopped bool
+	// restarting counts, by name, the ADD_LOCKSPACE requests a live
+	// reexec cancelled to run again (cancelAdd, ExpectAdd): inq reports
+	// them in progress until the add runs, so an INQ_LOCKSPACE WAIT does
+	// not see the lockspace vanish in between.
+	restarting map[string]int
 }
 
 // newLockspaces returns an empty registry.
@@ -375,6 +381,9 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	}
 
 	m.mu.Lock()
+	if m.restarting[ident.Name] > 0 {
+		m.restarting[ident.Name]-- // the restarted add runs: registered or refused here
+	}
 	switch {
 	case m.stopped:
 		m.mu.Unlock()
@@ -415,8 +424,53 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	case <-sp.addDone:
 		return sp.addResult
 	case <-ctx.Done():
+		if errors.Is(context.Cause(ctx), ErrRestart) {
+			return m.cancelAdd(sp)
+		}
 		return rescode.ErrGeneric
 	}
+}
+
+// ExpectAdd notes that an ADD_LOCKSPACE of lockspace name, handed over by
+// a live reexec, will run (the new image, before it serves): until it
+// does, inq reports the lockspace in progress, as the old image did.
+func (m *Lockspaces) ExpectAdd(name string) {
+	m.mu.Lock()
+	m.expectLocked(name)
+	m.mu.Unlock()
+}
+
+func (m *Lockspaces) expectLocked(name string) {
+	if m.restarting == nil {
+		m.restarting = map[string]int{}
+	}
+	m.restarting[name]++
+}
+
+// ErrRestart is the cancel cause of a request that a live reexec hands
+// over to the new image, which runs it again (docs/upgrade.md "Pending
+// requests"). A command cancelled with it leaves what a failed attempt
+// leaves.
+var ErrRestart = errors.New("request restarted by a handover")
+
+// cancelAdd ends a join whose ADD_LOCKSPACE is handed over: as a
+// rem_lockspace during the add (the acquire is aborted or the add undone,
+// the entry freed, the delta lease released if it was acquired), unless
+// the join has already completed, which then stands. It returns the add's
+// result once the entry is either joined or gone.
+func (m *Lockspaces) cancelAdd(sp *space) error {
+	m.mu.Lock()
+	if sp.list == listAdd {
+		sp.removeReq = true
+		sp.cancel()
+		m.expectLocked(sp.ls.Name)
+	}
+	m.mu.Unlock()
+	<-sp.addDone
+	if sp.addResult != nil {
+		<-sp.gone
+	}
+	return sp.addResult
 }
 
 // RemRequest is REM_LOCKSPACE (docs/protocol.md "Commands" #3).
@@ -509,6 +563,8 @@ func (m *Lockspaces) inq(ls *wire.Lockspace) error {
 		return nil
 	case m.find(listAdd, ls, true) != nil, m.find(listRem, ls, true) != nil:
 		return rescode.Code(rescode.RvEINPROGRESS)
+	case m.restarting[ls.Name] > 0:
+		return rescode.Code(rescode.RvEINPROGRESS) // its add runs again (cancelAdd)
 	}
 	return rescode.Code(rescode.RvENOENT)
 }

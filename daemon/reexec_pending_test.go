@@ -1,0 +1,167 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/rescode"
+	"github.com/gosanlock/gosanlock/wire"
+)
+
+// logCount counts s in the daemon's output.
+func (d *procDaemon) logCount(s string) int {
+	b, _ := os.ReadFile(filepath.Join(d.dir, "daemon.out"))
+	return strings.Count(string(b), s)
+}
+
+// TestReexecPendingAddProcess: a reexec while an ADD_LOCKSPACE is in
+// progress (io_timeout 3: the join takes several seconds) succeeds; the
+// old image cancels the join and hands the request over, the new image
+// runs it again on the same connection and the client's add_lockspace
+// returns 0, answered by the new image; an inq_lockspace WAIT of another
+// client in flight at the same time is handed over too and answers 0. A
+// reexec with nothing pending still works afterwards.
+func TestReexecPendingAddProcess(t *testing.T) {
+	t.Parallel()
+	d := startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 0)
+	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	cl := *d.cl
+	cl.Timeout = 90 * time.Second
+	errc := make(chan error, 1)
+	go func() { errc <- cl.AddLockspace(ls, 0, 3) }()
+	require.Eventually(t, func() bool {
+		out, err := d.run("client", "status")
+		return err == nil && strings.Contains(out, "s LS:1:")
+	}, 10*time.Second, 20*time.Millisecond, "the add is in progress")
+	// Another client waits for the add (inq_lockspace WAIT): it must
+	// not see the lockspace vanish while the add moves to the new image.
+	inqc := make(chan error, 1)
+	go func() { inqc <- cl.InqLockspace(ls, wire.InqWait) }()
+	time.Sleep(300 * time.Millisecond)
+	old, _ := d.reexec()
+	for _, c := range []chan error{errc, inqc} {
+		select {
+		case err := <-c:
+			require.NoError(t, err, "add_lockspace and inq_lockspace WAIT answered 0 by the new image")
+		case <-time.After(90 * time.Second):
+			t.Fatal("add_lockspace or inq_lockspace not answered")
+		}
+	}
+	assert.NotEqual(t, old, d.pid())
+	assert.Equal(t, 2, d.logCount("cancelled for reexec"), "the old image cancelled the add and the inq")
+	assert.Equal(t, 2, d.logCount("handed-over request runs"), "... and the new image ran them")
+	assert.Zero(t, d.failures())
+	require.NoError(t, d.cl.InqLockspace(ls, 0), "joined")
+	st := d.spaceStatus("LS")
+	assert.Equal(t, "3", st["io_timeout"])
+	// Nothing pending: a reexec as before.
+	d.reexec()
+	require.NoError(t, d.cl.InqLockspace(ls, 0))
+	assert.Equal(t, st["host_generation"], d.spaceStatus("LS")["host_generation"])
+}
+
+// TestReexecPendingAcquireProcess: host 2 holds R0 and stops (SIGSTOP),
+// so host 1's ACQUIRE of R0 waits on the owner's liveness. An acquire is
+// not handed over (docs/upgrade.md "Pending requests"): a reexec of host
+// 1's daemon then fails at the quiesce and the old image serves on; host
+// 2 resumes and the acquire is answered -243 (the owner is alive): host 1
+// holds nothing, host 2 still holds R0. (If the loaded machine stopped
+// host 2 past its renewal fail time, host 2 gives R0 up and the answer is
+// 0: then host 1 holds it and host 2 nothing.) A reexec with nothing
+// pending then succeeds.
+func TestReexecPendingAcquireProcess(t *testing.T) {
+	t.Parallel()
+	d1 := startProcDaemon(t, "-w", "0")
+	d2 := startProcDaemon(t, "-w", "0")
+	path := lockspaceFile(t, 1)
+	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
+	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 2))
+	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 2))
+	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	r0 := wire.Resource{LockspaceName: "LS", Name: "R0", Disks: []wire.Disk{{Path: path, Offset: 1 << 20}}}
+	h2, err := d2.cl.Register()
+	require.NoError(t, err)
+	defer h2.Close()
+	require.NoError(t, h2.Acquire([]wire.Resource{r0}, 0, nil))
+	state2, _, err := h2.Inquire()
+	require.NoError(t, err)
+	// Host 1 must have seen host 2 alive once (else it answers -243 at
+	// once while its table is young).
+	require.Eventually(t, func() bool {
+		h, err := d1.cl.GetHosts("LS", 2)
+		return err == nil && len(h) == 1 && h[0].State() == wire.HostLive
+	}, 40*time.Second, 100*time.Millisecond)
+
+	d1.cl.Timeout = 120 * time.Second
+	h1, err := d1.cl.Register()
+	require.NoError(t, err)
+	defer h1.Close()
+	p2 := d2.pid()
+	require.NoError(t, syscall.Kill(p2, syscall.SIGSTOP))
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = syscall.Kill(p2, syscall.SIGCONT)
+		}
+	}()
+	// Once host 1's renewal checks no longer see host 2's timestamp
+	// change (a check every 4 s at io_timeout 2), the acquire waits on
+	// the owner's liveness; before that it answers -243 at once.
+	var errc chan error
+	deadline := time.Now().Add(15 * time.Second)
+	for waiting := false; !waiting; {
+		errc = make(chan error, 1)
+		go func() { errc <- h1.Acquire([]wire.Resource{r0}, 0, nil) }()
+		select {
+		case err := <-errc:
+			require.Equal(t, int(rescode.ErrAcquireIDLive), client.ErrorCode(err), "%v", err)
+			require.True(t, time.Now().Before(deadline), "the acquire never waited")
+			time.Sleep(500 * time.Millisecond)
+		case <-time.After(1500 * time.Millisecond):
+			waiting = true
+		}
+	}
+	p1, fails := d1.pid(), d1.failures()
+	require.NoError(t, syscall.Kill(p1, syscall.SIGUSR1))
+	require.Eventually(t, func() bool { return d1.failures() > fails }, 30*time.Second, 20*time.Millisecond)
+	assert.Equal(t, p1, d1.pid(), "the old image serves on")
+	assert.Equal(t, 1, d1.logCount("did not quiesce"))
+	require.NoError(t, syscall.Kill(p2, syscall.SIGCONT))
+	stopped = false
+	select {
+	case err = <-errc:
+	case <-time.After(120 * time.Second):
+		t.Fatal("acquire not answered")
+	}
+	assert.Zero(t, d1.logCount("cancelled for reexec"))
+	_, n1, ierr := h1.Inquire()
+	require.NoError(t, ierr)
+	got, n2, ierr := h2.Inquire()
+	require.NoError(t, ierr)
+	if err == nil {
+		// Host 2 was stopped past its renewal fail time: it gave R0 up,
+		// and the new image's acquire won it.
+		t.Logf("host 2 lost its lease while stopped; host 1 acquired R0")
+		assert.Equal(t, 1, n1, "host 1 holds R0")
+		assert.Zero(t, n2, "host 2 holds nothing")
+	} else {
+		assert.Equal(t, int(rescode.ErrAcquireIDLive), client.ErrorCode(err), "%v", err)
+		assert.Zero(t, n1, "host 1 holds nothing")
+		assert.Equal(t, state2, got, "host 2 still holds R0")
+	}
+	old, now := d1.reexec()
+	assert.NotEqual(t, old, now)
+	_, n, err := h1.Inquire()
+	require.NoError(t, err)
+	assert.Equal(t, n1, n)
+}
