@@ -47,18 +47,19 @@ build:
 # on the simulator's own code, its tests running on one P; paxos and delta
 # keep their own race runs). The tests that need our sanlock binary take
 # the bin/sanlock built here ($GOSANLOCK_TEST_SANLOCK) instead of linking
-# their own.
+# their own (in the race step: daemon/reexec/proctest, the reexec tests
+# with real daemon processes).
 TEST_ENV  = GOSANLOCK_TEST_SANLOCK=$(CURDIR)/$(BIN)/sanlock
 # Packages run outside the race step.
 NORACE    = -e /realclients -e /testdisk/faults -e /testdisk/harness -e /testdisk/sim -e /cmd/sanlock$$
 # The race step's longest packages (docs/testing.md), listed first.
-RACEFIRST = daemon/interop cmd/internal/cli lease diskfmt daemon internal/bench cmd/internal/wdmdcli
+RACEFIRST = daemon/interop daemon/reexec/proctest cmd/internal/cli lease diskfmt daemon internal/bench cmd/internal/wdmdcli
 test: build lint-fast
 	$(MAKE) --no-print-directory -j3 -O test-compute test-wait test-reexec-watchdog
 	$(GO) test -count=1 -timeout 20m ./cmd/sanlock & p=$$!; \
 	  m=$$($(GO) list -m); first=$$(for d in $(RACEFIRST); do echo $$m/$$d; done); \
 	  rest=$$($(GO) list $(PKGS) | grep -v $(NORACE) | grep -v -x -F "$$first"); \
-	  $(GO) test -race -count=1 -timeout 20m $$first $$rest; r=$$?; \
+	  $(TEST_ENV) $(GO) test -race -count=1 -timeout 20m $$first $$rest; r=$$?; \
 	  wait $$p; c=$$?; [ $$r -eq 0 ] && [ $$c -eq 0 ]
 	$(TEST_ENV) $(GO) test -count=1 -p 1 -timeout 20m -skip '^TestReexecWatchdog$$' ./testdisk/harness ./testdisk/faults
 

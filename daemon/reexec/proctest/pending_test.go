@@ -1,8 +1,6 @@
-package daemon
+package proctest
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,12 +13,6 @@ import (
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
-
-// logCount counts s in the daemon's output.
-func (d *procDaemon) logCount(s string) int {
-	b, _ := os.ReadFile(filepath.Join(d.dir, "daemon.out"))
-	return strings.Count(string(b), s)
-}
 
 // TestReexecPendingAddProcess: a reexec while an ADD_LOCKSPACE is in
 // progress (io_timeout 3: the join takes several seconds) succeeds; the

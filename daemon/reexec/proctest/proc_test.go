@@ -1,4 +1,4 @@
-package daemon
+package proctest
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -45,7 +46,7 @@ func TestReexecProcess(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	go func() { _ = cmd.Wait() }()
 	pidOf := func() int {
-		b, _ := os.ReadFile(filepath.Join(dir, PidFileName))
+		b, _ := os.ReadFile(filepath.Join(dir, daemon.PidFileName))
 		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		return n
 	}
@@ -182,14 +183,3 @@ print("inquire", sanlock.inquire(slkfd=fd), flush=True)
 
 // reexecLoops is how many reexecs TestReexecProcess runs in a row.
 const reexecLoops = 20
-
-// gone reports whether pid has exited (a zombie counts as gone: its
-// parent, an earlier image, has exited too).
-func gone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
-}
