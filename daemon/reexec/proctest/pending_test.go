@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,7 +39,17 @@ func TestReexecPendingAddProcess(t *testing.T) {
 	// not see the lockspace vanish while the add moves to the new image.
 	inqc := make(chan error, 1)
 	go func() { inqc <- cl.InqLockspace(ls, wire.InqWait) }()
-	time.Sleep(300 * time.Millisecond)
+	inqActive := fmt.Sprintf("cmd_active=%d ", wire.CmdInqLockspace)
+	require.Eventually(t, func() bool {
+		recs, err := d.cl.Status(wire.StateClient)
+		require.NoError(t, err)
+		for _, r := range recs {
+			if strings.Contains(r.Text, inqActive) {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "the inq is in progress")
 	old, _ := d.reexec()
 	for _, c := range []chan error{errc, inqc} {
 		select {

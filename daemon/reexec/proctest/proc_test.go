@@ -123,9 +123,10 @@ print("inquire", sanlock.inquire(slkfd=fd), flush=True)
 		old = pidOf()
 		require.NoError(t, syscall.Kill(old, syscall.SIGUSR1))
 		require.Eventually(t, func() bool {
-			return pidOf() != old && gone(old)
+			now = pidOf() // 0 while the new image rewrites the pid file
+			return now != 0 && now != old && gone(old)
 		}, 20*time.Second, 5*time.Millisecond)
-		return old, pidOf()
+		return old, now
 	}
 	for i := 0; i < reexecLoops; i++ {
 		other, err := cl.Register() // another client comes and goes
@@ -164,7 +165,7 @@ print("inquire", sanlock.inquire(slkfd=fd), flush=True)
 	serving()
 	old := pidOf()
 	require.NoError(t, cl.Reexec(""))
-	require.Eventually(t, func() bool { return pidOf() != old && gone(old) }, 20*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { p := pidOf(); return p != 0 && p != old && gone(old) }, 20*time.Second, 5*time.Millisecond)
 	serving()
 
 	// The python holder's registration went through every image.
