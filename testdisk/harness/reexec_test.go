@@ -16,8 +16,9 @@ import (
 // TestReexecWatchdog: our daemon with -w 1 and our wdmd on the emulated
 // watchdog device (firing 10 s after its last ping) holds a lease in an
 // io_timeout 10 lockspace and reexecs five times, then once into a binary
-// that exits at start: the device never fires (through two more renewals
-// after the last reexec), the lease (lver included) is unchanged
+// that exits at start and once into one that sends garbage (both fail,
+// the same image serves on): the device never fires (through two more
+// renewals after the last reexec), the lease (lver included) is unchanged
 // and the wdmd session continues (docs/upgrade.md "Adopting wdmd sessions").
 func TestReexecWatchdog(t *testing.T) {
 	t.Parallel()
@@ -97,12 +98,27 @@ func TestReexecWatchdog(t *testing.T) {
 		}
 		time.Sleep(time.Duration(i) * 700 * time.Millisecond)
 	}
-	p := pidOf()
-	if err := h.Client().Reexec("/bin/false"); client.ErrorCode(err) == 0 {
-		t.Fatalf("reexec into /bin/false: %v", err)
+	// Failed reexecs: into a binary that exits at start, and into one
+	// that sends garbage on the control channel (fd 3) instead of READY.
+	garbage := filepath.Join(t.TempDir(), "garbage")
+	if err := os.WriteFile(garbage, []byte("#!/bin/sh\nprintf garbage >&3\nsleep 1\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if pidOf() != p {
-		t.Fatal("a failed reexec changed the serving image")
+	p := pidOf()
+	for _, bin := range []string{"/bin/false", garbage} {
+		err := h.Client().Reexec(bin)
+		if client.ErrorCode(err) == 0 || !strings.Contains(err.Error(), "failed at ready") {
+			t.Fatalf("reexec into %s: %v", bin, err)
+		}
+		if pidOf() != p {
+			t.Fatalf("a failed reexec into %s changed the serving image", bin)
+		}
+		if got, _, err := reg.Inquire(); err != nil || got != state {
+			t.Fatalf("after the reexec into %s: inquire %q %v, want %q", bin, got, err, state)
+		}
+		if fired() {
+			t.Fatalf("reexec into %s: the watchdog fired", bin)
+		}
 	}
 	select {
 	case <-h.Watchdog().Fired():
