@@ -25,6 +25,21 @@ type Clock interface {
 	// Sleep waits for d or until ctx is done, whichever comes first, and
 	// returns ctx.Err() in the second case.
 	Sleep(ctx context.Context, d time.Duration) error
+	// Wait is Sleep that also ends early, with woken true, as soon as a
+	// value can be received from wake (Wait receives it). A caller sends
+	// on wake without blocking (a channel of capacity 1), so a wake-up
+	// that comes before the Wait makes it return at once. A nil wake
+	// never ends it. The error is ctx's, never a wake-up's.
+	Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) (woken bool, err error)
+}
+
+// Wake sends a wake-up on w for a Clock.Wait without blocking: if one is
+// pending already, that one will do.
+func Wake(w chan<- struct{}) {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
 }
 
 // Monotime is the clock's reading in whole seconds, fraction dropped, as

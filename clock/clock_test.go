@@ -30,3 +30,42 @@ func TestSystemOnFakeTime(t *testing.T) {
 func TestNewSystemIsAboveZero(t *testing.T) {
 	require.Positive(t, clock.NewSystem().Now())
 }
+
+func TestSystemWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clock.NewAt(10 * time.Second)
+		wake := make(chan struct{}, 1)
+		ctx := context.Background()
+
+		woken, err := c.Wait(ctx, 3*time.Second, wake)
+		require.NoError(t, err)
+		require.False(t, woken)
+		require.Equal(t, 13*time.Second, c.Now(), "no wake-up: the whole wait")
+
+		clock.Wake(wake)
+		clock.Wake(wake) // one pending is enough: does not block
+		woken, err = c.Wait(ctx, time.Hour, wake)
+		require.NoError(t, err)
+		require.True(t, woken, "a wake-up sent before the wait ends it at once")
+		require.Equal(t, 13*time.Second, c.Now())
+
+		go func() {
+			time.Sleep(2 * time.Second)
+			clock.Wake(wake)
+		}()
+		woken, err = c.Wait(ctx, time.Hour, wake)
+		require.NoError(t, err)
+		require.True(t, woken)
+		require.Equal(t, 15*time.Second, c.Now(), "woken when the wake-up came")
+
+		cctx, cancel := context.WithCancel(ctx)
+		go func() {
+			time.Sleep(time.Second)
+			cancel()
+		}()
+		woken, err = c.Wait(cctx, time.Hour, nil)
+		require.ErrorIs(t, err, context.Canceled)
+		require.False(t, woken)
+		require.Equal(t, 16*time.Second, c.Now())
+	})
+}

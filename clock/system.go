@@ -59,5 +59,27 @@ func (c *System) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// Wait implements Clock.
+func (c *System) Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	select {
+	case <-wake:
+		return true, nil
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false, nil
+	case <-wake:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
 // After returns a channel that receives once d has passed (wdmd's timer).
 func (c *System) After(d time.Duration) <-chan time.Time { return time.After(d) }

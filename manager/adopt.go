@@ -198,7 +198,8 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	ls.lastID++
 	sp := &space{m: ls, id: ls.lastID, ls: ident, ioTimeout: io, addDone: make(chan struct{}),
 		gone: make(chan struct{}), kills: make(map[int]*killState), list: listSpaces,
-		externalUsed: h.ExternalUsed, usedByOrphans: h.UsedByOrphans, usedRetries: h.UsedRetries}
+		externalUsed: h.ExternalUsed, usedByOrphans: h.UsedByOrphans, usedRetries: h.UsedRetries,
+		wake: make(chan struct{}, 1)}
 	ls.mu.Unlock()
 	sp.ctx, sp.cancel = context.WithCancel(ls.baseContext())
 	close(sp.addDone)
@@ -227,7 +228,7 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 		Dev: dev, Offset: int64(h.Offset), Space: h.Name, HostID: h.HostID, Geometry: g,
 		HostName: ls.hostName(), IOTimeout: io, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
 		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: ls.cfg.Clock, Log: sp.deltaLog(),
-		DebugRenew: cfg.DebugRenew, OnRenewal: ls.renewalHook(h.Name),
+		DebugRenew: cfg.DebugRenew, OnRenewal: sp.onRenewal(ls.renewalHook(h.Name)),
 	}
 	if wd != nil {
 		failSecs := uint64(delta.IDRenewalFailSeconds(io))

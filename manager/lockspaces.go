@@ -237,6 +237,11 @@ type space struct {
 	usedByOrphans bool
 	kills         map[int]*killState
 	listeners     []Listener
+
+	// wake ends the main loop's idle wait early (capacity 1: clock.Wake
+	// never blocks): a renewal attempt, rem_lockspace, the forced
+	// shutdown (space.monitor).
+	wake chan struct{}
 }
 
 // log is the logger of the lockspace's lines ("s<id> " before the message).
@@ -408,7 +413,7 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	}
 	m.lastID++
 	sp := &space{m: m, id: m.lastID, ls: ident, ioTimeout: io, addDone: make(chan struct{}),
-		gone: make(chan struct{}), kills: make(map[int]*killState), list: listAdd}
+		gone: make(chan struct{}), kills: make(map[int]*killState), list: listAdd, wake: make(chan struct{}, 1)}
 	sp.ctx, sp.cancel = context.WithCancel(m.baseContext())
 	m.lists[listAdd] = append([]*space{sp}, m.lists[listAdd]...)
 	m.wg.Add(1)
@@ -511,6 +516,7 @@ func (m *Lockspaces) rem(ctx context.Context, ls wire.Lockspace, flags uint32) e
 		sp.cancel() // aborts the acquire (-201) or makes the add undo (-1)
 	} else if sp = m.find(listSpaces, &ls, true); sp != nil {
 		sp.removeReq = true
+		clock.Wake(sp.wake) // the main loop starts the removal now
 	} else {
 		m.mu.Unlock()
 		return rescode.Code(rescode.RvENOENT)
@@ -603,6 +609,9 @@ func (m *Lockspaces) ShutdownAll(ctx context.Context) error {
 	var all []*space
 	for _, l := range m.lists {
 		all = append(all, l...)
+	}
+	for _, sp := range m.lists[listSpaces] {
+		clock.Wake(sp.wake) // the main loops start the removal now
 	}
 	for _, sp := range m.lists[listAdd] {
 		sp.cancel()

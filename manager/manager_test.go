@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk"
@@ -79,6 +80,13 @@ func (testDisk) Close() error { return nil }
 // on one in-memory disk and starts a manager on it, joined to LS as host 1.
 func newTestManager(t *testing.T, kill func(pid int, sig syscall.Signal) error, clients testClients, st Settings) (*Manager, *atomic.Bool, context.CancelFunc) {
 	t.Helper()
+	return newTestManagerClock(t, nil, kill, clients, st)
+}
+
+// newTestManagerClock is newTestManager with the lockspaces' clock clk
+// (nil: the system clock).
+func newTestManagerClock(t *testing.T, clk clock.Clock, kill func(pid int, sig syscall.Signal) error, clients testClients, st Settings) (*Manager, *atomic.Bool, context.CancelFunc) {
+	t.Helper()
 	ctx := context.Background()
 	mem := testdisk.NewMem(8<<20, 512)
 	require.NoError(t, diskfmt.WriteLockspace(ctx, mem, 0, 0, "LS", 1))
@@ -91,7 +99,7 @@ func newTestManager(t *testing.T, kill func(pid int, sig syscall.Signal) error, 
 	dead := &atomic.Bool{}
 	open := func(string) (diskfmt.Device, error) { return testDisk{mem, dead}, nil }
 	m := New(Config{
-		Lockspaces: LockspacesConfig{Open: open, Kill: kill},
+		Lockspaces: LockspacesConfig{Open: open, Kill: kill, Clock: clk},
 		Resources:  ResourcesConfig{Open: open, Kill: kill, RunKillpath: func([]string) error { return nil }},
 	})
 	mctx, cancel := context.WithCancel(ctx)
@@ -225,5 +233,94 @@ func TestManagerEscalation(t *testing.T) {
 		assert.Equal(t, len(sigs), a.kills)
 		assert.Zero(t, m.Lockspaces.Count(), "the lockspace left once its holder was gone")
 		assert.Empty(t, lists(m))
+	})
+}
+
+// waitClock records when each Clock.Wait (the main loop's idle wait) ends
+// and whether a wake-up ended it.
+type waitClock struct {
+	*clock.System
+	mu    sync.Mutex
+	waits []waitEnd
+}
+
+type waitEnd struct {
+	at    time.Duration
+	woken bool
+}
+
+func (c *waitClock) Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
+	woken, err := c.System.Wait(ctx, d, wake)
+	c.mu.Lock()
+	c.waits = append(c.waits, waitEnd{c.Now(), woken})
+	c.mu.Unlock()
+	return woken, err
+}
+
+func (c *waitClock) take() []waitEnd {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.waits
+	c.waits = nil
+	return w
+}
+
+// TestIdleMonitorWakes: an idle lockspace's main loop (space.monitor) does
+// not pass every second: each renewal wakes it and nothing else does in
+// between; with the renewals stopped it wakes by itself exactly at the
+// second the own-lease check first warns (L + id_renewal_warn_seconds);
+// rem_lockspace wakes it at once. Simulated time.
+func TestIdleMonitorWakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &waitClock{System: clock.NewAt(100*time.Second + 300*time.Millisecond)}
+		m, _, stop := newTestManagerClock(t, clk, nil, testClients{}, Settings{})
+		defer stop()
+		ctx := context.Background()
+		run, ok := m.Lockspaces.Joined("LS")
+		require.True(t, ok)
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		clk.take()
+		reads := run.Status().Reads
+		time.Sleep(30 * time.Second) // renewals every 2-3 s (io_timeout 1)
+		synctest.Wait()
+		renewals := run.Status().Reads - reads
+		require.GreaterOrEqual(t, renewals, uint64(10))
+		waits := clk.take()
+		for _, w := range waits {
+			assert.True(t, w.woken, "an idle pass at %v without a renewal", w.at)
+		}
+		assert.InDelta(t, float64(renewals), float64(len(waits)), 1, "one pass per renewal: %v", waits)
+
+		// No more renewals (as when wdmd is lost): the next wake-up is the
+		// warning pass.
+		run.Halt()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		last := run.Status().RenewalLastSuccess
+		clk.take()
+		time.Sleep(time.Duration(last+6)*time.Second - clk.Now() + 100*time.Millisecond)
+		synctest.Wait()
+		waits = clk.take()
+		require.Len(t, waits, 1, "%v", waits)
+		assert.False(t, waits[0].woken)
+		assert.Equal(t, time.Duration(last+6)*time.Second, waits[0].at, "the pass that warns, at L+6N")
+		assert.Equal(t, uint64(last), run.Status().RenewalLastSuccess)
+
+		// rem_lockspace does not wait for a pass. (Passes now come every
+		// second, warning: start over with an idle lockspace.)
+		require.NoError(t, m.Lockspaces.Rem(ctx, RemRequest{Lockspace: testLS}))
+		require.NoError(t, m.Lockspaces.Add(ctx, AddRequest{Lockspace: testLS, IOTimeout: 1}))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		clk.take()
+		start := time.Now()
+		require.NoError(t, m.Lockspaces.Rem(ctx, RemRequest{Lockspace: testLS}))
+		assert.Less(t, time.Since(start), 100*time.Millisecond, "rem_lockspace waited for a pass")
+		assert.Zero(t, m.Lockspaces.Count())
+		waits = clk.take()
+		require.NotEmpty(t, waits)
+		assert.True(t, waits[0].woken, "rem_lockspace woke the idle main loop")
 	})
 }

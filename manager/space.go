@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -81,7 +82,7 @@ func (sp *space) join() error {
 		Dev: dev, Offset: int64(sp.ls.Disk.Offset), Space: sp.ls.Name, HostID: sp.ls.HostID,
 		HostName: m.hostName(), IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
 		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Log: sp.deltaLog(),
-		DebugRenew: cfg.DebugRenew, OnRenewal: m.renewalHook(sp.ls.Name),
+		DebugRenew: cfg.DebugRenew, OnRenewal: sp.onRenewal(m.renewalHook(sp.ls.Name)),
 	}
 	if wd != nil {
 		dcfg.OnAcquired = func(_ context.Context, last uint64) error {
@@ -221,23 +222,42 @@ func (sp *space) stop() {
 	}
 }
 
-// monitor is the per-lockspace main loop (docs/delta.md "Main loop"): every second
+// monitor is the per-lockspace main loop (docs/delta.md "Main loop"):
 // check our own lease and the other hosts; once the lockspace is dying,
 // signal its holders until none is left, then move it to rem and return.
+//
+// sanlock's loop passes every second. Here a pass that finds the own
+// lease good and nothing to do (passIdle) waits only for what can change
+// the outcome of the next one (docs/performance.md "Idle cost (session
+// 7)"): a renewal attempt (a new read of the other hosts' records, maybe
+// a corrupt lease), rem_lockspace or the forced shutdown (each sends on
+// sp.wake), or the pass at which the own-lease check would first warn
+// (idleWait). A pass in between would find the same: the check's outcome
+// changes only at those seconds, the host table only after a renewal
+// read. From the warning on, and while holders are killed, passes come
+// every CheckInterval (CheckInterval/5) as before, so the warning and
+// failure passes and the recovery keep their seconds (TestEscalation,
+// docs/timing.md).
 func (sp *space) monitor() {
 	m := sp.m
 	run := sp.run
 	for {
+		// A wake-up that comes during a pass (or while not idle) makes the
+		// next idle wait return at once: one more pass, which finds the
+		// same or newer state.
 		interval := m.cfg.CheckInterval
+		var err error
 		switch sp.pass(run) {
 		case passStop:
 			return
 		case passKilling:
-			interval /= 5
+			err = m.cfg.Clock.Sleep(sp.ctx, interval/5)
+		case passIdle:
+			_, err = m.cfg.Clock.Wait(sp.ctx, sp.idleWait(run, interval), sp.wake)
 		default:
-			interval = min(sp.untilDeadline(run, interval), untilBoundary(m.cfg.Clock.Now(), interval))
+			err = m.cfg.Clock.Sleep(sp.ctx, min(sp.untilDeadline(run, interval), untilBoundary(m.cfg.Clock.Now(), interval)))
 		}
-		if m.cfg.Clock.Sleep(sp.ctx, interval) != nil {
+		if err != nil {
 			// Daemon stop: leave without waiting for holders.
 			m.mu.Lock()
 			if sp.list == listSpaces {
@@ -247,6 +267,45 @@ func (sp *space) monitor() {
 			return
 		}
 	}
+}
+
+// onRenewal is the delta runner's OnRenewal: the daemon's hook, then a
+// wake-up of the main loop, which processes the new read (and sees a
+// corrupt lease) at once instead of at its next pass.
+func (sp *space) onRenewal(hook func(err error, readMs, writeMs int64)) func(err error, readMs, writeMs int64) {
+	return func(err error, readMs, writeMs int64) {
+		if hook != nil {
+			hook(err, readMs, writeMs)
+		}
+		clock.Wake(sp.wake)
+	}
+}
+
+// idleWait is the longest wait after a pass that found the own lease good:
+// until the pass at which the check would first warn, the first pass of
+// the every-interval schedule (untilBoundary) at or after second
+// L + id_renewal_warn_seconds (L = the last successful renewal), and no
+// later than the failure deadline (untilDeadline's pass). Those are the
+// passes that would have logged the warning and started the recovery
+// with a pass every interval, at the same times. Before a renewal result
+// is known it is the next pass of that schedule.
+func (sp *space) idleWait(run *delta.Lockspace, interval time.Duration) time.Duration {
+	now := sp.m.cfg.Clock.Now()
+	last := run.Status().RenewalLastSuccess
+	next := untilBoundary(now, interval)
+	if last == 0 || interval <= 0 {
+		return next
+	}
+	warn := time.Duration(last+uint64(delta.IDRenewalWarnSeconds(sp.ioTimeout))) * time.Second
+	fail := time.Duration(last+uint64(delta.IDRenewalFailSeconds(sp.ioTimeout))) * time.Second
+	at := now + next
+	if warn > at {
+		at += (warn - at + interval - 1) / interval * interval
+	}
+	if fail > now && fail < at {
+		at = fail
+	}
+	return at - now
 }
 
 // untilBoundary is the time from now to the next multiple of every on the
@@ -285,7 +344,8 @@ func (sp *space) untilDeadline(run *delta.Lockspace, interval time.Duration) tim
 type passResult int
 
 const (
-	passOK passResult = iota
+	passOK   passResult = iota
+	passIdle            // own lease good, nothing to do: see idleWait
 	passKilling
 	passStop
 )
@@ -309,6 +369,9 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 		m.mu.Unlock()
 		if !killing {
 			sp.processHosts(run)
+			if st == delta.OwnLeaseGood {
+				return passIdle
+			}
 			return passOK
 		}
 		sp.log().Info("set killing_pids", zap.Int("check", b2i(st.Failed())), zap.Int("remove", b2i(remove || forced)))

@@ -45,7 +45,10 @@ type Config struct {
 	// CheckInterval is every host's manager main-loop pass
 	// (manager.LockspacesConfig.CheckInterval; 0: the manager's 1 s). A
 	// long one models a daemon whose main loop runs late (CPU starvation):
-	// safety must not depend on it.
+	// a pass that a wake-up starts (the main loop's after each renewal,
+	// clock.Clock.Wait) also comes only at the next multiple of it on the
+	// host's clock, so the host table lags the renewal reads by up to that
+	// much. Safety must not depend on it.
 	CheckInterval time.Duration
 }
 

@@ -103,6 +103,24 @@ func (c hostClock) Sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
+// Wait is Sleep that the scheduler also ends when wake has a value or ctx
+// is done (wakeWaiters looks after every step, as for Env.Await).
+func (c hostClock) Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	select {
+	case <-wake:
+		return true, nil
+	default:
+	}
+	if d <= 0 {
+		return false, nil
+	}
+	s := c.sl.s
+	return s.waitUntil(ctx, c.sl.trueAt(c.Now()+d), wake), ctx.Err()
+}
+
 // hostPort is a host's view of the disk. Each call is decided by the
 // disk's injector, then scheduled: it takes effect after its latency, or
 // times out at the caller's deadline.

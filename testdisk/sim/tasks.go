@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -78,10 +79,16 @@ func (s *Sim) sleepUntil(at time.Duration) {
 // block parks the running task until it is killed.
 func (s *Sim) block() { s.running.park() }
 
-// waiter is a task parked in Env.Await until ch is closed.
+// waiter is a task parked in Env.Await until ch is closed, or in
+// Clock.Wait (ctx set) until ch has a value, ctx is done or its timer
+// event runs it.
 type waiter struct {
 	t  *task
 	ch <-chan struct{}
+
+	ctx   context.Context // Clock.Wait only
+	timer *event          // the wait's end
+	woken *bool           // set when ch ended the wait
 }
 
 // await is the manager's Env.Await: the running task parks until ch is
@@ -98,10 +105,59 @@ func (s *Sim) await(ch <-chan struct{}) {
 	t.park()
 }
 
-// wakeWaiters schedules every waiter whose channel is closed.
+// waitUntil parks the running task until true time at, or until wake has
+// a value (taken; it returns true) or ctx is done, whichever comes first:
+// hostClock.Wait.
+func (s *Sim) waitUntil(ctx context.Context, at time.Duration, wake <-chan struct{}) bool {
+	t := s.running
+	woken := false
+	w := waiter{t: t, ch: wake, ctx: ctx, woken: &woken}
+	w.timer = s.push(&event{at: at, kind: evRun, t: t})
+	s.waiters = append(s.waiters, w)
+	t.park()
+	// Run by the timer: the waiter is still listed.
+	for i, x := range s.waiters {
+		if x.t == t && x.woken == &woken {
+			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+			break
+		}
+	}
+	return woken
+}
+
+// wokenAt is when a Clock.Wait that was woken now resumes: now, or with
+// a long CheckInterval (a late main loop, Config.CheckInterval) the next
+// multiple of it on the host's clock.
+func (s *Sim) wokenAt(sl *slot) time.Duration {
+	ci := s.cfg.CheckInterval
+	if ci <= time.Second {
+		return s.now
+	}
+	l := sl.local(s.now)
+	if l%ci == 0 {
+		return s.now
+	}
+	return sl.trueAt(l + ci - l%ci)
+}
+
+// wakeWaiters schedules every waiter whose channel is closed (Env.Await)
+// or has a value, or whose context is done (Clock.Wait).
 func (s *Sim) wakeWaiters() {
 	keep := s.waiters[:0]
 	for _, w := range s.waiters {
+		if w.ctx != nil {
+			select {
+			case <-w.ch:
+				*w.woken = true
+			case <-w.ctx.Done():
+			default:
+				keep = append(keep, w)
+				continue
+			}
+			s.remove(w.timer)
+			s.push(&event{at: s.wokenAt(w.t.in.slot), kind: evRun, t: w.t})
+			continue
+		}
 		select {
 		case <-w.ch:
 			s.push(&event{at: s.now, kind: evRun, t: w.t})
