@@ -163,3 +163,63 @@ func (d *hookDev) WriteAt(ctx context.Context, p []byte, off int64) error {
 	d.hook(true, d.writes)
 	return err
 }
+
+// TestGuardConvert: a SH→EX convert cancelled before its first write
+// (after its first read) writes nothing and the shared hold stays as it
+// was; one cancelled after its first write is not cancelled and converts.
+// An EX→SH convert writes first: cancelled before, it writes nothing and
+// stays exclusive.
+func TestGuardConvert(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		c := newCluster(t, geo512, 1, 8)
+		var g *handoverGuard
+		var cancelled, armed bool
+		var cd *countDev
+		var hd *hookDev
+		h := c.host(1, 1, func(_ int, d diskfmt.Device) diskfmt.Device {
+			cd = &countDev{Device: d, base: c.off}
+			hd = &hookDev{Device: cd, hook: func(write bool, n int) {
+				if armed && n == 1 && write == after {
+					cancelled = g.tryCancel()
+				}
+			}}
+			return hd
+		})
+		r, err := h.Acquire(bg, AcquireRequest{Shared: true})
+		require.NoError(t, err)
+		sector := func() []byte {
+			return append([]byte(nil), c.mems[0].Bytes()[c.off+hostOffset(1, 512):][:512]...)
+		}
+		before, ldBefore := sector(), c.leader(0)
+		cd.take()
+		hd.reads, hd.writes, armed = 0, 0, true
+		var ctx context.Context
+		ctx, g = guarded()
+		err = r.Convert(ctx, false, false)
+		ops := cd.take()
+		if after {
+			assert.False(t, cancelled, "a convert that has written is not cancelled")
+			require.NoError(t, err)
+			assert.False(t, r.Shared())
+			continue
+		}
+		assert.True(t, cancelled)
+		require.Error(t, err)
+		assert.Zero(t, writes(ops), "%v", ops)
+		assert.True(t, r.Shared(), "the shared hold stays")
+		assert.Equal(t, before, sector(), "our dblock and mode block are untouched")
+		assert.Equal(t, ldBefore, c.leader(0))
+
+		// EX→SH, cancelled before it starts: its first I/O is a write.
+		require.NoError(t, r.Convert(bg, false, false))
+		before, ldBefore = sector(), c.leader(0)
+		cd.take()
+		ctx, g = guarded()
+		require.True(t, g.tryCancel())
+		require.Error(t, r.Convert(ctx, true, false))
+		assert.Empty(t, cd.take())
+		assert.False(t, r.Shared(), "the exclusive hold stays")
+		assert.Equal(t, before, sector())
+		assert.Equal(t, ldBefore, c.leader(0))
+	}
+}

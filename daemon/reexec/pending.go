@@ -19,17 +19,17 @@ import (
 // Restartable reports whether q may be cancelled by a handover and run
 // again: its failure leaves nothing behind. A synchronous ADD_LOCKSPACE
 // (the join is cancelled as by a rem_lockspace during the add),
-// INQ_LOCKSPACE with WAIT (a read), and ACQUIRE, but an acquire only
-// until its first disk write (WriteGuarded): cancelled mid-ballot, acquires
-// let TestReexecMixed see the C host hold one lease twice with the same
-// lver (docs/upgrade.md "Pending requests").
+// INQ_LOCKSPACE with WAIT (a read), and ACQUIRE and CONVERT, but these
+// two only until their first disk write (WriteGuarded): cancelled
+// mid-ballot, acquires let TestReexecMixed see the C host hold one lease
+// twice with the same lver (docs/upgrade.md "Pending requests").
 func Restartable(q *wire.Request) bool {
 	switch q.Header.Cmd {
 	case wire.CmdAddLockspace:
 		return q.Header.CmdFlags&wire.AddAsync == 0
 	case wire.CmdInqLockspace:
 		return q.Header.CmdFlags&wire.InqWait != 0
-	case wire.CmdAcquire:
+	case wire.CmdAcquire, wire.CmdConvert:
 		return true
 	}
 	return false
@@ -40,7 +40,7 @@ func Restartable(q *wire.Request) bool {
 // paxos.WriteGuard, and once a write has gone out the handover waits for
 // it instead (docs/upgrade.md "Pending requests").
 func WriteGuarded(q *wire.Request) bool {
-	return q.Header.Cmd == wire.CmdAcquire
+	return q.Header.Cmd == wire.CmdAcquire || q.Header.Cmd == wire.CmdConvert
 }
 
 // DecodePending decodes a handed-over request and checks it is one this

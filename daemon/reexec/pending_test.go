@@ -23,7 +23,7 @@ func TestRestartable(t *testing.T) {
 		{wire.CmdAcquire, 0, true}, // until its first write (WriteGuarded)
 		{wire.CmdInqLockspace, wire.InqWait, true},
 		{wire.CmdInqLockspace, 0, false},
-		{wire.CmdConvert, 0, false},
+		{wire.CmdConvert, 0, true}, // until its first write (WriteGuarded)
 		{wire.CmdRelease, 0, false},
 		{wire.CmdRemLockspace, 0, false},
 	} {
