@@ -28,7 +28,7 @@ func (c *Conn) runHandler(h Handler, q *wire.Request) error {
 		// run it as any other command.
 		return h(s.ctx, c, q)
 	}
-	ctx, ok := s.gate.StartPending(&c.rd, &c.pend, s.ctx, raw)
+	ctx, ok := s.gate.StartPending(&c.rd, &c.pend, s.ctx, raw, reexec.WriteGuarded(q))
 	if !ok {
 		return nil
 	}

@@ -27,8 +27,25 @@ import (
 // errNotHandedOver is a connection state the handover cannot carry yet.
 var errNotHandedOver = errors.New("cannot be handed over yet")
 
-// quiesceTimeout bounds the wait for readers and commands in flight.
+// quiesceTimeout bounds the wait for readers and commands in flight
+// when no lease I/O can be in flight, and the pause of the renewals.
 const quiesceTimeout = 2 * time.Second
+
+// ballotIOs is the number of I/O rounds an acquire may still issue after
+// its first disk write, each ending by its io_timeout deadline: the
+// ballot's two dblock writes and two reads, a leader read and the leader
+// write, then at most four for its tail (the release of a ballot that
+// failed half way, or a shared hold's dblock write and leader release,
+// or the LVB read). docs/upgrade.md "Pending requests" argues it.
+const ballotIOs = 10
+
+// quiesceWait bounds the wait for the commands in flight: an acquire that
+// has written is not cancelled, so the wait covers the rest of its ballot
+// at the largest io_timeout (seconds) of the joined lockspaces, on one
+// disk. A longer command makes the reexec fail (the old image serves on).
+func quiesceWait(maxIOTimeout int) time.Duration {
+	return quiesceTimeout + ballotIOs*time.Duration(maxIOTimeout)*time.Second
+}
 
 // reexecFiles are the duplicates made for Snapshot and Quiesce, closed by
 // releaseHandoverFiles.
@@ -74,7 +91,11 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 	for _, c := range s.clients() {
 		c.cancelPending()
 	}
-	if err := s.gate.Wait(quiesceTimeout); err != nil {
+	wait := quiesceTimeout
+	if mg := s.deps.Manager; mg != nil {
+		wait = quiesceWait(mg.Lockspaces.MaxIOTimeout())
+	}
+	if err := s.gate.Wait(wait); err != nil {
 		return handover.Snapshot{}, err
 	}
 	// No command runs now. Hold the renewals too: from here until Resume

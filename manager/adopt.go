@@ -66,6 +66,21 @@ func (m *Lockspaces) runners() []*delta.Lockspace {
 	return out
 }
 
+// MaxIOTimeout is the largest io_timeout of the lockspaces on any list,
+// in seconds (0 with none): the I/O deadline of every lease I/O made in
+// them (the quiesce bound of a reexec, docs/upgrade.md "Pending requests").
+func (m *Lockspaces) MaxIOTimeout() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	io := 0
+	for _, l := range m.lists {
+		for _, sp := range l {
+			io = max(io, sp.ioTimeout)
+		}
+	}
+	return io
+}
+
 // Adoption is the lease state of a handover, built and checked but not
 // started.
 type Adoption struct {

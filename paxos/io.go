@@ -48,7 +48,11 @@ func readDisk(ctx context.Context, d Disk, n int, rel int64, timeout time.Durati
 	return diskfmt.ReadBuf(ioctx, d.Dev, n, d.Offset+rel)
 }
 
+// A write refused by ctx's WriteGuard (guard.go) is not issued.
 func writeDisk(ctx context.Context, d Disk, buf []byte, rel int64, timeout time.Duration) error {
+	if !AllowWrite(ctx) {
+		return errWriteRefused
+	}
 	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	return d.Dev.WriteAt(ioctx, buf, d.Offset+rel)

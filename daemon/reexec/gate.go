@@ -155,12 +155,17 @@ func (g *Gate) SetRedo(r *Reader, raw []byte) {
 // StartPending starts a restartable request read by r in slot, with a
 // context of parent that a handover cancels; if the gate is already
 // closed the request does not run (ok false) and is kept to run again.
-func (g *Gate) StartPending(r *Reader, slot *Slot, parent context.Context, raw []byte) (ctx context.Context, ok bool) {
+// guarded: the request may be cancelled only before its first disk write
+// (Slot.StartGuarded).
+func (g *Gate) StartPending(r *Reader, slot *Slot, parent context.Context, raw []byte, guarded bool) (ctx context.Context, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.quiesced {
 		r.redo = raw
 		return nil, false
+	}
+	if guarded {
+		return slot.StartGuarded(parent, raw), true
 	}
 	return slot.Start(parent, raw), true
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -17,9 +18,10 @@ import (
 
 // Restartable reports whether q may be cancelled by a handover and run
 // again: its failure leaves nothing behind. A synchronous ADD_LOCKSPACE
-// (the join is cancelled as by a rem_lockspace during the add) and
-// INQ_LOCKSPACE with WAIT (a read). ACQUIRE is not (yet): with acquires
-// cancelled mid-ballot, TestReexecMixed saw the C host hold one lease
+// (the join is cancelled as by a rem_lockspace during the add),
+// INQ_LOCKSPACE with WAIT (a read), and ACQUIRE and CONVERT, but these
+// two only until their first disk write (WriteGuarded): cancelled
+// mid-ballot, acquires let TestReexecMixed see the C host hold one lease
 // twice with the same lver (docs/upgrade.md "Pending requests").
 func Restartable(q *wire.Request) bool {
 	switch q.Header.Cmd {
@@ -27,8 +29,18 @@ func Restartable(q *wire.Request) bool {
 		return q.Header.CmdFlags&wire.AddAsync == 0
 	case wire.CmdInqLockspace:
 		return q.Header.CmdFlags&wire.InqWait != 0
+	case wire.CmdAcquire, wire.CmdConvert:
+		return true
 	}
 	return false
+}
+
+// WriteGuarded reports whether the restartable q may be cancelled only
+// before its first disk write: its context then carries a
+// paxos.WriteGuard, and once a write has gone out the handover waits for
+// it instead (docs/upgrade.md "Pending requests").
+func WriteGuarded(q *wire.Request) bool {
+	return q.Header.Cmd == wire.CmdAcquire || q.Header.Cmd == wire.CmdConvert
 }
 
 // DecodePending decodes a handed-over request and checks it is one this
@@ -69,16 +81,52 @@ type pending struct {
 	wrote     bool     // a reply went out: the request is not handed over
 	intercept bool     // the handover cancelled it: writes are held
 	held      [][]byte // the writes held
+	guarded   bool     // cancellable only before its first disk write
+	written   bool     // a guarded request has written: not cancelled any more
 }
 
 // Start puts the request raw in the slot and returns the context its
 // handler runs with (a child of parent that Cancel ends).
 func (s *Slot) Start(parent context.Context, raw []byte) context.Context {
+	return s.start(parent, raw, false)
+}
+
+// StartGuarded is Start for a request that may be cancelled only before
+// its first disk write (WriteGuarded): the context carries a
+// paxos.WriteGuard, and Cancel does nothing once a write has gone out.
+func (s *Slot) StartGuarded(parent context.Context, raw []byte) context.Context {
+	return s.start(parent, raw, true)
+}
+
+func (s *Slot) start(parent context.Context, raw []byte, guarded bool) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
+	p := &pending{raw: raw, cancel: cancel, guarded: guarded}
+	if guarded {
+		ctx = paxos.WithWriteGuard(ctx, writeGuard{s, p})
+	}
 	s.mu.Lock()
-	s.p = &pending{raw: raw, cancel: cancel}
+	s.p = p
 	s.mu.Unlock()
 	return ctx
+}
+
+// writeGuard is a guarded request's paxos.WriteGuard: a write goes out
+// only if the handover has not cancelled the request, and then the
+// request can no longer be cancelled (the check and the mark are one step
+// under the slot's lock, as is Cancel's check).
+type writeGuard struct {
+	s *Slot
+	p *pending
+}
+
+func (g writeGuard) BeforeWrite() bool {
+	g.s.mu.Lock()
+	defer g.s.mu.Unlock()
+	if g.p.intercept {
+		return false
+	}
+	g.p.written = true
+	return true
 }
 
 // Hold is called with every write of the connection: it keeps a copy of
@@ -100,11 +148,11 @@ func (s *Slot) Hold(b []byte) bool {
 }
 
 // Cancel cancels the request in the slot with cause, unless its reply
-// has gone out.
+// has gone out or, for a guarded request, it has written to disk.
 func (s *Slot) Cancel(cause error) {
 	s.mu.Lock()
 	p := s.p
-	if p == nil || p.wrote || p.intercept {
+	if p == nil || p.wrote || p.intercept || p.written {
 		s.mu.Unlock()
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -19,10 +20,10 @@ func TestRestartable(t *testing.T) {
 	}{
 		{wire.CmdAddLockspace, 0, true},
 		{wire.CmdAddLockspace, wire.AddAsync, false},
-		{wire.CmdAcquire, 0, false},
+		{wire.CmdAcquire, 0, true}, // until its first write (WriteGuarded)
 		{wire.CmdInqLockspace, wire.InqWait, true},
 		{wire.CmdInqLockspace, 0, false},
-		{wire.CmdConvert, 0, false},
+		{wire.CmdConvert, 0, true}, // until its first write (WriteGuarded)
 		{wire.CmdRelease, 0, false},
 		{wire.CmdRemLockspace, 0, false},
 	} {
@@ -98,4 +99,40 @@ func TestSlot(t *testing.T) {
 	s.Cancel(cause)
 	redo, _, _ = s.End(nil)
 	assert.False(t, redo)
+}
+
+// TestSlotGuarded: a guarded request (an acquire) is cancelled only
+// before its first disk write, and no write goes out once it is
+// cancelled (docs/upgrade.md "Pending requests").
+func TestSlotGuarded(t *testing.T) {
+	cause := errors.New("handover")
+	raw := []byte("request")
+	var s Slot
+
+	// Cancelled before any write: its writes are refused, it is redone.
+	ctx := s.StartGuarded(context.Background(), raw)
+	s.Cancel(cause)
+	assert.ErrorIs(t, context.Cause(ctx), cause)
+	assert.False(t, paxos.AllowWrite(ctx), "a cancelled request writes nothing")
+	assert.True(t, s.Hold(reply(-1)))
+	redo, got, _ := s.End(nil)
+	assert.True(t, redo)
+	assert.Equal(t, raw, got)
+
+	// Written first: the cancel does nothing, the reply goes out.
+	ctx = s.StartGuarded(context.Background(), raw)
+	assert.True(t, paxos.AllowWrite(ctx))
+	s.Cancel(cause)
+	assert.NoError(t, ctx.Err(), "a request that has written is not cancelled")
+	assert.True(t, paxos.AllowWrite(ctx))
+	assert.False(t, s.Hold(reply(0)))
+	redo, _, held := s.End(nil)
+	assert.False(t, redo)
+	assert.Empty(t, held)
+
+	// Unguarded: writes are not asked about.
+	ctx = s.Start(context.Background(), raw)
+	s.Cancel(cause)
+	assert.True(t, paxos.AllowWrite(ctx))
+	s.End(nil)
 }

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -173,6 +174,19 @@ sys.stdin.readline()
 		t.Fatal(err)
 	}
 	t.Logf("r1: %s", harness.Summary(hs))
+	// What the reexecs did with the commands in flight (docs/upgrade.md
+	// "Pending requests"): for the record, not checked.
+	if outs, _ := filepath.Glob(filepath.Join(ours.Dir, "daemon.*.log")); len(outs) > 0 {
+		var all []byte
+		for _, o := range outs {
+			b, _ := os.ReadFile(o)
+			all = append(all, b...)
+		}
+		t.Logf("our daemon: %d acquire(s) and %d convert(s) handed over, %d failed reexec(s)",
+			bytes.Count(all, []byte("cmd_acquire cancelled for reexec")),
+			bytes.Count(all, []byte("cmd_convert cancelled for reexec")),
+			bytes.Count(all, []byte("reexec failed: ")))
+	}
 	for _, v := range harness.Check(hs) {
 		t.Errorf("violation: %s", v)
 	}

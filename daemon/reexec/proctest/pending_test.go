@@ -73,13 +73,15 @@ func TestReexecPendingAddProcess(t *testing.T) {
 }
 
 // TestReexecPendingAcquireProcess: host 2 holds R0 and stops (SIGSTOP),
-// so host 1's ACQUIRE of R0 waits on the owner's liveness. An acquire is
-// not handed over (docs/upgrade.md "Pending requests"): a reexec of host
-// 1's daemon then fails at the quiesce and the old image serves on; host
-// 2 resumes and the acquire is answered -243 (the owner is alive): host 1
-// holds nothing, host 2 still holds R0. (If the loaded machine stopped
-// host 2 past its renewal fail time, host 2 gives R0 up and the answer is
-// 0: then host 1 holds it and host 2 nothing.) A reexec with nothing
+// so host 1's ACQUIRE of R0 waits on the owner's liveness, having
+// written nothing. A reexec of host 1's daemon then succeeds: the old
+// image cancels the acquire before its first write and hands it over,
+// the new image runs it again on the same connection (docs/upgrade.md
+// "Pending requests"). Host 2 resumes and the acquire is answered -243
+// by the new image (the owner is alive): host 1 holds nothing, host 2
+// still holds R0, its leader unchanged. (If the loaded machine stopped
+// host 2 past its renewal fail time, host 2 gives R0 up and the answer
+// is 0: then host 1 holds it and host 2 nothing.) A reexec with nothing
 // pending then succeeds.
 func TestReexecPendingAcquireProcess(t *testing.T) {
 	t.Parallel()
@@ -98,6 +100,12 @@ func TestReexecPendingAcquireProcess(t *testing.T) {
 	require.NoError(t, h2.Acquire([]wire.Resource{r0}, 0, nil))
 	state2, _, err := h2.Inquire()
 	require.NoError(t, err)
+	leader := func() string {
+		out, err := d2.run("direct", "dump", fmt.Sprintf("%s:%d", path, 1<<20))
+		require.NoError(t, err, out)
+		return out
+	}
+	before := leader()
 	// Host 1 must have seen host 2 alive once (else it answers -243 at
 	// once while its table is young).
 	require.Eventually(t, func() bool {
@@ -134,11 +142,17 @@ func TestReexecPendingAcquireProcess(t *testing.T) {
 			waiting = true
 		}
 	}
-	p1, fails := d1.pid(), d1.failures()
-	require.NoError(t, syscall.Kill(p1, syscall.SIGUSR1))
-	require.Eventually(t, func() bool { return d1.failures() > fails }, 30*time.Second, 20*time.Millisecond)
-	assert.Equal(t, p1, d1.pid(), "the old image serves on")
-	assert.Equal(t, 1, d1.logCount("did not quiesce"))
+	old, now := d1.reexec()
+	assert.NotEqual(t, old, now)
+	assert.Zero(t, d1.failures())
+	assert.Equal(t, 1, d1.logCount("cmd_acquire cancelled for reexec"), "the old image cancelled the acquire")
+	assert.Equal(t, 1, d1.logCount("cmd_acquire handed-over request runs"), "... and the new image runs it")
+	select {
+	case err := <-errc:
+		t.Fatalf("acquire answered while host 2 is stopped: %v", err)
+	default:
+	}
+	assert.Equal(t, before, leader(), "the cancelled acquire wrote nothing")
 	require.NoError(t, syscall.Kill(p2, syscall.SIGCONT))
 	stopped = false
 	select {
@@ -146,7 +160,7 @@ func TestReexecPendingAcquireProcess(t *testing.T) {
 	case <-time.After(120 * time.Second):
 		t.Fatal("acquire not answered")
 	}
-	assert.Zero(t, d1.logCount("cancelled for reexec"))
+	assert.Equal(t, now, d1.pid(), "answered by the new image")
 	_, n1, ierr := h1.Inquire()
 	require.NoError(t, ierr)
 	got, n2, ierr := h2.Inquire()
@@ -162,7 +176,7 @@ func TestReexecPendingAcquireProcess(t *testing.T) {
 		assert.Zero(t, n1, "host 1 holds nothing")
 		assert.Equal(t, state2, got, "host 2 still holds R0")
 	}
-	old, now := d1.reexec()
+	old, now = d1.reexec()
 	assert.NotEqual(t, old, now)
 	_, n, err := h1.Inquire()
 	require.NoError(t, err)
