@@ -79,8 +79,8 @@ func (s *Server) daemonRecord() wire.StateRecord {
 // "helper" and "listener" slots, then every connection (docs/protocol.md "Commands" #5).
 func (s *Server) clientRecords() []wire.StateRecord {
 	recs := []wire.StateRecord{
-		(&Conn{slot: 0, fd: -1, pid: -1, name: "helper"}).clientRecord(),
-		(&Conn{slot: 1, fd: s.lnFD, pid: -1, name: "listener"}).clientRecord(),
+		manager.ClientStatus{Pid: -1, Name: "helper"}.Record(0, -1, 0, 0),
+		manager.ClientStatus{Pid: -1, Name: "listener"}.Record(1, s.lnFD, 0, 0),
 	}
 	for _, c := range s.clients() {
 		recs = append(recs, c.clientRecord())

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"runtime/debug"
@@ -472,15 +471,37 @@ func (c *Conn) dead() {
 // clientRecord is the CLIENT record of the connection (docs/protocol.md "Record texts").
 func (c *Conn) clientRecord() wire.StateRecord {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	text := fmt.Sprintf("ci=%d fd=%d pid=%d flags=%x restricted=%x cmd_active=%d cmd_last=%d pid_dead=%d kill_count=%d kill_last=%d suspend=%d need_free=%d",
-		c.slot, c.fd, c.pid, c.flags, c.restricted, c.cmdActive, c.cmdLast, b2i(c.pidDead), c.killCount, c.killLast, 0, 0)
-	return wire.StateRecord{State: wire.State{Type: wire.StateClient, Data32: uint32(int32(c.pid)), Name: c.name}, Text: text}
+	active, last := c.cmdActive, c.cmdLast
+	c.mu.Unlock()
+	return c.clientStatus().Record(c.slot, c.fd, uint32(active), uint32(last))
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
+// clientStatus is the client state of the connection (its record, a
+// handover's snapshot).
+func (c *Conn) clientStatus() manager.ClientStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return manager.ClientStatus{Order: c.slot, Pid: c.pid, Registered: c.registered, Name: c.name,
+		Restrict: c.restricted, Flags: c.flags, KillPath: c.killPath, KillArgs: c.killArgs,
+		PidDead: c.pidDead, KillCount: c.killCount, KillLast: c.killLast}
+}
+
+// restoreClient gives an adopted connection its handed-over client state.
+func (s *Server) restoreClient(c *Conn, st manager.ClientStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pid, c.registered, c.name, c.restricted, c.flags = st.Pid, st.Registered, st.Name, st.Restrict, st.Flags
+	c.killPath, c.killArgs, c.pidDead, c.killCount, c.killLast = st.KillPath, st.KillArgs, st.PidDead, st.KillCount, st.KillLast
+}
+
+// adoptedClients are the clients of adopted connections as the lease
+// manager's adoption takes them: the registered ones, nil for the others.
+func adoptedClients(conns []*Conn) []manager.Client {
+	clients := make([]manager.Client, len(conns))
+	for i, c := range conns {
+		if c.Registered() {
+			clients[i] = c
+		}
 	}
-	return 0
+	return clients
 }
