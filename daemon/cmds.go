@@ -40,11 +40,9 @@ func cmdVersion(_ context.Context, c *Conn, _ *wire.Request) error {
 	return c.write(h.Bytes())
 }
 
-// cmdRestrict sets the connection's restrict flags and replies 0.
+// cmdRestrict sets the client's restrict flags and replies 0.
 func cmdRestrict(_ context.Context, c *Conn, q *wire.Request) error {
-	c.mu.Lock()
-	c.restricted = q.Header.CmdFlags
-	c.mu.Unlock()
+	c.srv.reg.Restrict(c.id, q.Header.CmdFlags)
 	return c.Reply(q, 0)
 }
 
