@@ -40,11 +40,9 @@ func cmdVersion(_ context.Context, c *Conn, _ *wire.Request) error {
 	return c.write(h.Bytes())
 }
 
-// cmdRestrict sets the connection's restrict flags and replies 0.
+// cmdRestrict sets the client's restrict flags and replies 0.
 func cmdRestrict(_ context.Context, c *Conn, q *wire.Request) error {
-	c.mu.Lock()
-	c.restricted = q.Header.CmdFlags
-	c.mu.Unlock()
+	c.srv.reg.Restrict(c.id, q.Header.CmdFlags)
 	return c.Reply(q, 0)
 }
 
@@ -79,8 +77,8 @@ func (s *Server) daemonRecord() wire.StateRecord {
 // "helper" and "listener" slots, then every connection (docs/protocol.md "Commands" #5).
 func (s *Server) clientRecords() []wire.StateRecord {
 	recs := []wire.StateRecord{
-		(&Conn{slot: 0, fd: -1, pid: -1, name: "helper"}).clientRecord(),
-		(&Conn{slot: 1, fd: s.lnFD, pid: -1, name: "listener"}).clientRecord(),
+		manager.ClientStatus{Pid: -1, Name: "helper"}.Record(0, -1, 0, 0),
+		manager.ClientStatus{Pid: -1, Name: "listener"}.Record(1, s.lnFD, 0, 0),
 	}
 	for _, c := range s.clients() {
 		recs = append(recs, c.clientRecord())

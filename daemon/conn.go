@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"runtime/debug"
@@ -14,7 +13,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/daemon/reexec"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -77,7 +75,10 @@ func (s *Server) route(cmd wire.Cmd) (route, bool) {
 // after an early error (sanlock retries for about 20 ms).
 const drainTimeout = 20 * time.Millisecond
 
-// Conn is one accepted connection: a client record in STATUS (docs/protocol.md "Record texts").
+// Conn is one accepted connection: the transport of a client, whose
+// state (registration, name, restrict flags, kill program) is kept by the
+// lease manager under the connection's ID (manager.ClientRegistry); with
+// both, a client record in STATUS (docs/protocol.md "Record texts").
 type Conn struct {
 	srv     *Server
 	uc      net.Conn // a *net.UnixConn, except with Serve on another listener
@@ -88,33 +89,20 @@ type Conn struct {
 
 	wmu sync.Mutex // serialises writes
 
-	mu         sync.Mutex
-	name       string
-	pid        int // -1 until REGISTER
-	registered bool
-	restricted uint32
-	cmdActive  wire.Cmd
-	cmdLast    wire.Cmd
-	pidDead    bool
-	killCount  int
+	mu        sync.Mutex
+	cmdActive wire.Cmd
+	cmdLast   wire.Cmd
 	// evListener: REG_EVENT made (or is making) this connection a
 	// lockspace's event listener; a handover carries it with the
 	// lockspace, not as a client (docs/upgrade.md "Adopting event listeners").
 	evListener bool
-	killLast   uint64
-	flags      uint32
-	killPath   string // KILLPATH program
-	killArgs   string // ... and its arguments
 
 	rd reexec.Reader // reads through the quiesce gate (reexec.go)
 
 	pend reexec.Slot // the restartable request running (pending.go)
 }
 
-var (
-	_ manager.Client   = (*Conn)(nil)
-	_ manager.Listener = (*Conn)(nil)
-)
+var _ manager.Listener = (*Conn)(nil)
 
 // ID returns the connection's client ID, unique for the daemon's life.
 func (c *Conn) ID() manager.ClientID { return c.id }
@@ -128,67 +116,9 @@ func (c *Conn) FD() int { return c.fd }
 // PeerPid returns the SO_PEERCRED pid recorded at accept (-1 if unknown).
 func (c *Conn) PeerPid() int { return c.peerPid }
 
-// Pid returns the registered pid, or -1.
-func (c *Conn) Pid() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pid
-}
-
-// Registered reports whether REGISTER was received on this connection.
-func (c *Conn) Registered() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.registered
-}
-
-// Name returns the client record name.
-func (c *Conn) Name() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.name
-}
-
-// SetName sets the client record name (e.g. the ACQUIRE owner_name).
-func (c *Conn) SetName(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.name = config.TruncName(name)
-}
-
-// Restricted returns the RESTRICT flags.
-func (c *Conn) Restricted() uint32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.restricted
-}
-
 // Info returns the identity handed to OnClientDead.
-func (c *Conn) Info() *ClientInfo { return &ClientInfo{ID: c.id, Slot: c.slot, Pid: c.Pid()} }
-
-// Killpath returns the KILLPATH program, its arguments and the client
-// flags (bit 0: pass the pid).
-func (c *Conn) Killpath() (path, args string, flags uint32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.killPath, c.killArgs, c.flags
-}
-
-// NoteKill records a signal or kill program sent to the client.
-func (c *Conn) NoteKill(count int, last uint64, runpath bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.killCount, c.killLast = count, last
-	if runpath {
-		c.flags |= 0x2 // runpath sent
-	}
-}
-
-// ResetKill clears the kill count (the client released everything).
-func (c *Conn) ResetKill() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.killCount, c.killLast = 0, 0
+func (c *Conn) Info() *ClientInfo {
+	return &ClientInfo{ID: c.id, Slot: c.slot, Pid: c.clientStatus().Pid}
 }
 
 // SendNoWait writes b in one non-blocking send (event listeners).
@@ -301,7 +231,7 @@ func (c *Conn) serve() {
 				// A payload the C daemon answers with a result (-E2BIG,
 				// -ERANGE): drain what was announced, reply, go on.
 				c.drain(q)
-				if c.Restricted()&wire.RestrictAll != 0 {
+				if c.clientStatus().Restrict&wire.RestrictAll != 0 {
 					continue
 				}
 				if err := c.replyBadPayload(q, int32(rv.Code)); err != nil {
@@ -314,7 +244,7 @@ func (c *Conn) serve() {
 			}
 			return
 		}
-		if c.Restricted()&wire.RestrictAll != 0 {
+		if c.clientStatus().Restrict&wire.RestrictAll != 0 {
 			continue // never answered (docs/protocol.md "Header checks" step 4)
 		}
 		err = c.dispatch(q)
@@ -363,21 +293,21 @@ func (c *Conn) dispatch(q *wire.Request) error {
 	s := c.srv
 	cmd := q.Header.Cmd
 	r, ok := s.route(cmd)
-	c.mu.Lock()
-	c.cmdLast = cmd
-	if ok && !c.registered {
+	if ok {
 		switch r.class {
 		case ClassClose:
-			c.name = cmd.DebugName()
+			s.reg.NameCommand(c.id, cmd.DebugName())
 		case ClassWork:
 			switch cmd {
 			case wire.CmdAddLockspace, wire.CmdInqLockspace, wire.CmdRemLockspace:
-				c.name = cmd.DebugName()
+				s.reg.NameCommand(c.id, cmd.DebugName())
 			default:
-				c.name = "cmd" + strconv.Itoa(int(cmd))
+				s.reg.NameCommand(c.id, "cmd"+strconv.Itoa(int(cmd)))
 			}
 		}
 	}
+	c.mu.Lock()
+	c.cmdLast = cmd
 	if ok && r.class == ClassWork {
 		// Only worker commands are "active" (3.8.5 shows cmd_active 0
 		// for the commands its main loop answers itself, status included).
@@ -435,11 +365,7 @@ func (c *Conn) register() error {
 	if c.peerPid <= 0 {
 		return errors.New("register: no peer pid")
 	}
-	c.mu.Lock()
-	c.pid = c.peerPid
-	c.name = strconv.Itoa(c.peerPid)
-	c.registered = true
-	c.mu.Unlock()
+	c.srv.reg.Register(c.id, c.peerPid)
 	c.srv.lg.Debug("cmd_register", zap.Int("ci", c.slot), zap.Int("fd", c.fd), zap.Int("pid", c.peerPid))
 	return nil
 }
@@ -448,12 +374,10 @@ func (c *Conn) register() error {
 // Unregistered connections are simply freed. During daemon exit the hooks
 // are skipped.
 func (c *Conn) dead() {
-	c.mu.Lock()
-	if !c.registered || c.pidDead {
-		c.mu.Unlock()
+	if !c.srv.reg.MarkDead(c.id) {
 		return
 	}
-	c.pidDead = true
+	c.mu.Lock()
 	active := c.cmdActive
 	c.mu.Unlock()
 	s := c.srv
@@ -472,15 +396,29 @@ func (c *Conn) dead() {
 // clientRecord is the CLIENT record of the connection (docs/protocol.md "Record texts").
 func (c *Conn) clientRecord() wire.StateRecord {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	text := fmt.Sprintf("ci=%d fd=%d pid=%d flags=%x restricted=%x cmd_active=%d cmd_last=%d pid_dead=%d kill_count=%d kill_last=%d suspend=%d need_free=%d",
-		c.slot, c.fd, c.pid, c.flags, c.restricted, c.cmdActive, c.cmdLast, b2i(c.pidDead), c.killCount, c.killLast, 0, 0)
-	return wire.StateRecord{State: wire.State{Type: wire.StateClient, Data32: uint32(int32(c.pid)), Name: c.name}, Text: text}
+	active, last := c.cmdActive, c.cmdLast
+	c.mu.Unlock()
+	return c.clientStatus().Record(c.slot, c.fd, uint32(active), uint32(last))
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
+// clientStatus is the client state of the connection (its record, a
+// handover's snapshot).
+func (c *Conn) clientStatus() manager.ClientStatus {
+	st, _ := c.srv.reg.Status(c.id)
+	return st
+}
+
+// restoreClient gives an adopted connection its handed-over client state.
+func (s *Server) restoreClient(c *Conn, st manager.ClientStatus) { s.reg.Add(c.id, st) }
+
+// adoptedClients are the clients of adopted connections as the lease
+// manager's adoption takes them: the registered ones, 0 for the others.
+func adoptedClients(conns []*Conn) []manager.ClientID {
+	clients := make([]manager.ClientID, len(conns))
+	for i, c := range conns {
+		if c.clientStatus().Registered {
+			clients[i] = c.id
+		}
 	}
-	return 0
+	return clients
 }

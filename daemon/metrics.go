@@ -56,7 +56,7 @@ func (s *Server) renewalHook(space string) func(error, int64, int64) {
 // countClients counts the open connections, registered and not.
 func (s *Server) countClients() (reg, unreg int) {
 	for _, cn := range s.clients() {
-		if cn.Registered() {
+		if cn.clientStatus().Registered {
 			reg++
 		} else {
 			unreg++

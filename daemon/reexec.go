@@ -200,13 +200,12 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 			return handover.Snapshot{}, fmt.Errorf("connection ci %d: %w", c.slot, err)
 		}
 		pending := s.gate.Redo(&c.rd)
-		c.mu.Lock()
+		cs := c.clientStatus()
 		cl := handover.Client{Pending: pending,
 			FD: keep(f), Slot: c.slot, PeerPid: pid, PeerUID: uid, PeerGID: gid,
-			Registered: c.registered, Pid: c.pid, Name: c.name, Restrict: c.restricted, Flags: c.flags,
-			KillPath: c.killPath, KillArgs: c.killArgs, PidDead: c.pidDead, KillCount: c.killCount,
+			Registered: cs.Registered, Pid: cs.Pid, Name: cs.Name, Restrict: cs.Restrict, Flags: cs.Flags,
+			KillPath: cs.KillPath, KillArgs: cs.KillArgs, PidDead: cs.PidDead, KillCount: cs.KillCount,
 		}
-		c.mu.Unlock()
 		index[c.id] = len(st.Clients)
 		st.Clients = append(st.Clients, cl)
 	}

@@ -60,13 +60,7 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 	}
 	var leases *manager.Adoption
 	if mg := s.deps.Manager; mg != nil {
-		clients := make([]manager.Client, len(conns))
-		for i, c := range conns {
-			if ad.State.Clients[i].Registered {
-				clients[i] = c
-			}
-		}
-		if leases, err = mg.PrepareAdoption(ad.State, clients, ad.Files, s.adoptListener); err != nil {
+		if leases, err = mg.PrepareAdoption(ad.State, adoptedClients(conns), ad.Files, s.adoptListener); err != nil {
 			reexec.CloseAll(ad.Files)
 			return t.Fail(err)
 		}
@@ -130,12 +124,12 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 			uc.Close()
 			return nil, fmt.Errorf("connection slot %d out of range", hc.Slot)
 		}
-		c := &Conn{srv: s, uc: uc, slot: hc.Slot, fd: fd, peerPid: int(hc.PeerPid),
-			id: manager.ClientID(s.lastID.Add(1)), name: hc.Name, pid: hc.Pid, registered: hc.Registered,
-			restricted: hc.Restrict, flags: hc.Flags, killPath: hc.KillPath, killArgs: hc.KillArgs,
-			pidDead: hc.PidDead, killCount: hc.KillCount}
-		if !c.registered {
-			c.pid = -1
+		c := &Conn{srv: s, uc: uc, slot: hc.Slot, fd: fd, peerPid: int(hc.PeerPid), id: manager.ClientID(s.lastID.Add(1))}
+		cs := manager.ClientStatus{Order: hc.Slot, Pid: hc.Pid, Registered: hc.Registered, Name: hc.Name,
+			Restrict: hc.Restrict, Flags: hc.Flags, KillPath: hc.KillPath, KillArgs: hc.KillArgs,
+			PidDead: hc.PidDead, KillCount: hc.KillCount}
+		if !cs.Registered {
+			cs.Pid = -1
 		}
 		if len(hc.Pending) > 0 {
 			q, err := reexec.DecodePending(hc.Pending)
@@ -155,6 +149,7 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 			uc.Close()
 			return nil, fmt.Errorf("connection slot %d used twice", hc.Slot)
 		}
+		s.restoreClient(c, cs)
 		s.slots[hc.Slot] = c
 		conns = append(conns, c)
 	}
@@ -170,7 +165,7 @@ func (s *Server) adoptListener(f *os.File) (manager.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event listener: %w", err)
 	}
-	return &Conn{srv: s, uc: uc, slot: -1, fd: fd, peerPid: -1, pid: -1, id: manager.ClientID(s.lastID.Add(1))}, nil
+	return &Conn{srv: s, uc: uc, slot: -1, fd: fd, peerPid: -1, id: manager.ClientID(s.lastID.Add(1))}, nil
 }
 
 // rewritePid writes our pid into the handed-over pid file.

@@ -12,7 +12,7 @@ import (
 // "Commands" #7–#11, #14, #17, #25–#27): each handler decodes the request,
 // calls the lease manager and turns its error into the wire result.
 func (s *Server) registerResourceCmds(m *manager.Resources) {
-	s.Handle(wire.CmdAcquire, ClassWork, regCmd(func(ctx context.Context, t *Conn, q *wire.Request) error {
+	s.Handle(wire.CmdAcquire, ClassWork, regCmd(func(ctx context.Context, t manager.ClientID, q *wire.Request) error {
 		req := manager.AcquireRequest{Resources: q.Resources, Flags: q.Header.CmdFlags}
 		if q.Options != nil {
 			req.OwnerName = q.Options.OwnerName
@@ -33,24 +33,19 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 	s.Handle(wire.CmdInquire, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		return cmdInquire(m, c, q)
 	})
-	s.Handle(wire.CmdConvert, ClassWork, regCmd(func(ctx context.Context, t *Conn, q *wire.Request) error {
+	s.Handle(wire.CmdConvert, ClassWork, regCmd(func(ctx context.Context, t manager.ClientID, q *wire.Request) error {
 		req := manager.ConvertRequest{Flags: q.Header.CmdFlags}
 		if len(q.Resources) > 0 {
 			req.Resource = &q.Resources[0]
 		}
 		return m.Convert(ctx, t, req)
 	}, false))
-	s.Handle(wire.CmdKillpath, ClassWork, regCmd(func(_ context.Context, t *Conn, q *wire.Request) error {
+	s.Handle(wire.CmdKillpath, ClassWork, regCmd(func(_ context.Context, t manager.ClientID, q *wire.Request) error {
 		var kp wire.Killpath
 		if q.Killpath != nil {
 			kp = *q.Killpath
 		}
-		return m.ClientCmd(t, func() {
-			t.mu.Lock()
-			t.killPath, t.killArgs = kp.Path, kp.Args
-			t.flags = t.flags&^wire.KillpathPID | q.Header.CmdFlags&wire.KillpathPID
-			t.mu.Unlock()
-		})
+		return m.SetKillpath(t, kp.Path, kp.Args, q.Header.CmdFlags)
 	}, false))
 	s.Handle(wire.CmdRequest, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		if len(q.Resources) == 0 {
@@ -89,42 +84,40 @@ const selfPid = 0xffffffff
 
 // target resolves the registered client a W-reg command acts on (docs/protocol.md
 // "Dispatch classes", "Commands"); the manager then marks it busy.
-func target(c *Conn, q *wire.Request, acquire bool) (*Conn, int32) {
+func target(c *Conn, q *wire.Request, acquire bool) (manager.ClientID, int32) {
 	t, code := targetConn(c, q)
 	if code != 0 {
-		return nil, code
+		return 0, code
 	}
-	t.mu.Lock()
-	dead, killing := t.pidDead, t.killCount > 0
-	t.mu.Unlock()
+	st, _ := c.srv.reg.Status(t)
 	switch {
-	case dead:
-		return nil, rescode.RvESTALE
-	case acquire && killing:
-		return nil, rescode.RvEBUSY
+	case st.PidDead:
+		return 0, rescode.RvESTALE
+	case acquire && st.KillCount > 0:
+		return 0, rescode.RvEBUSY
 	}
 	return t, 0
 }
 
-// targetConn is the registered connection header.data2 names: this one
-// (selfPid; -EBUSY when it is not registered) or the one of that pid
-// (-ESRCH when none).
-func targetConn(c *Conn, q *wire.Request) (*Conn, int32) {
+// targetConn is the registered client header.data2 names: this
+// connection's (selfPid; -EBUSY when it is not registered) or the one of
+// that pid (-ESRCH when none).
+func targetConn(c *Conn, q *wire.Request) (manager.ClientID, int32) {
 	if q.Header.Data2 == selfPid {
-		if !c.Registered() {
-			return nil, rescode.RvEBUSY
+		if !c.clientStatus().Registered {
+			return 0, rescode.RvEBUSY
 		}
-		return c, 0
+		return c.id, 0
 	}
-	if t := c.srv.FindClient(int(int32(q.Header.Data2))); t != nil {
+	if t, ok := c.srv.reg.ByPid(int(int32(q.Header.Data2))); ok {
 		return t, 0
 	}
-	return nil, rescode.RvESRCH
+	return 0, rescode.RvESRCH
 }
 
 // regCmd is a W-reg command whose reply is a result: resolve the target
 // client, run fn, reply with its result.
-func regCmd(fn func(context.Context, *Conn, *wire.Request) error, acquire bool) Handler {
+func regCmd(fn func(context.Context, manager.ClientID, *wire.Request) error, acquire bool) Handler {
 	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		t, code := target(c, q, acquire)
 		if code == 0 {

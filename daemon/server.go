@@ -101,6 +101,9 @@ type Server struct {
 
 	metrics metricsRef    // the -M endpoint (metrics.go)
 	lastID  atomic.Uint64 // the last manager.ClientID given to a connection
+	// reg holds the client state of each connection: the manager's
+	// registry (Manager.Clients), or one of our own without a manager.
+	reg *manager.ClientRegistry
 
 	// holders lists the pids holding a resource (strict peer checks).
 	holders func(space, name string) []int
@@ -132,6 +135,7 @@ func New(cfg *Config, deps Deps) *Server {
 		done:     make(chan struct{}),
 		lg:       zap.NewNop(),
 		lnFD:     -1,
+		reg:      manager.NewClientRegistry(),
 	}
 	if s.cfg.MaxConns <= firstConnSlot {
 		s.cfg.MaxConns = DefaultMaxConns
@@ -142,6 +146,7 @@ func New(cfg *Config, deps Deps) *Server {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.registerBuiltins()
 	if deps.Manager != nil {
+		s.reg = deps.Manager.Clients
 		s.holders = deps.Manager.Resources.Holders
 		s.registerLockspaceCmds(deps.Manager.Lockspaces)
 		s.registerResourceCmds(deps.Manager.Resources)
@@ -258,7 +263,7 @@ func (s *Server) Start() (err error) {
 func (s *Server) startManager() {
 	if mg := s.deps.Manager; mg != nil {
 		mg.Start(manager.Env{Log: s.lg, Context: s.ctx, HostName: s.hostName, Settings: managerSettings(&s.cfg),
-			Clients: s, GuardOpen: s.guardOpen, OnRenewal: s.renewalHook})
+			GuardOpen: s.guardOpen, OnRenewal: s.renewalHook})
 	}
 }
 
@@ -402,7 +407,7 @@ func (s *Server) acceptLoop() {
 // and starts the connection goroutine. With a full table the connection is
 // closed.
 func (s *Server) addConn(uc net.Conn) {
-	c := &Conn{srv: s, uc: uc, fd: -1, pid: -1, peerPid: -1, id: manager.ClientID(s.lastID.Add(1))}
+	c := &Conn{srv: s, uc: uc, fd: -1, peerPid: -1, id: manager.ClientID(s.lastID.Add(1))}
 	if p, ok := uc.(interface{ PeerPid() int }); ok {
 		c.peerPid = p.PeerPid() // an in-memory connection of Serve
 	}
@@ -445,11 +450,13 @@ func (s *Server) addConn(uc net.Conn) {
 	s.slots[slot] = c
 	s.conns.Add(1)
 	s.mu.Unlock()
+	s.reg.Add(c.id, manager.ClientStatus{Order: slot, Pid: -1})
 	go c.serve()
 }
 
-// freeSlot releases c's slot.
+// freeSlot releases c's slot and forgets its client state.
 func (s *Server) freeSlot(c *Conn) {
+	s.reg.Remove(c.id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c.slot >= 0 && c.slot < len(s.slots) && s.slots[c.slot] == c {
@@ -570,25 +577,4 @@ func (s *Server) clients() []*Conn {
 		}
 	}
 	return out
-}
-
-// FindClient returns the registered connection of pid (for W-reg commands
-// with data2 = pid, docs/protocol.md "Commands"), or nil.
-func (s *Server) FindClient(pid int) *Conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.slots {
-		if c != nil && c.Registered() && c.Pid() == pid {
-			return c
-		}
-	}
-	return nil
-}
-
-// ClientByPid implements manager.Clients.
-func (s *Server) ClientByPid(pid int) (manager.Client, bool) {
-	if c := s.FindClient(pid); c != nil {
-		return c, true
-	}
-	return nil, false
 }

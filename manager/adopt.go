@@ -108,9 +108,9 @@ type adoptedRes struct {
 }
 
 type adoptedTok struct {
-	cl    Client
-	pid   int
-	lease handover.Lease
+	client ClientID
+	pid    int
+	lease  handover.Lease
 }
 
 type adoptedSpace struct {
@@ -131,13 +131,13 @@ var errNoRenewalState = errors.New("no renewal state (delta lease record)")
 // nor so old that the lease is failing). It writes and reads nothing.
 // Call it after Start; on error nothing is left open.
 //
-// clients[i] is the adopted connection of st.Clients[i] (nil when it is
-// not registered); every token is bound to its client's.
+// clients[i] is the client of the adopted connection of st.Clients[i] (0
+// when it is not registered); every token is bound to its client's.
 //
 // files is the state's fd table (the wdmd sessions' and the event
 // listeners' connections); listener wraps an event listener's file (nil:
 // a state with listeners is refused).
-func (m *Manager) PrepareAdoption(st *handover.State, clients []Client, files []*os.File,
+func (m *Manager) PrepareAdoption(st *handover.State, clients []ClientID, files []*os.File,
 	listener func(*os.File) (Listener, error)) (*Adoption, error) {
 	a := &Adoption{m: m, listener: listener}
 	ok := false
@@ -312,7 +312,7 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 // prepareResources groups the tokens by resource, checks each hold
 // against its lockspace as handed over (an exclusive hold's leader names
 // our host_id and generation) and opens the disks.
-func (a *Adoption) prepareResources(st *handover.State, clients []Client) error {
+func (a *Adoption) prepareResources(st *handover.State, clients []ClientID) error {
 	spaces := map[string]*handover.Lockspace{}
 	for i := range st.Lockspaces {
 		spaces[st.Lockspaces[i].Name] = &st.Lockspaces[i]
@@ -368,14 +368,14 @@ func (a *Adoption) prepareResources(st *handover.State, clients []Client) error 
 	}
 	for i := range st.Tokens {
 		tk := &st.Tokens[i]
-		if tk.Client < 0 || tk.Client >= len(clients) || clients[tk.Client] == nil {
+		if tk.Client < 0 || tk.Client >= len(clients) || clients[tk.Client] == 0 {
 			return fmt.Errorf("token %s:%s: client %d not adopted", tk.Lockspace, tk.Resource, tk.Client)
 		}
 		r, err := add(&tk.Lease, false, tk.Pid)
 		if err != nil {
 			return err
 		}
-		r.tokens = append(r.tokens, adoptedTok{cl: clients[tk.Client], pid: tk.Pid, lease: tk.Lease})
+		r.tokens = append(r.tokens, adoptedTok{client: clients[tk.Client], pid: tk.Pid, lease: tk.Lease})
 	}
 	for i := range st.Orphans {
 		o := &st.Orphans[i]
@@ -419,17 +419,17 @@ func (a *Adoption) startResources() {
 		}
 		for _, at := range x.tokens {
 			rs.lastTokID++
-			tk := &token{id: rs.lastTokID, r: r, cl: at.cl, pid: at.pid, flags: at.lease.Flags,
+			tk := &token{id: rs.lastTokID, r: r, client: at.client, pid: at.pid, flags: at.lease.Flags,
 				res: wire.Resource{LockspaceName: x.key.space, Name: x.key.name, Flags: at.lease.ResFlags,
 					Disks: x.disks}}
 			if !x.hold.Shared {
 				tk.lver = at.lease.Lver
 			}
 			r.tokens = append(r.tokens, tk)
-			lc := rs.clients[at.cl.ID()]
+			lc := rs.leases[at.client]
 			if lc == nil {
-				lc = &leaseClient{cl: at.cl}
-				rs.clients[at.cl.ID()] = lc
+				lc = &leaseClient{id: at.client}
+				rs.leases[at.client] = lc
 			}
 			lc.tokens = append(lc.tokens, tk)
 		}

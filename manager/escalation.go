@@ -27,7 +27,7 @@ type killState struct {
 // kill program.
 type holder struct {
 	pid      int
-	client   Client // nil when no registered client has this pid
+	client   ClientID // 0 when no registered client has this pid
 	restrict uint32
 	killpath string
 	killargs string
@@ -82,7 +82,7 @@ func decideKills(e escalation, holders []holder, kills map[int]*killState) []kil
 		if graceful {
 			a.sig = syscall.SIGTERM
 		}
-		if h.client != nil {
+		if h.client != 0 {
 			switch {
 			case a.sig == syscall.SIGTERM && h.killpath != "" && e.killGraceSeconds > 0:
 				pidArg := 0
@@ -110,13 +110,9 @@ func (sp *space) killPids(run *delta.Lockspace, pids []int) {
 	holders := make([]holder, len(pids))
 	for i, pid := range pids {
 		holders[i].pid = pid
-		if m.env.Clients == nil {
-			continue
-		}
-		if c, ok := m.env.Clients.ClientByPid(pid); ok {
-			h := &holders[i]
-			h.client, h.restrict = c, c.Restricted()
-			h.killpath, h.killargs, h.flags = c.Killpath()
+		if id, st, ok := m.clients.byPid(pid); ok {
+			holders[i] = holder{pid: pid, client: id, restrict: st.Restrict, killpath: st.KillPath,
+				killargs: st.KillArgs, flags: st.Flags}
 		}
 	}
 	m.mu.Lock()
@@ -128,8 +124,8 @@ func (sp *space) killPids(run *delta.Lockspace, pids []int) {
 	m.mu.Unlock()
 	for _, a := range acts {
 		pid := a.h.pid
-		if a.h.client != nil {
-			a.h.client.NoteKill(a.count, uint64(e.now/time.Second), a.argv != nil)
+		if a.h.client != 0 {
+			m.clients.NoteKill(a.h.client, a.count, uint64(e.now/time.Second), a.argv != nil)
 		}
 		if a.argv != nil {
 			// "kill P killpath" and "kill P sig S" are 3.8.5's wording, which

@@ -12,9 +12,6 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// fakeClient is a registered client as the escalation sees it.
-type fakeClient struct{ Client }
-
 // TestDecideKills walks the escalation of docs/delta.md "Signalling
 // holders" pass by pass, in made-up time: no clock, no processes.
 func TestDecideKills(t *testing.T) {
@@ -26,9 +23,9 @@ func TestDecideKills(t *testing.T) {
 		return escalation{now: time.Duration(sec) * time.Second, lastRenewal: last, ioTimeout: io, killGraceSeconds: grace}
 	}
 	plain := holder{pid: 10}
-	kp := holder{pid: 11, client: fakeClient{}, killpath: "/bin/kp", killargs: "a b", flags: wire.KillpathPID}
-	noTerm := holder{pid: 12, client: fakeClient{}, restrict: wire.RestrictSigterm}
-	noKill := holder{pid: 13, client: fakeClient{}, restrict: wire.RestrictSigkill}
+	kp := holder{pid: 11, client: 1, killpath: "/bin/kp", killargs: "a b", flags: wire.KillpathPID}
+	noTerm := holder{pid: 12, client: 1, restrict: wire.RestrictSigterm}
+	noKill := holder{pid: 13, client: 1, restrict: wire.RestrictSigkill}
 	all := []holder{plain, kp, noTerm, noKill}
 	kills := map[int]*killState{}
 
@@ -91,7 +88,7 @@ func TestDecideKills(t *testing.T) {
 func TestDecideKillsRemoving(t *testing.T) {
 	start := time.Duration(1000+delta.IDRenewalFailSeconds(10)) * time.Second
 	e := escalation{now: start, lastRenewal: 1000, ioTimeout: 10, killGraceSeconds: 40, removing: true}
-	kp := holder{pid: 11, client: fakeClient{}, killpath: "/bin/kp"}
+	kp := holder{pid: 11, client: 1, killpath: "/bin/kp"}
 	acts := decideKills(e, []holder{{pid: 10}, kp}, map[int]*killState{})
 	require.Len(t, acts, 2)
 	for _, a := range acts {

@@ -184,7 +184,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 			continue
 		}
 		for _, t := range r.tokens {
-			ci, ok := clientIndex(t.cl.ID())
+			ci, ok := clientIndex(t.client)
 			if !ok && !final {
 				continue
 			}
@@ -201,7 +201,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 		}
 	}
 	// Each client's tokens in its own order (what inquire lists).
-	for _, lc := range rs.clients {
+	for _, lc := range rs.leases {
 		for _, t := range lc.tokens {
 			if ht, ok := tokOf[t]; ok {
 				toks = append(toks, ht)
@@ -212,7 +212,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 	for _, ht := range tokOf {
 		toks = append(toks, ht)
 	}
-	for id, lc := range rs.clients {
+	for id, lc := range rs.leases {
 		if lc.busy && final {
 			return nil, nil, nil, fmt.Errorf("%w: a command waits on client %d", ErrHandoverBusy, id)
 		}

@@ -129,6 +129,8 @@ type Lockspaces struct {
 	cfg   LockspacesConfig
 	env   Env
 	usage LockspaceUsage // the resource side, wired by New
+	// clients is the client registry (the holders' kill settings), wired by New.
+	clients *ClientRegistry
 
 	wg sync.WaitGroup // every lockspace goroutine
 
@@ -161,7 +163,7 @@ func newLockspaces(cfg LockspacesConfig) *Lockspaces {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
 	}
-	return &Lockspaces{cfg: cfg}
+	return &Lockspaces{cfg: cfg, clients: NewClientRegistry()}
 }
 
 // wait stops every lockspace (without waiting for holders) and waits for

@@ -47,15 +47,13 @@ type Settings struct {
 }
 
 // Env is what the lease manager needs from the process that runs it: the
-// logger, the context that ends with the daemon, our host name, the
-// registered clients, and the descriptor guard of every disk open.
+// logger, the context that ends with the daemon, our host name, and the
+// descriptor guard of every disk open.
 type Env struct {
 	Log      *zap.Logger
 	Context  context.Context
 	HostName string
 	Settings Settings
-	// Clients finds registered clients by pid (kill escalation). nil: none.
-	Clients Clients
 	// GuardOpen, when set, wraps every disk opener (descriptor reserve).
 	GuardOpen func(OpenFunc) OpenFunc
 	// OnRenewal, when set, returns the delta.Config.OnRenewal hook of a
@@ -93,33 +91,11 @@ func (e *Env) await(ch <-chan struct{}) {
 // OpenFunc opens a lease disk.
 type OpenFunc = func(path string) (diskfmt.Device, error)
 
-// ClientID identifies a registered client for as long as the daemon runs
-// (never reused, unlike connection slots).
+// ClientID identifies a client for as long as the daemon runs (never
+// reused, unlike connection slots): the daemon keeps the connection, the
+// manager keys the client's state (Manager.Clients) and its leases by ID.
+// 0 is no client.
 type ClientID uint64
-
-// Client is the lease manager's view of a registered client: the daemon
-// keeps the connection, the manager keys its lease state by ID.
-type Client interface {
-	ID() ClientID
-	Pid() int
-	// Restricted returns the RESTRICT flags.
-	Restricted() uint32
-	// Killpath returns the KILLPATH program, its arguments and the client
-	// flags (wire.KillpathPID).
-	Killpath() (path, args string, flags uint32)
-	// NoteKill records a signal or kill program sent by the escalation
-	// (shown in the CLIENT record); runpath says a kill program was run.
-	NoteKill(count int, last uint64, runpath bool)
-	// ResetKill clears the kill count once the client holds nothing.
-	ResetKill()
-	// SetName sets the client record name (ACQUIRE owner_name).
-	SetName(name string)
-}
-
-// Clients finds the registered client of a pid.
-type Clients interface {
-	ClientByPid(pid int) (Client, bool)
-}
 
 // Listener is a REG_EVENT connection handed to a lockspace.
 type Listener interface {
@@ -133,12 +109,15 @@ type Listener interface {
 	Close() error
 }
 
-// Manager is the lease manager of one host: the lockspaces (delta leases)
-// and the resources (paxos leases) of its clients, wired to each other at
-// construction. It knows nothing of sockets.
+// Manager is the lease manager of one host: the lockspaces (delta leases),
+// the resources (paxos leases) of its clients and the clients' state,
+// wired to each other at construction. It knows nothing of sockets.
 type Manager struct {
 	Lockspaces *Lockspaces
 	Resources  *Resources
+	// Clients is the state of each client (registration, restrict
+	// flags, kill program, kill marks); the daemon enters its connections.
+	Clients *ClientRegistry
 }
 
 // New returns a manager with no lockspaces. Nothing runs until Start.
@@ -153,7 +132,9 @@ func New(cfg Config) *Manager {
 	if res.cfg.Clock == nil {
 		res.cfg.Clock = ls.cfg.Clock
 	}
-	return &Manager{Lockspaces: ls, Resources: res}
+	cl := NewClientRegistry()
+	ls.clients, res.clients = cl, cl
+	return &Manager{Lockspaces: ls, Resources: res, Clients: cl}
 }
 
 // Start binds the manager to its environment; call it once, before any

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,38 +20,19 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// testClient is a registered client as the daemon would present it.
+// testClient is a registered client: newTestManager enters it in the
+// manager's client registry as the daemon enters a connection.
 type testClient struct {
 	id  ClientID
 	pid int
-
-	mu       sync.Mutex
-	name     string
-	kills    int
-	restrict uint32
-}
-
-func (c *testClient) ID() ClientID                       { return c.id }
-func (c *testClient) Pid() int                           { return c.pid }
-func (c *testClient) Restricted() uint32                 { return c.restrict }
-func (c *testClient) Killpath() (string, string, uint32) { return "", "", 0 }
-func (c *testClient) NoteKill(count int, _ uint64, _ bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.kills = count
-}
-func (c *testClient) ResetKill() {}
-func (c *testClient) SetName(n string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.name = n
 }
 
 type testClients map[int]*testClient
 
-func (m testClients) ClientByPid(pid int) (Client, bool) {
-	c, ok := m[pid]
-	return c, ok
+// status returns c's state in m's client registry.
+func (c *testClient) status(m *Manager) ClientStatus {
+	st, _ := m.Clients.Status(c.id)
+	return st
 }
 
 // testDisk is an in-memory lease disk that can be made to fail every I/O
@@ -104,7 +86,10 @@ func newTestManagerClock(t *testing.T, clk clock.Clock, kill func(pid int, sig s
 	})
 	mctx, cancel := context.WithCancel(ctx)
 	st.WatchdogFireTimeout = 60 // the daemon's default
-	m.Start(Env{Context: mctx, HostName: "hostA", Clients: clients, Settings: st})
+	for _, c := range clients {
+		m.Clients.Add(c.id, ClientStatus{Order: c.pid, Pid: c.pid, Registered: true, Name: strconv.Itoa(c.pid)})
+	}
+	m.Start(Env{Context: mctx, HostName: "hostA", Settings: st})
 	require.NoError(t, m.Lockspaces.Add(ctx, AddRequest{Lockspace: testLS, IOTimeout: 1}))
 	return m, dead, func() { cancel(); m.Stop() }
 }
@@ -143,11 +128,11 @@ func TestManagerLeases(t *testing.T) {
 		ctx := context.Background()
 		r := m.Resources
 
-		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}, OwnerName: "vm1"}))
-		assert.Equal(t, "vm1", a.name)
-		err := r.Acquire(ctx, b, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}})
+		require.NoError(t, r.Acquire(ctx, a.id, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}, OwnerName: "vm1"}))
+		assert.Equal(t, "vm1", a.status(m).Name)
+		err := r.Acquire(ctx, b.id, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}})
 		assert.Error(t, err, "a second exclusive holder on the same host")
-		held, err := r.Inquire(a)
+		held, err := r.Inquire(a.id)
 		require.NoError(t, err)
 		require.Len(t, held, 1)
 		assert.Equal(t, "R0", held[0].Name)
@@ -155,30 +140,30 @@ func TestManagerLeases(t *testing.T) {
 
 		// Shared by both clients, then released by one.
 		sh := testRes(1, wire.ResShared)
-		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []wire.Resource{sh}}))
-		require.NoError(t, r.Acquire(ctx, b, AcquireRequest{Resources: []wire.Resource{sh}}))
-		n, err := r.Release(ctx, b, ReleaseRequest{Resources: []wire.Resource{sh}})
+		require.NoError(t, r.Acquire(ctx, a.id, AcquireRequest{Resources: []wire.Resource{sh}}))
+		require.NoError(t, r.Acquire(ctx, b.id, AcquireRequest{Resources: []wire.Resource{sh}}))
+		n, err := r.Release(ctx, b.id, ReleaseRequest{Resources: []wire.Resource{sh}})
 		require.NoError(t, err)
 		assert.Zero(t, n)
-		_, err = r.Release(ctx, b, ReleaseRequest{Resources: []wire.Resource{sh}})
+		_, err = r.Release(ctx, b.id, ReleaseRequest{Resources: []wire.Resource{sh}})
 		assert.Equal(t, rescode.Code(rescode.RvEPERM), rescode.CodeOf(err), "not held by b any more")
 
 		// A persistent lease becomes an orphan when its client dies; the
 		// others are released in the background.
-		require.NoError(t, r.Acquire(ctx, a, AcquireRequest{Resources: []wire.Resource{testRes(2, wire.ResPersistent)}}))
-		r.ClientDead(a.ID())
+		require.NoError(t, r.Acquire(ctx, a.id, AcquireRequest{Resources: []wire.Resource{testRes(2, wire.ResPersistent)}}))
+		r.ClientDead(a.id)
 		synctest.Wait()
 		assert.Equal(t, []string{"R2:orphan"}, lists(m))
 		all, orphans := r.SpaceResources("LS")
 		assert.Equal(t, 1, all)
 		assert.Equal(t, 1, orphans)
-		_, err = r.Inquire(b)
+		_, err = r.Inquire(b.id)
 		require.NoError(t, err)
 		// The orphan is adopted by an ORPHAN acquire, then released.
-		require.NoError(t, r.Acquire(ctx, b, AcquireRequest{Resources: []wire.Resource{testRes(2, wire.ResPersistent)},
+		require.NoError(t, r.Acquire(ctx, b.id, AcquireRequest{Resources: []wire.Resource{testRes(2, wire.ResPersistent)},
 			Flags: wire.AcquireOrphan}))
 		assert.Equal(t, []string{"R2:held"}, lists(m))
-		_, err = r.Release(ctx, b, ReleaseRequest{Flags: wire.RelAll})
+		_, err = r.Release(ctx, b.id, ReleaseRequest{Flags: wire.RelAll})
 		require.NoError(t, err)
 		assert.Empty(t, lists(m))
 
@@ -207,14 +192,14 @@ func TestManagerEscalation(t *testing.T) {
 			defer mu.Unlock()
 			sigs = append(sigs, sent{time.Since(start).Round(time.Second), sig})
 			if sig == syscall.SIGKILL {
-				go m.Resources.ClientDead(a.ID()) // the holder dies
+				go m.Resources.ClientDead(a.id) // the holder dies
 			}
 			return nil
 		}
 		m, dead, stop := newTestManager(t, kill, testClients{100: a}, Settings{KillGraceSeconds: 3})
 		defer stop()
 		ctx := context.Background()
-		require.NoError(t, m.Resources.Acquire(ctx, a, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}}))
+		require.NoError(t, m.Resources.Acquire(ctx, a.id, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}}))
 		start = time.Now()
 		dead.Store(true)
 		require.NoError(t, m.Lockspaces.Inq(ctx, InqRequest{Lockspace: testLS}))
@@ -230,7 +215,7 @@ func TestManagerEscalation(t *testing.T) {
 			assert.Equal(t, syscall.SIGTERM, s.sig)
 		}
 		assert.Less(t, sigs[0].at, last.at, "SIGTERM first, SIGKILL after the grace period")
-		assert.Equal(t, len(sigs), a.kills)
+		assert.Equal(t, len(sigs), a.status(m).KillCount)
 		assert.Zero(t, m.Lockspaces.Count(), "the lockspace left once its holder was gone")
 		assert.Empty(t, lists(m))
 	})

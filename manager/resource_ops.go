@@ -9,16 +9,16 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// begin marks the lease state of client cl busy: one W-reg command at a
+// begin marks the lease state of client id busy: one W-reg command at a
 // time per client (docs/protocol.md "Dispatch classes"). Every successful
 // call must be paired with done.
-func (m *Resources) begin(cl Client) (*leaseClient, error) {
+func (m *Resources) begin(id ClientID) (*leaseClient, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lc := m.clients[cl.ID()]
+	lc := m.leases[id]
 	if lc == nil {
-		lc = &leaseClient{cl: cl}
-		m.clients[cl.ID()] = lc
+		lc = &leaseClient{id: id}
+		m.leases[id] = lc
 	}
 	if lc.busy || lc.dead {
 		return nil, rescode.ErrEBUSY
@@ -63,9 +63,9 @@ type AcquireRequest struct {
 	OwnerName string // the client record's new name
 }
 
-// Acquire acquires req.Resources for client cl, all or none.
-func (m *Resources) Acquire(ctx context.Context, cl Client, req AcquireRequest) error {
-	lc, err := m.begin(cl)
+// Acquire acquires req.Resources for client id, all or none.
+func (m *Resources) Acquire(ctx context.Context, id ClientID, req AcquireRequest) error {
+	lc, err := m.begin(id)
 	if err == nil {
 		err = m.acquire(ctx, lc, req)
 	}
@@ -73,9 +73,9 @@ func (m *Resources) Acquire(ctx context.Context, cl Client, req AcquireRequest) 
 }
 
 func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireRequest) error {
-	t := lc.cl
-	t.SetName(q.OwnerName)
-	pid := t.Pid()
+	m.clients.SetName(lc.id, q.OwnerName)
+	cs, _ := m.clients.Status(lc.id)
+	pid := cs.Pid
 
 	hosts := make([]*paxos.Host, len(q.Resources))
 	for i := range q.Resources {
@@ -95,7 +95,7 @@ func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireReque
 	for i := range q.Resources {
 		m.mu.Lock()
 		m.lastTokID++
-		tk := &token{id: m.lastTokID, cl: t, pid: pid, res: q.Resources[i], flags: q.Resources[i].Flags}
+		tk := &token{id: m.lastTokID, client: lc.id, pid: pid, res: q.Resources[i], flags: q.Resources[i].Flags}
 		m.mu.Unlock()
 		if err := m.acquireToken(ctx, tk, hosts[i], q.Flags); err != nil {
 			undo()
@@ -127,14 +127,15 @@ func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireReque
 	return nil
 }
 
-// ClientCmd runs f as a W-reg command of client cl that needs no lease
-// work (KILLPATH): busy marking only.
-func (m *Resources) ClientCmd(cl Client, f func()) error {
-	lc, err := m.begin(cl)
+// SetKillpath is KILLPATH (docs/protocol.md "Kill program"): a W-reg
+// command of client id that sets its kill program, its arguments and,
+// of flags, wire.KillpathPID.
+func (m *Resources) SetKillpath(id ClientID, path, args string, flags uint32) error {
+	lc, err := m.begin(id)
 	if err != nil {
 		return err
 	}
-	f()
+	m.clients.SetKillpath(id, path, args, flags)
 	m.done(lc)
 	return nil
 }
@@ -145,10 +146,10 @@ type ReleaseRequest struct {
 	Flags     uint32 // client.Rel* command flags
 }
 
-// Release releases resources of client cl. With wire.RelOrphan n is
+// Release releases resources of client id. With wire.RelOrphan n is
 // the number of orphans moved to release.
-func (m *Resources) Release(ctx context.Context, cl Client, req ReleaseRequest) (n int, err error) {
-	lc, err := m.begin(cl)
+func (m *Resources) Release(ctx context.Context, id ClientID, req ReleaseRequest) (n int, err error) {
+	lc, err := m.begin(id)
 	if err != nil {
 		return 0, err
 	}
@@ -202,7 +203,7 @@ func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseReque
 	empty := len(lc.tokens) == 0
 	m.mu.Unlock()
 	if empty {
-		lc.cl.ResetKill()
+		m.clients.ResetKill(lc.id)
 	}
 	return 0, result
 }
@@ -226,10 +227,10 @@ func (m *Resources) releaseOrphans(space, name string) int {
 	return len(rs)
 }
 
-// Inquire lists the resources client cl holds (docs/protocol.md
+// Inquire lists the resources client id holds (docs/protocol.md
 // "Commands" #9, docs/paxos.md "inquire").
-func (m *Resources) Inquire(cl Client) ([]wire.Resource, error) {
-	lc, err := m.begin(cl)
+func (m *Resources) Inquire(id ClientID) ([]wire.Resource, error) {
+	lc, err := m.begin(id)
 	if err != nil {
 		return nil, err
 	}
@@ -256,10 +257,10 @@ type ConvertRequest struct {
 	Flags    uint32         // wire.ConvertOwnerNowait
 }
 
-// Convert converts a held resource of client cl between shared and
+// Convert converts a held resource of client id between shared and
 // exclusive.
-func (m *Resources) Convert(ctx context.Context, cl Client, req ConvertRequest) error {
-	lc, err := m.begin(cl)
+func (m *Resources) Convert(ctx context.Context, id ClientID, req ConvertRequest) error {
+	lc, err := m.begin(id)
 	if err != nil {
 		return err
 	}
@@ -319,7 +320,8 @@ func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertReque
 		tk.lver = 0
 	} else {
 		r.pid = tk.pid
-		r.restrict = lc.cl.Restricted() & (wire.RestrictSigkill | wire.RestrictSigterm)
+		cs, _ := m.clients.Status(lc.id)
+		r.restrict = cs.Restrict & (wire.RestrictSigkill | wire.RestrictSigterm)
 		tk.flags &^= wire.ResShared
 		tk.lver = lver
 	}

@@ -14,7 +14,7 @@ import (
 // for the client, that command does it when it finishes.
 func (m *Resources) ClientDead(id ClientID) {
 	m.mu.Lock()
-	lc := m.clients[id]
+	lc := m.leases[id]
 	if lc == nil {
 		m.mu.Unlock()
 		return

@@ -85,21 +85,21 @@ type resource struct {
 
 // token is one client's hold on one resource (docs/paxos.md "Tokens and resources").
 type token struct {
-	id    uint32
-	r     *resource
-	cl    Client
-	pid   int
-	res   wire.Resource // as requested, with its disks
-	lver  uint64        // the lver inquire reports (EX)
-	flags uint32        // res.Flags at acquire (SHARED, PERSISTENT, ...)
+	id     uint32
+	r      *resource
+	client ClientID
+	pid    int
+	res    wire.Resource // as requested, with its disks
+	lver   uint64        // the lver inquire reports (EX)
+	flags  uint32        // res.Flags at acquire (SHARED, PERSISTENT, ...)
 }
 
 func (t *token) shared() bool { return t.flags&wire.ResShared != 0 }
 
 // leaseClient is the lease state of a registered client, keyed by its
-// ClientID in Resources.clients.
+// ClientID in Resources.leases.
 type leaseClient struct {
-	cl     Client
+	id     ClientID
 	tokens []*token
 	busy   bool // a W-reg command targets this client
 	dead   bool // the connection ended while busy
@@ -113,12 +113,15 @@ type leaseClient struct {
 type Resources struct {
 	cfg    ResourcesConfig
 	env    Env
-	spaces spaceView  // the lockspace side, wired by New
-	disks  *diskCache // one open per resource disk path, shared by its leases
+	spaces spaceView // the lockspace side, wired by New
+	// clients is the client registry (pid, name, restrict flags, kill
+	// program), wired by New; Resources.mu may be held when it is used.
+	clients *ClientRegistry
+	disks   *diskCache // one open per resource disk path, shared by its leases
 
 	mu        sync.Mutex
 	res       map[resKey]*resource
-	clients   map[ClientID]*leaseClient
+	leases    map[ClientID]*leaseClient
 	lastResID uint32
 	lastTokID uint32
 	stopped   bool
@@ -148,7 +151,7 @@ func newResources(cfg ResourcesConfig) *Resources {
 	if cfg.RunKillpath == nil {
 		cfg.RunKillpath = startKillpath
 	}
-	m := &Resources{cfg: cfg, res: make(map[resKey]*resource), clients: make(map[ClientID]*leaseClient)}
+	m := &Resources{cfg: cfg, res: make(map[resKey]*resource), leases: make(map[ClientID]*leaseClient), clients: NewClientRegistry()}
 	// cfg.Open is looked up at each open: tests replace it afterwards.
 	m.disks = newDiskCache(func(p string) (diskfmt.Device, error) { return m.cfg.Open(p) })
 	return m
@@ -195,8 +198,8 @@ func (m *Resources) RunKillpath(argv []string) error { return m.cfg.RunKillpath(
 
 // forget drops the lease state of a dead client. Called with m.mu.
 func (m *Resources) forget(lc *leaseClient) {
-	if id := lc.cl.ID(); m.clients[id] == lc {
-		delete(m.clients, id)
+	if m.leases[lc.id] == lc {
+		delete(m.leases, lc.id)
 	}
 }
 
@@ -278,11 +281,12 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	m.lastResID++
 	r = &resource{key: key, id: m.lastResID, list: resAdd, shared: shared, host: host,
 		disks: t.res.Disks, tokens: []*token{t}}
+	cs, _ := m.clients.Status(t.client)
 	if !shared {
 		r.pid = t.pid
-		r.restrict = t.cl.Restricted() & (wire.RestrictSigkill | wire.RestrictSigterm)
+		r.restrict = cs.Restrict & (wire.RestrictSigkill | wire.RestrictSigterm)
 	}
-	r.killpath, r.killargs, _ = t.cl.Killpath()
+	r.killpath, r.killargs = cs.KillPath, cs.KillArgs
 	t.r = r
 	m.res[key] = r
 	m.mu.Unlock()

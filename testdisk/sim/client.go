@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gosanlock/gosanlock/manager"
@@ -9,9 +10,10 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// client is a simulated registered process (manager.Client): it acquires
-// and releases through the manager's typed API, can die holding leases,
-// and is signalled by the manager's escalation (inst.kill).
+// client is a simulated registered process, entered in the manager's
+// client registry as the daemon enters a connection: it acquires and
+// releases through the manager's typed API, can die holding leases, and
+// is signalled by the manager's escalation (inst.kill).
 type client struct {
 	in    *inst
 	id    manager.ClientID
@@ -24,23 +26,7 @@ type client struct {
 	frozen   bool  // stuck and signalled: does nothing more
 	dead     bool  // exited or killed
 	holds    []int // resources it holds, as the checker knows them
-	kills    int   // signals noted by the manager
 }
-
-func (c *client) ID() manager.ClientID { return c.id }
-func (c *client) Pid() int             { return c.pid }
-func (c *client) Restricted() uint32   { return c.restrict }
-func (c *client) Killpath() (string, string, uint32) {
-	if !c.killpath {
-		return "", "", 0
-	}
-	return killProgram, "", wire.KillpathPID
-}
-func (c *client) NoteKill(count int, _ uint64, _ bool) {
-	c.kills = count
-}
-func (c *client) ResetKill()     {}
-func (c *client) SetName(string) {}
 
 // killProgram is the kill program of the clients that set one; the
 // simulator's RunKillpath (inst.runKillpath) plays it.
@@ -61,6 +47,11 @@ func (in *inst) newClient() *client {
 		c.restrict = wire.RestrictSigterm
 	}
 	in.clients[c.pid] = c
+	st := manager.ClientStatus{Order: c.pid, Pid: c.pid, Registered: true, Name: strconv.Itoa(c.pid), Restrict: c.restrict}
+	if c.killpath {
+		st.KillPath, st.Flags = killProgram, wire.KillpathPID
+	}
+	in.m.Clients.Add(c.id, st)
 	return c
 }
 
@@ -75,6 +66,7 @@ func (in *inst) exit(c *client) {
 	c.holds = nil
 	c.dead = true
 	delete(in.clients, c.pid)
+	in.m.Clients.Remove(c.id)
 	in.m.Resources.ClientDead(c.id)
 }
 
@@ -91,7 +83,7 @@ type orphan struct {
 // believes it holds.
 func (in *inst) lver(c *client, ri int) uint64 {
 	s := in.s
-	list, err := in.m.Resources.Inquire(c)
+	list, err := in.m.Resources.Inquire(c.id)
 	if err != nil {
 		s.check.fail("%s: inquire of pid %d failed: %v", in.name, c.pid, err)
 		return 0
@@ -141,7 +133,7 @@ func (in *inst) worker() {
 			ri = o.ri
 			if in.rnd.IntN(2) == 0 {
 				s.counts.Releases++
-				n, err := res.Release(in.ctx, c, manager.ReleaseRequest{Flags: wire.RelOrphan,
+				n, err := res.Release(in.ctx, c.id, manager.ReleaseRequest{Flags: wire.RelOrphan,
 					Resources: []wire.Resource{s.resource(ri, 0)}})
 				s.tracef(name, "pid %d release orphan %s: %d, %v", c.pid, s.names[ri], n, err)
 				if err == nil {
@@ -171,7 +163,7 @@ func (in *inst) worker() {
 		shared := flags&wire.ResShared != 0
 		s.tracef(name, "pid %d acquire %s %s flags %#x cmd %#x", c.pid, s.names[ri], mode(shared), flags, cmd)
 		s.counts.Acquires++
-		err := res.Acquire(in.ctx, c, manager.AcquireRequest{Resources: []wire.Resource{s.resource(ri, flags)}, Flags: cmd})
+		err := res.Acquire(in.ctx, c.id, manager.AcquireRequest{Resources: []wire.Resource{s.resource(ri, flags)}, Flags: cmd})
 		if c.dead {
 			s.tracef(name, "pid %d acquire %s ended after its death: %v", c.pid, s.names[ri], err)
 			continue
@@ -214,7 +206,7 @@ func (in *inst) worker() {
 		c.holds = nil
 		s.counts.Releases++
 		s.tracef(name, "pid %d release %s", c.pid, s.names[ri])
-		if _, err := res.Release(in.ctx, c, manager.ReleaseRequest{Resources: []wire.Resource{s.resource(ri, 0)}}); err != nil {
+		if _, err := res.Release(in.ctx, c.id, manager.ReleaseRequest{Resources: []wire.Resource{s.resource(ri, 0)}}); err != nil {
 			s.tracef(name, "pid %d release %s failed: %v", c.pid, s.names[ri], err)
 		} else {
 			s.counts.ReleaseOK++
@@ -239,7 +231,7 @@ func (in *inst) contender() {
 			c = in.newClient()
 		}
 		s.counts.Acquires++
-		err := res.Acquire(in.ctx, c, manager.AcquireRequest{Resources: []wire.Resource{r0}, Flags: wire.AcquireOwnerNowait})
+		err := res.Acquire(in.ctx, c.id, manager.AcquireRequest{Resources: []wire.Resource{r0}, Flags: wire.AcquireOwnerNowait})
 		if c.dead {
 			continue
 		}
@@ -264,7 +256,7 @@ func (in *inst) contender() {
 		s.check.released(c, 0)
 		c.holds = nil
 		s.counts.Releases++
-		if _, err := res.Release(in.ctx, c, manager.ReleaseRequest{Resources: []wire.Resource{r0}}); err == nil {
+		if _, err := res.Release(in.ctx, c.id, manager.ReleaseRequest{Resources: []wire.Resource{r0}}); err == nil {
 			s.counts.ReleaseOK++
 		}
 	}

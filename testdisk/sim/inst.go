@@ -58,7 +58,7 @@ func (s *Sim) startInstance(sl *slot) {
 			RunKillpath: in.runKillpath},
 	})
 	in.m.Start(manager.Env{
-		Context: in.ctx, HostName: fmt.Sprintf("host%d", sl.id), Clients: in,
+		Context: in.ctx, HostName: fmt.Sprintf("host%d", sl.id),
 		Settings: manager.Settings{UseWatchdog: true, WatchdogFireTimeout: s.cfg.W, KillGraceSeconds: killGrace},
 		Go: func(fn func()) {
 			in.goN++
@@ -245,10 +245,4 @@ func (in *inst) runKillpath(argv []string) error {
 		in.signal(c, "killpath", false)
 	}
 	return nil
-}
-
-// ClientByPid implements manager.Clients.
-func (in *inst) ClientByPid(pid int) (manager.Client, bool) {
-	c, ok := in.clients[pid]
-	return c, ok
 }
