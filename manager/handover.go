@@ -335,3 +335,45 @@ func hostTableIn(t *handover.HostTable) (*delta.HostTableState, error) {
 	}
 	return out, nil
 }
+
+// ExpectAdd notes that an ADD_LOCKSPACE of lockspace name, handed over by
+// a live reexec, will run (the new image, before it serves): until it
+// does, inq reports the lockspace in progress, as the old image did.
+func (m *Lockspaces) ExpectAdd(name string) {
+	m.mu.Lock()
+	m.expectLocked(name)
+	m.mu.Unlock()
+}
+
+func (m *Lockspaces) expectLocked(name string) {
+	if m.restarting == nil {
+		m.restarting = map[string]int{}
+	}
+	m.restarting[name]++
+}
+
+// ErrRestart is the cancel cause of a request that a live reexec hands
+// over to the new image, which runs it again (docs/upgrade.md "Pending
+// requests"). A command cancelled with it leaves what a failed attempt
+// leaves.
+var ErrRestart = errors.New("request restarted by a handover")
+
+// cancelAdd ends a join whose ADD_LOCKSPACE is handed over: as a
+// rem_lockspace during the add (the acquire is aborted or the add undone,
+// the entry freed, the delta lease released if it was acquired), unless
+// the join has already completed, which then stands. It returns the add's
+// result once the entry is either joined or gone.
+func (m *Lockspaces) cancelAdd(sp *space) error {
+	m.mu.Lock()
+	if sp.list == listAdd {
+		sp.removeReq = true
+		sp.cancel()
+		m.expectLocked(sp.ls.Name)
+	}
+	m.mu.Unlock()
+	<-sp.addDone
+	if sp.addResult != nil {
+		<-sp.gone
+	}
+	return sp.addResult
+}
