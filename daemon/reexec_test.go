@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -186,27 +185,5 @@ func init() {
 	startExe = "/bin/false"
 }
 
-var reexecBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// reexecBinary builds our sanlock binary once per test binary.
-func reexecBinary(t *testing.T) string {
-	t.Helper()
-	reexecBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "gsrx")
-		if err != nil {
-			reexecBin.err = err
-			return
-		}
-		reexecBin.path = filepath.Join(dir, "sanlock")
-		out, err := exec.Command("go", "build", "-o", reexecBin.path, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()
-		if err != nil {
-			reexecBin.err = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	require.NoError(t, reexecBin.err)
-	return reexecBin.path
-}
+// reexecBinary is our sanlock binary (testutil.SanlockBinary).
+func reexecBinary(t *testing.T) string { return testutil.SanlockBinary(t) }

@@ -3,14 +3,12 @@ package proctest
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -288,37 +286,5 @@ func gone(pid int) bool {
 	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
-var reexecBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// reexecBinary is our sanlock binary: $GOSANLOCK_TEST_SANLOCK when set
-// (make test passes the bin/sanlock it built), else one built once per
-// test binary. Tests run copies of it (startProcDaemonBin), so that they
-// can replace the file under a running daemon.
-func reexecBinary(t *testing.T) string {
-	t.Helper()
-	reexecBin.once.Do(func() {
-		if p := os.Getenv("GOSANLOCK_TEST_SANLOCK"); p != "" {
-			// Resolved: a test compares it with /proc/PID/exe.
-			if reexecBin.path, reexecBin.err = filepath.Abs(p); reexecBin.err == nil {
-				reexecBin.path, reexecBin.err = filepath.EvalSymlinks(reexecBin.path)
-			}
-			return
-		}
-		dir, err := os.MkdirTemp("", "gsrx")
-		if err != nil {
-			reexecBin.err = err
-			return
-		}
-		reexecBin.path = filepath.Join(dir, "sanlock")
-		out, err := exec.Command("go", "build", "-o", reexecBin.path, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()
-		if err != nil {
-			reexecBin.err = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	require.NoError(t, reexecBin.err)
-	return reexecBin.path
-}
+// reexecBinary is our sanlock binary (testutil.SanlockBinary).
+func reexecBinary(t *testing.T) string { return testutil.SanlockBinary(t) }
