@@ -438,10 +438,13 @@ func ReadBuf(ctx context.Context, dev Device, n int, off int64) (*Buf, error) {
 	b := GetBuf(n)
 	if err := dev.ReadAt(ctx, b.Bytes(), off); err != nil {
 		// A device that gave up on its context (deadline or cancel) may
-		// still be filling b: drop it, never pool it.
+		// still be filling b through the bare slice: drop it, never pool
+		// it, and never unmap its memory (abandon).
 		if !errors.Is(err, rescode.ErrIOTimeout) && !errors.Is(err, context.DeadlineExceeded) &&
 			!errors.Is(err, context.Canceled) {
 			b.Release()
+		} else {
+			b.abandon()
 		}
 		return nil, err
 	}

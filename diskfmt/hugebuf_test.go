@@ -1,11 +1,14 @@
 package diskfmt
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"unsafe"
+
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // TestHugeBufs: buffers of 1 MiB and more come from 2 MiB-aligned regions
@@ -69,4 +72,42 @@ func TestHugeBufs(t *testing.T) {
 	if s := GetBuf(64 << 10); s.region != nil {
 		t.Fatalf("a 64 KiB buffer came from a huge-page region")
 	}
+}
+
+// lateDevice gives up on its context at once but keeps the slice it was
+// handed, as a device that goes on filling it in the background would.
+type lateDevice struct{ kept []byte }
+
+func (d *lateDevice) ReadAt(ctx context.Context, p []byte, off int64) error {
+	d.kept = p
+	return rescode.ErrIOTimeout
+}
+func (d *lateDevice) WriteAt(context.Context, []byte, int64) error { return nil }
+func (d *lateDevice) SectorSize() int                              { return 512 }
+func (d *lateDevice) Close() error                                 { return nil }
+
+// TestHugeBufAbandoned: a read that timed out on a Device that is not a
+// BufReader abandons its buffer; the region stays mapped for good, so the
+// device's late write into the bytes it kept is harmless.
+func TestHugeBufAbandoned(t *testing.T) {
+	if hugeOff.Load() {
+		t.Skip("huge-page regions are off in this process")
+	}
+	abandoned.Lock()
+	before := len(abandoned.regions)
+	abandoned.Unlock()
+	d := &lateDevice{}
+	if _, err := ReadBuf(t.Context(), d, 1<<20, 0); err == nil {
+		t.Fatal("read did not fail")
+	}
+	abandoned.Lock()
+	after := len(abandoned.regions)
+	abandoned.Unlock()
+	if after != before+1 {
+		t.Fatalf("abandoned regions %d, want %d", after, before+1)
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	d.kept[0], d.kept[len(d.kept)-1] = 1, 2 // the late write: still mapped
 }
