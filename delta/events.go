@@ -100,10 +100,9 @@ func (n *Notifier) Event() HostEvent { return n.event }
 // Build returns the bitmap and the extras for a renewal at time now (spec:
 // docs/delta.md "Sending requests and events"): a host's bit is set while less than
 // set_bitmap_seconds passed since it was requested; older requests are forgotten. Our own
-// bit is never set.
+// bit is never set. The bitmap is nil when no bit is set.
 func (n *Notifier) Build(now, ourID uint64) ([]byte, HostEvent) {
-	bitmap := make([]byte, diskfmt.BitmapSize)
-	sector := make([]byte, diskfmt.BitmapOffset+diskfmt.BitmapSize) // BitmapSet works on a sector
+	var bitmap []byte // nil while no bit is set: the common case allocates nothing
 	for i, t := range n.setBitTime {
 		id := uint64(i + 1)
 		if t == 0 || id == ourID {
@@ -113,9 +112,14 @@ func (n *Notifier) Build(now, ourID uint64) ([]byte, HostEvent) {
 			n.setBitTime[i] = 0
 			continue
 		}
-		diskfmt.BitmapSet(sector, id)
+		if i >= diskfmt.BitmapSize*8 {
+			continue
+		}
+		if bitmap == nil {
+			bitmap = make([]byte, diskfmt.BitmapSize)
+		}
+		bitmap[i/8] |= 1 << (i % 8) // as diskfmt.BitmapSet lays bits out
 	}
-	copy(bitmap, sector[diskfmt.BitmapOffset:])
 	return bitmap, n.event
 }
 

@@ -47,7 +47,10 @@ func (l *Lease) sectorOffset() int64 {
 // ioContext is the context of one I/O: the caller's values without its
 // cancellation, plus the I/O timeout as deadline.
 func ioContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return context.WithTimeout(ctx, timeout)
 }
 
 // read reads n bytes at off into a pooled buffer that the caller

@@ -270,6 +270,11 @@ type renewer struct {
 	last        diskfmt.Leader // our last good record
 	prevOK      bool           // last acquire/renewal attempt succeeded
 	lastSuccess uint64
+
+	// ioCtx is the renewals' I/O context for the renewal context ioFor:
+	// background I/O, the caller's cancellation stripped (each I/O has its
+	// own timeout), made once instead of at every renewal.
+	ioCtx, ioFor context.Context
 }
 
 // releaseLate is the release after failed renewals (ReleaseWhenBack).
@@ -318,7 +323,10 @@ func (r *renewer) renew(ctx context.Context) {
 
 	// Renewals are background I/O: their latency does not matter, their
 	// wake-ups of an idle process do (diskfmt.Background).
-	out, err := ls.lease.Renew(diskfmt.Background(ctx), RenewInput{Last: r.last, PrevOK: r.prevOK, Bitmap: bitmap, Event: ev})
+	if r.ioFor != ctx {
+		r.ioCtx, r.ioFor = context.WithoutCancel(diskfmt.Background(ctx)), ctx
+	}
+	out, err := ls.lease.Renew(r.ioCtx, RenewInput{Last: r.last, PrevOK: r.prevOK, Bitmap: bitmap, Event: ev})
 	code := rescode.CodeOf(err)
 
 	ls.mu.Lock()

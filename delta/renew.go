@@ -68,7 +68,9 @@ func CheckRenewRecord(raw []byte, space string, last *diskfmt.Leader, prevOK boo
 		rec.ResourceName != last.ResourceName {
 		return rec, rescode.ErrRenewOwner
 	}
-	if prevOK && !bytes.Equal(raw[:diskfmt.LeaderSize], recordBytes(last)) {
+	var want [diskfmt.LeaderSize]byte
+	last.Encode(want[:])
+	if prevOK && !bytes.Equal(raw[:diskfmt.LeaderSize], want[:]) {
 		return rec, rescode.ErrRenewDiff
 	}
 	return rec, nil

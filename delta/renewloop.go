@@ -5,35 +5,43 @@ import (
 	"time"
 )
 
-// loop is the renewal loop (docs/delta.md "Renewal loop"): 1-second
-// checks while the last success L is younger than id_renewal_seconds,
-// then 0.5 s and a renewal; after a failure the gap stays large, so
-// retries come about twice a second.
+// loop is the renewal loop (docs/delta.md "Renewal loop"): a renewal
+// every id_renewal_seconds + 0.5 s, and no sooner than 0.5 s after second
+// L+id_renewal_seconds of the clock (L, the last success, counts whole
+// seconds); after a failure retries come twice a second.
 //
-// The checks are not slept one by one: monotime counts whole seconds, so
-// the first check that finds the renewal due is the first at or after
-// second L+every of the clock, and the loop sleeps straight to it (plus
-// the 0.5 s): the same renewal times, one wake-up per renewal instead of
-// one a second. Before the first renewal the checks are shifted once by a
-// fraction of a second of the lockspace's own (renewPhase), so that
-// lockspaces joined together do not renew all at once: each renewal needs
-// a 1 MiB read buffer while it runs. The renewal still comes within
-// [L+every+0.5, L+every+1.5) seconds, as with any phase of the checks.
+// The loop sleeps straight to each renewal: one wake-up per renewal. The
+// renewals start on a grid of the clock, the multiples of renewGrid, and
+// the next one is due a fixed time after the previous one was due, not
+// after it ended: a lockspace's renewals do not drift by their own length,
+// so lockspaces of one daemon that renew at one instant keep doing so,
+// and share the wake-ups of the process. The first renewal after the join
+// is delayed by the lockspace's phase of a second (renewPhase), so that
+// lockspaces joined together fall into renewSlots groups instead of all
+// renewing at once (each renewal needs a 1 MiB read buffer while it runs).
+// A renewal comes within [L+every+0.5, L+every+1.5) seconds, as before
+// the grid (docs/delta.md).
 func (r *renewer) loop(ctx context.Context) {
 	clk := r.ls.cfg.Clock
-	every := uint64(r.ls.timing.IDRenewalSeconds())
-	shift := renewPhase(r.ls.cfg.Space, r.ls.cfg.HostID)
+	every := time.Duration(r.ls.timing.IDRenewalSeconds()) * time.Second
+	phase := renewPhase(r.ls.cfg.Space, r.ls.cfg.HostID)
+	var last time.Duration // when the last attempt was due to start (0: none yet)
 	r.ls.leaveRenewal(r, false)
 	for ctx.Err() == nil {
 		wait := 500 * time.Millisecond
-		if now := clk.Now(); uint64(now/time.Second)-r.lastSuccess < every {
-			check, due := now+shift, time.Duration(r.lastSuccess+every)*time.Second
-			if check < due {
-				check += (due - check + time.Second - 1) / time.Second * time.Second
+		if now := clk.Now(); uint64(now/time.Second)-r.lastSuccess < uint64(every/time.Second) {
+			at := time.Duration(r.lastSuccess)*time.Second + every + 500*time.Millisecond
+			if last > 0 {
+				at = max(at, last+every+500*time.Millisecond)
+			} else {
+				at += phase
 			}
-			wait += check - now
+			at = onGrid(max(at, now))
+			wait, last = at-now, at
+		} else {
+			at := onGrid(now + wait)
+			wait, last = at-now, at
 		}
-		shift = 0
 		if clk.Sleep(ctx, wait) != nil {
 			return
 		}
@@ -50,9 +58,28 @@ func (r *renewer) loop(ctx context.Context) {
 	}
 }
 
-// renewPhase is a fixed fraction of a second, [0, 1 s) in milliseconds,
-// derived from the lockspace name and host_id (FNV-1a): it differs between
-// lockspaces and needs no randomness.
+// onGrid is the first instant at or after t that is a whole multiple of
+// renewGrid on the clock.
+func onGrid(t time.Duration) time.Duration {
+	if off := t % renewGrid; off > 0 {
+		t += renewGrid - off
+	}
+	return t
+}
+
+// renewSlots is how many phases a second holds (renewPhase), renewGrid
+// the spacing of the instants renewals start at.
+const (
+	renewSlots = 4
+	renewGrid  = time.Second / renewSlots
+)
+
+// renewPhase is the lockspace's phase of the second, one of renewSlots
+// evenly spaced ones, picked by the lockspace name and host_id (FNV-1a):
+// it differs between most lockspaces and needs no randomness. Few slots
+// make lockspaces of one daemon share renewal instants (fewer wake-ups);
+// more than one keeps the renewals, and the 1 MiB read buffer each needs
+// while it runs, from coming all at once.
 func renewPhase(space string, hostID uint64) time.Duration {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(space); i++ {
@@ -61,7 +88,7 @@ func renewPhase(space string, hostID uint64) time.Duration {
 	for i := 0; i < 8; i++ {
 		h = (h ^ (hostID >> (8 * i) & 0xff)) * 1099511628211
 	}
-	return time.Duration(h%1000) * time.Millisecond
+	return time.Duration(h%renewSlots) * renewGrid
 }
 
 // renewUntilDone runs the renewal loop until the context ends, then

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,10 @@ func TestResumeContinuesRenewals(t *testing.T) {
 		_, err = h.ls.Resumable()
 		require.ErrorIs(t, err, delta.ErrNotResumable, "not paused")
 		sleep(seconds(5))
+		// Pause right after a renewal, so the new runner has nothing due.
+		for reads := h.ls.Status().Reads; h.ls.Status().Reads == reads; {
+			sleep(50 * time.Millisecond)
+		}
 
 		require.NoError(t, h.ls.Pause(ctx))
 		st, err := h.ls.Resumable()
@@ -87,7 +92,7 @@ func TestResumeHostTable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
-		h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
+		h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1, base: 1000*time.Second + 100*time.Millisecond})
 		h2 := startHost(t, ctx, m, hostOpts{hostID: 2, name: "hostB", io: 1})
 		require.Equal(t, rescode.OK, waitJoined(h))
 		require.Equal(t, rescode.OK, waitJoined(h2))
@@ -95,7 +100,12 @@ func TestResumeHostTable(t *testing.T) {
 			sleep(seconds(2))
 			h.ls.ProcessHosts()
 		}
-		sleep(seconds(3)) // a renewal read, not processed yet
+		// A renewal read, not processed yet: pause right after it, before
+		// the main loop's next pass (the passes fall 0.1 s after a whole
+		// second of the clock, the renewals on its quarter seconds).
+		for reads := h.ls.Status().Reads; h.ls.Status().Reads == reads; {
+			sleep(50 * time.Millisecond)
+		}
 		require.NoError(t, h.ls.Pause(ctx))
 		st, err := h.ls.Resumable()
 		require.NoError(t, err)
