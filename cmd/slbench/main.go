@@ -64,6 +64,7 @@ func run(args []string) int {
 	fs.IntVar(&cfg.Held, "held", cfg.Held, "held: leases held by one client")
 	fs.DurationVar(&cfg.HeldWindow, "held-window", cfg.HeldWindow, "held: CPU window while holding")
 	fs.StringVar(&hosts, "hosts", hosts, "multihost: comma-separated host counts")
+	fs.DurationVar(&cfg.MHSettle, "mh-settle", cfg.MHSettle, "multihost: wait after the joins before the idle window (a joined daemon settles: its first renewals, gosanlock's drop of start-up pages 5 s after its second renewal)")
 	fs.DurationVar(&cfg.MHIdle, "mh-idle", cfg.MHIdle, "multihost: idle window")
 	fs.DurationVar(&cfg.MHContend, "mh-contend", cfg.MHContend, "multihost: contention window")
 	fs.StringVar(&cfg.PprofDir, "pprof", "", "save CPU and heap profiles of gosanlock under the serial load in this directory (needs SANLOCK_PPROF support)")

@@ -71,6 +71,7 @@ type Config struct {
 	HeldWindow time.Duration // held: CPU window while holding
 
 	Hosts     []int         // multihost: host counts
+	MHSettle  time.Duration // multihost: wait after the joins before the idle window
 	MHIdle    time.Duration // multihost: idle window
 	MHContend time.Duration // multihost: contention window
 
@@ -91,7 +92,7 @@ func Defaults() Config {
 		IdleSmall: 20, IdleSmallTimeout: 1, IdleLarge: 100, IdleLargeTimeout: 10,
 		IdleSettle: 3 * time.Second, IdleWindow: 20 * time.Second, IdleLargeWindow: 40 * time.Second,
 		Held: 1000, HeldWindow: 20 * time.Second,
-		Hosts: []int{2, 8, 32, 64}, MHIdle: 15 * time.Second, MHContend: 60 * time.Second,
+		Hosts: []int{2, 8, 32, 64}, MHSettle: 12 * time.Second, MHIdle: 20 * time.Second, MHContend: 60 * time.Second,
 		PprofSeconds: 10 * time.Second,
 	}
 }
@@ -105,7 +106,7 @@ func (c Config) Quick() Config {
 	c.IdleSmall, c.IdleSmallTimeout, c.IdleLarge, c.IdleLargeTimeout = 2, 1, 3, 1
 	c.IdleSettle, c.IdleWindow, c.IdleLargeWindow = 0, time.Second/2, time.Second/2
 	c.Held, c.HeldWindow = 5, time.Second/2
-	c.Hosts, c.MHIdle, c.MHContend = []int{2}, time.Second/2, time.Second/2
+	c.Hosts, c.MHSettle, c.MHIdle, c.MHContend = []int{2}, 0, time.Second/2, time.Second/2
 	c.PprofSeconds = 2 * time.Second
 	return c
 }

@@ -20,7 +20,7 @@ import (
 // waiting a random 0-5 ms after a failed acquire.
 func (r *runner) multiHostCase(ctx context.Context) ([]*Table, error) {
 	c := &r.cfg
-	t := newTable(CaseMultiHost, fmt.Sprintf("H daemons on one lockspace and one resource, io_timeout %d: idle %s, then one client per host contends for %s", c.IOTimeout, c.MHIdle, c.MHContend), r.cols)
+	t := newTable(CaseMultiHost, fmt.Sprintf("H daemons on one lockspace and one resource, io_timeout %d: idle %s (from %s after the joins), then one client per host contends for %s", c.IOTimeout, c.MHIdle, c.MHSettle, c.MHContend), r.cols)
 	t.note("idle CPU: sum over the H daemons, %% of one core; daemon CPU per attempt: CPU of all daemons during contention / acquire attempts")
 	t.note("max/min: acquisitions of the luckiest host / the unluckiest (inf when some host never got it); issue 18 item 3 wants every host at least once and max/min <= 10 at H=32 in 60 s")
 	for run := 0; run < c.Runs; run++ {
@@ -91,7 +91,7 @@ func (r *runner) multiHostRun(ctx context.Context, run int, im Impl, h int, t *T
 			return err
 		}
 	}
-	if err := sleepCtx(ctx, c.IdleSettle); err != nil {
+	if err := sleepCtx(ctx, c.MHSettle); err != nil {
 		return err
 	}
 	a, err := sampleAll(ds)
