@@ -46,3 +46,32 @@ func BenchmarkProcessIdle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStageCold is Stage over a renewal read that is in no CPU cache,
+// as after the disk wrote it: with and without the first pass that touches
+// every record (touchRecords).
+func BenchmarkStageCold(b *testing.B) {
+	evict := make([]byte, 64<<20)
+	for _, touch := range []bool{false, true} {
+		b.Run(map[bool]string{false: "compare", true: "touch-first"}[touch], func(b *testing.B) {
+			defer delta.SetStageTouchFirst(delta.SetStageTouchFirst(touch))
+			a1, g := idleArea(b, 4, 100)
+			a2, _ := idleArea(b, 4, 101)
+			t := delta.NewHostTable(g.MaxHosts)
+			t.Process(1, a1, g, "LS", 1, 6)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				for j := 0; j < len(evict); j += 64 {
+					evict[j]++
+				}
+				a := a1
+				if i%2 == 1 {
+					a = a2
+				}
+				b.StartTimer()
+				t.Process(uint64(i+2), a, g, "LS", 1, 6)
+			}
+		})
+	}
+}
