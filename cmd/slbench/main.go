@@ -58,7 +58,7 @@ func run(args []string) int {
 	fs.UintVar(&smallTO, "idle-small-timeout", uint(cfg.IdleSmallTimeout), "idle: io_timeout of the small set")
 	fs.IntVar(&cfg.IdleLarge, "idle-large", cfg.IdleLarge, "idle and join: lockspaces in the large set")
 	fs.UintVar(&largeTO, "idle-large-timeout", uint(cfg.IdleLargeTimeout), "idle and join: io_timeout of the large set")
-	fs.DurationVar(&cfg.IdleSettle, "settle", cfg.IdleSettle, "wait after joining (or acquiring) before measuring idle CPU/RSS")
+	fs.DurationVar(&cfg.IdleSettle, "settle", cfg.IdleSettle, "wait after joining (or acquiring) before measuring idle CPU/RSS (a joined daemon settles: its first renewals, gosanlock's drop of start-up pages 5 s after its second renewal)")
 	fs.DurationVar(&cfg.IdleWindow, "idle-window", cfg.IdleWindow, "idle: CPU window of the small set")
 	fs.DurationVar(&cfg.IdleLargeWindow, "idle-large-window", cfg.IdleLargeWindow, "idle: CPU window of the large set")
 	fs.IntVar(&cfg.Held, "held", cfg.Held, "held: leases held by one client")

@@ -90,7 +90,7 @@ func Defaults() Config {
 		Serial:    300, ParClients: 8, ParPairs: 100,
 		ContProcs: 16, ContResources: 8, ContDuration: 30 * time.Second,
 		IdleSmall: 20, IdleSmallTimeout: 1, IdleLarge: 100, IdleLargeTimeout: 10,
-		IdleSettle: 3 * time.Second, IdleWindow: 20 * time.Second, IdleLargeWindow: 40 * time.Second,
+		IdleSettle: 12 * time.Second, IdleWindow: 20 * time.Second, IdleLargeWindow: 40 * time.Second,
 		Held: 1000, HeldWindow: 20 * time.Second,
 		Hosts: []int{2, 8, 32, 64}, MHSettle: 12 * time.Second, MHIdle: 20 * time.Second, MHContend: 60 * time.Second,
 		PprofSeconds: 10 * time.Second,
