@@ -97,7 +97,7 @@ func TestFairnessH32(t *testing.T) {
 
 // eraseRetractSeed is the seed at which TestUnknownLeaderWriteReplays
 // requires the broken variant to fail.
-const eraseRetractSeed = 11
+const eraseRetractSeed = 6
 
 // TestUnknownLeaderWriteReplays replays the contention runs that found two
 // holders (docs/paxos.md "Unknown leader writes"): a leader write that
@@ -109,11 +109,12 @@ const eraseRetractSeed = 11
 // backoff only, seeds 7 and 9 with the daemon's settings (the second half
 // of the fix: a later acquire taking the kept value of an earlier one as
 // its grant). Each must run clean; with BugEraseRetract (both halves
-// undone) seed 11 (45 s) must still find the two holders, which shows the
-// replay reaches that path (it was seed 8 until the main loop's passes
-// came after each renewal instead of every second, session 7: that moved
-// every run's schedule; 1 of seeds 1-20 catches it now). With -race or
-// -short only seed 8 runs clean.
+// undone) seed 6 (45 s) must still find the two holders, which shows the
+// replay reaches that path. It was seed 8 until the main loop's passes
+// came after each renewal instead of every second (session 7), then seed
+// 11 until renewals started on a 250 ms grid of the clock (commit 3108091);
+// each moved every run's schedule. Now 2 of seeds 1-20 catch it (6 and 14;
+// 5 of 1-40). With -race or -short only seed 8 runs clean.
 func TestUnknownLeaderWriteReplays(t *testing.T) {
 	serial(t)
 	sanlock, watch := fairVariants[0].tune, fairVariants[1].tune

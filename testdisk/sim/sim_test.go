@@ -131,9 +131,10 @@ func TestBrokenVariantsCaught(t *testing.T) {
 		{"clock-liveness", false, func(c *Config) { c.Bugs = paxos.BugClockLiveness }, 0},
 		{"late-watchdog-5s", false, func(c *Config) { c.LateWatchdog = 5 * time.Second }, 0},
 		{"repeat-lver", false, func(c *Config) { lateLeaderConfig(c); c.Bugs = paxos.BugRepeatLver }, 0},
-		// From seed 51: of seeds 1-60, 35, 39 and 56-60 catch it since the
-		// main loop's passes come after each renewal (session 7); 3, 22,
-		// 26 and 37 of 1-40 did before.
+		// From seed 51: of seeds 1-60, 25, 39 and 56 catch it since
+		// renewals start on a 250 ms grid of the clock (commit 3108091);
+		// 35, 39 and 56-60 did after the main loop's passes came after
+		// each renewal (session 7), and 3, 22, 26 and 37 of 1-40 before.
 		{"stale-shared", false, func(c *Config) { c.Bugs = paxos.BugStaleShared; c.CheckInterval = lateMainLoop }, 51},
 	}
 	for _, v := range variants {
@@ -228,6 +229,10 @@ func TestKnownHazardSharedNewGeneration(t *testing.T) {
 // is up to 6 s behind the renewal reads.
 const lateMainLoop = 6 * time.Second
 
+// staleSharedSeed is the seed at which TestLateMainLoopSharedRejoin requires
+// the stale-shared variant, with lateMainLoop, to fail within 500 operations.
+const staleSharedSeed = 92
+
 // TestLateMainLoopSharedRejoin replays the violation seed 3 gave with main-loop
 // passes every 6 s ("R2: h3.1/pid1 acquired exclusive (lver 42) while
 // h2.2/pid2 holds it shared"): h2 had left the lockspace (h3's host table:
@@ -238,17 +243,19 @@ const lateMainLoop = 6 * time.Second
 // read of their delta lease confirms the table (paxos.SharedHolderDead,
 // docs/paxos.md "Clearing dead shared holders"); the broken variant
 // (-sim.bugs=stale-shared) still fails the same way: at seed 3 until the
-// main loop's passes came after each renewal (session 7: every run's
-// schedule moved), now at seed 58 (h4.1 acquires exclusive while h2.2, just
-// rejoined, holds it shared, after 329 ops); the real code runs both seeds.
+// main loop's passes came after each renewal (session 7), then at seed 58
+// until renewals started on a 250 ms grid of the clock (commit 3108091);
+// each moved every run's schedule. Now at seed 92 (h1.1 acquires exclusive
+// while h2.2 holds it shared, after 123 ops; the first of seeds 1-400
+// caught within 500 ops); the real code runs both seeds.
 func TestLateMainLoopSharedRejoin(t *testing.T) {
 	serial(t)
-	for _, seed := range []uint64{3, 58} {
+	for _, seed := range []uint64{3, staleSharedSeed} {
 		cfg := DefaultConfig(seed)
 		cfg.CheckInterval = lateMainLoop
 		cfg.MaxOps = 2000
 		if raceBuild || testing.Short() {
-			cfg.MaxOps = 500 // the violations came after 329-454 operations
+			cfg.MaxOps = 500 // the violations came after 123-454 operations
 		}
 		r := Run(cfg)
 		if r.Violation != nil {
@@ -257,7 +264,7 @@ func TestLateMainLoopSharedRejoin(t *testing.T) {
 		require.GreaterOrEqual(t, r.Counts.Ops(), uint64(cfg.MaxOps), r.Summary())
 	}
 
-	cfg := DefaultConfig(58)
+	cfg := DefaultConfig(staleSharedSeed)
 	cfg.CheckInterval = lateMainLoop
 	cfg.Bugs = paxos.BugStaleShared
 	cfg.MaxOps = 500
