@@ -435,16 +435,23 @@ func ReadBuf(ctx context.Context, dev Device, n int, off int64) (*Buf, error) {
 	if br, ok := dev.(BufReader); ok {
 		return br.ReadBuf(ctx, n, off)
 	}
-	b := GetBuf(n)
+	// A device that gives up on its context may go on filling the bare
+	// slice: the bytes must stay valid as long as it holds them. Heap bytes
+	// do (the slice keeps them alive); a huge-page region would not (it is
+	// unmapped once no Buf of it is reachable). So this path never reads
+	// into a region: the sizes that would get one are read into a heap
+	// block of their own, not pooled.
+	var b *Buf
+	if classOf(n) >= hugeMinClass {
+		b = &Buf{b: alignedBlock(roundUp(n, alignBytes)), n: n, class: -1}
+	} else {
+		b = GetBuf(n)
+	}
 	if err := dev.ReadAt(ctx, b.Bytes(), off); err != nil {
-		// A device that gave up on its context (deadline or cancel) may
-		// still be filling b through the bare slice: drop it, never pool
-		// it, and never unmap its memory (abandon).
+		// After a deadline or cancel, b is dropped, never pooled.
 		if !errors.Is(err, rescode.ErrIOTimeout) && !errors.Is(err, context.DeadlineExceeded) &&
 			!errors.Is(err, context.Canceled) {
 			b.Release()
-		} else {
-			b.abandon()
 		}
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package diskfmt
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -25,34 +24,14 @@ import (
 // A region is unmapped by a cleanup once no Buf of it is reachable: a
 // buffer whose I/O timed out is kept referenced by that I/O until the
 // kernel has finished with it (aio.go), exactly as a heap buffer is, so no
-// mapping goes away under a pending I/O; one that a Device may still fill
-// through a bare slice is abandoned, its region kept for good (abandon).
+// mapping goes away under a pending I/O. A Device that is not a BufReader
+// holds only the bytes of a timed-out read, not the Buf, so the generic
+// ReadBuf never gives it a region's buffer (a late write into an unmapped
+// region would crash the daemon).
 const (
 	hugeSize     = 2 << 20
 	hugeMinClass = 20 - minClassLog // 1 MiB and larger
 )
-
-// abandoned keeps alive, for the life of the process, the regions of
-// buffers that a Device may still write into after giving up on its
-// context. Such a device holds only the bytes, not the Buf, and bytes in a
-// mapping do not keep it mapped as heap bytes keep their allocation: a
-// late write into an unmapped region would crash the daemon. Only the
-// generic ReadBuf path over a Device that is not a BufReader gets here
-// (File holds the Buf itself until the kernel completes the I/O).
-var abandoned struct {
-	sync.Mutex
-	regions []*hugeRegion
-}
-
-// abandon drops b after a timed-out I/O that may still write into it.
-func (b *Buf) abandon() {
-	if b.region == nil {
-		return // heap bytes: the device's slice keeps them alive
-	}
-	abandoned.Lock()
-	abandoned.regions = append(abandoned.regions, b.region)
-	abandoned.Unlock()
-}
 
 // hugeOff is set once mapping a region failed: the pool then allocates
 // from the heap as before.
