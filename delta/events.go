@@ -102,7 +102,7 @@ func (n *Notifier) Event() HostEvent { return n.event }
 // set_bitmap_seconds passed since it was requested; older requests are forgotten. Our own
 // bit is never set. The bitmap is nil when no bit is set.
 func (n *Notifier) Build(now, ourID uint64) ([]byte, HostEvent) {
-	var bitmap []byte // nil while no bit is set: the common case allocates nothing
+	var sector []byte // nil while no bit is set: the common case allocates nothing
 	for i, t := range n.setBitTime {
 		id := uint64(i + 1)
 		if t == 0 || id == ourID {
@@ -112,15 +112,15 @@ func (n *Notifier) Build(now, ourID uint64) ([]byte, HostEvent) {
 			n.setBitTime[i] = 0
 			continue
 		}
-		if i >= diskfmt.BitmapSize*8 {
-			continue
+		if sector == nil {
+			sector = make([]byte, diskfmt.BitmapOffset+diskfmt.BitmapSize) // BitmapSet works on a sector
 		}
-		if bitmap == nil {
-			bitmap = make([]byte, diskfmt.BitmapSize)
-		}
-		bitmap[i/8] |= 1 << (i % 8) // as diskfmt.BitmapSet lays bits out
+		diskfmt.BitmapSet(sector, id)
 	}
-	return bitmap, n.event
+	if sector == nil {
+		return nil, n.event
+	}
+	return sector[diskfmt.BitmapOffset:], n.event
 }
 
 // Pending lists the host_ids whose bit is currently requested.

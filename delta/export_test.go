@@ -1,4 +1,4 @@
 package delta
 
-// SetStageTouchFirst switches Stage's first pass (benchmarks).
-func SetStageTouchFirst(on bool) (was bool) { was, stageTouchFirst = stageTouchFirst, on; return }
+// SetStageTouchFirst switches t's Stage first pass (benchmarks compare).
+func SetStageTouchFirst(t *HostTable, on bool) { t.noTouch = !on }

@@ -54,10 +54,10 @@ func BenchmarkStageCold(b *testing.B) {
 	evict := make([]byte, 64<<20)
 	for _, touch := range []bool{false, true} {
 		b.Run(map[bool]string{false: "compare", true: "touch-first"}[touch], func(b *testing.B) {
-			defer delta.SetStageTouchFirst(delta.SetStageTouchFirst(touch))
 			a1, g := idleArea(b, 4, 100)
 			a2, _ := idleArea(b, 4, 101)
 			t := delta.NewHostTable(g.MaxHosts)
+			delta.SetStageTouchFirst(t, touch)
 			t.Process(1, a1, g, "LS", 1, 6)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -271,10 +271,10 @@ type renewer struct {
 	prevOK      bool           // last acquire/renewal attempt succeeded
 	lastSuccess uint64
 
-	// ioCtx is the renewals' I/O context for the renewal context ioFor:
-	// background I/O, the caller's cancellation stripped (each I/O has its
-	// own timeout), made once instead of at every renewal.
-	ioCtx, ioFor context.Context
+	// ioCtx is the renewals' I/O context: background I/O, the caller's
+	// cancellation stripped (each I/O has its own timeout), made at the
+	// first renewal (a renewer runs under one context all its life).
+	ioCtx context.Context
 }
 
 // releaseLate is the release after failed renewals (ReleaseWhenBack).
@@ -323,8 +323,8 @@ func (r *renewer) renew(ctx context.Context) {
 
 	// Renewals are background I/O: their latency does not matter, their
 	// wake-ups of an idle process do (diskfmt.Background).
-	if r.ioFor != ctx {
-		r.ioCtx, r.ioFor = context.WithoutCancel(diskfmt.Background(ctx)), ctx
+	if r.ioCtx == nil {
+		r.ioCtx = context.WithoutCancel(diskfmt.Background(ctx))
 	}
 	out, err := ls.lease.Renew(r.ioCtx, RenewInput{Last: r.last, PrevOK: r.prevOK, Bitmap: bitmap, Event: ev})
 	code := rescode.CodeOf(err)

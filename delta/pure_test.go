@@ -267,7 +267,8 @@ func TestNotifier(t *testing.T) {
 	bm, _ = n.Build(106, 1)
 	assert.Equal(t, byte(0x01), bm[1], "still set at exactly set_bitmap_seconds")
 	bm, _ = n.Build(107, 1)
-	assert.Nil(t, bm, "expired: no bit set, no bitmap")
+	assert.Equal(t, byte(0), append(bm, make([]byte, 2)...)[1], "expired")
+	assert.Nil(t, bm, "no bit set: no bitmap to write")
 	assert.Empty(t, n.Pending())
 
 	assert.Equal(t, rescode.ErrEINVAL, n.Request(0, 1))
