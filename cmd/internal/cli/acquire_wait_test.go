@@ -51,9 +51,12 @@ func TestClientAcquireWait(t *testing.T) {
 			<-exited
 		}
 	})
+	// Wait until the holder's acquire has completed: a resource still
+	// being acquired is listed too (list=add), and an acquire by another
+	// client meanwhile gets -16 (busy), not -17 (held).
 	for i := 0; ; i++ {
-		out, _ := runMain(t, "client", "status")
-		if strings.Contains(out, "r LS:R1") {
+		out, _ := runMain(t, "client", "status", "-D")
+		if strings.Contains(out, "r LS:R1") && strings.Contains(out, "list=held") {
 			break
 		}
 		if i > 200 {
