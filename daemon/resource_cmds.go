@@ -17,6 +17,7 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 		if q.Options != nil {
 			req.OwnerName = q.Options.OwnerName
 		}
+		defer s.leaseWork()
 		return m.Acquire(ctx, t, req)
 	}, true))
 	s.Handle(wire.CmdRelease, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
@@ -24,6 +25,7 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 		if code != 0 {
 			return c.Reply(q, code)
 		}
+		defer s.leaseWork()
 		n, err := m.Release(ctx, t, manager.ReleaseRequest{Resources: q.Resources, Flags: q.Header.CmdFlags})
 		if err != nil {
 			return c.Reply(q, result(err))
@@ -113,6 +115,14 @@ func targetConn(c *Conn, q *wire.Request) (manager.ClientID, int32) {
 		return t, 0
 	}
 	return 0, rescode.RvESRCH
+}
+
+// leaseWork counts an acquire or a release and calls Deps.Settled after
+// every leaseBurst of them.
+func (s *Server) leaseWork() {
+	if s.deps.Settled != nil && s.leaseOps.Add(1)%leaseBurst == 0 {
+		s.deps.Settled()
+	}
 }
 
 // regCmd is a W-reg command whose reply is a result: resolve the target

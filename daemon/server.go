@@ -57,11 +57,20 @@ type Deps struct {
 	// (the daemon process only: it changes the whole process).
 	Procs *procs.Governor
 	// Settled, when set, runs when a lockspace that was joined (or adopted
-	// at a reexec) has renewed twice, on the renewal's goroutine: it must
-	// return at once. The daemon process uses it to drop its mappings of the
-	// binary that the join needed (docs/performance.md "Memory (session 7)").
+	// at a reexec) has renewed twice, on the renewal's goroutine, and after
+	// every leaseBurst-th acquire or release, on the handler's goroutine: it
+	// must return at once. The daemon process uses it to drop, once the
+	// calls stop, its mappings of the binary that the joins or the acquires
+	// needed, and the heap their garbage left (docs/performance.md "Memory
+	// (session 7)", "Held leases (session 9)").
 	Settled func()
 }
+
+// leaseBurst: acquires and releases between two calls of Deps.Settled.
+// Small enough that a burst of a few dozen calls (a host starting its
+// guests) is followed by a trim, large enough that a steady load calls it
+// a few times a second at most.
+const leaseBurst = 32
 
 // Server is the sanlock daemon's socket server: run directory, lock file,
 // logging, the listening socket and one goroutine per connection. Commands
@@ -70,6 +79,8 @@ type Deps struct {
 type Server struct {
 	cfg  Config
 	deps Deps
+	// leaseOps counts acquires and releases (leaseWork).
+	leaseOps atomic.Uint32
 
 	logs     *logSinks
 	lg       *zap.Logger

@@ -33,3 +33,24 @@ type testErr struct{}
 func (testErr) Error() string { return "test" }
 
 var errTest error = testErr{}
+
+// TestSettledAfterLeaseBurst: acquires and releases call Deps.Settled once
+// per leaseBurst of them.
+func TestSettledAfterLeaseBurst(t *testing.T) {
+	calls := 0
+	s := &Server{deps: Deps{Settled: func() { calls++ }}}
+	for i := 0; i < leaseBurst-1; i++ {
+		s.leaseWork()
+	}
+	if calls != 0 {
+		t.Fatalf("Settled called %d times after %d lease commands", calls, leaseBurst-1)
+	}
+	s.leaseWork()
+	for i := 0; i < leaseBurst; i++ {
+		s.leaseWork()
+	}
+	if calls != 2 {
+		t.Fatalf("Settled called %d times after %d lease commands, want 2", calls, 2*leaseBurst)
+	}
+	(&Server{}).leaseWork() // no Settled: nothing
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,15 @@ import (
 // joins settle (daemon.Deps.Settled: a joined lockspace renewed twice),
 // settleDelay after the last of a burst of joins; the renewal path maps back
 // what it uses at its next renewal and keeps it.
+//
+// A burst of acquires or releases is the same (docs/performance.md "Held
+// leases (session 9)"): the daemon calls settled after every few dozen of
+// them, and settleDelay after the last call the drop runs. It also returns
+// the heap's free pages to the kernel then (debug.FreeOSMemory: one
+// collection, then every free span released): the garbage of a burst of
+// acquires leaves the heap at its collection goal, megabytes above what the
+// held leases keep, and an idle daemon allocates too little for the
+// runtime to collect and shrink it soon.
 const (
 	trimInterval = 10 * time.Second
 	settleDelay  = 5 * time.Second
@@ -73,6 +83,8 @@ func (b *binaryTrim) settled() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.last = time.Now()
+			// The collection first: its code is mapped back on touch.
+			debug.FreeOSMemory()
 			b.dropMappingsLocked()
 		})
 		return
