@@ -162,3 +162,34 @@ func TestApplyWithoutStage(t *testing.T) {
 		t.Fatalf("Apply with nothing staged changed the table: ready %v, %+v", tab.Ready(), res)
 	}
 }
+
+// TestStageSameTimestampNewRecord: a record rewritten with a new host name
+// and generation but the same timestamp is seen (its checksum changed),
+// also after many reads in which it did not change (Stage's one-line
+// check).
+func TestStageSameTimestampNewRecord(t *testing.T) {
+	const ss, hosts = 512, 16
+	g := diskfmt.Geometry{SectorSize: ss, AlignSize: 1 << 20, MaxHosts: hosts}
+	area, _, err := diskfmt.InitDeltaArea(diskfmt.DeltaInit{Geometry: g, SpaceName: "SP", IOTimeout: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	area = area[:hosts*ss]
+	sec := area[2*ss : 3*ss]
+	l, _ := diskfmt.DecodeLeader(sec)
+	l.OwnerID, l.OwnerGeneration, l.Timestamp = 3, 1, 100
+	copy(l.ResourceName[:], "hostA")
+	l.Seal(sec)
+	tab := delta.NewHostTable(hosts)
+	for now := uint64(1); now <= 5; now++ {
+		tab.Process(now, area, g, "SP", 1, 3)
+	}
+	l.OwnerGeneration = 2
+	copy(l.ResourceName[:], "hostB")
+	l.Seal(sec)
+	res := tab.Process(6, area, g, "SP", 1, 3)
+	h, _ := tab.Host(3)
+	if h.OwnerName != "hostB" || h.OwnerGeneration != 2 || len(res.Log) != 1 {
+		t.Fatalf("rewritten record with the same timestamp: %+v, log %q", h, res.Log)
+	}
+}
