@@ -63,10 +63,14 @@ type bufClass struct {
 // in fresh zeroed pages (contents are undefined anyway). A class in steady
 // use never goes cold and keeps its pages: acquires, and lockspaces at a
 // short io_timeout, which renew every 2 s and would otherwise fault in
-// (zero) a fresh mebibyte per renewal; hence a gap of 5 s, more than the
-// renewal period up to io_timeout 2.
+// (zero) a fresh mebibyte per renewal; hence a gap of 45 s, more than the
+// renewal period up to io_timeout 20 (docs/performance.md "Idle cost
+// (session 9)": with 5 s, lockspaces at the default io_timeout 10, which
+// renew every 20.5 s, found their buffers dropped at every renewal,
+// faulted in a zeroed mebibyte of small pages per renewal and read its
+// records through a TLB miss per page).
 const (
-	coldGap      = 5 * time.Second
+	coldGap      = 45 * time.Second
 	coldMinClass = 18 - minClassLog // 256 KiB and larger
 )
 
