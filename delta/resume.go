@@ -359,6 +359,7 @@ func (t *HostTable) checkRestore(st *HostTableState, now uint64) error {
 func (t *HostTable) restore(st *HostTableState) {
 	t.firstCheck, t.lastCheck, t.checked = st.FirstCheck, st.LastCheck, st.Checked
 	t.hosts = append([]HostStatus(nil), st.Hosts...)
+	t.sums = nil // learned against the entries just replaced (see Stage)
 	t.staged, t.changed, t.count = false, t.changed[:0], 0
 	if r := st.Staged; r != nil {
 		t.staged, t.count = true, r.Count
