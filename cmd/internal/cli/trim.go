@@ -80,11 +80,13 @@ func (b *binaryTrim) settled() {
 	}
 	if b.settle == nil {
 		b.settle = time.AfterFunc(settleDelay, func() {
+			// The collection first, its code is mapped back on touch; and
+			// outside the lock, so that settled (called by request
+			// handlers) never waits for it.
+			debug.FreeOSMemory()
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.last = time.Now()
-			// The collection first: its code is mapped back on touch.
-			debug.FreeOSMemory()
 			b.dropMappingsLocked()
 		})
 		return
