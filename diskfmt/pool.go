@@ -53,9 +53,10 @@ type bufClass struct {
 	lastRelease time.Time
 }
 
-// Idle pages. A daemon renewing one lockspace every 20 seconds uses a 1
-// MiB read buffer for a few milliseconds per renewal and keeps it in the
-// pool for the rest: a mebibyte of RSS that does nothing (docs/performance.md
+// Idle pages. A large class in sparse use (the 1 MiB buffers of a
+// lockspace at a long io_timeout, renewing once a minute, or of the
+// acquire path after a burst of acquires ended) keeps its free buffers'
+// pages in the pool: mebibytes of RSS that do nothing (docs/performance.md
 // "Memory (session 6)"). So when the releases of a large class come
 // further apart than coldGap, the class is in sparse use, and Release gives
 // the pages of every buffer in its free list back to the system
