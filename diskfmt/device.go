@@ -216,10 +216,12 @@ func (d *File) ReadAt(ctx context.Context, p []byte, off int64) error {
 // buffer that the caller releases. Any error, a short read included,
 // returns no buffer.
 func (d *File) ReadBuf(ctx context.Context, n int, off int64) (*Buf, error) {
-	b := GetBuf(n)
+	b := getBufFor(ctx, n)
 	got, err := d.io(ctx, false, b, off)
 	if err != nil {
-		if !errors.Is(err, rescode.ErrIOTimeout) {
+		if errors.Is(err, rescode.ErrIOTimeout) {
+			b.endTurn() // b stays with the request, its turn does not
+		} else {
 			b.Release()
 		}
 		return nil, fmt.Errorf("read %s at %d: %w", d.path, off, err)

@@ -1,6 +1,7 @@
 package diskfmt
 
 import (
+	"context"
 	"math/bits"
 	"runtime/debug"
 	"sync"
@@ -27,6 +28,9 @@ type Buf struct {
 	// region is the huge-page mapping b lies in (hugebuf.go), nil for a
 	// heap block: it keeps the mapping alive.
 	region *hugeRegion
+	// turn: b holds one of the background reads' turns (getBufFor) until
+	// it is released or abandoned.
+	turn bool
 }
 
 const (
@@ -152,7 +156,11 @@ func (b *Buf) Bytes() []byte { return b.b[:b.n] }
 // Release returns b to the pool. b must not be used afterwards. A nil b is
 // ignored.
 func (b *Buf) Release() {
-	if b == nil || b.class < 0 {
+	if b == nil {
+		return
+	}
+	b.endTurn()
+	if b.class < 0 {
 		return
 	}
 	now := time.Now()
@@ -176,6 +184,70 @@ func (b *Buf) Release() {
 	p.mu.Unlock()
 	if dropped > 0 {
 		noteDropped(dropped, now)
+	}
+}
+
+// Background reads take turns. Every renewal reads its lockspace's whole
+// area (1 MiB, 8 MiB with 4 KiB sectors), and the lockspaces of a daemon
+// joined together renew together: a hundred at io_timeout 10 fall into the
+// four phases of a second (delta/renewloop.go), about 25 renewals at one
+// instant. Each used to take a buffer of its own, so every renewal burst
+// mapped some twenty fresh huge pages beyond the few the pool keeps, and
+// the kernel zeroed each one (two thirds of the idle daemon's CPU time,
+// docs/performance.md "Idle cost (session 10)"), and the unmapped ones
+// stayed resident until the next collection. So a background read of the
+// large classes (diskfmt.Background: renewals only) first takes one of
+// bgReadTurns turns, waiting for one up to bgReadWait, and gives it back
+// with its buffer: a burst then cycles through two or three pooled buffers,
+// a read of a few milliseconds each. The wait is bounded, so storage that
+// hangs costs the other lockspaces' renewals at most bgReadWait each (and
+// a fresh buffer), never a renewal: a read that finds no turn in time goes
+// on without one.
+const bgReadTurns = 2
+
+var (
+	bgReads    = make(chan struct{}, bgReadTurns)
+	bgReadWait = 100 * time.Millisecond // a variable for the tests
+)
+
+// getBufFor is GetBuf for a read under ctx: a background read of the large
+// classes takes a turn first (see bgReadTurns). Its wait is also at most a
+// twentieth of the time left before ctx's deadline, which bounds the read.
+func getBufFor(ctx context.Context, n int) *Buf {
+	if classOf(n) < hugeMinClass || !isBackground(ctx) {
+		return GetBuf(n)
+	}
+	turn := false
+	select {
+	case bgReads <- struct{}{}:
+		turn = true
+	default:
+		wait := bgReadWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl)/20)
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case bgReads <- struct{}{}:
+				turn = true
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
+	}
+	b := GetBuf(n)
+	b.turn = turn
+	return b
+}
+
+// endTurn gives back b's background-read turn, if it holds one. Release
+// calls it; so does a device that abandons b after a timed-out read.
+func (b *Buf) endTurn() {
+	if b.turn {
+		b.turn = false
+		<-bgReads
 	}
 }
 
