@@ -40,6 +40,12 @@ var hugeOff atomic.Bool
 // hugeRegion owns one mapping; every Buf cut from it refers to it.
 type hugeRegion struct {
 	size int // of the mapping (not zero: a cleanup needs an object of its own)
+	// mem is the whole mapping and blocks the number of buffers cut from
+	// it: the pool gives a region's pages back only all at once
+	// (dropPagesLocked), since dropping part of a huge page splits it for
+	// good.
+	mem    []byte
+	blocks int
 }
 
 type hugeMapping struct {
@@ -68,7 +74,7 @@ func hugeBlocks(size int) ([][]byte, *hugeRegion) {
 	}
 	mem := unsafe.Slice((*byte)(base), total)
 	_ = unix.Madvise(mem, unix.MADV_HUGEPAGE) // without THP: ordinary pages
-	r := &hugeRegion{size: total}
+	r := &hugeRegion{size: total, mem: mem, blocks: max(total/size, 1)}
 	runtime.AddCleanup(r, func(m hugeMapping) { _ = unix.MunmapPtr(m.p, m.n) }, hugeMapping{base, uintptr(total)})
 	var out [][]byte
 	for off := 0; off < total; off += size {

@@ -167,7 +167,9 @@ func (b *Buf) Release() {
 	p := &bufPool[b.class]
 	size := int64(len(b.b))
 	p.mu.Lock()
-	sparse := int(b.class) >= coldMinClass && now.Sub(p.lastRelease) > coldGap
+	// The class's first release is not sparse use: it has no gap to
+	// measure (and a drop then would split the huge page just faulted in).
+	sparse := int(b.class) >= coldMinClass && !p.lastRelease.IsZero() && now.Sub(p.lastRelease) > coldGap
 	p.lastRelease = now
 	dropped := int64(0)
 	if len(p.free) < p.keep {
@@ -277,12 +279,44 @@ func (p *bufClass) trimLocked(now time.Time) int {
 // a class in sparse use, where nobody waits for the lock. Every buffer's
 // block is whole pages (aligned start, size a multiple of 4096) inside its
 // own allocation, which the garbage collector never reads (no pointers).
+//
+// A huge-page region's pages go back only once every buffer cut from it is
+// in the free list, in one call over the whole mapping: dropping one half
+// of a huge page splits it into small pages, and the half left, and every
+// later fault in that range, stays small (no huge page for a mapping again
+// until khugepaged, minutes later, collapses it). Reads into small pages
+// cost more (hugebuf.go), a 1 MiB area read about a fifth more here, so a
+// region one of whose buffers is out keeps its pages.
 func (p *bufClass) dropPagesLocked() {
+	type count struct{ free, warm int }
+	var regions map[*hugeRegion]*count
 	for _, f := range p.free {
-		if f.cold {
-			continue
+		switch {
+		case f.region != nil:
+			if regions == nil {
+				regions = map[*hugeRegion]*count{}
+			}
+			c := regions[f.region]
+			if c == nil {
+				c = &count{}
+				regions[f.region] = c
+			}
+			c.free++
+			if !f.cold {
+				c.warm++
+			}
+		case f.cold:
+		case unix.Madvise(f.b, unix.MADV_DONTNEED) == nil:
+			f.cold = true
 		}
-		if unix.Madvise(f.b, unix.MADV_DONTNEED) == nil {
+	}
+	for r, c := range regions {
+		if c.free < r.blocks || c.warm == 0 || unix.Madvise(r.mem, unix.MADV_DONTNEED) != nil {
+			delete(regions, r)
+		}
+	}
+	for _, f := range p.free {
+		if f.region != nil && regions[f.region] != nil {
 			f.cold = true
 		}
 	}
