@@ -46,6 +46,7 @@ type hugeRegion struct {
 	// good.
 	mem    []byte
 	blocks int
+	gone   int // buffers the pool dropped (leavePool); under the class lock
 }
 
 type hugeMapping struct {

@@ -176,6 +176,7 @@ func (b *Buf) Release() {
 		p.free = append(p.free, b)
 	} else {
 		dropped = size
+		b.leavePool()
 	}
 	if now.After(p.trimAt) {
 		dropped += int64(p.trimLocked(now)) * size
@@ -253,6 +254,16 @@ func (b *Buf) endTurn() {
 	}
 }
 
+// leavePool records that the pool let go of b for good (trimmed, or not
+// kept): nothing uses it any more, so its region may give its pages back
+// without it (dropPagesLocked). Called under b's class lock, which guards
+// the regions of the class.
+func (b *Buf) leavePool() {
+	if b.region != nil {
+		b.region.gone++
+	}
+}
+
 // trimLocked drops the buffers that were not needed since the last trim
 // (the garbage collector frees them) and starts a new period. It returns
 // how many it dropped.
@@ -262,6 +273,7 @@ func (p *bufClass) trimLocked(now time.Time) int {
 	// little, and a buffer dropped only to be allocated again is churn.
 	drop := max(min(p.low, n)-1, 0)
 	for i := n - drop; i < n; i++ {
+		p.free[i].leavePool()
 		p.free[i] = nil
 	}
 	p.free = p.free[:n-drop]
@@ -288,35 +300,28 @@ func (p *bufClass) trimLocked(now time.Time) int {
 // cost more (hugebuf.go), a 1 MiB area read about a fifth more here, so a
 // region one of whose buffers is out keeps its pages.
 func (p *bufClass) dropPagesLocked() {
-	type count struct{ free, warm int }
-	var regions map[*hugeRegion]*count
+	var regions map[*hugeRegion]int // free buffers of each region
 	for _, f := range p.free {
 		switch {
 		case f.region != nil:
 			if regions == nil {
-				regions = map[*hugeRegion]*count{}
+				regions = map[*hugeRegion]int{}
 			}
-			c := regions[f.region]
-			if c == nil {
-				c = &count{}
-				regions[f.region] = c
-			}
-			c.free++
-			if !f.cold {
-				c.warm++
-			}
+			regions[f.region]++
 		case f.cold:
 		case unix.Madvise(f.b, unix.MADV_DONTNEED) == nil:
 			f.cold = true
 		}
 	}
-	for r, c := range regions {
-		if c.free < r.blocks || c.warm == 0 || unix.Madvise(r.mem, unix.MADV_DONTNEED) != nil {
+	for r, free := range regions {
+		// Buffers the pool let go of (r.gone) are unused for good; one
+		// out, or abandoned with a timed-out read, keeps the region.
+		if free+r.gone < r.blocks || unix.Madvise(r.mem, unix.MADV_DONTNEED) != nil {
 			delete(regions, r)
 		}
 	}
 	for _, f := range p.free {
-		if f.region != nil && regions[f.region] != nil {
+		if _, ok := regions[f.region]; ok && f.region != nil {
 			f.cold = true
 		}
 	}

@@ -62,6 +62,20 @@ func TestPoolColdRegionWhole(t *testing.T) {
 	if !a.cold || resident(t, r.mem) != 0 {
 		t.Fatalf("re-used half of a free region: cold %v, %d pages resident", a.cold, resident(t, r.mem))
 	}
+	// A buffer the pool let go of (trimmed) no longer holds the region:
+	// the other one, free, takes the whole region's pages back with it.
+	a.cold, b.cold = false, false
+	a.b[0], b.b[0] = 1, 1
+	p.free = []*Buf{a, b}
+	p.low = 2
+	p.trimAt = time.Now()
+	if d := p.trimLocked(time.Now()); d != 1 || r.gone != 1 {
+		t.Fatalf("trim dropped %d, region counts %d gone; want 1, 1", d, r.gone)
+	}
+	p.dropPagesLocked()
+	if !a.cold || resident(t, r.mem) != 0 {
+		t.Fatalf("free half of a region whose other half was trimmed: cold %v, %d pages resident", a.cold, resident(t, r.mem))
+	}
 }
 
 // TestPoolFirstReleaseWarm: a class's first release ever keeps its pages
