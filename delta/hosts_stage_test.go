@@ -169,17 +169,8 @@ func TestApplyWithoutStage(t *testing.T) {
 // check).
 func TestStageSameTimestampNewRecord(t *testing.T) {
 	const ss, hosts = 512, 16
-	g := diskfmt.Geometry{SectorSize: ss, AlignSize: 1 << 20, MaxHosts: hosts}
-	area, _, err := diskfmt.InitDeltaArea(diskfmt.DeltaInit{Geometry: g, SpaceName: "SP", IOTimeout: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	area = area[:hosts*ss]
+	area, g, l := delta.AreaWithHostA(t, hosts)
 	sec := area[2*ss : 3*ss]
-	l, _ := diskfmt.DecodeLeader(sec)
-	l.OwnerID, l.OwnerGeneration, l.Timestamp = 3, 1, 100
-	copy(l.ResourceName[:], "hostA")
-	l.Seal(sec)
 	tab := delta.NewHostTable(hosts)
 	for now := uint64(1); now <= 5; now++ {
 		tab.Process(now, area, g, "SP", 1, 3)
