@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Build (once, then cached) the Debian root trees that hold the newer
+# sanlock releases the tests run beside ours: trixie (sanlock 3.9.5) and
+# sid (sanlock 5.1.1, with lvm2-lockd). Each tree gets sanlock,
+# libsanlock-dev, gcc, libc6-dev and strace, so that small C programs can
+# be compiled in it against its own libsanlock (docs/testing.md "Newer
+# sanlock releases").
+#
+#   scripts/debian-trees.sh [DIR]     DIR defaults to $GOSANLOCK_TREES,
+#                                     else /var/cache/gosanlock/trees
+#
+# A finished tree has DIR/NAME/.gosanlock-ready; a tree left half made
+# by an interrupted run is removed and made again. Needs root and
+# debootstrap (installed here when missing). The trees are made with
+# nothing started inside them (policy-rc.d exits 101) and /proc, /dev
+# are bind-mounted only while apt runs.
+set -euo pipefail
+
+dir=${1:-${GOSANLOCK_TREES:-/var/cache/gosanlock/trees}}
+mirror=${GOSANLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mkdir -p "$dir"
+
+if ! command -v debootstrap >/dev/null; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+fi
+
+# One tree at a time per DIR: two make runs must not build into one tree.
+exec 9>"$dir/.lock"
+flock 9
+
+build() {
+	local suite=$1 name=$2 extra=$3
+	local t="$dir/$name"
+	if [ -e "$t/.gosanlock-ready" ]; then
+		return 0
+	fi
+	echo "debian-trees: building $name ($suite) in $t"
+	umount -l "$t/proc" 2>/dev/null || true
+	umount -l "$t/dev" 2>/dev/null || true
+	rm -rf "$t"
+	debootstrap --variant=minbase "$suite" "$t" "$mirror" >"$dir/$name.log" 2>&1 || {
+		tail -20 "$dir/$name.log"
+		return 1
+	}
+	printf '#!/bin/sh\nexit 101\n' >"$t/usr/sbin/policy-rc.d"
+	chmod 755 "$t/usr/sbin/policy-rc.d"
+	mount --bind /proc "$t/proc"
+	mount --bind /dev "$t/dev"
+	local rc=0
+	chroot "$t" env DEBIAN_FRONTEND=noninteractive sh -c \
+		"apt-get install -y -qq --no-install-recommends sanlock libsanlock-dev strace gcc libc6-dev $extra" \
+		>>"$dir/$name.log" 2>&1 || rc=$?
+	umount "$t/dev" || umount -l "$t/dev"
+	umount "$t/proc" || umount -l "$t/proc"
+	if [ $rc -ne 0 ]; then
+		tail -20 "$dir/$name.log"
+		return $rc
+	fi
+	chroot "$t" sanlock version >"$t/.gosanlock-version" 2>&1 || true
+	touch "$t/.gosanlock-ready"
+	echo "debian-trees: $name ready: $(cat "$t/.gosanlock-version")"
+}
+
+build trixie trixie ""
+build sid sid "lvm2-lockd"
