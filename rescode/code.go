@@ -85,6 +85,7 @@ const (
 	RvENOTTY       = -25
 	RvENOSPC       = -28
 	RvERANGE       = -34
+	RvENOSYS       = -38
 	RvENOCSI       = -50
 	RvELIBACC      = -79
 	RvELIBBAD      = -80
@@ -114,6 +115,7 @@ const (
 	ErrENOTTY       Code = RvENOTTY
 	ErrENOSPC       Code = RvENOSPC
 	ErrERANGE       Code = RvERANGE
+	ErrENOSYS       Code = RvENOSYS
 	ErrENOCSI       Code = RvENOCSI
 	ErrELIBACC      Code = RvELIBACC
 	ErrELIBBAD      Code = RvELIBBAD
@@ -226,7 +228,7 @@ var errnoNames = map[syscall.Errno]string{
 	syscall.EPERM: "EPERM", syscall.ENOENT: "ENOENT", syscall.ESRCH: "ESRCH", syscall.EIO: "EIO",
 	syscall.ENXIO: "ENXIO", syscall.E2BIG: "E2BIG", syscall.EAGAIN: "EAGAIN", syscall.ENOMEM: "ENOMEM",
 	syscall.EBUSY: "EBUSY", syscall.EEXIST: "EEXIST", syscall.ENODEV: "ENODEV", syscall.EINVAL: "EINVAL",
-	syscall.ENOTTY: "ENOTTY", syscall.ENOSPC: "ENOSPC", syscall.ERANGE: "ERANGE", syscall.ENOCSI: "ENOCSI",
+	syscall.ENOTTY: "ENOTTY", syscall.ENOSPC: "ENOSPC", syscall.ERANGE: "ERANGE", syscall.ENOSYS: "ENOSYS", syscall.ENOCSI: "ENOCSI",
 	syscall.ELIBACC: "ELIBACC", syscall.ELIBBAD: "ELIBBAD", syscall.ELIBSCN: "ELIBSCN",
 	syscall.ENOTCONN: "ENOTCONN", syscall.ECONNREFUSED: "ECONNREFUSED", syscall.EALREADY: "EALREADY",
 	syscall.EINPROGRESS: "EINPROGRESS", syscall.ESTALE: "ESTALE", syscall.EUCLEAN: "EUCLEAN",

@@ -93,16 +93,49 @@ const (
 	CmdDeleteResource     Cmd = 39
 	CmdRebuildRIndex      Cmd = 40
 
-	// MaxCmd is the highest command number of sanlock 3.8.5.
-	MaxCmd = CmdRebuildRIndex
+	// MaxCmd385 is the highest command number of sanlock 3.8.5.
+	MaxCmd385 = CmdRebuildRIndex
 
-	// CmdReexec is gosanlock's own: hand the daemon over to a new image
-	// (docs/upgrade.md). Payload: a sanlk_disk whose path names the
-	// binary ("" = the daemon's own); reply: result, then on failure one
-	// record whose text says why.
-	CmdReexec Cmd = 41
-	// MaxExtCmd is the highest command number this package knows.
-	MaxExtCmd = CmdReexec
+	// Commands added by sanlock 5.x (docs/protocol.md "Commands of
+	// sanlock 5.1.1"). The daemon frames their payloads; what it answers
+	// is in daemon/cmds.go.
+	CmdAcquire2          Cmd = 41 // acquire, and the owner when held
+	CmdReadLockspaceHost Cmd = 42 // one host's delta lease record
+	CmdInitLockspaceHost Cmd = 43 // write one host's delta lease
+	CmdSetHost           Cmd = 44 // data = subcommand (1: DEAD_EXT)
+
+	// MaxCmd is the highest sanlock command number this package knows.
+	MaxCmd = CmdSetHost
+)
+
+// gosanlock's own commands (docs/protocol.md "Private commands") travel
+// under their own header magic, PrivateMagic, with numbers from
+// PrivateCmdBase on. A sanlock client never sends that magic, and no
+// sanlock command number will reach that range, so a C client can never
+// hit one of them; a C daemon ignores a header whose magic is not its own.
+// ReadRequest accepts a private command only under PrivateMagic and a
+// sanlock command only under Magic.
+const (
+	// PrivateMagic is the header magic of gosanlock's own commands: the
+	// bytes "GOSL" on the wire.
+	PrivateMagic uint32 = 0x4c534f47
+
+	// PrivateCmdBase is the first number of the private range.
+	PrivateCmdBase Cmd = 0x47530000
+
+	// CmdReexec asks the daemon to hand over to a new image of its own
+	// binary (docs/upgrade.md). No payload: the daemon decides what it
+	// executes, never the client (docs/security.md "Re-exec"). Reply:
+	// result, then on failure one record whose text says why.
+	CmdReexec Cmd = PrivateCmdBase + 1
+
+	// CmdHello asks whether the daemon serves private commands: a
+	// gosanlock daemon answers 0 at once, a sanlock daemon not at all.
+	// No payload; reply: result.
+	CmdHello Cmd = PrivateCmdBase + 2
+
+	// maxPrivateCmd is the highest private command number.
+	maxPrivateCmd = CmdHello
 )
 
 var cmdNames = [...]struct{ name, debug string }{
@@ -146,17 +179,53 @@ var cmdNames = [...]struct{ name, debug string }{
 	CmdCreateResource:     {"SM_CMD_CREATE_RESOURCE", "create_resource"},
 	CmdDeleteResource:     {"SM_CMD_DELETE_RESOURCE", "delete_resource"},
 	CmdRebuildRIndex:      {"SM_CMD_REBUILD_RINDEX", "rebuild_rindex"},
-	CmdReexec:             {"SM_CMD_REEXEC", "reexec"},
+	CmdAcquire2:           {"SM_CMD_ACQUIRE2", "acquire2"},
+	CmdReadLockspaceHost:  {"SM_CMD_READ_LOCKSPACE_HOST", "read_lockspace_host"},
+	CmdInitLockspaceHost:  {"SM_CMD_INIT_LOCKSPACE_HOST", "init_lockspace_host"},
+	CmdSetHost:            {"SM_CMD_SET_HOST", "set_host"},
 }
 
-// Valid reports whether c is one of the 40 commands of 3.8.5 or one of
-// gosanlock's own (CmdReexec).
-func (c Cmd) Valid() bool { return c >= CmdRegister && c <= MaxExtCmd }
+var privateCmdNames = [...]struct{ name, debug string }{
+	CmdReexec - PrivateCmdBase: {"GOSL_CMD_REEXEC", "reexec"},
+	CmdHello - PrivateCmdBase:  {"GOSL_CMD_HELLO", "hello"},
+}
 
-// String returns the SM_CMD_* name, or "SM_CMD_<n>" for unknown numbers.
+// Valid reports whether c is a sanlock command this package knows
+// (1..MaxCmd) or one of gosanlock's own (Private).
+func (c Cmd) Valid() bool { return c.Sanlock() || c.Private() }
+
+// Sanlock reports whether c is a sanlock command number this package
+// knows (1..MaxCmd).
+func (c Cmd) Sanlock() bool { return c >= CmdRegister && c <= MaxCmd }
+
+// Private reports whether c is one of gosanlock's own commands.
+func (c Cmd) Private() bool { return c > PrivateCmdBase && c <= maxPrivateCmd }
+
+// HeaderMagic is the magic a request of c carries: PrivateMagic for a
+// private command, Magic otherwise.
+func (c Cmd) HeaderMagic() uint32 {
+	if c.Private() {
+		return PrivateMagic
+	}
+	return Magic
+}
+
+func (c Cmd) names() (name, debug string, ok bool) {
+	switch {
+	case c.Sanlock():
+		n := cmdNames[c]
+		return n.name, n.debug, true
+	case c.Private():
+		n := privateCmdNames[c-PrivateCmdBase]
+		return n.name, n.debug, true
+	}
+	return "", "", false
+}
+
+// String returns the command's name, or "SM_CMD_<n>" for unknown numbers.
 func (c Cmd) String() string {
-	if c.Valid() {
-		return cmdNames[c].name
+	if name, _, ok := c.names(); ok {
+		return name
 	}
 	return fmt.Sprintf("SM_CMD_%d", uint32(c))
 }
@@ -164,15 +233,16 @@ func (c Cmd) String() string {
 // DebugName returns the spelling used by the debug_cmd config key and in logs
 // (docs/protocol.md "Commands"), or "cmd<n>" for unknown numbers.
 func (c Cmd) DebugName() string {
-	if c.Valid() {
-		return cmdNames[c].debug
+	if _, debug, ok := c.names(); ok {
+		return debug
 	}
 	return fmt.Sprintf("cmd%d", uint32(c))
 }
 
-// CmdByDebugName maps a debug name ("add_lockspace") back to its command.
+// CmdByDebugName maps a debug name ("add_lockspace") back to its sanlock
+// command (private commands have no debug_cmd entry).
 func CmdByDebugName(name string) (Cmd, bool) {
-	for c := CmdRegister; c <= MaxExtCmd; c++ {
+	for c := CmdRegister; c <= MaxCmd; c++ {
 		if cmdNames[c].debug == name {
 			return c, true
 		}
@@ -321,7 +391,7 @@ var le = binary.LittleEndian
 // NewHeader returns a request header as libsanlock fills it: magic, SM_PROTO,
 // cmd, flags, data, data2; Length is set when the request is marshalled.
 func NewHeader(cmd Cmd, cmdFlags, data, data2 uint32) Header {
-	return Header{Magic: Magic, Version: ProtoVersion, Cmd: cmd, CmdFlags: cmdFlags,
+	return Header{Magic: cmd.HeaderMagic(), Version: ProtoVersion, Cmd: cmd, CmdFlags: cmdFlags,
 		Length: HeaderSize, Data: data, Data2: data2}
 }
 
@@ -382,16 +452,27 @@ func (h *Header) UnmarshalBinary(src []byte) error {
 func (h *Header) MarshalBinary() ([]byte, error) { return h.Bytes(), nil }
 
 // Validate applies the daemon's acceptance rules of docs/protocol.md "Header" in order:
-// magic, then protocol major version (ignored for VERSION), then command.
+// magic, then protocol major version (ignored for VERSION), then command:
+// a sanlock command under Magic, a private one under PrivateMagic
+// (docs/protocol.md "Private commands").
 func (h *Header) Validate() error {
-	if h.Magic != Magic {
+	switch h.Magic {
+	case Magic:
+		if h.Cmd != CmdVersion && h.Version&0xFFFF0000 != 0 {
+			return ErrBadVersion
+		}
+		if !h.Cmd.Sanlock() {
+			return ErrUnknownCmd
+		}
+	case PrivateMagic:
+		if h.Version&0xFFFF0000 != 0 {
+			return ErrBadVersion
+		}
+		if !h.Cmd.Private() {
+			return ErrUnknownCmd
+		}
+	default:
 		return ErrBadMagic
-	}
-	if h.Cmd != CmdVersion && h.Version&0xFFFF0000 != 0 {
-		return ErrBadVersion
-	}
-	if !h.Cmd.Valid() {
-		return ErrUnknownCmd
 	}
 	return nil
 }
@@ -403,10 +484,14 @@ func (h *Header) Result() int32 { return int32(h.Data) }
 func (h *Header) Data2Int() int32 { return int32(h.Data2) }
 
 // ResultReply builds the "result reply" of docs/protocol.md "Header" for request header
-// req: magic/cmd/cmd_flags/seq echoed, version 1, length 32, data=result,
-// data2=0.
+// req: cmd/cmd_flags/seq echoed, magic sanlock's (PrivateMagic for a
+// private request), version 1, length 32, data=result, data2=0.
 func ResultReply(req Header, result int32) Header {
-	return Header{Magic: Magic, Version: ProtoVersion, Cmd: req.Cmd, CmdFlags: req.CmdFlags,
+	magic := Magic
+	if req.Magic == PrivateMagic {
+		magic = PrivateMagic
+	}
+	return Header{Magic: magic, Version: ProtoVersion, Cmd: req.Cmd, CmdFlags: req.CmdFlags,
 		Length: HeaderSize, Seq: req.Seq, Data: uint32(result)}
 }
 

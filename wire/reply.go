@@ -102,12 +102,31 @@ var replyKinds = [...]replyKind{
 	CmdCreateResource:     rpREntry,
 	CmdDeleteResource:     rpREntry,
 	CmdRebuildRIndex:      rpResult,
-	CmdReexec:             rpStream,
+	// The 5.x commands: read here as a result header; what follows a
+	// successful ACQUIRE2 or READ_LOCKSPACE_HOST is docs/protocol.md
+	// "Commands of sanlock 5.1.1".
+	CmdAcquire2:          rpResult,
+	CmdReadLockspaceHost: rpResult,
+	CmdInitLockspaceHost: rpResult,
+	CmdSetHost:           rpResult,
+}
+
+var privateReplyKinds = [...]replyKind{
+	CmdReexec - PrivateCmdBase: rpStream, // the reason of a failure
+	CmdHello - PrivateCmdBase:  rpResult,
+}
+
+// replyOf is the reply shape of a valid command c.
+func replyOf(c Cmd) replyKind {
+	if c.Sanlock() {
+		return replyKinds[c]
+	}
+	return privateReplyKinds[c-PrivateCmdBase]
 }
 
 // HasReply reports whether the daemon answers cmd at all (REGISTER and
 // SHUTDOWN get no reply).
-func HasReply(cmd Cmd) bool { return cmd.Valid() && replyKinds[cmd] != rpNone }
+func HasReply(cmd Cmd) bool { return cmd.Valid() && replyOf(cmd) != rpNone }
 
 // readExact reads n bytes without trusting n for the allocation: the buffer
 // grows with the data actually received.
@@ -226,14 +245,14 @@ func ReadReply(r io.Reader, cmd Cmd) (*Reply, error) {
 	}
 	p := &Reply{}
 	_ = p.Header.Decode(hb[:])
-	if p.Header.Magic != Magic {
+	if p.Header.Magic != cmd.HeaderMagic() {
 		return p, ErrBadMagic
 	}
 	h := p.Header
 	ok := h.Result() >= 0
 	payload := int64(h.Length) - HeaderSize
 	var err error
-	switch replyKinds[cmd] {
+	switch replyOf(cmd) {
 	case rpNone, rpResult:
 	case rpStream:
 		p.Records, err = ReadStateRecords(r)
@@ -381,7 +400,7 @@ func (p *Reply) MarshalBinary(cmd Cmd) ([]byte, error) {
 	b := make([]byte, HeaderSize, HeaderSize+LockspaceSize)
 	var err error
 	counted := true
-	switch replyKinds[cmd] {
+	switch replyOf(cmd) {
 	case rpNone:
 		return nil, nil
 	case rpResult:
@@ -422,7 +441,7 @@ func (p *Reply) MarshalBinary(cmd Cmd) ([]byte, error) {
 			}
 		}
 	case rpHosts, rpOwners:
-		if replyKinds[cmd] == rpOwners {
+		if replyOf(cmd) == rpOwners {
 			res := p.Resource
 			if res == nil {
 				res = &Resource{}

@@ -29,6 +29,11 @@ const DefaultMaxPayload = 1 << 16
 //	RIndex               rindex commands 35..40
 //	REntry               UPDATE/LOOKUP_RINDEX, CREATE/DELETE_RESOURCE
 //	LVB                  SET_LVB
+//	Host                 SET_HOST (with Lockspace)
+//	DeltaLeader          INIT_LOCKSPACE_HOST (with Lockspace)
+//
+// ACQUIRE2 carries what ACQUIRE carries; READ_LOCKSPACE_HOST a Lockspace.
+// Private commands (CmdReexec) carry nothing.
 type Request struct {
 	Header    Header
 	Lockspace *Lockspace
@@ -40,6 +45,10 @@ type Request struct {
 	RIndex    *RIndex
 	REntry    *REntry
 	LVB       []byte
+	Host      *Host
+	// DeltaLeader is the 200-byte delta lease record of
+	// INIT_LOCKSPACE_HOST, as the client sent it.
+	DeltaLeader []byte
 
 	// Consumed is the number of payload bytes ReadRequest read after the
 	// header (used by Drain).
@@ -69,7 +78,13 @@ const (
 	plRIndexEntry                 // sanlk_rindex + sanlk_rentry
 	plLockspaceShort              // sanlk_lockspace, but length says 32
 	plRIndexEntryLong             // rindex + rentry, length says 32+1104+128
+	plLockspaceHost               // sanlk_lockspace + sanlk_host
+	plLockspaceLeader             // sanlk_lockspace + 200-byte delta leader record
 )
+
+// DeltaLeaderSize is the size of the delta lease record that
+// INIT_LOCKSPACE_HOST carries.
+const DeltaLeaderSize = 200
 
 var requestPayload = [...]payloadKind{
 	CmdRegister:           plNone,
@@ -112,7 +127,19 @@ var requestPayload = [...]payloadKind{
 	CmdCreateResource:     plRIndexEntry,
 	CmdDeleteResource:     plRIndexEntry,
 	CmdRebuildRIndex:      plRIndex,
-	CmdReexec:             plDisk,
+	CmdAcquire2:           plAcquire,
+	CmdReadLockspaceHost:  plLockspace,
+	CmdInitLockspaceHost:  plLockspaceLeader,
+	CmdSetHost:            plLockspaceHost,
+}
+
+// payloadOf is the payload of a request of a valid command c; private
+// commands carry none.
+func payloadOf(c Cmd) payloadKind {
+	if c.Sanlock() {
+		return requestPayload[c]
+	}
+	return plNone
 }
 
 // releaseCount returns how many sanlk_resource a RELEASE carries.
@@ -155,10 +182,27 @@ func (q *Request) MarshalBinary() ([]byte, error) {
 	}
 	b := make([]byte, HeaderSize, HeaderSize+LockspaceSize+HostEventSize)
 	var err error
-	switch requestPayload[h.Cmd] {
+	switch payloadOf(h.Cmd) {
 	case plNone:
 	case plLockspace, plLockspaceShort:
 		b, err = q.lockspace().AppendBinary(b)
+	case plLockspaceHost:
+		if b, err = q.lockspace().AppendBinary(b); err == nil {
+			host := q.Host
+			if host == nil {
+				host = &Host{}
+			}
+			b, err = host.AppendBinary(b)
+		}
+	case plLockspaceLeader:
+		if len(q.DeltaLeader) > DeltaLeaderSize {
+			return nil, ErrLength
+		}
+		if b, err = q.lockspace().AppendBinary(b); err == nil {
+			var rec [DeltaLeaderSize]byte
+			copy(rec[:], q.DeltaLeader)
+			b = append(b, rec[:]...)
+		}
 	case plLockspaceEvent:
 		if b, err = q.lockspace().AppendBinary(b); err == nil {
 			he := q.HostEvent
@@ -232,7 +276,7 @@ func (q *Request) MarshalBinary() ([]byte, error) {
 		if ri == nil {
 			ri = &RIndex{}
 		}
-		if b, err = ri.AppendBinary(b); err == nil && requestPayload[h.Cmd] != plRIndex {
+		if b, err = ri.AppendBinary(b); err == nil && payloadOf(h.Cmd) != plRIndex {
 			re := q.REntry
 			if re == nil {
 				re = &REntry{}
@@ -243,7 +287,7 @@ func (q *Request) MarshalBinary() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch requestPayload[h.Cmd] {
+	switch payloadOf(h.Cmd) {
 	case plLockspaceShort:
 		h.Length = HeaderSize
 	case plRIndexEntryLong:
@@ -332,8 +376,12 @@ func (rd *reader) resourceDisks() (Resource, error) {
 // Errors:
 //   - io.EOF: clean end of stream before a header (connection death);
 //     io.ErrUnexpectedEOF: stream ended inside a message;
-//   - ErrBadMagic, ErrBadVersion, ErrUnknownCmd: the daemon must not answer
-//     and should close the connection (the *Request holds the header);
+//   - ErrBadMagic, ErrBadVersion: the daemon must not answer and should
+//     close the connection (the *Request holds the header);
+//   - ErrUnknownCmd: a header with a known magic and a command number
+//     this package does not know; nothing of the payload was read (the
+//     *Request holds the header): the daemon drains Length-32 bytes and
+//     answers with an error (docs/protocol.md "Unknown commands");
 //   - ErrPayloadTooLarge: Length > 32+maxPayload (checked before anything
 //     is allocated); close the connection;
 //   - *rescode.Error: the payload is invalid in a way the C daemon answers with a
@@ -368,10 +416,25 @@ func ReadRequest(r io.Reader, maxPayload int) (*Request, error) {
 func (q *Request) readPayload(rd *reader) error {
 	h := q.Header
 	var err error
-	switch requestPayload[h.Cmd] {
+	switch payloadOf(h.Cmd) {
 	case plNone:
 	case plLockspace, plLockspaceShort:
 		q.Lockspace, err = rd.lockspace()
+	case plLockspaceHost:
+		if q.Lockspace, err = rd.lockspace(); err != nil {
+			return err
+		}
+		var b []byte
+		if b, err = rd.read(HostSize); err != nil {
+			return err
+		}
+		q.Host = new(Host)
+		err = q.Host.UnmarshalBinary(b)
+	case plLockspaceLeader:
+		if q.Lockspace, err = rd.lockspace(); err != nil {
+			return err
+		}
+		q.DeltaLeader, err = rd.read(DeltaLeaderSize)
 	case plLockspaceEvent:
 		if q.Lockspace, err = rd.lockspace(); err != nil {
 			return err
@@ -455,7 +518,7 @@ func (q *Request) readPayload(rd *reader) error {
 		}
 		q.RIndex = new(RIndex)
 		_ = q.RIndex.UnmarshalBinary(b)
-		if requestPayload[h.Cmd] != plRIndex {
+		if payloadOf(h.Cmd) != plRIndex {
 			if b, err = rd.read(REntrySize); err != nil {
 				return err
 			}

@@ -109,6 +109,16 @@ func requestCases() map[Cmd]requestCase {
 	add(withRI(NewRequest(CmdCreateResource, 0, 2000, 0), true), 32+RIndexSize+REntrySize, RIndexSize+REntrySize)
 	add(withRI(NewRequest(CmdDeleteResource, 0, 0, 0), true), 32+RIndexSize+REntrySize, RIndexSize+REntrySize)
 	add(withRI(NewRequest(CmdRebuildRIndex, RXNoLockspace, 0, 0), false), 32+RIndexSize, RIndexSize)
+	acq2 := withRes(NewRequest(CmdAcquire2, 0, 1, self), sampleRes("R1", 1))
+	acq2.Options = &Options{}
+	add(acq2, 32+R+D+OptionsSize, R+D+OptionsSize)
+	add(withLS(NewRequest(CmdReadLockspaceHost, 0, 0, 0)), 32+L, L)
+	ilh := withLS(NewRequest(CmdInitLockspaceHost, 0, 0, 0))
+	ilh.DeltaLeader = bytes.Repeat([]byte{7}, DeltaLeaderSize)
+	add(ilh, 32+L+DeltaLeaderSize, L+DeltaLeaderSize)
+	sh := withLS(NewRequest(CmdSetHost, 0, 1, 0))
+	sh.Host = &Host{HostID: 2, Generation: 9, Flags: 0x10}
+	add(sh, 32+L+HostSize, L+HostSize)
 	return m
 }
 
@@ -170,7 +180,9 @@ func TestReadRequestSentinels(t *testing.T) {
 		{"magic", mod(hdrMagic, 0x04282011), ErrBadMagic},
 		{"version major 2", mod(hdrVersion, 0x00020000), ErrBadVersion},
 		{"cmd 0", mod(hdrCmd, 0), ErrUnknownCmd},
-		{"cmd 42", mod(hdrCmd, 42), ErrUnknownCmd},
+		{"cmd 45", mod(hdrCmd, 45), ErrUnknownCmd},
+		{"private cmd under sanlock magic", mod(hdrCmd, uint32(CmdReexec)), ErrUnknownCmd},
+		{"sanlock cmd under private magic", mod(hdrMagic, PrivateMagic), ErrUnknownCmd},
 		{"cmd 99", mod(hdrCmd, 99), ErrUnknownCmd},
 		{"length near 2^32", mod(hdrLength, 0xFFFFFFF0), ErrPayloadTooLarge},
 		{"length over max", mod(hdrLength, HeaderSize+DefaultMaxPayload+1), ErrPayloadTooLarge},
@@ -285,5 +297,39 @@ func TestReadRequestRandom(t *testing.T) {
 	}
 	if errs < 5000 {
 		t.Fatalf("only %d errors", errs)
+	}
+}
+
+// TestPrivateCommands: a private command is sent under PrivateMagic with
+// no payload, read back as itself, and its reply is read under the same
+// magic; the number alone, under sanlock's magic, is an unknown command.
+func TestPrivateCommands(t *testing.T) {
+	b, err := NewRequest(CmdReexec, 0, 0, 0).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != HeaderSize || le.Uint32(b[hdrMagic:]) != PrivateMagic || string(b[:4]) != "GOSL" {
+		t.Fatalf("reexec request % x", b)
+	}
+	q, err := ReadRequest(bytes.NewReader(b), 0)
+	if err != nil || q.Header.Cmd != CmdReexec || q.Consumed != 0 {
+		t.Fatalf("read back: %+v %v", q, err)
+	}
+	if !CmdReexec.Private() || CmdReexec.Sanlock() || Cmd(41).Private() || !Cmd(41).Sanlock() {
+		t.Error("Private/Sanlock")
+	}
+	rep := Reply{Header: ResultReply(q.Header, -11), Records: []StateRecord{{State: State{Type: StateDaemon}, Text: "why"}}}
+	rb, err := rep.MarshalBinary(CmdReexec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadReply(bytes.NewReader(rb), CmdReexec)
+	if err != nil || got.Result() != -11 || len(got.Records) != 1 || got.Records[0].Text != "why" {
+		t.Fatalf("reply: %+v %v", got, err)
+	}
+	// A reply under sanlock's magic is not an answer to a private command.
+	le.PutUint32(rb[hdrMagic:], Magic)
+	if _, err := ReadReply(bytes.NewReader(rb), CmdReexec); !errors.Is(err, ErrBadMagic) {
+		t.Errorf("sanlock magic on a private reply: %v", err)
 	}
 }

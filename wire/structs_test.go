@@ -236,7 +236,7 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%v", c)
 		}
 	}
-	if CmdAddLockspace.String() != "SM_CMD_ADD_LOCKSPACE" || Cmd(42).String() != "SM_CMD_42" || Cmd(0).DebugName() != "cmd0" {
+	if CmdAddLockspace.String() != "SM_CMD_ADD_LOCKSPACE" || Cmd(45).String() != "SM_CMD_45" || CmdReexec.String() != "GOSL_CMD_REEXEC" || Cmd(0).DebugName() != "cmd0" {
 		t.Errorf("names")
 	}
 }
