@@ -1,7 +1,5 @@
 package client
 
-import "fmt"
-
 // Version returns the daemon version (0x03080500 for 3.8.5) and the daemon's
 // protocol version from the reply header.
 func (c *Client) Version() (version, proto uint32, err error) {
@@ -297,18 +295,4 @@ func (c *Client) LookupRIndex(ri *RIndex, flags uint32, re *REntry) (*REntry, er
 // UpdateRIndex adds (RXUpAdd) or removes (RXUpRem) an rindex entry.
 func (c *Client) UpdateRIndex(ri *RIndex, flags uint32, re *REntry) (*REntry, error) {
 	return c.rindexEntry(CmdUpdateRIndex, ri, flags, re, 0, 0)
-}
-
-// Reexec asks the daemon to hand over to the binary at path ("" = its
-// own binary, re-read from disk; docs/upgrade.md). nil means the new
-// image serves; on failure the error carries the daemon's reason and the
-// old image serves on.
-func (c *Client) Reexec(path string) error {
-	q := NewRequest(CmdReexec, 0, 0, 0)
-	q.Disk = &Disk{Path: path}
-	p, err := c.result(q)
-	if err != nil && p != nil && len(p.Records) > 0 && p.Records[0].Text != "" {
-		return fmt.Errorf("%w: %s", err, p.Records[0].Text)
-	}
-	return err
 }

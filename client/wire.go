@@ -64,6 +64,7 @@ const (
 	CmdReadResourceOwners = wire.CmdReadResourceOwners
 	CmdRebuildRIndex      = wire.CmdRebuildRIndex
 	CmdReexec             = wire.CmdReexec
+	CmdHello              = wire.CmdHello
 	CmdRegEvent           = wire.CmdRegEvent
 	CmdRegister           = wire.CmdRegister
 	CmdRelease            = wire.CmdRelease

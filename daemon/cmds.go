@@ -26,6 +26,7 @@ func (s *Server) registerBuiltins() {
 	s.Handle(wire.CmdGetLockspaces, ClassClose, cmdGetLockspaces)
 	s.Handle(wire.CmdHostStatus, ClassClose, cmdHostStatus)
 	s.Handle(wire.CmdReexec, ClassClose, cmdReexec) // reexec.go
+	s.Handle(wire.CmdHello, ClassKeep, cmdHello)
 	s.registerDiskCmds()
 }
 
@@ -38,6 +39,12 @@ func cmdRegister(_ context.Context, c *Conn, _ *wire.Request) error {
 func cmdVersion(_ context.Context, c *Conn, _ *wire.Request) error {
 	h := wire.VersionReply(wire.DaemonVersion)
 	return c.write(h.Bytes())
+}
+
+// cmdHello answers 0: this daemon serves private commands
+// (docs/protocol.md "Private commands").
+func cmdHello(_ context.Context, c *Conn, q *wire.Request) error {
+	return c.Reply(q, 0)
 }
 
 // cmdRestrict sets the client's restrict flags and replies 0.

@@ -239,6 +239,17 @@ func (c *Conn) serve() {
 				}
 				continue
 			}
+			if errors.Is(err, wire.ErrUnknownCmd) && q != nil {
+				// A command number we do not know, under a magic we
+				// do: drop its announced payload and answer
+				// -ENOSYS. Both C daemons leave such a client
+				// waiting for ever (docs/protocol.md "Unknown
+				// commands").
+				if c.unknownCmd(q) {
+					continue
+				}
+				return
+			}
 			if !errors.Is(err, io.EOF) && !s.isClosing() {
 				c.logBad(q, err)
 			}
@@ -315,12 +326,10 @@ func (c *Conn) dispatch(q *wire.Request) error {
 	}
 	c.mu.Unlock()
 	if !ok {
-		// A valid command nothing implements yet: answer ENOSYS so that
-		// the client does not hang, then close (its reply format may be a
-		// stream).
+		// A command whose payload was read but that nothing serves:
+		// answer -ENOSYS and go on (the request was framed exactly).
 		s.lg.Warn("cmd_"+cmd.DebugName()+" not implemented", zap.Int("ci", c.slot), zap.Int("fd", c.fd))
-		_ = c.Reply(q, -38)
-		return errCloseConn
+		return c.Reply(q, rescode.RvENOSYS)
 	}
 	if cmd != wire.CmdRegister && s.cfg.DebugCmd(cmd) {
 		s.lg.Debug("cmd_"+cmd.DebugName(), zap.Int("ci", c.slot), zap.Int("fd", c.fd))
@@ -342,6 +351,34 @@ func (c *Conn) dispatch(q *wire.Request) error {
 		return errCloseConn
 	}
 	return err
+}
+
+// unknownCmd answers a request whose command number is unknown: its
+// payload, framed only by the length field, is discarded (at most
+// MaxPayload bytes, within the drain timeout) and the reply is -ENOSYS.
+// It reports whether the connection can go on: not when the announced
+// payload could not be read whole, since the next header would start
+// inside it. Nothing of the payload is looked at.
+func (c *Conn) unknownCmd(q *wire.Request) bool {
+	s := c.srv
+	s.lg.Warn("cmd"+strconv.FormatUint(uint64(q.Header.Cmd), 10)+" unknown", zap.Int("ci", c.slot), zap.Int("fd", c.fd),
+		zap.Uint32("length", q.Header.Length))
+	limit := int64(s.cfg.MaxPayload)
+	if limit <= 0 {
+		limit = wire.DefaultMaxPayload
+	}
+	whole := q.DrainLen() <= limit
+	if whole {
+		c.drain(q)
+		whole = q.DrainLen() == 0
+	}
+	if c.clientStatus().Restrict&wire.RestrictAll != 0 {
+		return whole // never answered (docs/protocol.md "Header checks" step 4)
+	}
+	if err := c.Reply(q, rescode.RvENOSYS); err != nil {
+		return false
+	}
+	return whole
 }
 
 // drain discards the unread rest of an announced payload, bounded in size

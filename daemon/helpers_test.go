@@ -17,7 +17,7 @@ import (
 
 // testDaemon is an in-process server on a short temp run dir.
 type testDaemon struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	srv    *Server
 	cl     *client.Client
@@ -25,7 +25,7 @@ type testDaemon struct {
 	deaths chan *ClientInfo
 }
 
-func startDaemon(t *testing.T, mod func(*Config, *Deps)) *testDaemon {
+func startDaemon(t testing.TB, mod func(*Config, *Deps)) *testDaemon {
 	t.Helper()
 	dir := testutil.ShortTempDir(t)
 	cfg := testutil.DaemonConfig(dir)

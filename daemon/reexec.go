@@ -224,13 +224,23 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 
 func pidFilePath(runDir string) string { return filepath.Join(runDir, PidFileName) }
 
-// Reexec hands the daemon over to the binary at path (docs/upgrade.md).
-// On success the new image serves and the caller must exit at once
-// without any cleanup (ExitAfterHandover); on failure the error is a
-// *handover.Error and this daemon serves on with everything as it was.
-func (s *Server) Reexec(ctx context.Context, path string) (*handover.Result, error) {
-	if path == "" {
-		path = s.exePath()
+// Reexec hands the daemon over to a new image of its own binary, the
+// file at the path it was started from (docs/upgrade.md): an upgrade
+// installs the new binary there first. On success the new image serves
+// and the caller must exit at once without any cleanup
+// (ExitAfterHandover); on failure the error is a *handover.Error and this
+// daemon serves on with everything as it was. No path a client sends is
+// ever executed (docs/security.md "Re-exec").
+func (s *Server) Reexec(ctx context.Context) (*handover.Result, error) {
+	return s.reexecTo(ctx, s.exePath())
+}
+
+// reexecTo hands the daemon over to the binary at path, once checkImage
+// accepts it.
+func (s *Server) reexecTo(ctx context.Context, path string) (*handover.Result, error) {
+	if err := reexec.CheckImage(path); err != nil {
+		s.lg.Error("reexec refused: " + err.Error())
+		return nil, &handover.Error{Path: path, Stage: handover.StageStart, Err: err}
 	}
 	spec := handover.Spec{Path: path, Args: reexecArgs(), Stdout: os.Stdout, Stderr: os.Stderr}
 	// An older format, as the previous release wrote (tests).
@@ -254,8 +264,8 @@ func (s *Server) Reexec(ctx context.Context, path string) (*handover.Result, err
 	return res, nil
 }
 
-// exePath is the binary a reexec without a path starts: this daemon's
-// own, re-read from disk.
+// exePath is the binary a reexec starts: the path this daemon was
+// started from, re-read from disk.
 func (s *Server) exePath() string {
 	if startExe != "" {
 		return startExe
@@ -271,11 +281,10 @@ var reexecArgs = func() []string { return os.Args }
 // later os.Executable names a replaced file "... (deleted)").
 var startExe, _ = os.Executable()
 
-// reexecAndExit is a reexec whose success ends this process (SIGUSR1,
-// `sanlock client reexec`); on failure it returns the error and this
-// daemon serves on.
-func (s *Server) reexecAndExit(path string) error {
-	res, err := s.Reexec(s.ctx, path)
+// reexecAndExit is a reexec whose success ends this process (SIGUSR1);
+// on failure it returns the error and this daemon serves on.
+func (s *Server) reexecAndExit() error {
+	res, err := s.Reexec(s.ctx)
 	if err != nil {
 		return err
 	}
@@ -283,10 +292,11 @@ func (s *Server) reexecAndExit(path string) error {
 	return nil
 }
 
-// cmdReexec is `sanlock client reexec [-e PATH]` (CmdReexec): the answer
-// comes only after the handover: 0, and then this image exits; or the
-// error, with its text in one record, and this image serves on. Only
-// root or the daemon's own uid may ask.
+// cmdReexec is `sanlock client reexec` (CmdReexec, a private command):
+// the answer comes only after the handover: 0, and then this image
+// exits; or the error, with its text in one record, and this image
+// serves on. Only root or the daemon's own uid may ask, and only for a
+// reexec of the daemon's own binary: the request carries nothing else.
 func cmdReexec(ctx context.Context, c *Conn, q *wire.Request) error {
 	s := c.srv
 	reply := func(rv int32, why string) error {
@@ -299,14 +309,10 @@ func cmdReexec(ctx context.Context, c *Conn, q *wire.Request) error {
 	if uc, ok := c.uc.(*net.UnixConn); ok && !reexec.PeerMayReexec(uc) {
 		return reply(rescode.RvEPERM, "reexec: permission denied")
 	}
-	path := ""
-	if q.Disk != nil {
-		path = q.Disk.Path
-	}
 	// This connection waits for the answer: it is neither in flight nor
 	// handed over.
 	c.rd.Detach()
-	res, err := s.Reexec(ctx, path)
+	res, err := s.Reexec(ctx)
 	if err != nil {
 		return reply(rescode.RvEAGAIN, err.Error())
 	}

@@ -144,14 +144,14 @@ func TestReexecFails(t *testing.T) {
 	garbage := filepath.Join(dir, "garbage")
 	require.NoError(t, os.WriteFile(garbage, []byte("#!/bin/sh\nprintf 'not a handover' >&3\nsleep 1\n"), 0o755))
 	for _, path := range []string{"/bin/false", garbage, filepath.Join(dir, "missing")} {
-		_, err := f.td.srv.Reexec(context.Background(), path)
+		_, err := f.td.srv.reexecTo(context.Background(), path)
 		var he *handover.Error
 		require.True(t, errors.As(err, &he), "%s: %v", path, err)
 		assert.Contains(t, err.Error(), "the old image keeps serving")
 		f.intact(t)
 	}
 	// The same through the command: the error and its reason come back.
-	err := f.td.cl.Reexec("/bin/false")
+	err := f.td.cl.Reexec() // startExe is /bin/false here
 	assert.Equal(t, rescode.RvEAGAIN, testutil.Code(err))
 	assert.Contains(t, err.Error(), "handover to /bin/false failed at ready")
 	f.intact(t)
@@ -169,9 +169,10 @@ func TestReexecFails(t *testing.T) {
 	}
 	before := lastRenewal()
 	require.NoError(t, os.Rename(f.rc.path, f.rc.path+".away"))
-	err = f.td.cl.Reexec(reexecBinary(t))
+	_, err = f.td.srv.reexecTo(context.Background(), reexecBinary(t))
 	require.NoError(t, os.Rename(f.rc.path+".away", f.rc.path))
-	assert.Equal(t, rescode.RvEAGAIN, testutil.Code(err))
+	var he *handover.Error
+	require.True(t, errors.As(err, &he), "%v", err)
 	assert.Contains(t, err.Error(), "failed at commit")
 	f.intact(t)
 	require.Eventually(t, func() bool { return lastRenewal() > before }, 10*time.Second, 50*time.Millisecond,

@@ -19,7 +19,7 @@ type resCluster struct {
 	ls   []*wire.Lockspace
 }
 
-func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...func(*Config)) *resCluster {
+func newResCluster(t testing.TB, hosts, nres int, mcfg manager.Config, mods ...func(*Config)) *resCluster {
 	t.Helper()
 	path := testutil.ResourceFile(t, nres)
 	rc := &resCluster{path: path}

@@ -93,7 +93,7 @@ func (s *Server) serveSignals(ctx context.Context, sigs chan os.Signal) error {
 		case sig := <-sigs:
 			s.lg.Debug("signal received", zap.String("signal", sig.String()))
 			if sig == syscall.SIGUSR1 {
-				go s.reexecAndExit("")
+				go s.reexecAndExit()
 				continue
 			}
 			s.RequestShutdown(false)

@@ -62,15 +62,15 @@ func rawFD(c interface {
 }
 
 // PeerMayReexec reports whether the peer of uc may ask for a reexec: root
-// or this daemon's uid (a peer whose credentials cannot be read may).
+// or this daemon's uid. A peer whose credentials cannot be read may not.
 func PeerMayReexec(uc *net.UnixConn) bool {
 	f, err := DupSocket(uc)
 	if err != nil {
-		return true
+		return false
 	}
 	defer f.Close()
 	_, uid, _, err := handover.PeerCred(f)
-	return err != nil || uid == 0 || int(uid) == os.Getuid()
+	return err == nil && (uid == 0 || int(uid) == os.Getuid())
 }
 
 // Reply is the answer to the reexec command q: the header with result rv

@@ -22,7 +22,25 @@ import (
 // and the wdmd session continues (docs/upgrade.md "Adopting wdmd sessions").
 func TestReexecWatchdog(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
+	needReal(t)
+	// The daemon runs from its own copy of our binary: the failed
+	// reexecs below install broken binaries at its path.
+	good, err := os.ReadFile(goSanlock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "sanlock")
+	install := func(b []byte) {
+		t.Helper()
+		if err := os.WriteFile(bin+".new", b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(bin+".new", bin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install(good)
+	c := harness.TestCluster(t, harness.Options{GoBinary: bin})
 	wdmdBin, _, err := harness.BuildEscalation(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -100,26 +118,27 @@ func TestReexecWatchdog(t *testing.T) {
 	}
 	// Failed reexecs: into a binary that exits at start, and into one
 	// that sends garbage on the control channel (fd 3) instead of READY.
-	garbage := filepath.Join(t.TempDir(), "garbage")
-	if err := os.WriteFile(garbage, []byte("#!/bin/sh\nprintf garbage >&3\nsleep 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	p := pidOf()
-	for _, bin := range []string{"/bin/false", garbage} {
-		err := h.Client().Reexec(bin)
+	for name, image := range map[string][]byte{
+		"false":   []byte("#!/bin/sh\nexit 1\n"),
+		"garbage": []byte("#!/bin/sh\nprintf garbage >&3\nsleep 1\n"),
+	} {
+		install(image)
+		err := h.Client().Reexec()
 		if client.ErrorCode(err) == 0 || !strings.Contains(err.Error(), "failed at ready") {
-			t.Fatalf("reexec into %s: %v", bin, err)
+			t.Fatalf("reexec into %s: %v", name, err)
 		}
 		if pidOf() != p {
-			t.Fatalf("a failed reexec into %s changed the serving image", bin)
+			t.Fatalf("a failed reexec into %s changed the serving image", name)
 		}
 		if got, _, err := reg.Inquire(); err != nil || got != state {
-			t.Fatalf("after the reexec into %s: inquire %q %v, want %q", bin, got, err, state)
+			t.Fatalf("after the reexec into %s: inquire %q %v, want %q", name, got, err, state)
 		}
 		if fired() {
-			t.Fatalf("reexec into %s: the watchdog fired", bin)
+			t.Fatalf("reexec into %s: the watchdog fired", name)
 		}
 	}
+	install(good)
 	select {
 	case <-h.Watchdog().Fired():
 		t.Fatal("the watchdog fired")

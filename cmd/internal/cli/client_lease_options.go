@@ -289,10 +289,10 @@ func clientVersionRun(opts *ClientVersionOptions) error {
 	return nil
 }
 
-// ReexecOptions is "client reexec [-e PATH]" (ours, docs/upgrade.md).
+// ReexecOptions is "client reexec" (ours, docs/upgrade.md).
 type ReexecOptions struct {
 	IO   *ClientIO
-	Path string // -e: the new binary; empty: the daemon's own
+	Path string // -e, refused: the daemon re-executes only its own binary
 }
 
 func NewCmdReexec(f *Factory, runF func(*ReexecOptions) error) *cobra.Command {

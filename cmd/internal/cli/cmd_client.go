@@ -75,7 +75,7 @@ var clientActionList = []clientAction{
 	{use: "write -s LOCKSPACE | -r RESOURCE [-z 0|1] [-Z 512|4096 -A 1M|2M|4M|8M]", short: "the same as init"},
 	{use: "align -s LOCKSPACE", short: "print the align size of a lockspace's disk"},
 	{use: "version", short: "print the client and daemon versions"},
-	{use: "reexec [-e PATH]", short: "hand the daemon over to a new binary without dropping a lease (docs/upgrade.md)"}, // reexec.go
+	{use: "reexec", short: "hand the daemon over to a new image of its own binary without dropping a lease (docs/upgrade.md)"}, // reexec.go
 	{use: "locks [-s LOCKSPACE] [-r RESOURCE]", short: "show who holds what (--json: one object)",
 		json: true}, // docs/json.md
 }

@@ -1,25 +1,44 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"path/filepath"
+	"time"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
-// reexec is `sanlock client reexec [-e PATH]` (gosanlock's own,
-// docs/upgrade.md): the daemon hands over to PATH (default: its own
-// binary, re-read from disk) and answers once the new image serves. On
-// failure it prints the daemon's reason on stderr; the old image serves
-// on.
+// helloWait bounds how long `client reexec` waits for the daemon to
+// answer the private hello before it concludes that the daemon is not
+// gosanlock (a sanlock daemon never answers a private command).
+const helloWait = 5 * time.Second
+
+// reexec is `sanlock client reexec` (gosanlock's own, docs/upgrade.md):
+// the daemon hands over to a new image of its own binary, the file at
+// the path it was started from (install the new binary there first), and
+// answers once the new image serves. On failure it prints the daemon's
+// reason on stderr; the old image serves on. The daemon never executes a
+// path a client names (docs/security.md "Re-exec"): -e PATH is refused
+// here, before anything is sent.
 func (c *clientRun) reexec(path string) int {
+	c.printf("reexec\n")
 	if path != "" {
-		if abs, err := filepath.Abs(path); err == nil {
-			path = abs // the daemon's working directory is not ours
-		}
+		fmt.Fprintf(c.stderr, "reexec: -e %s: the daemon re-executes only its own binary (the path it was started from); "+
+			"install the new binary there, then run reexec without -e\n", path)
+		c.printf("reexec done %d\n", rescode.RvEINVAL)
+		return rescode.RvEINVAL
 	}
-	c.printf("reexec %s\n", path)
 	var why error
 	r := c.call(func() error {
-		why = c.cl.Reexec(path)
+		if err := c.cl.Hello(helloWait); err != nil {
+			why = err
+			if errors.Is(err, client.ErrNotGosanlock) {
+				return &rescode.Error{Code: rescode.RvENOSYS}
+			}
+			return err
+		}
+		why = c.cl.Reexec()
 		return why
 	})
 	if why != nil {

@@ -157,14 +157,18 @@ print("inquire", sanlock.inquire(slkfd=fd), flush=True)
 	reexec()
 	serving()
 
-	// The command: a failure answers why, a success answers 0 once the
-	// new image serves.
-	err = cl.Reexec("/bin/false")
+	// The command: a failure (the binary on disk exits at start) answers
+	// why, a success answers 0 once the new image serves.
+	require.NoError(t, os.Remove(bin))
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\nexit 3\n"), 0o755))
+	err = cl.Reexec()
 	assert.Equal(t, rescode.RvEAGAIN, client.ErrorCode(err))
 	assert.Contains(t, err.Error(), "the old image keeps serving")
 	serving()
+	require.NoError(t, os.Remove(bin))
+	require.NoError(t, os.WriteFile(bin, good, 0o755))
 	old := pidOf()
-	require.NoError(t, cl.Reexec(""))
+	require.NoError(t, cl.Reexec())
 	require.Eventually(t, func() bool { p := pidOf(); return p != 0 && p != old && gone(old) }, 20*time.Second, 5*time.Millisecond)
 	serving()
 

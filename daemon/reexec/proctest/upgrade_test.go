@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,8 +91,8 @@ func buildRelease(commit string) (string, error) {
 // TestReexecUpgradeFromReleaseProcess: the previous released build
 // (previousRelease, built from git) runs as the daemon with a joined
 // lockspace (io_timeout 1), a registered holder of R0 (EX) and R1 (SH) and
-// an orphan R2 (EX, persistent, its holder gone); `client reexec -e` hands
-// it over to the current build. After it the current build serves (the pid
+// an orphan R2 (EX, persistent, its holder gone); the current build is
+// installed over its binary and SIGUSR1 hands it over. After it the current build serves (the pid
 // file names a process running it), the lockspace has the same generation
 // and acquire time, the holder is registered on its old connection and
 // its inquire answer (lver included) is unchanged, the orphan is listed,
@@ -107,8 +108,16 @@ func TestReexecUpgradeFromReleaseProcess(t *testing.T) {
 	require.True(t, registered())
 	before := d.spaceStatus("LS")
 
+	// The upgrade as a package does it: the current build is installed
+	// at the daemon's own path, then the running daemon is told to
+	// reexec (SIGUSR1, which every release since the previous one
+	// serves: its client command was a different message).
+	good, err := os.ReadFile(newBin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(d.bin+".new", good, 0o755))
+	require.NoError(t, os.Rename(d.bin+".new", d.bin))
 	old := d.pid()
-	require.NoError(t, d.cl.Reexec(newBin), "the previous release hands over to the current build")
+	require.NoError(t, syscall.Kill(old, syscall.SIGUSR1), "the previous release hands over to the current build")
 	now := 0
 	require.Eventually(t, func() bool {
 		now = d.pid() // 0 while the new image rewrites the pid file
@@ -116,7 +125,7 @@ func TestReexecUpgradeFromReleaseProcess(t *testing.T) {
 	}, 20*time.Second, 5*time.Millisecond)
 	exe, err := os.Readlink("/proc/" + strconv.Itoa(now) + "/exe")
 	require.NoError(t, err)
-	assert.Equal(t, newBin, exe, "the current build serves")
+	assert.Equal(t, d.bin, exe, "the current build, installed at the daemon's path, serves")
 
 	got, n, err := holder.Inquire()
 	require.NoError(t, err, "the holder's connection is served by the new image")
