@@ -1,0 +1,81 @@
+package debtree_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/debtree"
+)
+
+// TestTrees starts the 3.9.5 and the 5.1.1 daemon side by side, runs
+// `sanlock client status` in each tree, and talks to each daemon from the
+// host with our client: VERSION, STATUS, and a WRITE_LOCKSPACE of a
+// lease file under /var/tmp that the host then reads (the same file
+// inside and outside the tree).
+func TestTrees(t *testing.T) {
+	for _, tc := range []struct{ name, version string }{{"trixie", "3.9.5"}, {"sid", "5.1.1"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tr := debtree.Get(t, tc.name)
+			if tr.Version != tc.version {
+				t.Fatalf("%s: sanlock version %q, want %q", tc.name, tr.Version, tc.version)
+			}
+			d := tr.StartDaemon(t, "")
+
+			out, err := d.Client(t, "client", "status")
+			if err != nil {
+				t.Fatalf("sanlock client status: %v\n%s", err, out)
+			}
+			if !strings.Contains(out, "daemon") {
+				t.Fatalf("sanlock client status printed %q", out)
+			}
+
+			cl, err := client.Dial(d.HostRunDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, proto, err := cl.Version()
+			if err != nil {
+				t.Fatalf("VERSION: %v", err)
+			}
+			want := fmt.Sprint(v>>24, ".", v>>16&0xff, ".", v>>8&0xff)
+			if want != tc.version {
+				t.Errorf("VERSION answered %#x (%s), proto %#x", v, want, proto)
+			}
+			recs, err := cl.Status(0)
+			if err != nil || len(recs) == 0 {
+				t.Fatalf("STATUS: %v, %d records", err, len(recs))
+			}
+
+			dir, err := os.MkdirTemp("/var/tmp", "dtls")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			path := filepath.Join(dir, "leases")
+			if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ls := &client.Lockspace{Name: "dt", Disk: client.Disk{Path: path}}
+			if err := cl.WriteLockspace(ls, 0, 0); err != nil {
+				t.Fatalf("WRITE_LOCKSPACE %s: %v", path, err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := binary.LittleEndian.Uint32(b); m != 0x12212010 {
+				t.Fatalf("host sees magic %#x in %s after the %s daemon wrote it", m, path, tc.version)
+			}
+			got, _, err := cl.ReadLockspace(&client.Lockspace{Disk: client.Disk{Path: path}})
+			if err != nil || got.Name != "dt" {
+				t.Fatalf("READ_LOCKSPACE: %v %+v", err, got)
+			}
+		})
+	}
+}
