@@ -26,6 +26,15 @@
 //     /run/wdmd), has its own /run and the host test reaches the sockets
 //     in it.
 //
+// The C driver testdata/sanlk_newer.c makes the calls only 5.1.1's
+// libsanlock has (acquire2, read/init_lockspace_host, set_host) and the
+// old calls with their new flags, one call per line, printing one
+// parseable line per call ([Tree.NewerDriver], [Tree.StartDriver],
+// [Tree.CallOnce], [ParseResult]); it needs the sid tree. It is C on
+// purpose: it is the real library's encoding of each call that the tests
+// compare our daemon with (docs/protocol.md "Commands of 3.9.5 and
+// 5.1.1"). daemon/newerinterop drives it against the real 5.1.1 daemon.
+//
 // Only tests import this package. It needs root; [Get] skips the test
 // when it runs as another user or the trees cannot be built, except
 // with CI=true, where either is a failure.
@@ -34,6 +43,7 @@ package debtree
 import (
 	"bytes"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -336,7 +346,7 @@ func (d *Daemon) stop(t testing.TB) {
 	select {
 	case <-d.done:
 		return
-	case <-time.After(5 * time.Second):
+	case <-time.After(2 * time.Second):
 	}
 	_ = d.cmd.Process.Kill()
 	select {
@@ -408,4 +418,18 @@ func (tr *Tree) RunC(t testing.TB, runDir string, args ...string) (string, error
 		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return string(out), nil
+}
+
+//go:embed testdata/sanlk_newer.c
+var newerSrc string
+
+// NewerDriver compiles testdata/sanlk_newer.c in the tree (sid: its
+// libsanlock has the 5.1.1 calls) and returns the program's path in the
+// tree. The program makes one libsanlock call per line of input (or the
+// one on its command line) and prints one line per call: the call's name,
+// rv=N and the returned fields as key=value words; its comment lists the
+// calls and their arguments.
+func (tr *Tree) NewerDriver(t testing.TB) string {
+	t.Helper()
+	return tr.CompileC(t, "sanlk_newer", newerSrc)
 }

@@ -72,6 +72,17 @@ func TestTrees(t *testing.T) {
 			if m := binary.LittleEndian.Uint32(b); m != 0x12212010 {
 				t.Fatalf("host sees magic %#x in %s after the %s daemon wrote it", m, path, tc.version)
 			}
+			if tc.name == "sid" {
+				// The driver program, compiled against 5.1.1's libsanlock.
+				r := tr.CallOnce(t, d.RunDir, "version")
+				if r.RV != 0 || r.Fields["version"] != "0x05010100" {
+					t.Errorf("driver: %s", r.Line)
+				}
+				r = tr.CallOnce(t, d.RunDir, "read_lockspace_host", "-", path, "0", "1", "0")
+				if r.RV != 0 || r.Fields["ls_name"] != "dt" || r.Field("h_io_timeout") != 10 {
+					t.Errorf("driver: %s", r.Line)
+				}
+			}
 			got, _, err := cl.ReadLockspace(&client.Lockspace{Disk: client.Disk{Path: path}})
 			if err != nil || got.Name != "dt" {
 				t.Fatalf("READ_LOCKSPACE: %v %+v", err, got)
