@@ -280,6 +280,7 @@ func (tr *Tree) StartDaemon(t testing.TB, runDir string, args ...string) *Daemon
 		RunDir: runDir,
 		Env:    []string{"SANLOCK_RUN_DIR=" + DaemonRunDir, "SANLOCK_PRIVILEGED=0"},
 	}, argv...)
+	d.cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	d.cmd.Stdout = (*lockedWriter)(d)
 	d.cmd.Stderr = (*lockedWriter)(d)
 	if err := d.cmd.Start(); err != nil {
