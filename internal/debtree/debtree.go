@@ -53,6 +53,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -368,6 +369,9 @@ func (d *Daemon) Client(t testing.TB, args ...string) (string, error) {
 	return string(out), err
 }
 
+// ccSeq numbers CompileC's temporary files within this process.
+var ccSeq atomic.Int64
+
 // ccDir is where CompileC keeps its sources and programs, inside the tree.
 const ccDir = "/opt/gosanlock"
 
@@ -394,7 +398,7 @@ func (tr *Tree) CompileC(t testing.TB, name, src string) string {
 	}
 	// Built under a temporary name and renamed: two test binaries may
 	// compile the same program at once.
-	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
+	tmp := fmt.Sprintf("%s.%d.%d.tmp", bin, os.Getpid(), ccSeq.Add(1))
 	out, err := tr.Command(nil, "gcc", "-O1", "-Wall", "-o", tmp, srcPath, "-lsanlock").CombinedOutput()
 	if err != nil {
 		t.Fatalf("debtree: gcc %s in %s: %v\n%s", name, tr.Name, err, out)

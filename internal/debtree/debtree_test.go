@@ -90,3 +90,57 @@ func TestTrees(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandMounts checks the namespace of Tree.Command: an extra bind
+// mount (a file over /dev/watchdog, which the host's /dev does not need
+// to have), the run directory at /run, the host's /var/tmp, and that
+// nothing the programs mounted is left in the host's mount table.
+func TestCommandMounts(t *testing.T) {
+	tr := debtree.Get(t, "trixie")
+	before, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := debtree.RunDir(t)
+	if err := os.WriteFile(filepath.Join(run, "marker"), []byte("run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(t.TempDir(), "fakewd")
+	if err := os.WriteFile(fake, []byte("watchdog\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vt, err := os.CreateTemp("/var/tmp", "dtvt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vt.WriteString("vartmp\n")
+	vt.Close()
+	t.Cleanup(func() { os.Remove(vt.Name()) })
+
+	out, err := tr.Command(&debtree.Options{
+		RunDir: run,
+		Binds:  []debtree.Bind{{Host: fake, Tree: "/dev/watchdog"}},
+		Env:    []string{"X=y"},
+		Dir:    "/run",
+	}, "sh", "-c", `cat /dev/watchdog marker `+vt.Name()+`; echo $X; test -c /dev/null && echo null; grep -c . /etc/debian_version`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := "watchdog\nrun\nvartmp\ny\nnull\n1\n"; string(out) != want {
+		t.Fatalf("inside the tree: %q, want %q", out, want)
+	}
+	after, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(after), "\n") {
+		if strings.Contains(l, tr.Root) && !strings.Contains(string(before), l) {
+			t.Errorf("left mounted in the host: %s", l)
+		}
+	}
+	if _, err := os.Stat("/dev/watchdog"); err == nil {
+		if b, _ := os.ReadFile("/dev/watchdog"); string(b) == "watchdog\n" {
+			t.Errorf("the fake watchdog shows in the host's /dev")
+		}
+	}
+}
