@@ -8,8 +8,9 @@
 // be pinned) and through libsanlock 5.1.1 in the C driver of
 // internal/debtree. The expected answers in the tests are what 5.1.1
 // answered (docs/protocol.md "Commands of 3.9.5 and 5.1.1"); work on our
-// daemon can check itself against the same cases ([TestOursBeside511]
-// prints ours next to them).
+// daemon can check itself against the same cases (TestOursBeside511
+// prints ours next to them). TestTrixie395 pins what 3.9.5 answers to
+// the same requests.
 //
 // The package has tests only. They need root and the sid tree
 // (scripts/debian-trees.sh); they are skipped without them unless
