@@ -107,6 +107,7 @@ func wantRV(t *testing.T, r debtree.Result, want int) {
 // 3.9.5 and 5.1.1"); they run in this order because each step builds on
 // the last (B is made to leave the lockspace at the end).
 func TestNewer511(t *testing.T) {
+	t.Parallel()
 	tr := debtree.Get(t, "sid")
 	if tr.Version != "5.1.1" {
 		t.Fatalf("sid tree has sanlock %s, want 5.1.1", tr.Version)

@@ -108,6 +108,7 @@ var oneHostCases = []oneHostCase{
 // does not implement these commands and flags yet; the table is what
 // that work starts from.
 func TestOursBeside511(t *testing.T) {
+	t.Parallel()
 	tr := debtree.Get(t, "sid")
 	real := tr.StartDaemon(t, "", "-e", "real")
 	ours := startOurs(t)

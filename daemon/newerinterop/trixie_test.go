@@ -14,6 +14,7 @@ import (
 // which of the new flags 3.9.5 already knows, and what it does with
 // commands 41-44.
 func TestTrixie395(t *testing.T) {
+	t.Parallel()
 	tr := debtree.Get(t, "trixie")
 	if tr.Version != "3.9.5" {
 		t.Fatalf("trixie tree has sanlock %s, want 3.9.5", tr.Version)
