@@ -2,8 +2,12 @@ package debtree
 
 import (
 	"bufio"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,4 +142,71 @@ func (tr *Tree) CallOnce(t testing.TB, runDir string, args ...string) Result {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// Trace runs args in the tree like RunC, under the tree's strace, and
+// returns the program's stdout and, for each connection it made to a
+// socket named sanlock.sock, every byte it sent there (in order). It is
+// how the requests of libsanlock are compared with ours
+// (docs/protocol.md "Commands of 3.9.5 and 5.1.1").
+func (tr *Tree) Trace(t testing.TB, runDir string, args ...string) (string, [][]byte) {
+	t.Helper()
+	name := fmt.Sprintf("debtree-strace-%d-%d", os.Getpid(), ccSeq.Add(1))
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(runDir, name)
+	defer os.Remove(log)
+	st := append([]string{"strace", "-f", "-xx", "-s", "1000000", "-e", "trace=connect,sendto,sendmsg,write,close",
+		"-e", "signal=none", "-o", "/run/" + name}, args...)
+	out, err := tr.RunC(t, runDir, st...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, parseSends(string(b))
+}
+
+var (
+	straceConnect = regexp.MustCompile(`connect\((\d+), \{sa_family=AF_UNIX, sun_path="((?:\\x[0-9a-f]{2})*)"`)
+	straceSend    = regexp.MustCompile(`(?:sendto|write)\((\d+), "((?:\\x[0-9a-f]{2})*)"`)
+	straceClose   = regexp.MustCompile(`^(?:\d+ +)?close\((\d+)\)`)
+)
+
+// unhex decodes strace's -xx string form.
+func unhex(s string) []byte {
+	b, _ := hex.DecodeString(strings.ReplaceAll(s, `\x`, ""))
+	return b
+}
+
+// parseSends collects, per connection to sanlock.sock, the bytes sent
+// (one process's descriptors; a descriptor connected again starts a new
+// connection).
+func parseSends(log string) [][]byte {
+	var conns [][]byte
+	open := map[string]int{} // fd -> index in conns
+	for _, l := range strings.Split(log, "\n") {
+		if m := straceConnect.FindStringSubmatch(l); m != nil {
+			if strings.HasSuffix(string(unhex(m[2])), "/sanlock.sock") {
+				open[m[1]] = len(conns)
+				conns = append(conns, nil)
+			} else {
+				delete(open, m[1])
+			}
+			continue
+		}
+		if m := straceClose.FindStringSubmatch(l); m != nil {
+			delete(open, m[1])
+			continue
+		}
+		if m := straceSend.FindStringSubmatch(l); m != nil {
+			if i, ok := open[m[1]]; ok {
+				conns[i] = append(conns[i], unhex(m[2])...)
+			}
+		}
+	}
+	return conns
 }
