@@ -6,7 +6,8 @@
 // set_config IO_TIMEOUT, release NO_DISK and FOR_CLIENT_ID. Each request
 // is sent twice: as raw bytes from Go on the host (so the reply bytes can
 // be pinned) and through libsanlock 5.1.1 in the C driver of
-// internal/debtree. The expected answers in the tests are what 5.1.1
+// internal/debtree; TestRequestsAsLibsanlock checks with strace that the
+// raw requests are the library's, byte for byte. The expected answers in the tests are what 5.1.1
 // answered (docs/protocol.md "Commands of 3.9.5 and 5.1.1"); work on our
 // daemon can check itself against the same cases (TestOursBeside511
 // prints ours next to them). TestTrixie395 pins what 3.9.5 answers to
