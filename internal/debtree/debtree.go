@@ -30,12 +30,12 @@
 // libsanlock has (acquire2, read/init_lockspace_host, set_host) and the
 // old calls with their new flags, one call per line, printing one
 // parseable line per call ([Tree.NewerDriver], [Tree.StartDriver],
-// [Tree.CallOnce], [ParseResult]); it needs the sid tree. [Tree.Trace]
-// runs a program under the tree's strace and returns what it sent to
-// the daemon. It is C on
-// purpose: it is the real library's encoding of each call that the tests
+// [Tree.CallOnce], [ParseResult]); it needs the sid tree. It is C on
+// purpose: the real library's encoding of each call is what the tests
 // compare our daemon with (docs/protocol.md "Commands of 3.9.5 and
-// 5.1.1"). daemon/newerinterop drives it against the real 5.1.1 daemon.
+// 5.1.1"). [Tree.Trace] runs a program under the tree's strace and
+// returns what it sent to the daemon. daemon/newerinterop drives the
+// driver against the real 5.1.1 daemon.
 //
 // Only tests import this package. It needs root; [Get] skips the test
 // when it runs as another user or the trees cannot be built, except
