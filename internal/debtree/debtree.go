@@ -17,10 +17,10 @@
 //     host's null, zero, full, random, urandom and tty, /dev/pts and an
 //     empty /dev/shm (so that extra bind mounts, such as a fake watchdog
 //     device over /dev/watchdog, never create files in the host's /dev);
-//   - /var/tmp is the host's /var/tmp, so a lease file made by a test
-//     under /var/tmp has the same path for the host daemons (3.8.5,
-//     ours) and the tree's; lease files must be there, not on tmpfs
-//     (O_DIRECT);
+//   - /var/tmp is the host's /var/tmp (with the mounts below it), so
+//     a lease file made by a test under /var/tmp has the same path for
+//     the host daemons (3.8.5, ours) and the tree's; lease files must be
+//     there, not on tmpfs (O_DIRECT);
 //   - /run is a host directory chosen by the caller ([Options.RunDir]),
 //     so each daemon, and each wdmd (whose socket path is fixed at
 //     /run/wdmd), has its own /run and the host test reaches the sockets
@@ -209,7 +209,9 @@ func (tr *Tree) Command(opts *Options, args ...string) *exec.Cmd {
 	fmt.Fprintf(&s, "mkdir %s/dev/pts %s/dev/shm && mount --bind /dev/pts %s/dev/pts\n", r, r, r)
 	fmt.Fprintf(&s, "ln -s /proc/self/fd %s/dev/fd; ln -s pts/ptmx %s/dev/ptmx\n", r, r)
 	fmt.Fprintf(&s, "ln -s /proc/self/fd/0 %s/dev/stdin; ln -s /proc/self/fd/1 %s/dev/stdout; ln -s /proc/self/fd/2 %s/dev/stderr\n", r, r, r)
-	fmt.Fprintf(&s, "mount --bind /var/tmp %s/var/tmp\n", r)
+	// Recursive: lease files may sit on mounts below /var/tmp (FUSE
+	// fault layers, loop devices).
+	fmt.Fprintf(&s, "mount --rbind /var/tmp %s/var/tmp\n", r)
 	if opts.RunDir != "" {
 		fmt.Fprintf(&s, "mount --bind %s %s/run\n", q(opts.RunDir), r)
 	}
