@@ -101,8 +101,8 @@ var oneHostCases = []oneHostCase{
 	}, false, -16},
 }
 
-// TestOursBeside511 sends the one-host cases (never command 41: ours
-// re-executes itself on it) to the 5.1.1 daemon and to ours, requires
+// TestOursBeside511 sends the one-host cases to the 5.1.1 daemon and to
+// ours (acquire2 against ours: TestAcquire2AgainstOurs), requires
 // 5.1.1's answers, and prints ours beside them, with whether ours still
 // answers VERSION afterwards. It asserts nothing about ours: our daemon
 // does not implement these commands and flags yet; the table is what

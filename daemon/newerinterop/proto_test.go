@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// The requests are built here byte by byte, not with package wire:
-// wire does not know commands 42-44 (and its 41 is our re-exec command),
-// and the point is to pin the exact bytes 5.1.1 takes and gives back.
+// The requests are built here byte by byte, not with package wire: the
+// point is to pin the exact bytes 5.1.1 takes and gives back,
+// independently of our codec.
 
 const (
 	magic = 0x04282010
@@ -32,7 +32,7 @@ const (
 	cmdGetHosts       = 23
 	cmdVersion        = 28
 	cmdSetConfig      = 33
-	cmdAcquire2       = 41 // 5.1.1; our daemon's 41 is its private re-exec command
+	cmdAcquire2       = 41
 	cmdReadLSHost     = 42
 	cmdInitLSHost     = 43
 	cmdSetHost        = 44
