@@ -229,12 +229,12 @@ func TestDump(t *testing.T) {
 		require.Equal(t, wdmd.Record{Cmd: wdmd.CmdStatus, Magic: 77, TestInterval: 10, FireTimeout: 60, LastKeepalive: 1002}, st)
 		require.Contains(t, w.mon.Dump(), "client 3 name  pid 0 fd 10 dead 0 ref 0") // slot 3 reused
 		// an unknown command closes that connection only
-		w.send(c3, wdmd.Record{Cmd: 7})
+		w.send(c3, wdmd.Record{Cmd: 8})
 		w.send(c1, wdmd.Record{Cmd: wdmd.CmdTestLive})
 		w.sleepUntil(1004, 0)
 		require.True(t, c3.isClosed())
 		require.False(t, c1.isClosed())
-		require.Contains(t, w.log.errors(), "1003 ci 3 unknown cmd 7")
+		require.Contains(t, w.log.errors(), "1003 ci 3 unknown cmd 8")
 		require.NoError(t, w.stop())
 	})
 }

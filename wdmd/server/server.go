@@ -39,7 +39,7 @@ type Config struct {
 	ScriptDir     string // -s
 	KillScriptSec int    // -k
 	Device        string // -w: the watchdog device to try first
-	TestInterval  int    // seconds between tests; 0: wdmd.DefaultTestInterval
+	TestInterval  int    // seconds between passing tests; 0: follows the device timeout (wdmd.IntervalFor)
 	GridOnly      bool   // tests only on the interval grid, like 3.8.5
 	TraceRecords  bool   // log every received record
 
@@ -107,17 +107,13 @@ func Run(cfg Config) error {
 		go forwardSignals(sigs, events, done)
 	}
 
-	testInterval := cfg.TestInterval
-	if testInterval <= 0 {
-		testInterval = wdmd.DefaultTestInterval
-	}
 	m := wdmd.New(wdmd.Config{
 		Driver:        cfg.Driver,
 		Clock:         clock.NewSystem(),
 		Log:           log,
 		Scripts:       ExecRunner{},
 		FirstDevice:   cfg.Device,
-		TestInterval:  testInterval,
+		TestInterval:  cfg.TestInterval,
 		AllowScripts:  cfg.AllowScripts != 0,
 		ScriptDir:     cfg.ScriptDir,
 		KillScriptSec: cfg.KillScriptSec,
@@ -138,7 +134,7 @@ func Run(cfg Config) error {
 	m.AddInternal("listen", fdOf(l))
 	go acceptLoop(l, events, done, log)
 
-	if err := m.Arm(); err != nil {
+	if err := m.Select(); err != nil {
 		return ErrExit
 	}
 	defer sdnotify.Start(nil)()

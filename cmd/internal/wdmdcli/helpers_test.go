@@ -186,14 +186,17 @@ func startDaemon(t *testing.T, runDir string, opts testdev.Options, args ...stri
 	return d
 }
 
-// waitArmed waits until the daemon armed the device and listens.
-func (d *testDaemon) waitArmed(t *testing.T) {
+// waitReady waits until the daemon found the device (probed it: open,
+// get, magic close) and listens. The device is armed only when a client
+// needs it.
+func (d *testDaemon) waitReady(t *testing.T) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "wdmd armed", func() bool {
+	waitFor(t, 10*time.Second, "wdmd ready", func() bool {
 		if !d.p.running() {
 			t.Fatalf("wdmd exited %d:\n%s", d.p.code, d.p.out.String())
 		}
-		return strings.Contains(d.p.out.String(), "armed with fire_timeout 60") && len(d.bank.Events()) >= 3
+		_, err := os.Stat(d.socket())
+		return strings.Contains(d.p.out.String(), "gettimeout reported") && len(d.bank.Events()) >= 4 && err == nil
 	})
 }
 
