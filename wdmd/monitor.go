@@ -144,8 +144,8 @@ type Monitor struct {
 
 // IntervalFor is the test interval for a device timeout of fire seconds,
 // as wdmd 3.9 and later choose it: 10 s at 60 s and more, 5 s from 30 s,
-// 2 s from 10 s, else 1 s. It is also the warning margin (a client warns
-// from its expiry minus this), measured black-box on wdmd 3.9.5.
+// 2 s from 10 s, else 1 s. wdmd 3.9.5 also warns a client from its expiry
+// minus this (measured black-box); our margin is marginFor.
 func IntervalFor(fire int) uint64 {
 	switch {
 	case fire >= 60:
@@ -183,11 +183,18 @@ func New(cfg Config) *Monitor {
 	return m
 }
 
+// marginFor is the warning margin for a device timeout of fire seconds:
+// the test interval, but at least 2 s. The last ping is then at the
+// latest at expire-margin+1 (tests run on whole seconds), so the device
+// fires at least 1 s before host_dead_seconds (expire + fire); with
+// wdmd 3.9.5's 1-s margin below 10 s it could fire at that very second.
+func marginFor(fire int) uint64 { return max(IntervalFor(fire), 2) }
+
 // setTiming makes the test interval and the warning margin follow a
 // device timeout of fire seconds (a fixed Config.TestInterval wins).
 func (m *Monitor) setTiming(fire int) {
-	m.margin = IntervalFor(fire)
-	m.normal = m.margin
+	m.margin = marginFor(fire)
+	m.normal = IntervalFor(fire)
 	if m.cfg.TestInterval > 0 {
 		m.normal = uint64(m.cfg.TestInterval)
 	}

@@ -66,6 +66,9 @@ func (d *Device) Keepalive() error {
 // Write implements wdmd.Watchdog.
 func (d *Device) Write(p []byte) (int, error) { return unix.Write(d.fd, p) }
 
+// Fd is the device's descriptor (printed by wdmd --trytimeout).
+func (d *Device) Fd() int { return d.fd }
+
 // Close implements wdmd.Watchdog.
 func (d *Device) Close() error {
 	if d.fd < 0 {

@@ -38,6 +38,9 @@ type options struct {
 	scriptDir     string // -s
 	killScriptSec int    // -k
 	device        string // -w
+	tryTimeout    int    // -t, --trytimeout
+	tryGiven      bool
+	forceFire     bool // -F, --forcefire
 
 	// hidden, for tests
 	runDir       string // --run-dir: socket and pid file (default /run/wdmd)
@@ -75,7 +78,7 @@ const (
 // not options are ignored.
 func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 	o := defaultOptions()
-	withArg := map[byte]bool{'H': true, 'G': true, 'S': true, 's': true, 'k': true, 'w': true}
+	withArg := map[byte]bool{'H': true, 'G': true, 'S': true, 's': true, 'k': true, 'w': true, 't': true}
 	setShort := func(c byte, v string) {
 		switch c {
 		case 'H':
@@ -88,6 +91,9 @@ func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 			o.scriptDir = v
 		case 'k':
 			o.killScriptSec = cnum.Atoi(v)
+		case 't':
+			o.tryTimeout = cnum.Atoi(v)
+			o.tryGiven = true
 		case 'w':
 			if len(v) > 63 {
 				v = v[:63]
@@ -100,6 +106,7 @@ func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 		"shm-marker":    func(v string) { o.marker = v },
 		"test-device":   func(v string) { o.testDevice = v },
 		"test-interval": func(v string) { o.testInterval = cnum.Atoi(v) },
+		"trytimeout":    func(v string) { setShort('t', v) },
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -117,6 +124,9 @@ func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 				return o, actDump
 			case "probe":
 				o.probe = true
+				continue
+			case "forcefire":
+				o.forceFire = true
 				continue
 			case "grid-only":
 				o.gridOnly = true
@@ -153,6 +163,8 @@ func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 					o.probe = true
 				case c == 'D':
 					o.foreground = true
+				case c == 'F':
+					o.forceFire = true
 				case withArg[c]:
 					v := a[j+1:]
 					if v == "" {

@@ -1,0 +1,497 @@
+package wdmdcli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/wdmd"
+	"github.com/gosanlock/gosanlock/wdmd/testdev"
+)
+
+// The pairings of a sanlock daemon and a wdmd across versions
+// (docs/wdmd.md "Pairings"): ours, the host's 3.8.5 and the 3.9.5 and
+// 5.1.1 of the Debian root trees (scripts/debian-trees.sh). In each one
+// the lockspace is joined with the watchdog, and the test proves with an
+// emulated device that the device is armed (with the sanlock's fire
+// timeout), pinged while the lockspace renews, and fires once the
+// renewals stop (the sanlock daemon is killed).
+//
+// A C wdmd opens the device path given with -w; an LD_PRELOAD library
+// (wdmd/testdev/testdata/wdshim.c, compiled in the tree) turns that path
+// into the served testdev.Bank, so its timer runs in the test. The tree
+// daemons run chrooted in a private mount namespace: private tmpfs on
+// /run and /dev/shm, the test's directory at /x and its wdmd directory at
+// /run/wdmd (wdmd's socket path is fixed). The host's 3.8.5 binaries run
+// in such a namespace too, without the chroot.
+
+const treesDir = "/var/cache/gosanlock/trees"
+
+// nsScript runs "$@" in a private mount namespace: chrooted in tree $1
+// when it is set (with $2 at /x), else on the host; $2/wdmd is wdmd's
+// /run/wdmd in both cases.
+const nsScript = `T=$1; X=$2; shift 2
+if [ -n "$T" ]; then
+	mount -t tmpfs tmpfs "$T/run" && mount -t tmpfs tmpfs "$T/dev/shm" && mount --bind /proc "$T/proc" &&
+	mkdir -p "$T/x" && mount --bind "$X" "$T/x" && mkdir -p "$T/run/wdmd" && mount --bind "$X/wdmd" "$T/run/wdmd" || exit 99
+	exec chroot "$T" "$@"
+fi
+mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /dev/shm && mkdir -p /run/wdmd && mount --bind "$X/wdmd" /run/wdmd || exit 99
+exec "$@"
+`
+
+// side is one daemon of a pairing: ours, or the C one of a version.
+type side string
+
+const (
+	ours   side = "ours"
+	host   side = "3.8.5" // /usr/sbin on the host
+	trixie side = "3.9.5" // Debian trixie tree
+	sid    side = "5.1.1" // Debian sid tree
+)
+
+func (s side) tree() string {
+	switch s {
+	case trixie:
+		return filepath.Join(treesDir, "trixie")
+	case sid:
+		return filepath.Join(treesDir, "sid")
+	}
+	return ""
+}
+
+var (
+	sanlockOnce sync.Once
+	sanlockBin  string
+	sanlockErr  error
+)
+
+// ourSanlock builds our sanlock once for the package's tests.
+func ourSanlock(t *testing.T) string {
+	t.Helper()
+	sanlockOnce.Do(func() {
+		sanlockBin = filepath.Join(filepath.Dir(wdmdBin), "sanlock")
+		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		out, err := exec.Command(gobin, "build", "-o", sanlockBin, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()
+		if err != nil {
+			sanlockErr = fmt.Errorf("build sanlock: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, sanlockErr)
+	return sanlockBin
+}
+
+// pairing is the shared state of one pairing test.
+type pairing struct {
+	t    *testing.T
+	dir  string // X: on a real filesystem (O_DIRECT), /x inside the trees
+	bank *testdev.Bank
+	devP string // the device path the wdmd opens
+	wdmd *proc
+	sl   *proc
+	slS  side
+	wdS  side
+	fire int // the sanlock's watchdog_fire_timeout
+}
+
+func needSide(t *testing.T, s side) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (mount namespaces, chroot)")
+	}
+	switch s {
+	case host:
+		if _, err := os.Stat(cSanlock); err != nil {
+			t.Skip("no sanlock 3.8.5 on the host")
+		}
+	case trixie, sid:
+		if _, err := os.Stat(filepath.Join(s.tree(), ".gosanlock-ready")); err != nil {
+			t.Skipf("Debian tree %s not built (scripts/debian-trees.sh)", s.tree())
+		}
+	}
+}
+
+func newPairing(t *testing.T, sl, wd side) *pairing {
+	t.Helper()
+	needSide(t, sl)
+	needSide(t, wd)
+	dir, err := os.MkdirTemp("/var/tmp", "wdmdpair")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "wdmd"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sl"), 0o755))
+	return &pairing{t: t, dir: dir, slS: sl, wdS: wd, fire: 60}
+}
+
+// serveDevice serves the emulated device. It fires 2 s after the test
+// interval that goes with the device timeout has passed without a ping
+// (wdmd tests every 10 s at 60 s), so a test sees the fire in seconds.
+func (p *pairing) serveDevice() {
+	t := p.t
+	after := time.Duration(wdmd.IntervalFor(p.fire))*time.Second + 2*time.Second
+	p.bank = testdev.NewBank(testdev.Options{FireAfter: after})
+	srv, err := p.bank.Serve(filepath.Join(p.dir, "bank.sock"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close(); p.bank.Stop() })
+}
+
+// in returns path p of the test directory as side s sees it.
+func (p *pairing) in(s side, rel string) string {
+	if s.tree() != "" {
+		return "/x/" + rel
+	}
+	return filepath.Join(p.dir, rel)
+}
+
+// nsCommand is argv run by side s: in its tree or, for the host's C
+// binaries, in a namespace with our directory as /run/wdmd.
+func (p *pairing) nsCommand(s side, env []string, argv ...string) *exec.Cmd {
+	args := append([]string{"-m", "--propagation", "private", "sh", "-c", nsScript, "sh", s.tree(), p.dir, "env"}, env...)
+	return exec.Command("unshare", append(args, argv...)...)
+}
+
+// startWdmd starts the pairing's wdmd and waits until it listens.
+func (p *pairing) startWdmd() {
+	t := p.t
+	sock := filepath.Join(p.dir, "wdmd", "wdmd.sock")
+	p.serveDevice()
+	if p.wdS == ours {
+		p.devP = "/dev/watchdog0"
+		p.wdmd = start(t, nil, wdmdBin, "-D", "-G", "root", "--run-dir", filepath.Join(p.dir, "wdmd"),
+			"--shm-marker", filepath.Join(p.dir, "shm-wdmd"), "--test-device", filepath.Join(p.dir, "bank.sock"))
+	} else {
+		shim := p.buildShim(p.wdS)
+		p.devP = p.in(p.wdS, "wd")
+		require.NoError(t, os.WriteFile(filepath.Join(p.dir, "wd"), nil, 0o644))
+		cmd := p.nsCommand(p.wdS, []string{"LD_PRELOAD=" + shim, "WDSHIM_PATH=" + p.devP, "WDSHIM_SOCK=" + p.in(p.wdS, "bank.sock")},
+			"wdmd", "-D", "-G", "root", "-w", p.devP)
+		p.wdmd = startCmd(t, cmd)
+	}
+	waitFor(t, 10*time.Second, "wdmd socket", func() bool {
+		if !p.wdmd.running() {
+			t.Fatalf("wdmd exited %d:\n%s", p.wdmd.code, p.wdmd.out.String())
+		}
+		_, err := os.Stat(sock)
+		// wdmd listens before it looks for the device: wait for the probe
+		// (3.9+: open, get, magic close) or the arming (3.8.5).
+		return err == nil && (len(p.bank.Events()) >= 4 || p.wdS == host && p.armed())
+	})
+}
+
+// buildShim compiles the LD_PRELOAD device library with side s's
+// compiler and returns its path as s sees it.
+func (p *pairing) buildShim(s side) string {
+	t := p.t
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "wdmd", "testdev", "testdata", "wdshim.c"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(p.dir, "wdshim.c"), src, 0o644))
+	var cmd *exec.Cmd
+	if s.tree() != "" {
+		cmd = p.nsCommand(s, nil, "gcc", "-shared", "-fPIC", "-o", "/x/wdshim.so", "/x/wdshim.c", "-ldl")
+	} else {
+		cmd = exec.Command("gcc", "-shared", "-fPIC", "-o", filepath.Join(p.dir, "wdshim.so"), filepath.Join(p.dir, "wdshim.c"), "-ldl")
+	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "compile the shim: %s", out)
+	return p.in(s, "wdshim.so")
+}
+
+// sanlockCmd is a sanlock command of the pairing's sanlock side.
+func (p *pairing) sanlockCmd(args ...string) *exec.Cmd {
+	env := []string{"SANLOCK_PRIVILEGED=0", "SANLOCK_RUN_DIR=" + p.in(p.slS, "sl")}
+	if p.slS == ours {
+		cmd := exec.Command(ourSanlock(p.t), args...)
+		conf := filepath.Join(p.dir, "sanlock.conf")
+		cmd.Env = append(os.Environ(), append(env, "SANLOCK_WDMD_SOCKET="+filepath.Join(p.dir, "wdmd", "wdmd.sock"),
+			"SANLOCK_CONFIG_FILE="+conf)...)
+		return cmd
+	}
+	bin := "sanlock"
+	if p.slS == host {
+		bin = cSanlock
+	}
+	return p.nsCommand(p.slS, env, append([]string{bin}, args...)...)
+}
+
+func (p *pairing) sanlock(args ...string) string {
+	out, err := p.sanlockCmd(args...).CombinedOutput()
+	require.NoError(p.t, err, "sanlock %v: %s", args, out)
+	return string(out)
+}
+
+// startSanlock starts the sanlock daemon with the watchdog and makes the
+// lockspace LS (io_timeout 1 on disk, so the first acquire is short).
+func (p *pairing) startSanlock() {
+	t := p.t
+	require.NoError(t, os.WriteFile(filepath.Join(p.dir, "sanlock.conf"), fmt.Appendf(nil, "watchdog_fire_timeout = %d\n", p.fire), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(p.dir, "ls"), make([]byte, 1<<20), 0o644))
+	p.sanlock("direct", "init", "-s", "LS:0:"+p.in(p.slS, "ls")+":0", "-o", "1")
+	p.sl = startCmd(t, p.sanlockCmd("daemon", "-D", "-w", "1", "-l", "0", "-U", "root", "-G", "root"))
+	waitFor(t, 10*time.Second, "sanlock socket", func() bool {
+		if !p.sl.running() {
+			t.Fatalf("sanlock exited %d:\n%s", p.sl.code, p.sl.out.String())
+		}
+		_, err := os.Stat(filepath.Join(p.dir, "sl", "sanlock.sock"))
+		return err == nil
+	})
+}
+
+func (p *pairing) addLockspace() string {
+	cmd := p.sanlockCmd("client", "add_lockspace", "-s", "LS:1:"+p.in(p.slS, "ls")+":0", "-o", "2")
+	out, _ := cmd.CombinedOutput()
+	return string(out)
+}
+
+// startCmd starts cmd like start does.
+func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	go func() {
+		_ = cmd.Wait()
+		p.code = cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		// The C sanlock's helper is a child of the daemon: kill it by pid.
+		for _, c := range childPids(cmd.Process.Pid) {
+			_ = syscall.Kill(c, syscall.SIGKILL)
+		}
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("output of %v:\n%s", cmd.Args, p.out.String())
+		}
+	})
+	return p
+}
+
+func (p *pairing) armed() bool { return p.bank.Armed(p.devP) }
+
+// logEvents logs the device events (at the end of a failed test).
+func (p *pairing) logEvents() {
+	p.t.Cleanup(func() {
+		if p.t.Failed() && p.bank != nil {
+			for _, e := range p.bank.Events() {
+				p.t.Log("device:", e)
+			}
+		}
+	})
+}
+
+// run is the pairing test: the device is not armed before the join
+// (unless the wdmd is 3.8.5, which arms it at its start), is armed with
+// the sanlock's fire timeout after it, is pinged while the lockspace
+// renews, and fires once the sanlock daemon is killed, before
+// host_dead_seconds (8·io + fire) after the last renewal.
+func (p *pairing) run() {
+	t := p.t
+	p.logEvents()
+	p.startWdmd()
+	if p.wdS == host {
+		require.True(t, p.armed(), "wdmd 3.8.5 arms the device at its start")
+	} else {
+		require.False(t, p.armed(), "the device is only probed at wdmd's start")
+		require.Equal(t, []testdev.Kind{testdev.Open, testdev.GetTimeout, testdev.Write, testdev.CloseClean}, kindsOf(p.bank.Events()))
+	}
+	p.startSanlock()
+	joinStart := time.Now()
+	out := p.addLockspace()
+	require.Contains(t, out, "done 0", "add_lockspace: %s", out)
+	t.Logf("add_lockspace done 0 after %.1f s", time.Since(joinStart).Seconds())
+	require.True(t, p.armed(), "armed after the join")
+	evs := p.bank.Events()
+	timeout := 60
+	for _, e := range evs {
+		if e.Kind == testdev.SetTimeout {
+			timeout = e.Value
+		}
+	}
+	require.Equal(t, p.fire, timeout, "the device timeout is the sanlock's fire timeout")
+
+	// Pinged while renewing (a C wdmd tests every 10 s at 60 s: watch 12 s).
+	before := countPings(p.bank.Events())
+	time.Sleep(12 * time.Second)
+	require.Greater(t, countPings(p.bank.Events()), before, "pinged while renewing")
+	require.Zero(t, countKind(p.bank.Events(), testdev.CloseUnclean))
+	require.Zero(t, countKind(p.bank.Events(), testdev.Fire))
+
+	// Renewals stop: the sanlock daemon is killed. Its wdmd slot keeps the
+	// last expiry, wdmd stops pinging, the device fires.
+	for _, c := range childPids(p.sl.cmd.Process.Pid) {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
+	p.sl.signal(syscall.SIGKILL)
+	p.sl.wait(t, 10*time.Second)
+	killed := time.Now()
+	fire, err := p.bank.WaitFired(t.Context())
+	require.NoError(t, err)
+	t.Logf("fired %.1f s after the kill", time.Since(killed).Seconds())
+	last := lastRenewal(t, p)
+	hostDead := last + 8*2 + uint64(p.fire)
+	require.Less(t, uint64(fire.At/time.Second), hostDead, "fire before host_dead_seconds (last renewal %d)", last)
+}
+
+// lastRenewal is the last renewal wdmd was told of, from its log.
+func lastRenewal(t *testing.T, p *pairing) uint64 {
+	t.Helper()
+	var last uint64
+	for _, m := range regexp.MustCompile(`test_live ci \d+ renewal (\d+) expire (\d+)`).FindAllStringSubmatch(p.wdmd.out.String(), -1) {
+		if v, _ := strconv.ParseUint(m[1], 10, 64); v > last {
+			last = v
+		}
+	}
+	require.NotZero(t, last, "test_live lines in wdmd's log")
+	return last
+}
+
+func kindsOf(evs []testdev.Event) []testdev.Kind {
+	var out []testdev.Kind
+	for _, e := range evs {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+func countPings(evs []testdev.Event) int {
+	n := 0
+	for _, e := range evs {
+		if e.Kind == testdev.Keepalive || e.Kind == testdev.Write && e.Value == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// openLine is the line a wdmd 3.9+ (and ours) logs for OPEN_WATCHDOG.
+func openLine(fire, result int) string {
+	return fmt.Sprintf("open_watchdog fire_timeout %d result %d", fire, result)
+}
+
+func TestPairOursOurs(t *testing.T) {
+	t.Parallel()
+	p := newPairing(t, ours, ours)
+	p.fire = 30
+	p.run()
+	require.Contains(t, p.wdmd.out.String(), openLine(30, 30))
+}
+
+func TestPairOursTrixieWdmd(t *testing.T) {
+	t.Parallel()
+	p := newPairing(t, ours, trixie)
+	p.fire = 30
+	p.run()
+	require.Contains(t, p.wdmd.out.String(), openLine(30, 30))
+}
+
+func TestPairOursSidWdmd(t *testing.T) {
+	t.Parallel()
+	p := newPairing(t, ours, sid)
+	p.run()
+	require.Contains(t, p.wdmd.out.String(), openLine(60, 60))
+}
+
+// TestPairOursHostWdmd: wdmd 3.8.5 does not answer OPEN_WATCHDOG; our
+// sanlock goes on after its bounded wait, since that wdmd armed the device
+// with 60 s at its start, and STATUS confirms 60.
+func TestPairOursHostWdmd(t *testing.T) {
+	t.Parallel()
+	p := newPairing(t, ours, host)
+	p.run()
+	require.NotContains(t, p.wdmd.out.String(), "open_watchdog")
+}
+
+// TestPairOursHostWdmdOtherTimeout: with watchdog_fire_timeout 30, a wdmd
+// 3.8.5 (armed with 60 s) cannot protect the lockspace: add_lockspace
+// fails -203.
+func TestPairOursHostWdmdOtherTimeout(t *testing.T) {
+	t.Parallel()
+	p := newPairing(t, ours, host)
+	p.fire = 30
+	p.startWdmd()
+	p.startSanlock()
+	require.Contains(t, p.addLockspace(), "done -203")
+}
+
+func TestPairTrixieSanlockOurWdmd(t *testing.T) {
+	t.Parallel()
+	p := newPairing(t, trixie, ours)
+	p.run()
+	require.Contains(t, p.wdmd.out.String(), openLine(60, 60))
+}
+
+func TestPairSidSanlockOurWdmd(t *testing.T) {
+	t.Parallel()
+	p := newPairing(t, sid, ours)
+	p.run()
+	require.Contains(t, p.wdmd.out.String(), openLine(60, 60))
+}
+
+// TestPairHostSanlockOurWdmd: sanlock 3.8.5 never sends OPEN_WATCHDOG; our
+// wdmd arms the device at its REGISTER.
+func TestPairHostSanlockOurWdmd(t *testing.T) {
+	t.Parallel()
+	p := newPairing(t, host, ours)
+	p.run()
+	out := p.wdmd.out.String()
+	require.NotRegexp(t, `(?m)^\d+ `+openLine(60, 60), out)
+	require.Regexp(t, `open_watchdog for ci \d+ pid \d+ without open_watchdog fire_timeout 60 result 60`, out)
+}
+
+// TestTryTimeoutMatchesTrixie runs --trytimeout/-t and --forcefire/-F
+// of our wdmd and of wdmd 3.9.5 against two emulated devices and compares
+// stdout (without the date, and the descriptor number, which our test
+// device does not have), stderr, the exit status and the device events.
+func TestTryTimeoutMatchesTrixie(t *testing.T) {
+	t.Parallel()
+	c := newPairing(t, ours, trixie)
+	o := newPairing(t, ours, ours)
+	for _, p := range []*pairing{c, o} {
+		p.bank = testdev.NewBank(testdev.Options{})
+		srv, err := p.bank.Serve(filepath.Join(p.dir, "bank.sock"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = srv.Close(); p.bank.Stop() })
+	}
+	shim := c.buildShim(trixie)
+	c.devP = c.in(trixie, "wd")
+	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "wd"), nil, 0o644))
+	norm := regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  |fd -?\d+`)
+	run := func(p *pairing, args ...string) result {
+		var cmd *exec.Cmd
+		if p == c {
+			cmd = p.nsCommand(trixie, []string{"LD_PRELOAD=" + shim, "WDSHIM_PATH=" + c.devP, "WDSHIM_SOCK=/x/bank.sock"},
+				append([]string{"wdmd", "-w", c.devP}, args...)...)
+		} else {
+			cmd = exec.Command(wdmdBin, append([]string{"--test-device", filepath.Join(p.dir, "bank.sock"), "-w", "/x/wd"}, args...)...)
+		}
+		var out, errb syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			t.Fatal(err)
+		}
+		return result{norm.ReplaceAllString(out.String(), "fd N"), errb.String(), cmd.ProcessState.ExitCode()}
+	}
+	for _, args := range [][]string{{"-t", "30"}, {"-t", "30"}, {"--trytimeout", "3", "--forcefire"}, {"-F"}, {"-t", "0"}, {"-F", "-t", "1"}} {
+		want := run(c, args...)
+		got := run(o, args...)
+		require.Equal(t, want, got, "args %q", args)
+	}
+	require.Equal(t, kindsOf(c.bank.Events()), kindsOf(o.bank.Events()))
+}
