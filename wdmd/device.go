@@ -87,6 +87,8 @@ type device struct {
 	wd   Watchdog // nil while closed
 	log  *zap.Logger
 	fire int // the timeout set on the device (the last one while closed)
+	// identity is the driver's name, if the device tells it (dump).
+	identity string
 	// unclean: closed without the magic, so armed and counting.
 	unclean bool
 
@@ -119,6 +121,9 @@ func selectDevice(drv Driver, candidates []string, fire int, log *zap.Logger) (*
 			continue
 		}
 		log.Error(fmt.Sprintf("%s gettimeout reported %d", p, t))
+		if id, ok := wd.(interface{ Identity() (string, error) }); ok {
+			d.identity, _ = id.Identity()
+		}
 		d.closeQuiet()
 		return d, nil
 	}

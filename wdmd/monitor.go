@@ -648,8 +648,12 @@ func (m *Monitor) Dump() string {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	line("wdmd %d socket_gid %d high_priority %d now %d last_keepalive %d last_closeunclean %d allow_scripts %d kill_script_sec %d",
-		m.cfg.Pid, m.cfg.SocketGID, m.cfg.HighPriority, now, ka, cu, b2i(m.cfg.AllowScripts), m.cfg.KillScriptSec)
+	fire, identity := m.cfg.FireTimeout, ""
+	if m.dev != nil {
+		fire, identity = m.dev.fire, m.dev.identity
+	}
+	line("wdmd %d socket_gid %d high_priority %d now %d last_keepalive %d last_closeunclean %d allow_scripts %d kill_script_sec %d fire_timeout %d identity \"%s\"",
+		m.cfg.Pid, m.cfg.SocketGID, m.cfg.HighPriority, now, ka, cu, b2i(m.cfg.AllowScripts), m.cfg.KillScriptSec, fire, identity)
 	for i, s := range m.scripts {
 		if s.name == "" {
 			continue

@@ -57,7 +57,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	dl := strings.Split(strings.TrimSuffix(dump, "\n"), "\n")
 	require.Len(t, dl, 4)
-	require.Regexp(t, `^wdmd \d+ socket_gid \d+ high_priority 0 now \d+ last_keepalive \d+ last_closeunclean 0 allow_scripts 0 kill_script_sec 0$`, dl[0])
+	require.Regexp(t, `^wdmd \d+ socket_gid \d+ high_priority 0 now \d+ last_keepalive \d+ last_closeunclean 0 allow_scripts 0 kill_script_sec 0 fire_timeout 60 identity ""$`, dl[0])
 	require.Regexp(t, `^client 0 name signal pid 0 fd -1 dead 0 ref 0 now \d+ renewal 0 expire 0$`, dl[1])
 	require.Regexp(t, `^client 1 name listen pid 0 fd \d+ dead 0 ref 0 now \d+ renewal 0 expire 0$`, dl[2])
 	require.Regexp(t, `^client 2 name dump pid 0 fd \d+ dead 0 ref 0 now \d+ renewal 0 expire 0$`, dl[3])
