@@ -8,23 +8,27 @@ import (
 	"github.com/gosanlock/gosanlock/internal/cnum"
 )
 
-// Version is the wdmd version we are compatible with.
+// Version is the wdmd version we print. The usage text is that of wdmd
+// 3.9.5 and 5.1.1 (which list -t and -F); the version stays 3.8.5's, like
+// the sanlock daemon's.
 const Version = "3.8.5"
 
 const usage = `Usage:
 wdmd [options]
 
---version, -V         print version
---help, -h            print usage
---dump, -d            print debug from daemon
---probe, -p           print path of functional watchdog device
--D                    debug: no fork and print all logging to stderr
--H 0|1                use high priority features (1 yes, 0 no, default 0)
--G <name>             group ownership for the socket
--S 0|1                allow script tests (default 0)
--s <path>             path to scripts dir (default /etc/wdmd.d)
--k <num>              kill unfinished scripts after num seconds (default 0)
--w /dev/watchdog      path to the watchdog device to try first
+--version, -V          print version
+--help, -h             print usage
+--dump, -d             print debug from daemon
+--probe, -p            print path of functional watchdog device
+--trytimeout, -t <sec> set the timeout value for watchdog device
+--forcefire, -F        force watchdog to fire and reset machine, use with -t
+-D                     debug: no fork and print all logging to stderr
+-H 0|1                 use high priority features (1 yes, 0 no, default 0)
+-G <name>              group ownership for the socket
+-S 0|1                 allow script tests (default 0)
+-s <path>              path to scripts dir (default /etc/wdmd.d)
+-k <num>               kill unfinished scripts after num seconds (default 0)
+-w <path>              path to the watchdog device to try first
 `
 
 // options are wdmd's settings. The hidden ones exist for tests only and
