@@ -8,8 +8,10 @@ package wdmdclient
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gosanlock/gosanlock/wdmd"
@@ -213,6 +215,7 @@ type Session struct {
 	// Sleep is used for the one retry of Deactivate; nil means time.Sleep.
 	Sleep func(time.Duration)
 
+	path     string
 	refcount bool
 	// asked: OPEN_WATCHDOG was sent and not answered yet (wdmd 3.8.5, or a
 	// slow wdmd whose answer Activate reads before STATUS's).
@@ -225,7 +228,7 @@ func Open(path, lockspace string, hostID uint64) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Conn: c, Name: fmt.Sprintf("sanlock_%s:%d", lockspace, hostID)}, nil
+	return &Session{Conn: c, Name: fmt.Sprintf("sanlock_%s:%d", lockspace, hostID), path: path}, nil
 }
 
 func (s *Session) fire() int {
@@ -244,7 +247,9 @@ func (s *Session) fire() int {
 // error: wdmd 3.8.5 ignores the command and has armed the device at its
 // start with 60 s; Activate then decides from the STATUS answer, which
 // comes after any late answer to this command (one connection is served
-// in order).
+// in order). A connection closed at the command (our wdmd before it knew
+// OPEN_WATCHDOG, which also armed the device at its start) is replaced
+// by a new one, on which the session goes on as a 3.8.5 session.
 func (s *Session) OpenWatchdog(wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultOpenWait
@@ -252,6 +257,19 @@ func (s *Session) OpenWatchdog(wait time.Duration) error {
 	got, err := s.Conn.OpenWatchdog(s.fire(), wait)
 	if errors.Is(err, ErrNoAnswer) {
 		s.asked = true
+		return nil
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		// gosanlock's wdmd before OPEN_WATCHDOG existed closes the
+		// connection at an unknown command. Like wdmd 3.8.5 it armed the
+		// device with 60 s at its start: connect again and go on as a
+		// 3.8.5 session, which Activate checks through STATUS.
+		c, cerr := Connect(s.path)
+		if cerr != nil {
+			return fmt.Errorf("wdmd closed the connection at open_watchdog: %w", cerr)
+		}
+		_ = s.Conn.Close()
+		s.Conn = c
 		return nil
 	}
 	if err != nil {

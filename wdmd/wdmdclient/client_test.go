@@ -124,3 +124,54 @@ func TestOpenWatchdogLate(t *testing.T) {
 	require.NoError(t, s.OpenWatchdog(50*time.Millisecond))
 	require.ErrorIs(t, s.Activate(100, 116), ErrFireTimeout)
 }
+
+// TestOpenWatchdogDropped: a wdmd that closes the connection at the
+// command (ours before it knew OPEN_WATCHDOG, whose device is armed from
+// its start) gets a new connection, and the session goes on as a 3.8.5
+// one: STATUS must say the session's timeout.
+func TestOpenWatchdogDropped(t *testing.T) {
+	for _, fire := range []int{60, 30} {
+		sock := filepath.Join(t.TempDir(), "wdmd.sock")
+		l, err := net.Listen("unix", sock)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					b := make([]byte, wdmd.RecordSize)
+					for {
+						n := 0
+						for n < len(b) {
+							m, err := c.Read(b[n:])
+							if err != nil {
+								return
+							}
+							n += m
+						}
+						var r wdmd.Record
+						_ = r.Unmarshal(b)
+						switch r.Cmd {
+						case wdmd.CmdOpenWatchdog:
+							return // "unknown cmd 7": connection closed
+						case wdmd.CmdStatus:
+							r.FireTimeout = 60
+							_, _ = c.Write(r.Marshal())
+						}
+					}
+				}()
+			}
+		}()
+		s := session(t, sock, fire)
+		require.NoError(t, s.OpenWatchdog(time.Second))
+		if fire == 60 {
+			require.NoError(t, s.Activate(100, 116))
+		} else {
+			require.ErrorIs(t, s.Activate(100, 116), ErrFireTimeout)
+		}
+	}
+}
