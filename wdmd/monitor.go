@@ -229,6 +229,15 @@ func (m *Monitor) Select() error {
 	return nil
 }
 
+// Device is the path of the selected device and the name its driver
+// gives ("" when it gives none, or before Select or Arm).
+func (m *Monitor) Device() (path, identity string) {
+	if m.dev == nil {
+		return "", ""
+	}
+	return m.dev.path, m.dev.identity
+}
+
 // openWatchdog answers OPEN_WATCHDOG asking for fire seconds: with the
 // device armed (open, or closed unclean while a failure counts down) the
 // timeout in force, else the device is opened with fire seconds; 0 when

@@ -65,7 +65,6 @@ func Run(cfg Config) error {
 	}
 	log := cfg.Log
 	gid, groupErr := lookupGroup(cfg.Group)
-	log.Error(fmt.Sprintf("wdmd started S%d H%d G%d", cfg.AllowScripts, cfg.HighPriority, gid))
 	if groupErr != nil {
 		log.Error(fmt.Sprintf("group '%s' not found, using socket gid: %d", cfg.Group, gid))
 	}
@@ -137,6 +136,12 @@ func Run(cfg Config) error {
 	if err := m.Select(); err != nil {
 		return ErrExit
 	}
+	// wdmd 3.9's start line, after the device probe.
+	path, identity := m.Device()
+	if identity == "" {
+		identity = "unknown"
+	}
+	log.Error(fmt.Sprintf("wdmd started S%d H%d G%d using %s \"%s\"", cfg.AllowScripts, cfg.HighPriority, gid, path, identity))
 	defer sdnotify.Start(nil)()
 	if err := m.Run(context.Background(), events); err != nil {
 		log.Error(err.Error())

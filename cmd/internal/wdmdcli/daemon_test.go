@@ -30,8 +30,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	d.waitReady(t)
 	gid, _ := lookupGroup("sanlock")
 	lines := d.p.lines()
-	require.Equal(t, "wdmd started S0 H0 G"+strconv.Itoa(gid), lines[0])
-	require.Contains(t, lines, "/dev/watchdog0 gettimeout reported 30")
+	require.Equal(t, []string{"/dev/watchdog0 gettimeout reported 30", "wdmd started S0 H0 G" + strconv.Itoa(gid) + ` using /dev/watchdog0 "unknown"`}, lines[:2])
 	evs := d.bank.Events()
 	require.Equal(t, []testdev.Kind{testdev.Open, testdev.GetTimeout, testdev.Write, testdev.CloseClean},
 		[]testdev.Kind{evs[0].Kind, evs[1].Kind, evs[2].Kind, evs[3].Kind})
@@ -94,7 +93,7 @@ func TestNoDevice(t *testing.T) {
 	d := startDaemon(t, "", testdev.Options{Paths: []string{"/dev/other"}})
 	require.Equal(t, 255, d.p.wait(t, 10*time.Second))
 	lines := d.p.lines()
-	require.Equal(t, []string{"no watchdog device, load a watchdog driver"}, lines[1:])
+	require.Equal(t, []string{"no watchdog device, load a watchdog driver"}, lines)
 	_, err := os.Stat(d.marker)
 	require.True(t, os.IsNotExist(err))
 }

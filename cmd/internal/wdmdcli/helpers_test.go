@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -118,28 +119,20 @@ func (p *proc) running() bool {
 	}
 }
 
-// lines returns the output lines without the "<epoch> " prefix of -D.
+// dPrefix is the start of a -D line: epoch, date, time and two spaces.
+var dPrefix = regexp.MustCompile(`^\d+ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  `)
+
+// lines returns the output lines without the "<epoch> <date> <time>  "
+// prefix of -D.
 func (p *proc) lines() []string {
 	var out []string
 	for _, l := range strings.Split(p.out.String(), "\n") {
 		if l == "" {
 			continue
 		}
-		if i := strings.IndexByte(l, ' '); i > 0 && allDigits(l[:i]) {
-			l = l[i+1:]
-		}
-		out = append(out, l)
+		out = append(out, dPrefix.ReplaceAllString(l, ""))
 	}
 	return out
-}
-
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {

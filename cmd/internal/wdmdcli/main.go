@@ -107,7 +107,8 @@ func (o *options) driver() wdmd.Driver {
 
 // logger writes wdmd's log as a zap core: the error-level lines to syslog
 // (ident wdmd, facility daemon, level err), and with -D every line to
-// stderr as "<epoch> <msg>[ key=value...]".
+// stderr as "<epoch> <date> <time>  <msg>[ key=value...]", as wdmd 3.9
+// and later print it.
 type logger struct {
 	mu     sync.Mutex
 	sys    *syslog.Writer
@@ -159,7 +160,8 @@ func (l *logger) line(debug bool, msg string) {
 		_ = l.sys.Err(msg)
 	}
 	if l.stderr != nil {
-		fmt.Fprintf(l.stderr, "%d %s\n", time.Now().Unix(), msg)
+		now := time.Now()
+		fmt.Fprintf(l.stderr, "%d %s  %s\n", now.Unix(), now.Format("2006-01-02 15:04:05"), msg)
 	}
 }
 
