@@ -110,7 +110,9 @@ func TestOpenRefused(t *testing.T) {
 	defer s.Close()
 	require.ErrorIs(t, s.OpenWatchdog(0), wdmdclient.ErrFireTimeout)
 	require.False(t, d.bank.Armed("/dev/watchdog0"))
-	require.Contains(t, d.p.lines(), "open_watchdog fire_timeout 60 result 0")
+	waitFor(t, 5*time.Second, "the open_watchdog log line", func() bool {
+		return strings.Contains(d.p.out.String(), "open_watchdog fire_timeout 60 result 0")
+	})
 }
 
 // TestGoClient: the Go client's per-lockspace session against our
