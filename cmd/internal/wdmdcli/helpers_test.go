@@ -189,7 +189,7 @@ func (d *testDaemon) waitReady(t *testing.T) {
 			t.Fatalf("wdmd exited %d:\n%s", d.p.code, d.p.out.String())
 		}
 		_, err := os.Stat(d.socket())
-		return strings.Contains(d.p.out.String(), "gettimeout reported") && len(d.bank.Events()) >= 4 && err == nil
+		return strings.Contains(d.p.out.String(), "wdmd started") && len(d.bank.Events()) >= 4 && err == nil
 	})
 }
 
