@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/internal/debtree"
 )
 
 const cWdmd = "/usr/sbin/wdmd"
@@ -86,17 +88,24 @@ func TestOutputsMatchCWdmd(t *testing.T) {
 		got := runTool(t, wdmdBin, args...)
 		require.Equal(t, want, got, "args %q", args)
 	}
-	sid := "/var/cache/gosanlock/trees/sid"
-	if _, err := os.Stat(sid + "/.gosanlock-ready"); err != nil || os.Geteuid() != 0 {
-		t.Log("help text not compared: no sid tree (or not root)")
-		return
-	}
+	tr := debtree.Get(t, "sid")
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"-h", "-Z"}, {"-H1", "--help"}, {"-Z", "-h"}} {
-		want := runTool(t, "chroot", append([]string{sid, "wdmd"}, args...)...)
+		want := runCmd(t, tr.Command(nil, append([]string{"wdmd"}, args...)...))
 		got := runTool(t, wdmdBin, args...)
-		got.stderr = strings.ReplaceAll(got.stderr, wdmdBin+":", "wdmd:")
 		require.Equal(t, want, got, "args %q", args)
 	}
+}
+
+// runCmd runs cmd and returns its outputs and exit status.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return result{o.String(), e.String(), cmd.ProcessState.ExitCode()}
 }
 
 // TestFixedPathsMatchCWdmd compares the runs that use the fixed paths
@@ -131,15 +140,8 @@ func TestFixedPathsMatchCWdmd(t *testing.T) {
 	start := time.Now()
 	got := strip(runTool(t, wdmdBin, "-D"))
 	require.Equal(t, result{"", "no watchdog device, load a watchdog driver", 255}, got)
-	if _, err := os.Stat("/var/cache/gosanlock/trees/sid/.gosanlock-ready"); err == nil {
-		p := &pairing{t: t, dir: t.TempDir()}
-		require.NoError(t, os.MkdirAll(filepath.Join(p.dir, "wdmd"), 0o755))
-		cmd := p.nsCommand(sid, nil, "wdmd", "-D")
-		var out, errb syncBuffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		_ = cmd.Run()
-		require.Equal(t, got, strip(result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}))
-	}
+	tr := debtree.Get(t, "sid")
+	require.Equal(t, got, strip(runCmd(t, tr.Command(&debtree.Options{RunDir: t.TempDir()}, "wdmd", "-D"))))
 	require.Less(t, time.Since(start), 10*time.Second)
 	_, err = os.Stat("/dev/shm/wdmd")
 	require.True(t, os.IsNotExist(err))

@@ -15,14 +15,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/internal/debtree"
 	"github.com/gosanlock/gosanlock/wdmd"
 	"github.com/gosanlock/gosanlock/wdmd/testdev"
 )
 
 // The pairings of a sanlock daemon and a wdmd across versions
 // (docs/wdmd.md "Pairings"): ours, the host's 3.8.5 and the 3.9.5 and
-// 5.1.1 of the Debian root trees (scripts/debian-trees.sh). In each one
-// the lockspace is joined with the watchdog, and the test proves with an
+// 5.1.1 of the Debian root trees (internal/debtree). In each one the
+// lockspace is joined with the watchdog, and the test proves with an
 // emulated device that the device is armed (with the sanlock's fire
 // timeout), pinged while the lockspace renews, and fires once the
 // renewals stop (the sanlock daemon is killed).
@@ -30,23 +31,17 @@ import (
 // A C wdmd opens the device path given with -w; an LD_PRELOAD library
 // (wdmd/testdev/testdata/wdshim.c, compiled in the tree) turns that path
 // into the served testdev.Bank, so its timer runs in the test. The tree
-// daemons run chrooted in a private mount namespace: private tmpfs on
-// /run and /dev/shm, the test's directory at /x and its wdmd directory at
-// /run/wdmd (wdmd's socket path is fixed). The host's 3.8.5 binaries run
-// in such a namespace too, without the chroot.
+// daemons run with debtree.Tree.Command (a private mount namespace,
+// chrooted, the host's /var/tmp at the same path): the test directory is
+// under /var/tmp and its run/ is the tree's /run, so /run/wdmd (wdmd's
+// fixed socket directory) and /run/sanlock are the test's. The host's
+// 3.8.5 binaries run in a private mount namespace with the same /run and
+// their own /dev/shm.
 
-const treesDir = "/var/cache/gosanlock/trees"
-
-// nsScript runs "$@" in a private mount namespace: chrooted in tree $1
-// when it is set (with $2 at /x), else on the host; $2/wdmd is wdmd's
-// /run/wdmd in both cases.
-const nsScript = `T=$1; X=$2; shift 2
-if [ -n "$T" ]; then
-	mount -t tmpfs tmpfs "$T/run" && mount -t tmpfs tmpfs "$T/dev/shm" && mount --bind /proc "$T/proc" &&
-	mkdir -p "$T/x" && mount --bind "$X" "$T/x" && mkdir -p "$T/run/wdmd" && mount --bind "$X/wdmd" "$T/run/wdmd" || exit 99
-	exec chroot "$T" "$@"
-fi
-mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /dev/shm && mkdir -p /run/wdmd && mount --bind "$X/wdmd" /run/wdmd || exit 99
+// hostNS runs "$@" in a private mount namespace where $1 is /run and
+// /dev/shm is a new tmpfs (the host's 3.8.5 binaries).
+const hostNS = `mount --bind "$1" /run && mount -t tmpfs tmpfs /dev/shm || exit 99
+shift
 exec "$@"
 `
 
@@ -60,12 +55,12 @@ const (
 	sid    side = "5.1.1" // Debian sid tree
 )
 
-func (s side) tree() string {
+func (s side) treeName() string {
 	switch s {
 	case trixie:
-		return filepath.Join(treesDir, "trixie")
+		return "trixie"
 	case sid:
-		return filepath.Join(treesDir, "sid")
+		return "sid"
 	}
 	return ""
 }
@@ -93,18 +88,20 @@ func ourSanlock(t *testing.T) string {
 
 // pairing is the shared state of one pairing test.
 type pairing struct {
-	t    *testing.T
-	dir  string // X: on a real filesystem (O_DIRECT), /x inside the trees
-	bank *testdev.Bank
-	devP string // the device path the wdmd opens
-	wdmd *proc
-	sl   *proc
-	slS  side
-	wdS  side
-	fire int // the sanlock's watchdog_fire_timeout
+	t     *testing.T
+	dir   string // under /var/tmp: the same path in the trees (O_DIRECT lease file)
+	trees map[side]*debtree.Tree
+	bank  *testdev.Bank
+	devP  string // the device path the wdmd opens
+	wdmd  *proc
+	sl    *proc
+	slS   side
+	wdS   side
+	fire  int // the sanlock's watchdog_fire_timeout
 }
 
-func needSide(t *testing.T, s side) {
+func (p *pairing) need(s side) {
+	t := p.t
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (mount namespaces, chroot)")
@@ -115,22 +112,23 @@ func needSide(t *testing.T, s side) {
 			t.Skip("no sanlock 3.8.5 on the host")
 		}
 	case trixie, sid:
-		if _, err := os.Stat(filepath.Join(s.tree(), ".gosanlock-ready")); err != nil {
-			t.Skipf("Debian tree %s not built (scripts/debian-trees.sh)", s.tree())
-		}
+		p.trees[s] = debtree.Get(t, s.treeName())
 	}
 }
 
 func newPairing(t *testing.T, sl, wd side) *pairing {
 	t.Helper()
-	needSide(t, sl)
-	needSide(t, wd)
+	p := &pairing{t: t, slS: sl, wdS: wd, fire: 60, trees: map[side]*debtree.Tree{}}
+	p.need(sl)
+	p.need(wd)
 	dir, err := os.MkdirTemp("/var/tmp", "wdmdpair")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "wdmd"), 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sl"), 0o755))
-	return &pairing{t: t, dir: dir, slS: sl, wdS: wd, fire: 60}
+	for _, d := range []string{"run/wdmd", "run/sanlock"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	p.dir = dir
+	return p
 }
 
 // serveDevice serves the emulated device. It fires 2 s after the test
@@ -145,35 +143,32 @@ func (p *pairing) serveDevice() {
 	t.Cleanup(func() { _ = srv.Close(); p.bank.Stop() })
 }
 
-// in returns path p of the test directory as side s sees it.
-func (p *pairing) in(s side, rel string) string {
-	if s.tree() != "" {
-		return "/x/" + rel
-	}
-	return filepath.Join(p.dir, rel)
-}
+func (p *pairing) path(rel string) string { return filepath.Join(p.dir, rel) }
 
-// nsCommand is argv run by side s: in its tree or, for the host's C
-// binaries, in a namespace with our directory as /run/wdmd.
+// nsCommand is argv run by C side s: in its tree or, for the host's
+// binaries, in a private namespace; in both the test's run/ is /run.
 func (p *pairing) nsCommand(s side, env []string, argv ...string) *exec.Cmd {
-	args := append([]string{"-m", "--propagation", "private", "sh", "-c", nsScript, "sh", s.tree(), p.dir, "env"}, env...)
+	if tr := p.trees[s]; tr != nil {
+		return tr.Command(&debtree.Options{RunDir: p.path("run"), Env: env}, argv...)
+	}
+	args := append([]string{"-m", "--propagation", "private", "sh", "-c", hostNS, "sh", p.path("run"), "env"}, env...)
 	return exec.Command("unshare", append(args, argv...)...)
 }
 
 // startWdmd starts the pairing's wdmd and waits until it listens.
 func (p *pairing) startWdmd() {
 	t := p.t
-	sock := filepath.Join(p.dir, "wdmd", "wdmd.sock")
+	sock := p.path("run/wdmd/wdmd.sock")
 	p.serveDevice()
 	if p.wdS == ours {
 		p.devP = "/dev/watchdog0"
-		p.wdmd = start(t, nil, wdmdBin, "-D", "-G", "root", "--run-dir", filepath.Join(p.dir, "wdmd"),
-			"--shm-marker", filepath.Join(p.dir, "shm-wdmd"), "--test-device", filepath.Join(p.dir, "bank.sock"))
+		p.wdmd = start(t, nil, wdmdBin, "-D", "-G", "root", "--run-dir", p.path("run/wdmd"),
+			"--shm-marker", p.path("shm-wdmd"), "--test-device", p.path("bank.sock"))
 	} else {
 		shim := p.buildShim(p.wdS)
-		p.devP = p.in(p.wdS, "wd")
-		require.NoError(t, os.WriteFile(filepath.Join(p.dir, "wd"), nil, 0o644))
-		cmd := p.nsCommand(p.wdS, []string{"LD_PRELOAD=" + shim, "WDSHIM_PATH=" + p.devP, "WDSHIM_SOCK=" + p.in(p.wdS, "bank.sock")},
+		p.devP = p.path("wd")
+		require.NoError(t, os.WriteFile(p.devP, nil, 0o644))
+		cmd := p.nsCommand(p.wdS, []string{"LD_PRELOAD=" + shim, "WDSHIM_PATH=" + p.devP, "WDSHIM_SOCK=" + p.path("bank.sock")},
 			"wdmd", "-D", "-G", "root", "-w", p.devP)
 		p.wdmd = startCmd(t, cmd)
 	}
@@ -189,38 +184,38 @@ func (p *pairing) startWdmd() {
 }
 
 // buildShim compiles the LD_PRELOAD device library with side s's
-// compiler and returns its path as s sees it.
+// compiler (the tree's gcc, or the host's) into the test directory.
 func (p *pairing) buildShim(s side) string {
 	t := p.t
 	src, err := os.ReadFile(filepath.Join("..", "..", "..", "wdmd", "testdev", "testdata", "wdshim.c"))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(p.dir, "wdshim.c"), src, 0o644))
+	require.NoError(t, os.WriteFile(p.path("wdshim.c"), src, 0o644))
+	gcc := []string{"gcc", "-shared", "-fPIC", "-o", p.path("wdshim.so"), p.path("wdshim.c"), "-ldl"}
 	var cmd *exec.Cmd
-	if s.tree() != "" {
-		cmd = p.nsCommand(s, nil, "gcc", "-shared", "-fPIC", "-o", "/x/wdshim.so", "/x/wdshim.c", "-ldl")
+	if tr := p.trees[s]; tr != nil {
+		cmd = tr.Command(nil, gcc...)
 	} else {
-		cmd = exec.Command("gcc", "-shared", "-fPIC", "-o", filepath.Join(p.dir, "wdshim.so"), filepath.Join(p.dir, "wdshim.c"), "-ldl")
+		cmd = exec.Command(gcc[0], gcc[1:]...)
 	}
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "compile the shim: %s", out)
-	return p.in(s, "wdshim.so")
+	return p.path("wdshim.so")
 }
 
-// sanlockCmd is a sanlock command of the pairing's sanlock side.
+// sanlockCmd is a sanlock command of the pairing's sanlock side. Every
+// side's SANLOCK_RUN_DIR is the test's run/sanlock.
 func (p *pairing) sanlockCmd(args ...string) *exec.Cmd {
-	env := []string{"SANLOCK_PRIVILEGED=0", "SANLOCK_RUN_DIR=" + p.in(p.slS, "sl")}
 	if p.slS == ours {
 		cmd := exec.Command(ourSanlock(p.t), args...)
-		conf := filepath.Join(p.dir, "sanlock.conf")
-		cmd.Env = append(os.Environ(), append(env, "SANLOCK_WDMD_SOCKET="+filepath.Join(p.dir, "wdmd", "wdmd.sock"),
-			"SANLOCK_CONFIG_FILE="+conf)...)
+		cmd.Env = append(os.Environ(), "SANLOCK_PRIVILEGED=0", "SANLOCK_RUN_DIR="+p.path("run/sanlock"),
+			"SANLOCK_WDMD_SOCKET="+p.path("run/wdmd/wdmd.sock"), "SANLOCK_CONFIG_FILE="+p.path("sanlock.conf"))
 		return cmd
 	}
 	bin := "sanlock"
 	if p.slS == host {
 		bin = cSanlock
 	}
-	return p.nsCommand(p.slS, env, append([]string{bin}, args...)...)
+	return p.nsCommand(p.slS, []string{"SANLOCK_PRIVILEGED=0", "SANLOCK_RUN_DIR=/run/sanlock"}, append([]string{bin}, args...)...)
 }
 
 func (p *pairing) sanlock(args ...string) string {
@@ -233,21 +228,21 @@ func (p *pairing) sanlock(args ...string) string {
 // lockspace LS (io_timeout 1 on disk, so the first acquire is short).
 func (p *pairing) startSanlock() {
 	t := p.t
-	require.NoError(t, os.WriteFile(filepath.Join(p.dir, "sanlock.conf"), fmt.Appendf(nil, "watchdog_fire_timeout = %d\n", p.fire), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(p.dir, "ls"), make([]byte, 1<<20), 0o644))
-	p.sanlock("direct", "init", "-s", "LS:0:"+p.in(p.slS, "ls")+":0", "-o", "1")
+	require.NoError(t, os.WriteFile(p.path("sanlock.conf"), fmt.Appendf(nil, "watchdog_fire_timeout = %d\n", p.fire), 0o644))
+	require.NoError(t, os.WriteFile(p.path("ls"), make([]byte, 1<<20), 0o644))
+	p.sanlock("direct", "init", "-s", "LS:0:"+p.path("ls")+":0", "-o", "1")
 	p.sl = startCmd(t, p.sanlockCmd("daemon", "-D", "-w", "1", "-l", "0", "-U", "root", "-G", "root"))
 	waitFor(t, 10*time.Second, "sanlock socket", func() bool {
 		if !p.sl.running() {
 			t.Fatalf("sanlock exited %d:\n%s", p.sl.code, p.sl.out.String())
 		}
-		_, err := os.Stat(filepath.Join(p.dir, "sl", "sanlock.sock"))
+		_, err := os.Stat(p.path("run/sanlock/sanlock.sock"))
 		return err == nil
 	})
 }
 
 func (p *pairing) addLockspace() string {
-	cmd := p.sanlockCmd("client", "add_lockspace", "-s", "LS:1:"+p.in(p.slS, "ls")+":0", "-o", "2")
+	cmd := p.sanlockCmd("client", "add_lockspace", "-s", "LS:1:"+p.path("ls")+":0", "-o", "2")
 	out, _ := cmd.CombinedOutput()
 	return string(out)
 }
@@ -257,7 +252,10 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
 	p := &proc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	require.NoError(t, cmd.Start())
 	go func() {
 		_ = cmd.Wait()
@@ -469,16 +467,16 @@ func TestTryTimeoutMatchesTrixie(t *testing.T) {
 		t.Cleanup(func() { _ = srv.Close(); p.bank.Stop() })
 	}
 	shim := c.buildShim(trixie)
-	c.devP = c.in(trixie, "wd")
-	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "wd"), nil, 0o644))
+	c.devP = c.path("wd")
+	require.NoError(t, os.WriteFile(c.devP, nil, 0o644))
 	norm := regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  |fd -?\d+`)
 	run := func(p *pairing, args ...string) result {
 		var cmd *exec.Cmd
 		if p == c {
-			cmd = p.nsCommand(trixie, []string{"LD_PRELOAD=" + shim, "WDSHIM_PATH=" + c.devP, "WDSHIM_SOCK=/x/bank.sock"},
+			cmd = p.nsCommand(trixie, []string{"LD_PRELOAD=" + shim, "WDSHIM_PATH=" + c.devP, "WDSHIM_SOCK=" + c.path("bank.sock")},
 				append([]string{"wdmd", "-w", c.devP}, args...)...)
 		} else {
-			cmd = exec.Command(wdmdBin, append([]string{"--test-device", filepath.Join(p.dir, "bank.sock"), "-w", "/x/wd"}, args...)...)
+			cmd = exec.Command(wdmdBin, append([]string{"--test-device", p.path("bank.sock"), "-w", c.devP}, args...)...)
 		}
 		var out, errb syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
