@@ -22,8 +22,8 @@ import (
 	"github.com/gosanlock/gosanlock/wdmd/testdev"
 )
 
-// wdmdBin is our wdmd, built once for the package's tests.
-var wdmdBin string
+// wdmdBin is our wdmd, built once for the package's tests with goBin.
+var wdmdBin, goBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "wdmdcli-test")
@@ -32,8 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	wdmdBin = filepath.Join(dir, "wdmd")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(gobin, "build", "-tags", "wdmd_testdev", "-o", wdmdBin, "github.com/gosanlock/gosanlock/cmd/wdmd").CombinedOutput()
+	goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goBin, "build", "-tags", "wdmd_testdev", "-o", wdmdBin, "github.com/gosanlock/gosanlock/cmd/wdmd").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build wdmd: %v\n%s", err, out)
 		os.Exit(1)

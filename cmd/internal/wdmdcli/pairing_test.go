@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -76,8 +75,7 @@ func ourSanlock(t *testing.T) string {
 	t.Helper()
 	sanlockOnce.Do(func() {
 		sanlockBin = filepath.Join(filepath.Dir(wdmdBin), "sanlock")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		out, err := exec.Command(gobin, "build", "-o", sanlockBin, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()
+		out, err := exec.Command(goBin, "build", "-o", sanlockBin, "github.com/gosanlock/gosanlock/cmd/sanlock").CombinedOutput()
 		if err != nil {
 			sanlockErr = fmt.Errorf("build sanlock: %v\n%s", err, out)
 		}
