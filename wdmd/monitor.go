@@ -159,7 +159,8 @@ func IntervalFor(fire int) uint64 {
 }
 
 // New returns a Monitor with the given configuration. It scans the
-// scripts directory when scripts are allowed; the device is armed by Arm.
+// scripts directory when scripts are allowed; the device is found by
+// Select (opened on demand) or armed at once by Arm.
 func New(cfg Config) *Monitor {
 	if cfg.FireTimeout <= 0 {
 		cfg.FireTimeout = DefaultFireTimeout
