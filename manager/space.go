@@ -184,6 +184,10 @@ func (m *Lockspaces) openWatchdog(space string, hostID uint64) (WatchdogSession,
 		_ = s.Close()
 		return nil, fmt.Errorf("open_watchdog with fire_timeout %d failed: %w", s.FireTimeout, err)
 	}
+	if s.Unanswered() {
+		m.lg().Info("wdmd did not answer open_watchdog: a wdmd that arms its device at its start (3.8.5)",
+			zap.String("lockspace", space), zap.Int("fire_timeout", s.FireTimeout))
+	}
 	return s, nil
 }
 

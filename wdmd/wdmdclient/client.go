@@ -281,6 +281,11 @@ func (s *Session) OpenWatchdog(wait time.Duration) error {
 	return nil
 }
 
+// Unanswered says that OpenWatchdog got no answer in time and none has
+// been read since: the wdmd is taken for one that armed its device at
+// its start (3.8.5), which Activate checks through STATUS.
+func (s *Session) Unanswered() bool { return s.asked }
+
 // Activate registers, sets the refcount, checks the fire timeout and sets
 // the first expiry. On error the refcount is cleared again (if it was
 // set); the caller closes the session and fails the add.

@@ -435,6 +435,7 @@ func TestPairOursHostWdmd(t *testing.T) {
 	p := newPairing(t, ours, host)
 	p.run()
 	require.NotContains(t, p.wdmd.out.String(), "open_watchdog")
+	require.Contains(t, p.sl.out.String(), "wdmd did not answer open_watchdog")
 }
 
 // TestPairOursHostWdmdOtherTimeout: with watchdog_fire_timeout 30, a wdmd
