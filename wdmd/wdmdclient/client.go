@@ -247,9 +247,9 @@ func (s *Session) fire() int {
 // error: wdmd 3.8.5 ignores the command and has armed the device at its
 // start with 60 s; Activate then decides from the STATUS answer, which
 // comes after any late answer to this command (one connection is served
-// in order). A connection closed at the command (our wdmd before it knew
-// OPEN_WATCHDOG, which also armed the device at its start) is replaced
-// by a new one, on which the session goes on as a 3.8.5 session.
+// in order). A connection closed at the command (a gosanlock wdmd built
+// without OPEN_WATCHDOG, which also arms the device at its start) is
+// replaced by a new one, on which the session goes on as a 3.8.5 session.
 func (s *Session) OpenWatchdog(wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultOpenWait
@@ -260,8 +260,8 @@ func (s *Session) OpenWatchdog(wait time.Duration) error {
 		return nil
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
-		// gosanlock's wdmd before OPEN_WATCHDOG existed closes the
-		// connection at an unknown command. Like wdmd 3.8.5 it armed the
+		// A gosanlock wdmd built without OPEN_WATCHDOG closes the
+		// connection at an unknown command. Like wdmd 3.8.5 it arms the
 		// device with 60 s at its start: connect again and go on as a
 		// 3.8.5 session, which Activate checks through STATUS.
 		c, cerr := Connect(s.path)

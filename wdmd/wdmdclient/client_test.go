@@ -126,7 +126,7 @@ func TestOpenWatchdogLate(t *testing.T) {
 }
 
 // TestOpenWatchdogDropped: a wdmd that closes the connection at the
-// command (ours before it knew OPEN_WATCHDOG, whose device is armed from
+// command (a gosanlock wdmd built without OPEN_WATCHDOG, whose device is armed from
 // its start) gets a new connection, and the session goes on as a 3.8.5
 // one: STATUS must say the session's timeout.
 func TestOpenWatchdogDropped(t *testing.T) {
