@@ -516,7 +516,7 @@ func mem(size int64) []byte { return make([]byte, size) }
 
 func lockspaceImage(t *testing.T, size int64, sector int, flags uint32, name string) []byte {
 	m := &memDev{b: mem(size), ss: sector}
-	require.NoError(t, diskfmt.WriteLockspace(context.Background(), m, 0, flags, name, 10))
+	require.NoError(t, diskfmt.WriteLockspace(context.Background(), m, 0, flags, name, 10, 0))
 	return m.b
 }
 
