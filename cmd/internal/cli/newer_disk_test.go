@@ -1,0 +1,333 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/debtree"
+)
+
+// The on-disk versions of sanlock 3.9.5 and 5.1.1 against ours
+// (docs/compat.md "On-disk format versions"): byte-exact init, each side
+// reading and dumping the other's areas. The trees come from
+// internal/debtree (root; skipped otherwise unless CI=true).
+
+// treeRun runs `sanlock args...` in tr with conf (a host file, "" for
+// none) as its /etc/sanlock/sanlock.conf; stdout and the exit code.
+func treeRun(t *testing.T, tr *debtree.Tree, conf string, args ...string) (string, int) {
+	t.Helper()
+	opts := &debtree.Options{}
+	if conf == "" {
+		conf = filepath.Join(t.TempDir(), "empty.conf")
+		require.NoError(t, os.WriteFile(conf, nil, 0o644))
+	}
+	opts.Binds = []debtree.Bind{{Host: conf, Tree: "/etc/sanlock/sanlock.conf"}}
+	cmd := tr.Command(opts, append([]string{"sanlock"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	rc := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		rc = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s sanlock %v: %v\n%s", tr.Name, args, err, errb.String())
+	}
+	return out.String(), rc
+}
+
+// oursConf runs our tool in-process with conf as its sanlock.conf.
+func oursConf(t *testing.T, conf string, args ...string) (string, int) {
+	t.Helper()
+	return runMainF(t, func(f *Factory) {
+		if conf != "" {
+			f.ConfigPath = conf
+		}
+	}, args...)
+}
+
+func writeConf(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "sanlock.conf")
+	require.NoError(t, os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	return p
+}
+
+// newerGeometries are the -Z/-A pairs init takes.
+var newerGeometries = []struct{ z, a string }{
+	{"512", "1M"}, {"4096", "1M"}, {"4096", "2M"}, {"4096", "4M"}, {"4096", "8M"},
+}
+
+func alignBytes(a string) int64 {
+	var n int64
+	fmt.Sscanf(a, "%dM", &n)
+	return n << 20
+}
+
+func newLeaseFile(t *testing.T, dir, name string, size int64) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, nil, 0o644))
+	require.NoError(t, os.Truncate(p, size))
+	return p
+}
+
+func sameFiles(t *testing.T, a, b, what string) {
+	t.Helper()
+	x, err := os.ReadFile(a)
+	require.NoError(t, err)
+	y, err := os.ReadFile(b)
+	require.NoError(t, err)
+	if !bytes.Equal(x, y) {
+		n, first := 0, -1
+		for i := range x {
+			if x[i] != y[i] {
+				if first < 0 {
+					first = i
+				}
+				n++
+			}
+		}
+		t.Errorf("%s: %d bytes differ, first at %d", what, n, first)
+	}
+}
+
+// TestNewerInitBytes: our `direct init` writes what 5.1.1 writes for each
+// version and geometry (5.1.1 told the old versions by its create_old_*
+// keys, we by ours), and the old versions also what 3.9.5 and 3.8.5 write.
+func TestNewerInitBytes(t *testing.T) {
+	sid := debtree.Get(t, "sid")
+	trixie := debtree.Get(t, "trixie")
+	dir := leaseDir(t)
+	type version struct {
+		name       string
+		ours, sids string // config lines
+		old        bool   // 3.x writes it too
+	}
+	versions := []version{
+		{"delta 3.4 paxos 6.4", "", "create_old_delta_disk_version = 3.4\ncreate_old_paxos_disk_version = 6.4", true},
+		{"delta 4.0 paxos 6.4", "create_delta_disk_version = 4.0", "create_old_delta_disk_version = 4.0\ncreate_old_paxos_disk_version = 6.4", false},
+		{"delta 5.0 paxos 7.0", "create_delta_disk_version = 5.0\ncreate_paxos_disk_version = 7.0", "", false},
+		{"5.x keys in ours", "create_old_delta_disk_version = 3.4\ncreate_old_paxos_disk_version = 6.4\ncreate_delta_disk_version = 5.0", "create_old_delta_disk_version = 3.4\ncreate_old_paxos_disk_version = 6.4", true},
+	}
+	for _, v := range versions {
+		for _, g := range newerGeometries {
+			t.Run(fmt.Sprintf("%s %s/%s", v.name, g.z, g.a), func(t *testing.T) {
+				align := alignBytes(g.a)
+				size := 2 * align
+				oursConfPath := writeConf(t, v.ours)
+				sidConfPath := writeConf(t, v.sids)
+				init := func(run func(args ...string) (string, int), path string) {
+					for _, args := range [][]string{
+						{"direct", "init", "-s", "LS:0:" + path + ":0", "-Z", g.z, "-A", g.a},
+						{"direct", "init", "-r", fmt.Sprintf("LS:R:%s:%d", path, align), "-Z", g.z, "-A", g.a},
+					} {
+						out, rc := run(args...)
+						require.Equal(t, 0, rc, "%v: %s", args, out)
+						require.Equal(t, "init done 0\n", out, "%v", args)
+					}
+				}
+				ours := newLeaseFile(t, dir, "ours", size)
+				init(func(args ...string) (string, int) { return oursConf(t, oursConfPath, args...) }, ours)
+				theirs := newLeaseFile(t, dir, "sid", size)
+				init(func(args ...string) (string, int) { return treeRun(t, sid, sidConfPath, args...) }, theirs)
+				sameFiles(t, ours, theirs, "ours vs 5.1.1")
+				if !v.old {
+					return
+				}
+				tx := newLeaseFile(t, dir, "trixie", size)
+				init(func(args ...string) (string, int) { return treeRun(t, trixie, "", args...) }, tx)
+				sameFiles(t, ours, tx, "ours vs 3.9.5")
+				if _, err := os.Stat(cSanlock); err == nil {
+					c := newLeaseFile(t, dir, "c", size)
+					init(func(args ...string) (string, int) { return runC(t, args...) }, c)
+					sameFiles(t, tx, c, "3.9.5 vs 3.8.5")
+				}
+			})
+		}
+	}
+}
+
+// TestNewerReadEachOther: areas of every version, made by 5.1.1 (init and
+// init_host with its flag variants) or by us (with the 5.x flag bits set
+// as 5.x sets them), read by both: read_leader and dump print the same
+// lines and results on both sides.
+func TestNewerReadEachOther(t *testing.T) {
+	sid := debtree.Get(t, "sid")
+	dir := leaseDir(t)
+	conf50 := writeConf(t, "create_delta_disk_version = 5.0", "create_paxos_disk_version = 7.0")
+	conf40 := writeConf(t, "create_delta_disk_version = 4.0")
+	sidOld := writeConf(t, "create_old_delta_disk_version = 3.4", "create_old_paxos_disk_version = 6.4")
+	sid40 := writeConf(t, "create_old_delta_disk_version = 4.0")
+
+	type area struct {
+		name     string
+		make     func(t *testing.T, path string)
+		hosts    []int
+		oldDelta bool // a 3.4 lockspace: its plain records are dumped as 3.8.5 dumps them
+	}
+	sidDo := func(t *testing.T, conf string, args ...string) {
+		out, rc := treeRun(t, sid, conf, args...)
+		require.Equal(t, 0, rc, "5.1.1 %v: %s", args, out)
+	}
+	oursDo := func(t *testing.T, conf string, args ...string) {
+		out, rc := oursConf(t, conf, args...)
+		require.Equal(t, 0, rc, "ours %v: %s", args, out)
+	}
+	// sid5x: a 5.x lockspace and resource, host slots written by 5.1.1's
+	// init_host: 1 plain (-C 0), 2 NO_TIMEOUT (5.1.1 refuses it, -22, in
+	// a 3.4 lockspace), 3 with its default CAW (set only in 4.0 and 5.0).
+	sidHosts := func(conf string, noTimeout bool) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			sidDo(t, conf, "direct", "init", "-s", "LS:0:"+path+":0")
+			sidDo(t, conf, "direct", "init", "-r", "LS:R:"+path+":1048576")
+			sidDo(t, conf, "direct", "init_host", "-s", "LS:1:"+path+":0", "-g", "5", "-t", "100", "-C", "0")
+			if noTimeout {
+				sidDo(t, conf, "direct", "init_host", "-s", "LS:2:"+path+":0", "-g", "7", "-t", "200", "-N", "1", "-C", "0")
+			} else {
+				out, _ := treeRun(t, sid, conf, "direct", "init_host", "-s", "LS:2:"+path+":0", "-g", "7", "-t", "200", "-N", "1", "-C", "0")
+				require.Equal(t, "init done -22\n", out)
+			}
+			sidDo(t, conf, "direct", "init_host", "-s", "LS:3:"+path+":0", "-g", "9", "-t", "300")
+		}
+	}
+	// oursFlags: our init of that version, then host records and a
+	// resource leader with the 5.x flag bits written by our encoder.
+	oursFlags := func(conf string) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			oursDo(t, conf, "direct", "init", "-s", "LS:0:"+path+":0")
+			oursDo(t, conf, "direct", "init", "-r", "LS:R:"+path+":1048576")
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			require.NoError(t, err)
+			defer f.Close()
+			edit := func(off int64, fn func(*diskfmt.Leader)) {
+				b := make([]byte, 512)
+				_, err := f.ReadAt(b, off)
+				require.NoError(t, err)
+				l, err := diskfmt.DecodeLeader(b)
+				require.NoError(t, err)
+				fn(&l)
+				l.Seal(b)
+				_, err = f.WriteAt(b, off)
+				require.NoError(t, err)
+			}
+			for h, flags := range map[int]uint32{1: 0, 2: diskfmt.LeaderNoTimeout, 3: diskfmt.LeaderDeadExt} {
+				edit(int64(h-1)*512, func(l *diskfmt.Leader) {
+					l.OwnerID, l.OwnerGeneration, l.Timestamp = uint64(h), uint64(h+4), uint64(100*h)
+					l.ResourceName = diskfmt.MustName(fmt.Sprintf("host%d", h))
+					l.Flags |= flags
+					if flags == diskfmt.LeaderDeadExt {
+						l.Unused1 = diskfmt.DeadExtMark
+					}
+				})
+			}
+			edit(1<<20, func(l *diskfmt.Leader) {
+				l.OwnerID, l.OwnerGeneration, l.Lver, l.Timestamp = 2, 3, 4, 500
+				l.Flags |= diskfmt.LeaderNoTimeout | diskfmt.LeaderShortHold
+			})
+		}
+	}
+	areas := []area{
+		{"5.1.1 delta 5.0 paxos 7.0", sidHosts("", true), []int{1, 2, 3, 4}, false},
+		{"5.1.1 delta 4.0", sidHosts(sid40, true), []int{1, 2, 3}, false},
+		{"5.1.1 delta 3.4 paxos 6.4", sidHosts(sidOld, false), []int{1, 2, 3}, true},
+		{"ours delta 5.0 paxos 7.0", oursFlags(conf50), []int{1, 2, 3, 4}, false},
+		{"ours delta 4.0", oursFlags(conf40), []int{1, 2, 3}, false},
+		{"ours delta 3.4 paxos 6.4 with 5.x flags", oursFlags(""), []int{1, 2, 3}, true},
+	}
+	for _, a := range areas {
+		t.Run(a.name, func(t *testing.T) {
+			path := newLeaseFile(t, dir, "area", 2<<20)
+			a.make(t, path)
+			cmds := [][]string{
+				{"direct", "dump", path},
+				{"direct", "dump", path, "-f", "1"},
+				{"direct", "dump", path + ":0:2M", "-f", "2"},
+				{"direct", "read_leader", "-r", "LS:R:" + path + ":1048576"},
+			}
+			for _, h := range a.hosts {
+				cmds = append(cmds, []string{"direct", "read_leader", "-s", fmt.Sprintf("LS:%d:%s:0", h, path)})
+			}
+			for _, args := range cmds {
+				theirs, trc := treeRun(t, sid, "", args...)
+				ours, orc := oursConf(t, "", args...)
+				if strings.Contains(strings.Join(args, " "), "read_leader") && !newFormatOutput(theirs) {
+					// A leader 3.8.5 can read is printed as 3.8.5 prints
+					// it: the 5.x flag names and unused1 line are not ours.
+					theirs = as385(theirs)
+				}
+				if args[1] == "dump" && a.oldDelta {
+					theirs = dumpAs385(theirs)
+				}
+				assert.Equal(t, trc, orc, "%v exit", args)
+				assert.Equal(t, theirs, ours, "%v", args)
+			}
+		})
+	}
+}
+
+// newFormatOutput reports whether a 5.1.1 read_leader output shows a
+// leader in a format only 5.x writes (the lines we print in 5.x's form).
+func newFormatOutput(s string) bool {
+	var l diskfmt.Leader
+	for _, line := range strings.Split(s, "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		f, _, _ := strings.Cut(v, " ")
+		var n uint64
+		fmt.Sscanf(f, "0x%x", &n)
+		switch k {
+		case "magic":
+			l.Magic = uint32(n)
+		case "version":
+			l.Version = uint32(n)
+		case "flags":
+			l.Flags = uint32(n)
+		}
+	}
+	return l.NewFormat()
+}
+
+// dumpDeltaFlags matches a delta lease line of 5.1.1's dump: the fields,
+// the flags, then (-f 1) the bitmap's host_ids.
+var dumpDeltaFlags = regexp.MustCompile(`(?m)^(\d{8} .{36} .{48} \d{10} \d{4} \d{4}) 0x([0-9a-f]{8})(.*)$`)
+
+// dumpAs385 drops the flags of delta lines that have none of the 5.x bits
+// (records of a 3.4 lockspace 3.8.5 can read, which we dump as it does).
+func dumpAs385(s string) string {
+	return dumpDeltaFlags.ReplaceAllStringFunc(s, func(line string) string {
+		m := dumpDeltaFlags.FindStringSubmatch(line)
+		var f uint32
+		fmt.Sscanf(m[2], "%x", &f)
+		if f&diskfmt.LeaderNewFlags != 0 {
+			return line
+		}
+		return m[1] + m[3]
+	})
+}
+
+// as385 turns 5.1.1's read_leader lines into 3.8.5's: no flag names, no
+// unused1 line.
+func as385(s string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if strings.HasPrefix(line, "unused1 ") {
+			continue
+		}
+		if strings.HasPrefix(line, "flags ") {
+			if i := strings.Index(line, " ["); i >= 0 {
+				line = line[:i] + "\n"
+			}
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
