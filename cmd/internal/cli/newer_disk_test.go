@@ -331,3 +331,61 @@ func as385(s string) string {
 	}
 	return b.String()
 }
+
+// TestNewerDirectLeases: our direct acquire_id, acquire, release and
+// release_id on areas 5.1.1 made in its format keep the versions (5.1.1
+// reads the result), and 3.8.5 refuses those areas (-224): the reason the
+// default stays 3.4/6.4 (docs/compat.md "On-disk format versions").
+func TestNewerDirectLeases(t *testing.T) {
+	sid := debtree.Get(t, "sid")
+	dir := leaseDir(t)
+	path := newLeaseFile(t, dir, "leases", 2<<20)
+	lsArg, resArg := "LS:3:"+path+":0", "LS:R:"+path+":1048576"
+	for _, args := range [][]string{{"direct", "init", "-s", "LS:0:" + path + ":0", "-o", "1"}, {"direct", "init", "-r", resArg}} {
+		out, rc := treeRun(t, sid, "", args...)
+		require.Equal(t, 0, rc, "%v: %s", args, out)
+	}
+	lastLine := func(s string) string {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		return lines[len(lines)-1]
+	}
+	for _, step := range []struct{ args []string }{
+		{[]string{"direct", "acquire_id", "-s", lsArg}},
+		{[]string{"direct", "acquire", "-r", resArg, "-i", "3", "-g", "1"}},
+	} {
+		out, rc := runMain(t, step.args...)
+		require.Equal(t, 0, rc, "%v: %s", step.args, out)
+	}
+	for _, args := range [][]string{
+		{"direct", "read_leader", "-s", lsArg},
+		{"direct", "read_leader", "-r", resArg},
+		{"direct", "dump", path, "-f", "1"},
+	} {
+		theirs, trc := treeRun(t, sid, "", args...)
+		ours, orc := runMain(t, args...)
+		assert.Equal(t, 0, trc, "%v: %s", args, theirs)
+		assert.Equal(t, trc, orc)
+		assert.Equal(t, theirs, ours, "%v", args)
+	}
+	out, _ := treeRun(t, sid, "", "direct", "read_leader", "-r", resArg)
+	assert.Contains(t, out, "owner_id 3\n")
+	assert.Contains(t, out, "version 0x70000\n")
+	for _, args := range [][]string{{"direct", "release", "-r", resArg, "-i", "3", "-g", "1"}, {"direct", "release_id", "-s", lsArg}} {
+		out, rc := runMain(t, args...)
+		require.Equal(t, 0, rc, "%v: %s", args, out)
+	}
+	out, _ = treeRun(t, sid, "", "direct", "read_leader", "-s", lsArg)
+	assert.True(t, strings.HasPrefix(out, "read_leader done 0\nmagic 0x12212010\nversion 0x50000\n"), out)
+	assert.Contains(t, out, "timestamp 0\n")
+
+	if _, err := os.Stat(cSanlock); err != nil {
+		return
+	}
+	for _, args := range [][]string{{"direct", "read_leader", "-s", lsArg}, {"direct", "read_leader", "-r", resArg}} {
+		out, rc := runC(t, args...)
+		assert.Equal(t, 1, rc)
+		assert.Equal(t, "read_leader done -224", lastLine(strings.SplitN(out, "\n", 2)[0]), "3.8.5 %v", args)
+	}
+	out, _ = runC(t, "direct", "acquire_id", "-s", lsArg)
+	assert.Equal(t, "acquire_id done -224", lastLine(out), "3.8.5 joins no 5.0 lockspace")
+}
