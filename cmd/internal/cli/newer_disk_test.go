@@ -171,7 +171,7 @@ func TestNewerReadEachOther(t *testing.T) {
 
 	type area struct {
 		name     string
-		make     func(t *testing.T, path string)
+		make     func(t *testing.T, path string, g areaGeo)
 		hosts    []int
 		oldDelta bool // a 3.4 lockspace: its plain records are dumped as 3.8.5 dumps them
 	}
@@ -186,31 +186,34 @@ func TestNewerReadEachOther(t *testing.T) {
 	// sid5x: a 5.x lockspace and resource, host slots written by 5.1.1's
 	// init_host: 1 plain (-C 0), 2 NO_TIMEOUT (5.1.1 refuses it, -22, in
 	// a 3.4 lockspace), 3 with its default CAW (set only in 4.0 and 5.0).
-	sidHosts := func(conf string, noTimeout bool) func(t *testing.T, path string) {
-		return func(t *testing.T, path string) {
-			sidDo(t, conf, "direct", "init", "-s", "LS:0:"+path+":0")
-			sidDo(t, conf, "direct", "init", "-r", "LS:R:"+path+":1048576")
-			sidDo(t, conf, "direct", "init_host", "-s", "LS:1:"+path+":0", "-g", "5", "-t", "100", "-C", "0")
+	sidHosts := func(conf string, noTimeout bool) func(t *testing.T, path string, g areaGeo) {
+		return func(t *testing.T, path string, g areaGeo) {
+			sz := []string{"-Z", g.z, "-A", g.a}
+			sidDo(t, conf, append([]string{"direct", "init", "-s", "LS:0:" + path + ":0"}, sz...)...)
+			sidDo(t, conf, append([]string{"direct", "init", "-r", g.res(path)}, sz...)...)
+			sidDo(t, conf, append([]string{"direct", "init_host", "-s", "LS:1:" + path + ":0", "-g", "5", "-t", "100", "-C", "0"}, sz...)...)
+			nt := append([]string{"direct", "init_host", "-s", "LS:2:" + path + ":0", "-g", "7", "-t", "200", "-N", "1", "-C", "0"}, sz...)
 			if noTimeout {
-				sidDo(t, conf, "direct", "init_host", "-s", "LS:2:"+path+":0", "-g", "7", "-t", "200", "-N", "1", "-C", "0")
+				sidDo(t, conf, nt...)
 			} else {
-				out, _ := treeRun(t, sid, conf, "direct", "init_host", "-s", "LS:2:"+path+":0", "-g", "7", "-t", "200", "-N", "1", "-C", "0")
+				out, _ := treeRun(t, sid, conf, nt...)
 				require.Equal(t, "init done -22\n", out)
 			}
-			sidDo(t, conf, "direct", "init_host", "-s", "LS:3:"+path+":0", "-g", "9", "-t", "300")
+			sidDo(t, conf, append([]string{"direct", "init_host", "-s", "LS:3:" + path + ":0", "-g", "9", "-t", "300"}, sz...)...)
 		}
 	}
 	// oursFlags: our init of that version, then host records and a
 	// resource leader with the 5.x flag bits written by our encoder.
-	oursFlags := func(conf string) func(t *testing.T, path string) {
-		return func(t *testing.T, path string) {
-			oursDo(t, conf, "direct", "init", "-s", "LS:0:"+path+":0")
-			oursDo(t, conf, "direct", "init", "-r", "LS:R:"+path+":1048576")
+	oursFlags := func(conf string) func(t *testing.T, path string, g areaGeo) {
+		return func(t *testing.T, path string, g areaGeo) {
+			sz := []string{"-Z", g.z, "-A", g.a}
+			oursDo(t, conf, append([]string{"direct", "init", "-s", "LS:0:" + path + ":0"}, sz...)...)
+			oursDo(t, conf, append([]string{"direct", "init", "-r", g.res(path)}, sz...)...)
 			f, err := os.OpenFile(path, os.O_RDWR, 0)
 			require.NoError(t, err)
 			defer f.Close()
 			edit := func(off int64, fn func(*diskfmt.Leader)) {
-				b := make([]byte, 512)
+				b := make([]byte, g.ss)
 				_, err := f.ReadAt(b, off)
 				require.NoError(t, err)
 				l, err := diskfmt.DecodeLeader(b)
@@ -221,7 +224,7 @@ func TestNewerReadEachOther(t *testing.T) {
 				require.NoError(t, err)
 			}
 			for h, flags := range map[int]uint32{1: 0, 2: diskfmt.LeaderNoTimeout, 3: diskfmt.LeaderDeadExt} {
-				edit(int64(h-1)*512, func(l *diskfmt.Leader) {
+				edit(int64(h-1)*int64(g.ss), func(l *diskfmt.Leader) {
 					l.OwnerID, l.OwnerGeneration, l.Timestamp = uint64(h), uint64(h+4), uint64(100*h)
 					l.ResourceName = diskfmt.MustName(fmt.Sprintf("host%d", h))
 					l.Flags |= flags
@@ -230,7 +233,7 @@ func TestNewerReadEachOther(t *testing.T) {
 					}
 				})
 			}
-			edit(1<<20, func(l *diskfmt.Leader) {
+			edit(g.align, func(l *diskfmt.Leader) {
 				l.OwnerID, l.OwnerGeneration, l.Lver, l.Timestamp = 2, 3, 4, 500
 				l.Flags |= diskfmt.LeaderNoTimeout | diskfmt.LeaderShortHold
 			})
@@ -244,34 +247,57 @@ func TestNewerReadEachOther(t *testing.T) {
 		{"ours delta 4.0", oursFlags(conf40), []int{1, 2, 3}, false},
 		{"ours delta 3.4 paxos 6.4 with 5.x flags", oursFlags(""), []int{1, 2, 3}, true},
 	}
-	for _, a := range areas {
-		t.Run(a.name, func(t *testing.T) {
-			path := newLeaseFile(t, dir, "area", 2<<20)
-			a.make(t, path)
-			cmds := [][]string{
-				{"direct", "dump", path},
-				{"direct", "dump", path, "-f", "1"},
-				{"direct", "dump", path + ":0:2M", "-f", "2"},
-				{"direct", "read_leader", "-r", "LS:R:" + path + ":1048576"},
+	for _, g := range []areaGeo{{"512", "1M", 512, 1 << 20}, {"4096", "1M", 4096, 1 << 20}, {"4096", "8M", 4096, 8 << 20}} {
+		for _, a := range areas {
+			t.Run(fmt.Sprintf("%s %s/%s", a.name, g.z, g.a), func(t *testing.T) {
+				testReadEachOther(t, sid, dir, g, a.make, a.hosts, a.oldDelta)
+			})
+		}
+	}
+}
+
+// areaGeo is a sector/align pair of TestNewerReadEachOther: the lockspace
+// at 0, the resource one align size later.
+type areaGeo struct {
+	z, a  string
+	ss    int
+	align int64
+}
+
+func (g areaGeo) res(path string) string { return fmt.Sprintf("LS:R:%s:%d", path, g.align) }
+
+// testReadEachOther makes an area with mk and compares what 5.1.1 and our
+// tool print for it: dump (-f 0, 1, 2) and read_leader of the resource
+// and of the given host slots.
+func testReadEachOther(t *testing.T, sid *debtree.Tree, dir string, g areaGeo, mk func(*testing.T, string, areaGeo), hosts []int, oldDelta bool) {
+	path := newLeaseFile(t, dir, "area", 2*g.align)
+	mk(t, path, g)
+	cmds := [][]string{
+		{"direct", "dump", path},
+		{"direct", "dump", path, "-f", "1"},
+		{"direct", "dump", fmt.Sprintf("%s:0:%d", path, 2*g.align), "-f", "2"},
+		{"direct", "read_leader", "-r", g.res(path)},
+	}
+	for _, h := range hosts {
+		cmds = append(cmds, []string{"direct", "read_leader", "-s", fmt.Sprintf("LS:%d:%s:0", h, path)})
+	}
+	for _, args := range cmds {
+		theirs, trc := treeRun(t, sid, "", args...)
+		ours, orc := oursConf(t, "", args...)
+		if strings.Contains(strings.Join(args, " "), "read_leader") && !newFormatOutput(theirs) {
+			// A leader 3.8.5 can read is printed as 3.8.5 prints
+			// it: the 5.x flag names and unused1 line are not ours.
+			theirs = as385(theirs)
+		}
+		if args[1] == "dump" {
+			// The header, the resource and the host slots at least.
+			assert.GreaterOrEqual(t, strings.Count(theirs, "\n"), 1+1+len(hosts)-1, "%v: %s", args, theirs)
+			if oldDelta {
+				theirs = dumpAs385(theirs)
 			}
-			for _, h := range a.hosts {
-				cmds = append(cmds, []string{"direct", "read_leader", "-s", fmt.Sprintf("LS:%d:%s:0", h, path)})
-			}
-			for _, args := range cmds {
-				theirs, trc := treeRun(t, sid, "", args...)
-				ours, orc := oursConf(t, "", args...)
-				if strings.Contains(strings.Join(args, " "), "read_leader") && !newFormatOutput(theirs) {
-					// A leader 3.8.5 can read is printed as 3.8.5 prints
-					// it: the 5.x flag names and unused1 line are not ours.
-					theirs = as385(theirs)
-				}
-				if args[1] == "dump" && a.oldDelta {
-					theirs = dumpAs385(theirs)
-				}
-				assert.Equal(t, trc, orc, "%v exit", args)
-				assert.Equal(t, theirs, ours, "%v", args)
-			}
-		})
+		}
+		assert.Equal(t, trc, orc, "%v exit", args)
+		assert.Equal(t, theirs, ours, "%v", args)
 	}
 }
 
