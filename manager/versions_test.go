@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -160,4 +161,32 @@ func TestCAWRefused(t *testing.T) {
 		assert.Equal(t, rescode.ErrCAWOpen, rescode.CodeOf(err))
 		assert.Equal(t, before, leaderAt(t, mem, 0))
 	})
+}
+
+// TestInitVersionSettings: WRITE_LOCKSPACE and WRITE_RESOURCE write the
+// versions of Settings (the daemon's create_*_disk_version keys), 3.4 and
+// 6.4 when unset.
+func TestInitVersionSettings(t *testing.T) {
+	for _, st := range []Settings{{}, {DeltaVersion: diskfmt.DeltaVersion50, PaxosVersion: diskfmt.PaxosVersion70},
+		{DeltaVersion: diskfmt.DeltaVersion40, PaxosVersion: diskfmt.PaxosVersion}} {
+		mem := testdisk.NewMem(4<<20, 512)
+		dead := &atomic.Bool{}
+		open := func(string) (diskfmt.Device, error) { return testDisk{mem, dead}, nil }
+		m := New(Config{Lockspaces: LockspacesConfig{Open: open}, Resources: ResourcesConfig{Open: open}})
+		ctx, cancel := context.WithCancel(context.Background())
+		st.WatchdogFireTimeout = 60
+		m.Start(Env{Context: ctx, HostName: "hostA", Settings: st})
+		require.NoError(t, m.Lockspaces.WriteLockspace(ctx, testLS, 0))
+		require.NoError(t, NewDiskOps(m.Lockspaces, func() *zap.Logger { return zap.NewNop() }, 10).
+			WriteResource(ctx, testRes(0, 0), 0, false))
+		wantD, wantP := st.DeltaVersion, st.PaxosVersion
+		if wantD == 0 {
+			wantD, wantP = diskfmt.DeltaVersion, diskfmt.PaxosVersion
+		}
+		assert.Equal(t, wantD, leaderAt(t, mem, 0).Version)
+		assert.Equal(t, wantD, leaderAt(t, mem, 512).Version)
+		assert.Equal(t, wantP, leaderAt(t, mem, 1<<20).Version)
+		cancel()
+		m.Stop()
+	}
 }
