@@ -178,7 +178,9 @@ func FuzzDecodeLeader(f *testing.F) {
 		if n := len(diskfmt.LeaderFlagNames(l.Flags)); n != bits.OnesCount32(l.Flags&0xff) {
 			t.Fatalf("flags %#x: %d names", l.Flags, n)
 		}
-		if l.Flags&diskfmt.LeaderNewFlags != 0 && !l.NewFormat() {
+		if l.Flags&diskfmt.LeaderNewFlags != 0 && !l.NewFormat() &&
+			((l.Magic == diskfmt.DeltaMagic && diskfmt.DeltaVersionKnown(l.Version)) ||
+				(l.Magic == diskfmt.PaxosMagic && diskfmt.PaxosVersionKnown(l.Version))) {
 			t.Fatalf("flags %#x not a new format", l.Flags)
 		}
 		if err == nil && host != 0 && l.NumHosts < host {

@@ -107,17 +107,17 @@ func PaxosVersionKnown(v uint32) bool {
 }
 
 // NewFormat reports whether the leader is in a format only sanlock 5.x
-// writes: a known version newer than 3.x's (delta 4.x, 5.x; paxos 7.x)
-// or a 5.x flag bit (LeaderNewFlags).
+// writes: a delta or paxos leader of a known version that is newer than
+// 3.x's (delta 4.x, 5.x; paxos 7.x) or carries a 5.x flag bit
+// (LeaderNewFlags). Leaders of unknown versions or magic are not.
 func (l *Leader) NewFormat() bool {
-	if l.Flags&LeaderNewFlags != 0 {
-		return true
-	}
 	switch l.Magic {
 	case DeltaMagic:
-		return DeltaVersionKnown(l.Version) && VersionMajor(l.Version) > VersionMajor(DeltaVersion)
+		return DeltaVersionKnown(l.Version) &&
+			(VersionMajor(l.Version) > VersionMajor(DeltaVersion) || l.Flags&LeaderNewFlags != 0)
 	case PaxosMagic, PaxosClear:
-		return PaxosVersionKnown(l.Version) && VersionMajor(l.Version) > VersionMajor(PaxosVersion)
+		return PaxosVersionKnown(l.Version) &&
+			(VersionMajor(l.Version) > VersionMajor(PaxosVersion) || l.Flags&LeaderNewFlags != 0)
 	}
 	return false
 }

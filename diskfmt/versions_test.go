@@ -101,6 +101,9 @@ func TestNewFormat(t *testing.T) {
 	assert.True(t, p.NewFormat())
 	p.Version = 0x00080000
 	assert.False(t, p.NewFormat(), "an unknown version is printed as 3.8.5 prints it")
+	p.Version, p.Flags = 0x34567890, 0xffffffff
+	assert.False(t, p.NewFormat(), "nor an unknown version with every flag")
+	assert.False(t, (&diskfmt.Leader{Flags: diskfmt.LeaderCAW}).NewFormat(), "nor an unknown magic")
 	assert.True(t, (&diskfmt.Leader{Flags: diskfmt.LeaderCAW}).CAW())
 	assert.True(t, (&diskfmt.Leader{Flags: diskfmt.LeaderDeadExt}).DeadExt())
 	assert.True(t, (&diskfmt.Leader{Flags: diskfmt.LeaderNoTimeout}).NoTimeout())

@@ -613,7 +613,7 @@ func badCases(t *testing.T) []badCase {
 		v    []byte
 	}{
 		{"wrong_magic", 0, []byte{0x11}},
-		{"wrong_version", 6, []byte{0x04}},
+		{"wrong_version", 6, []byte{0x08}}, // major 8: no release reads it (4 and 5 are 5.x delta versions)
 		{"minor_version", 4, []byte{0x09}},
 		{"bad_checksum", 16, []byte{0x01}},
 		{"bad_checksum_field", 168, []byte{0x00, 0x00}},
