@@ -184,13 +184,15 @@ func TestNewerReadEachOther(t *testing.T) {
 		require.Equal(t, 0, rc, "ours %v: %s", args, out)
 	}
 	// sid5x: a 5.x lockspace and resource, host slots written by 5.1.1's
-	// init_host: 1 plain (-C 0), 2 NO_TIMEOUT (5.1.1 refuses it, -22, in
-	// a 3.4 lockspace), 3 with its default CAW (set only in 4.0 and 5.0).
-	sidHosts := func(conf string, noTimeout bool) func(t *testing.T, path string, g areaGeo) {
+	// init_host: 1 plain (-C 0), 2 NO_TIMEOUT (5.1.1 refuses it, -22, when
+	// it writes 3.4), 3 with its default CAW (set only when it writes 5.0).
+	// initConf is the configuration of the init of the areas, conf that of
+	// init_host.
+	sidHostsIn := func(initConf, conf string, noTimeout bool) func(t *testing.T, path string, g areaGeo) {
 		return func(t *testing.T, path string, g areaGeo) {
 			sz := []string{"-Z", g.z, "-A", g.a}
-			sidDo(t, conf, append([]string{"direct", "init", "-s", "LS:0:" + path + ":0"}, sz...)...)
-			sidDo(t, conf, append([]string{"direct", "init", "-r", g.res(path)}, sz...)...)
+			sidDo(t, initConf, append([]string{"direct", "init", "-s", "LS:0:" + path + ":0"}, sz...)...)
+			sidDo(t, initConf, append([]string{"direct", "init", "-r", g.res(path)}, sz...)...)
 			sidDo(t, conf, append([]string{"direct", "init_host", "-s", "LS:1:" + path + ":0", "-g", "5", "-t", "100", "-C", "0"}, sz...)...)
 			nt := append([]string{"direct", "init_host", "-s", "LS:2:" + path + ":0", "-g", "7", "-t", "200", "-N", "1", "-C", "0"}, sz...)
 			if noTimeout {
@@ -201,6 +203,9 @@ func TestNewerReadEachOther(t *testing.T) {
 			}
 			sidDo(t, conf, append([]string{"direct", "init_host", "-s", "LS:3:" + path + ":0", "-g", "9", "-t", "300"}, sz...)...)
 		}
+	}
+	sidHosts := func(conf string, noTimeout bool) func(t *testing.T, path string, g areaGeo) {
+		return sidHostsIn(conf, conf, noTimeout)
 	}
 	// oursFlags: our init of that version, then host records and a
 	// resource leader with the 5.x flag bits written by our encoder.
@@ -243,6 +248,9 @@ func TestNewerReadEachOther(t *testing.T) {
 		{"5.1.1 delta 5.0 paxos 7.0", sidHosts("", true), []int{1, 2, 3, 4}, false},
 		{"5.1.1 delta 4.0", sidHosts(sid40, true), []int{1, 2, 3}, false},
 		{"5.1.1 delta 3.4 paxos 6.4", sidHosts(sidOld, false), []int{1, 2, 3}, true},
+		// 3.4 lockspace and 6.4 resource, slots rewritten by 5.1.1's
+		// init_host in its own version (5.0).
+		{"5.1.1 5.0 slots in a 3.4 lockspace", sidHostsIn(sidOld, "", true), []int{1, 2, 3, 4}, false},
 		{"ours delta 5.0 paxos 7.0", oursFlags(conf50), []int{1, 2, 3, 4}, false},
 		{"ours delta 4.0", oursFlags(conf40), []int{1, 2, 3}, false},
 		{"ours delta 3.4 paxos 6.4 with 5.x flags", oursFlags(""), []int{1, 2, 3}, true},
@@ -414,4 +422,34 @@ func TestNewerDirectLeases(t *testing.T) {
 	}
 	out, _ = runC(t, "direct", "acquire_id", "-s", lsArg)
 	assert.Equal(t, "acquire_id done -224", lastLine(out), "3.8.5 joins no 5.0 lockspace")
+}
+
+// TestNewerInitHostSlot: 5.1.1's init_host rewrites a slot of a 3.4
+// lockspace in its own version, 5.0. Our acquire_id takes such a slot and
+// keeps it 5.0; one that init_host marked CAW (its default) is refused
+// with -283, as 5.1.1 refuses to join it on a file.
+func TestNewerInitHostSlot(t *testing.T) {
+	sid := debtree.Get(t, "sid")
+	dir := leaseDir(t)
+	path := newLeaseFile(t, dir, "leases", 1<<20)
+	out, rc := runMain(t, "direct", "init", "-s", "LS:0:"+path+":0", "-o", "1")
+	require.Equal(t, 0, rc, out)
+	for _, args := range [][]string{
+		{"direct", "init_host", "-s", "LS:2:" + path + ":0", "-g", "3", "-t", "0", "-C", "0", "-o", "1"},
+		{"direct", "init_host", "-s", "LS:3:" + path + ":0", "-g", "3", "-t", "0"},
+	} {
+		out, rc := treeRun(t, sid, "", args...)
+		require.Equal(t, 0, rc, "%v: %s", args, out)
+	}
+	out, _ = runMain(t, "direct", "acquire_id", "-s", "LS:2:"+path+":0")
+	assert.Contains(t, out, "acquire_id done 0\n")
+	out, _ = treeRun(t, sid, "", "direct", "read_leader", "-s", "LS:2:"+path+":0")
+	assert.True(t, strings.HasPrefix(out, "read_leader done 0\nmagic 0x12212010\nversion 0x50000\nflags 0x10 [ ALIGN_1M ]\n"), out)
+	assert.Contains(t, out, "owner_generation 4\n")
+	out, _ = treeRun(t, sid, "", "direct", "read_leader", "-s", "LS:1:"+path+":0")
+	assert.True(t, strings.HasPrefix(out, "read_leader done 0\nmagic 0x12212010\nversion 0x30004\n"), "slot 1 stays 3.4: %s", out)
+	before := fileHash(t, path)
+	out, _ = runMain(t, "direct", "acquire_id", "-s", "LS:3:"+path+":0")
+	assert.Contains(t, out, "acquire_id done -283\n")
+	assert.Equal(t, before, fileHash(t, path), "nothing written")
 }
