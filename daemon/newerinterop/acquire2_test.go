@@ -22,15 +22,18 @@ import (
 // startOursIn starts our sanlock binary as a daemon whose run directory
 // is runDir/sanlock, so that a program in a Debian tree given RunDir
 // runDir reaches it at the tree's default /run/sanlock. It is killed by
-// pid at cleanup; its output is returned for the test's checks.
-func startOursIn(t *testing.T, runDir string) (*client.Client, *bytes.Buffer) {
+// pid at cleanup; the returned function reads its output so far.
+func startOursIn(t *testing.T, runDir string) (*client.Client, func() string) {
 	t.Helper()
 	dir := filepath.Join(runDir, "sanlock")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	var out bytes.Buffer
+	logf, err := os.Create(filepath.Join(runDir, "daemon.out"))
+	require.NoError(t, err)
+	t.Cleanup(func() { logf.Close() })
+	out := func() string { b, _ := os.ReadFile(logf.Name()); return string(b) }
 	cmd := exec.Command(testutil.SanlockBinary(t), "daemon", "-D", "-w", "0", "-l", "0", "-U", "root", "-G", "root", "-e", "ours")
 	cmd.Env = append(os.Environ(), "SANLOCK_PRIVILEGED=0", "SANLOCK_RUN_DIR="+dir)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
 	done := make(chan struct{})
@@ -39,8 +42,8 @@ func startOursIn(t *testing.T, runDir string) (*client.Client, *bytes.Buffer) {
 	cl, err := client.Dial(dir)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 20*time.Second, 20*time.Millisecond,
-		"our daemon: %s", &out)
-	return cl, &out
+		"our daemon: %s", out())
+	return cl, out
 }
 
 // TestAcquire2AgainstOurs: libsanlock 5.1.1's sanlock_acquire2 (command
@@ -95,7 +98,7 @@ func TestAcquire2AgainstOurs(t *testing.T) {
 
 	_, err = os.Stat(ran)
 	assert.True(t, os.IsNotExist(err), "the executable ran")
-	assert.NotContains(t, out.String(), "reexec", "our daemon tried a reexec")
+	assert.NotContains(t, out(), "reexec", "our daemon tried a reexec")
 	assert.Equal(t, before, pid(), "the same daemon serves")
 	got, _, err := holder.Inquire()
 	require.NoError(t, err)
