@@ -144,13 +144,28 @@ func Get(t testing.TB, name string) *Tree {
 	if build.err != nil {
 		unavailable(t, "scripts/debian-trees.sh: %v\n%s", build.err, build.out)
 	}
-	tr := &Tree{Name: name, Root: filepath.Join(dir, name)}
+	tr, err := Find(name)
+	if err != nil {
+		unavailable(t, "%v", err)
+	}
+	return tr
+}
+
+// Find returns the tree name ("trixie" or "sid") if it is built, without
+// building it (for programs that are not tests, such as the harness's
+// soak runner; tests use Get). It needs root, as every use of a tree
+// does.
+func Find(name string) (*Tree, error) {
+	if name != "trixie" && name != "sid" {
+		return nil, fmt.Errorf("debtree: unknown tree %q", name)
+	}
+	tr := &Tree{Name: name, Root: filepath.Join(treesDir(), name)}
 	if _, err := os.Stat(filepath.Join(tr.Root, ".gosanlock-ready")); err != nil {
-		unavailable(t, "tree %s not ready: %v", name, err)
+		return nil, fmt.Errorf("tree %s not ready: %v", name, err)
 	}
 	out, err := tr.Command(nil, "sanlock", "version").Output()
 	if err != nil {
-		unavailable(t, "sanlock version in %s: %v", name, err)
+		return nil, fmt.Errorf("sanlock version in %s: %v", name, err)
 	}
 	// "sanlock 3.9.5 (built ...)" or just the number.
 	for _, f := range strings.Fields(string(out)) {
@@ -160,9 +175,9 @@ func Get(t testing.TB, name string) *Tree {
 		}
 	}
 	if tr.Version == "" {
-		unavailable(t, "sanlock version in %s printed %q", name, out)
+		return nil, fmt.Errorf("sanlock version in %s printed %q", name, out)
 	}
-	return tr
+	return tr, nil
 }
 
 // Bind is an extra bind mount: the host path Host at the tree path Tree.
