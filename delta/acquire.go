@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -134,6 +135,12 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 	rec, raw, err := l.readOwn(ctx)
 	if err != nil {
 		return Acquired{}, err
+	}
+	if rec.CAW() {
+		// sanlock 5.x writes a delta lease marked CAW with SCSI COMPARE
+		// AND WRITE; our write-wait-read acquire would not exclude such a
+		// writer. Refused as 5.x refuses it where CAW cannot be used.
+		return Acquired{}, fmt.Errorf("delta lease %s:%d flags %#x: CAW lease: %w", l.Space, l.HostID, rec.Flags, rescode.ErrCAWOpen)
 	}
 	l.log().Info("delta_acquire begin", zap.String("space", l.Space), zap.Uint64("host_id", l.HostID))
 	plan := PlanAcquire(&rec, hostName, l.Timing)

@@ -65,6 +65,9 @@ const (
 	ErrRindexLockspace    Code = -276
 	ErrRindexOffset       Code = -277
 	ErrRindexDiff         Code = -278
+	// ErrCAWOpen (sanlock 5.x) refuses a lease marked for SCSI COMPARE
+	// AND WRITE where CAW cannot be used (5.1.1 answers it on files).
+	ErrCAWOpen Code = -283
 )
 
 // Errno results as they appear on the wire and in the tools' output
@@ -178,6 +181,7 @@ var codeTable = map[Code]codeInfo{
 	ErrRindexLockspace:    {"SANLK_RINDEX_LOCKSPACE", "Unknown error"},
 	ErrRindexOffset:       {"SANLK_RINDEX_OFFSET", "Unknown error"},
 	ErrRindexDiff:         {"SANLK_RINDEX_DIFF", "Unknown error"},
+	ErrCAWOpen:            {"SANLK_CAW_OPEN", "Unknown error"},
 }
 
 // Name returns the sanlock constant name (e.g. "SANLK_LEADER_MAGIC"), or the

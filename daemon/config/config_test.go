@@ -191,3 +191,33 @@ func TestMetricsAddressConfig(t *testing.T) {
 	require.NoError(t, c.ApplyOption('M', "9400"))
 	assert.Equal(t, "9400", c.MetricsAddress)
 }
+
+func TestCreateVersionKeys(t *testing.T) {
+	apply := func(kv ...string) *Config {
+		c := DefaultConfig()
+		for i := 0; i < len(kv); i += 2 {
+			c.ApplyConfigKey(kv[i], kv[i+1])
+		}
+		return c
+	}
+	c := apply()
+	assert.Equal(t, DeltaVersion34, c.DeltaCreateVersion())
+	assert.Equal(t, PaxosVersion64, c.PaxosCreateVersion())
+	c = apply("create_delta_disk_version", "5.0", "create_paxos_disk_version", "7.0")
+	assert.Equal(t, DeltaVersion50, c.DeltaCreateVersion())
+	assert.Equal(t, PaxosVersion70, c.PaxosCreateVersion())
+	c = apply("create_delta_disk_version", "4.0", "create_delta_disk_version", "x", "create_paxos_disk_version", "6.5")
+	assert.Equal(t, DeltaVersion40, c.DeltaCreateVersion(), "unknown values are ignored")
+	assert.Equal(t, PaxosVersion64, c.PaxosCreateVersion())
+	// 5.x's keys win over ours; 3.4 wins over 4.0 in either order; values
+	// are compared exactly (5.1.1: "3.40" sets nothing).
+	c = apply("create_delta_disk_version", "5.0", "create_old_delta_disk_version", "4.0",
+		"create_paxos_disk_version", "7.0", "create_old_paxos_disk_version", "6.4")
+	assert.Equal(t, DeltaVersion40, c.DeltaCreateVersion())
+	assert.Equal(t, PaxosVersion64, c.PaxosCreateVersion())
+	c = apply("create_old_delta_disk_version", "3.4", "create_old_delta_disk_version", "4.0")
+	assert.Equal(t, DeltaVersion34, c.DeltaCreateVersion())
+	c = apply("create_delta_disk_version", "5.0", "create_old_delta_disk_version", "3.40", "create_old_paxos_disk_version", "7.0")
+	assert.Equal(t, DeltaVersion50, c.DeltaCreateVersion())
+	assert.Equal(t, PaxosVersion64, c.PaxosCreateVersion())
+}
