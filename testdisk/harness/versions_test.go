@@ -300,7 +300,6 @@ func TestMixedFourVersions(t *testing.T) {
 // lockspace and resource that 5.1.1's `direct init` wrote in its default
 // formats (delta 5.0, paxos 7.0), as TestMixedFourVersions.
 func TestMixedNewFormat(t *testing.T) {
-	t.Skip("needs the 5.0/7.0 format support of branch disk")
 	t.Parallel()
 	versionsRun{prefix: "n", kinds: []harness.Kind{harness.C511, harness.Go},
 		initKind: harness.C511, delta: 0x00050000, paxos: 0x00070000,
