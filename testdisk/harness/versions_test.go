@@ -26,6 +26,10 @@ type versionsRun struct {
 	// the start and after every host used them.
 	delta, paxos uint32
 	exFor, shFor time.Duration // how long each phase's holders loop
+	// refused are kinds that cannot read the areas: a host of each joins
+	// after the others (host ids after theirs) and must be refused with
+	// -224 without writing anything; it is then killed.
+	refused []harness.Kind
 }
 
 // versionOf is the release each kind must report (VERSION command); ""
@@ -77,6 +81,20 @@ func (r versionsRun) run(t *testing.T) {
 	}
 	live := allLive(t, hosts, ls, 40*time.Second)
 	t.Logf("joined in %v, every host saw every other LIVE %v later", joined.Round(time.Millisecond), live.Round(time.Millisecond))
+	for i, k := range r.refused {
+		id := uint64(len(r.kinds) + i + 1)
+		h, err := c.AddHost(k, fmt.Sprintf("%s%dx%s", r.prefix, id, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = h.AddLockspace(ls, id, "ls", 1)
+		if code := client.ErrorCode(err); code != -224 {
+			t.Errorf("%s (%s) joining the lockspace: %v, want error -224", h.Name, k, err)
+		} else {
+			t.Logf("%s (%s) refused to join: %v", h.Name, k, err)
+		}
+		h.Kill()
+	}
 
 	ex := r.phase(t, hosts, ls, "ex", 0, r.exFor)
 	// Shared holds last 5-30 ms, so that the C hosts' shared holdings,
@@ -155,21 +173,31 @@ func (r versionsRun) phase(t *testing.T, hosts []*harness.Host, ls, name string,
 	return hs
 }
 
-// checkVersions reads the delta lease of host 1 and the resource leader
-// from the backing files and compares their versions with r's.
+// checkVersions reads the delta leases of every host id the run uses and
+// the resource leader from the backing files and compares their versions
+// with r's.
 func (r versionsRun) checkVersions(t *testing.T, c *harness.Cluster, when string) {
 	t.Helper()
-	for _, a := range []struct {
+	type area struct {
 		file string
+		off  int64
 		want uint32
-	}{{"ls", r.delta}, {"res", r.paxos}} {
-		l, err := c.ReadLeader(a.file, 0)
+	}
+	areas := []area{{"res", 0, r.paxos}}
+	for i := range len(r.kinds) + len(r.refused) {
+		areas = append(areas, area{"ls", int64(i) * 512, r.delta})
+	}
+	for _, a := range areas {
+		l, err := c.ReadLeader(a.file, a.off)
 		if err != nil {
-			t.Errorf("%s: read the leader of %s: %v", when, a.file, err)
+			t.Errorf("%s: read the leader of %s at %d: %v", when, a.file, a.off, err)
 			continue
 		}
 		if l.Version != a.want {
-			t.Errorf("%s: %s has version %#x, want %#x", when, a.file, l.Version, a.want)
+			t.Errorf("%s: %s at %d has version %#x, want %#x", when, a.file, a.off, l.Version, a.want)
+		}
+		if a.file == "ls" && a.off >= int64(len(r.kinds))*512 && (l.OwnerID != 0 || l.Timestamp != 0) {
+			t.Errorf("%s: the delta lease at %d of a refused host has owner %d timestamp %d", when, a.off, l.OwnerID, l.Timestamp)
 		}
 		if a.file == "res" && when != "after init" {
 			t.Logf("%s: resource leader version %#x lver %d owner %d", when, l.Version, l.Lver, l.OwnerID)
@@ -298,10 +326,13 @@ func TestMixedFourVersions(t *testing.T) {
 
 // TestMixedNewFormat: a sanlock 5.1.1 host and a gosanlock host on a
 // lockspace and resource that 5.1.1's `direct init` wrote in its default
-// formats (delta 5.0, paxos 7.0), as TestMixedFourVersions.
+// formats (delta 5.0, paxos 7.0), as TestMixedFourVersions. A 3.8.5 and
+// a 3.9.5 host, which do not know these formats, are refused with -224
+// when they try to join, and write nothing.
 func TestMixedNewFormat(t *testing.T) {
 	t.Parallel()
 	versionsRun{prefix: "n", kinds: []harness.Kind{harness.C511, harness.Go},
 		initKind: harness.C511, delta: 0x00050000, paxos: 0x00070000,
-		exFor: 20 * time.Second, shFor: 15 * time.Second}.run(t)
+		exFor: 20 * time.Second, shFor: 15 * time.Second,
+		refused: []harness.Kind{harness.C, harness.C395}}.run(t)
 }
