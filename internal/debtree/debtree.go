@@ -37,9 +37,11 @@
 // returns what it sent to the daemon. daemon/newerinterop drives the
 // driver against the real 5.1.1 daemon.
 //
-// Only tests import this package. It needs root; [Get] skips the test
-// when it runs as another user or the trees cannot be built, except
-// with CI=true, where either is a failure.
+// Only test code imports this package: tests, and testdisk/harness, whose
+// hosts of kinds c395 and c511 run the trees' daemons. It needs root;
+// [Get] skips the test when it runs as another user or the trees cannot
+// be built, except with CI=true, where either is a failure; [Find] only
+// looks for a built tree.
 package debtree
 
 import (
