@@ -40,8 +40,9 @@ const (
 
 // Leader flags. ShortHold and the align bits are sanlock 3.x's; NoTimeout,
 // DeadExt and CAW are written by 5.x (docs/ondisk.md "Leader flags"): we
-// carry them through every rewrite and expose them, and do not act on them
-// beyond refusing to take a lease marked CAW.
+// carry them through every rewrite and expose them. Acting on them is
+// limited to refusals: a lease marked CAW is not taken, an owner with
+// NoTimeout is never dead by time, our own slot marked DeadExt stops us.
 const (
 	LeaderShortHold uint32 = 0x1
 	LeaderNoTimeout uint32 = 0x2

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,4 +132,61 @@ func TestNewerFormatCluster(t *testing.T) {
 	last := leader()
 	assert.Equal(t, l.Lver+2, last.Lver)
 	assert.Equal(t, diskfmt.PaxosVersion70, last.Version)
+}
+
+// TestNewerNoTimeoutOwner: a 5.1.1 host of a NO_TIMEOUT lockspace (its
+// slot written by `init_host -N 1`) holds a resource and its daemon is
+// killed. 5.x hosts of such lockspaces run without the watchdog, so ours
+// must never take the lease over by time: -243 long after
+// host_dead_seconds.
+func TestNewerNoTimeoutOwner(t *testing.T) {
+	needRealSanlock(t)
+	sid := debtree.Get(t, "sid")
+	path := testutil.LeaseFile(t, 2<<20)
+	res := "LS:R:" + path + ":1048576"
+	for _, args := range [][]string{
+		{"direct", "init", "-s", "LS:0:" + path + ":0", "-o", "1"},
+		{"direct", "init", "-r", res},
+		{"direct", "init_host", "-s", "LS:1:" + path + ":0", "-N", "1", "-C", "0", "-g", "0", "-t", "0", "-o", "1"},
+	} {
+		out, err := sid.Command(nil, append([]string{"sanlock"}, args...)...).CombinedOutput()
+		require.NoError(t, err, "%v: %s", args, out)
+	}
+	d := sid.StartDaemon(t, "", "-e", "sid-host1")
+	out, err := d.Client(t, "client", "add_lockspace", "-s", "LS:1:"+path+":0")
+	require.NoError(t, err, out)
+	own := readDelta(t, path, "LS", 1)
+	require.True(t, own.NoTimeout(), "5.1.1 joined with its NO_TIMEOUT slot")
+	g, _ := startLS(t, "go-host2", manager.LockspacesConfig{})
+	require.NoError(t, g.cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}, 0, 1))
+
+	hold := sid.Command(&debtree.Options{RunDir: d.RunDir, Env: []string{"SANLOCK_RUN_DIR=" + debtree.DaemonRunDir}},
+		"sanlock", "client", "command", "-r", res, "-c", "/bin/sleep", "600")
+	require.NoError(t, hold.Start())
+	holdDone := make(chan struct{})
+	go func() { _ = hold.Wait(); close(holdDone) }()
+	t.Cleanup(func() { _ = hold.Process.Kill(); <-holdDone })
+	leader := func() diskfmt.Leader {
+		dev, err := diskfmt.OpenFile(path)
+		require.NoError(t, err)
+		defer dev.Close()
+		b := make([]byte, 512)
+		require.NoError(t, dev.ReadAt(t.Context(), b, 1<<20))
+		l, err := diskfmt.DecodeLeader(b)
+		require.NoError(t, err)
+		return l
+	}
+	require.Eventually(t, func() bool { l := leader(); return l.OwnerID == 1 && l.Timestamp != 0 }, 20*time.Second, 100*time.Millisecond)
+
+	// The owner's daemon dies: no release, no more renewals.
+	require.NoError(t, syscall.Kill(d.Pid(), syscall.SIGKILL))
+	killed := time.Now()
+	time.Sleep(80 * time.Second) // host_dead_seconds at io_timeout 1: 8 + 60
+	cmd := exec.Command("stdbuf", "-o0", realSanlock, "client", "command", "-r", res, "-c", "/bin/true")
+	cmd.Env = sanlockEnv(g.dir)
+	o, _ := cmd.Output()
+	assert.Contains(t, string(o), "acquire done -243", "%v after the kill", time.Since(killed).Round(time.Second))
+	l := leader()
+	assert.Equal(t, uint64(1), l.OwnerID, "the lease stays with the NO_TIMEOUT host")
+	assert.NotZero(t, l.Timestamp)
 }
