@@ -54,9 +54,6 @@ const (
 	C511 Kind = "c511"
 )
 
-// Kinds lists every kind ParseKinds accepts.
-var Kinds = []Kind{C, Go, C395, C511}
-
 // IsC reports whether the kind is one of the C sanlock daemons.
 func (k Kind) IsC() bool { return k != Go }
 
