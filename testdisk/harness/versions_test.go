@@ -336,3 +336,39 @@ func TestMixedNewFormat(t *testing.T) {
 		exFor: 20 * time.Second, shFor: 15 * time.Second,
 		refused: []harness.Kind{harness.C, harness.C395}}.run(t)
 }
+
+// TestTreeHostSettings: the sanlock.conf the harness binds into a tree
+// host's namespace is the one its daemon reads: TreeSanlockConf by
+// default (fire timeout 60, as 3.8.5's fixed value), HostOptions.SanlockConf
+// when given. The daemon record of STATUS shows the values in force.
+func TestTreeHostSettings(t *testing.T) {
+	t.Parallel()
+	needReal(t)
+	c := harness.TestCluster(t, harness.Options{GoBinary: goSanlock,
+		Trees: treesFor(t, harness.C395, harness.C511)})
+	for _, tc := range []struct {
+		kind       harness.Kind
+		conf, want string
+	}{
+		{harness.C395, "", "watchdog_fire_timeout=60"},
+		{harness.C511, "", "watchdog_fire_timeout=60"},
+		{harness.C395, "watchdog_fire_timeout = 20\n", "watchdog_fire_timeout=20"},
+		{harness.C511, "watchdog_fire_timeout = 20\n", "watchdog_fire_timeout=20"},
+	} {
+		name := fmt.Sprintf("s%s%d", tc.kind, len(tc.conf))
+		h, err := c.AddHostWith(tc.kind, name, harness.HostOptions{SanlockConf: tc.conf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := h.Client().Status(0)
+		if err != nil || len(recs) == 0 {
+			t.Fatalf("%s: STATUS: %v (%d records)", name, err, len(recs))
+		}
+		text := recs[0].Text
+		for _, w := range []string{tc.want, "io_timeout=10", "our_host_name=" + name} {
+			if !strings.Contains(" "+text+" ", " "+w+" ") {
+				t.Errorf("%s (%s, conf %q): daemon record lacks %s: %s", name, tc.kind, tc.conf, w, text)
+			}
+		}
+	}
+}
