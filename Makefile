@@ -36,7 +36,8 @@ build:
 #     tests only exec a binary they build without it, and mostly wait on
 #     disk and processes);
 #  3. alone, one package at a time and without the race detector, the rest
-#     of the real-process harness (mixed C/Go cluster, escalation) and the
+#     of the real-process harness (mixed C/Go cluster, 3.8.5/3.9.5/5.1.1/Go
+#     mixed-version clusters on the Debian trees, escalation) and the
 #     short fault battery: they measure holdings per second and timelines,
 #     which two loaded cores beside other test binaries starve
 #     (TestMixedCluster fell from 26 to 8 holdings/s).

@@ -37,9 +37,11 @@
 // returns what it sent to the daemon. daemon/newerinterop drives the
 // driver against the real 5.1.1 daemon.
 //
-// Only tests import this package. It needs root; [Get] skips the test
-// when it runs as another user or the trees cannot be built, except
-// with CI=true, where either is a failure.
+// Only test code imports this package: tests, and testdisk/harness, whose
+// hosts of kinds c395 and c511 run the trees' daemons. It needs root;
+// [Get] skips the test when it runs as another user or the trees cannot
+// be built, except with CI=true, where either is a failure; [Find] only
+// looks for a built tree.
 package debtree
 
 import (
@@ -144,13 +146,28 @@ func Get(t testing.TB, name string) *Tree {
 	if build.err != nil {
 		unavailable(t, "scripts/debian-trees.sh: %v\n%s", build.err, build.out)
 	}
-	tr := &Tree{Name: name, Root: filepath.Join(dir, name)}
+	tr, err := Find(name)
+	if err != nil {
+		unavailable(t, "%v", err)
+	}
+	return tr
+}
+
+// Find returns the tree name ("trixie" or "sid") if it is built, without
+// building it (for programs that are not tests, such as the harness's
+// soak runner; tests use Get). It needs root, as every use of a tree
+// does.
+func Find(name string) (*Tree, error) {
+	if name != "trixie" && name != "sid" {
+		return nil, fmt.Errorf("debtree: unknown tree %q", name)
+	}
+	tr := &Tree{Name: name, Root: filepath.Join(treesDir(), name)}
 	if _, err := os.Stat(filepath.Join(tr.Root, ".gosanlock-ready")); err != nil {
-		unavailable(t, "tree %s not ready: %v", name, err)
+		return nil, fmt.Errorf("tree %s not ready: %v", name, err)
 	}
 	out, err := tr.Command(nil, "sanlock", "version").Output()
 	if err != nil {
-		unavailable(t, "sanlock version in %s: %v", name, err)
+		return nil, fmt.Errorf("sanlock version in %s: %v", name, err)
 	}
 	// "sanlock 3.9.5 (built ...)" or just the number.
 	for _, f := range strings.Fields(string(out)) {
@@ -160,9 +177,9 @@ func Get(t testing.TB, name string) *Tree {
 		}
 	}
 	if tr.Version == "" {
-		unavailable(t, "sanlock version in %s printed %q", name, out)
+		return nil, fmt.Errorf("sanlock version in %s printed %q", name, out)
 	}
-	return tr
+	return tr, nil
 }
 
 // Bind is an extra bind mount: the host path Host at the tree path Tree.

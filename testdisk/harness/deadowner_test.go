@@ -47,14 +47,15 @@ func TestDeadOwnerTakeover(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	cOnly := !strings.Contains(os.Getenv("GOSANLOCK_HARNESS_KINDS"), "go") && os.Getenv("GOSANLOCK_HARNESS_KINDS") != ""
-	for _, taker := range []harness.Kind{harness.C, harness.Go} {
-		owner := harness.C
-		if taker == harness.C {
-			owner = harness.Go
-		}
-		if cOnly {
-			owner, taker = harness.C, harness.C
-		}
+	pairs := [][2]harness.Kind{{harness.Go, harness.C}, {harness.C, harness.Go}}
+	if cOnly {
+		pairs = [][2]harness.Kind{{harness.C, harness.C}, {harness.C, harness.C}}
+	}
+	if s := os.Getenv("GOSANLOCK_HARNESS_DEADOWNER"); s != "" {
+		pairs = deadOwnerPairs(t, s)
+	}
+	for _, p := range pairs {
+		owner, taker := p[0], p[1]
 		name := fmt.Sprintf("%s_owner_%s_taker", owner, taker)
 		wg.Add(1)
 		go func() {
@@ -62,6 +63,21 @@ func TestDeadOwnerTakeover(t *testing.T) {
 			t.Run(name, func(t *testing.T) { deadOwner(t, owner, taker) })
 		}()
 	}
+}
+
+// deadOwnerPairs parses $GOSANLOCK_HARNESS_DEADOWNER: owner:taker pairs
+// of host kinds, e.g. "c511:c395,c395:go".
+func deadOwnerPairs(t *testing.T, s string) [][2]harness.Kind {
+	var pairs [][2]harness.Kind
+	for _, f := range strings.Split(s, ",") {
+		o, tk, ok := strings.Cut(f, ":")
+		ks, err := harness.ParseKinds(o + "," + tk)
+		if !ok || err != nil {
+			t.Fatalf("GOSANLOCK_HARNESS_DEADOWNER: %q is not owner:taker (%v)", f, err)
+		}
+		pairs = append(pairs, [2]harness.Kind{ks[0], ks[1]})
+	}
+	return pairs
 }
 
 func deadOwner(t *testing.T, ownerKind, takerKind harness.Kind) {

@@ -24,8 +24,10 @@ type HostOptions struct {
 	Env []string
 	// SanlockConf, when set, is written to the host directory as
 	// sanlock.conf and named by SANLOCK_CONFIG_FILE in the daemon's
-	// environment (read by our daemon only; the C binary reads
-	// /etc/sanlock/sanlock.conf). Example: "watchdog_fire_timeout = 20\n".
+	// environment (read by our daemon; the C binary 3.8.5 reads
+	// /etc/sanlock/sanlock.conf only). A C395 or C511 host gets it at its
+	// tree's /etc/sanlock/sanlock.conf, or TreeSanlockConf without it.
+	// Example: "watchdog_fire_timeout = 20\n".
 	SanlockConf string
 	// Watchdog, when set, gives the host its own wdmd process with an
 	// emulated watchdog device, and the daemon runs with -w 1. Go hosts
@@ -99,8 +101,12 @@ func BuildEscalation(dir string) (wdmd, holder string, err error) {
 // setupHost prepares the per-host files and the watchdog device (at
 // AddHostWith, before the first Start).
 func (h *Host) setupHost() error {
-	if h.opts.SanlockConf != "" {
-		if err := os.WriteFile(filepath.Join(h.Dir, "sanlock.conf"), []byte(h.opts.SanlockConf), 0o600); err != nil {
+	conf := h.opts.SanlockConf
+	if conf == "" && h.tree != nil {
+		conf = TreeSanlockConf
+	}
+	if conf != "" {
+		if err := os.WriteFile(h.confPath(), []byte(conf), 0o644); err != nil {
 			return err
 		}
 	}
@@ -134,7 +140,8 @@ func (h *Host) setupHost() error {
 }
 
 // daemonCommand is the daemon's argv (without the binary) and the extra
-// environment it gets.
+// environment it gets (for a tree host: all of its environment besides
+// SANLOCK_RUN_DIR and SANLOCK_PRIVILEGED).
 func (h *Host) daemonCommand() (args, env []string) {
 	w := "0"
 	if h.wd != nil {
@@ -145,11 +152,15 @@ func (h *Host) daemonCommand() (args, env []string) {
 		h.c.opts.DaemonArgs...)
 	args = append(args, h.opts.DaemonArgs...)
 	// Logs stay in the host's directory: ours through SANLOCK_LOG_FILE;
-	// the C daemon's log file path is fixed, so it writes none.
-	env = append(env, "SANLOCK_LOG_FILE="+filepath.Join(h.Dir, "sanlock.log"))
-	if h.Kind == C {
+	// the C daemons' log file path is fixed, so they write none (their -D
+	// output is in daemon.N.log).
+	if h.Kind.IsC() {
 		args = append(args, "-L", "-1")
 	}
+	if h.tree != nil {
+		return args, h.opts.Env
+	}
+	env = append(env, "SANLOCK_LOG_FILE="+filepath.Join(h.Dir, "sanlock.log"))
 	if h.opts.SanlockConf != "" {
 		env = append(env, "SANLOCK_CONFIG_FILE="+filepath.Join(h.Dir, "sanlock.conf"))
 	}

@@ -1,5 +1,7 @@
-// Package harness runs real sanlock daemons — the C sanlock 3.8.5 and ours —
-// as emulated hosts of one cluster on one machine, for tests and soak runs.
+// Package harness runs real sanlock daemons — the C sanlock 3.8.5 of the
+// machine, ours, and the C sanlock 3.9.5 and 5.1.1 of the Debian trees of
+// internal/debtree — as emulated hosts of one cluster on one machine, for
+// tests and soak runs.
 //
 // A Cluster owns a work directory under /var/tmp. Its backing directory
 // holds the lease files. Every Host gets
@@ -34,6 +36,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/debtree"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
 
@@ -45,17 +48,25 @@ const (
 	C Kind = "c"
 	// Go is our daemon (cmd/sanlock).
 	Go Kind = "go"
+	// C395 is sanlock 3.9.5, run in the Debian trixie tree.
+	C395 Kind = "c395"
+	// C511 is sanlock 5.1.1, run in the Debian sid tree.
+	C511 Kind = "c511"
 )
 
-// ParseKinds parses a comma-separated list such as "c,go,go".
+// IsC reports whether the kind is one of the C sanlock daemons.
+func (k Kind) IsC() bool { return k != Go }
+
+// ParseKinds parses a comma-separated list such as "c,go,go" or
+// "c,c395,c511,go".
 func ParseKinds(s string) ([]Kind, error) {
 	var ks []Kind
 	for _, f := range strings.Split(s, ",") {
 		switch k := Kind(strings.TrimSpace(f)); k {
-		case C, Go:
+		case C, Go, C395, C511:
 			ks = append(ks, k)
 		default:
-			return nil, fmt.Errorf("harness: unknown host kind %q (want c or go)", f)
+			return nil, fmt.Errorf("harness: unknown host kind %q (want c, go, c395 or c511)", f)
 		}
 	}
 	return ks, nil
@@ -77,6 +88,16 @@ type Options struct {
 	// KeepDir keeps the work directory (daemon logs, holder logs) after
 	// Close, for post-mortems.
 	KeepDir bool
+	// Trees are the Debian trees of the C395 and C511 hosts (trixie and
+	// sid). A kind without an entry uses the built tree debtree.Find
+	// returns; tests pass what debtree.Get gave them, so that a missing
+	// tree skips the test (or fails it under CI=true).
+	Trees map[Kind]*debtree.Tree
+	// InitKind is the kind whose `sanlock direct init` writes the lease
+	// areas of InitLockspace and InitResource: C (the default) and Go
+	// write the old formats (delta 3.4, paxos 6.4), as C395 does; C511
+	// writes the new ones (delta 5.0, paxos 7.0).
+	InitKind Kind
 }
 
 // Cluster is a set of emulated hosts sharing the lease files of one
@@ -101,6 +122,9 @@ func NewCluster(o Options) (*Cluster, error) {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	if o.InitKind == "" {
+		o.InitKind = C
 	}
 	dir, err := os.MkdirTemp(o.BaseDir, "gosanlock-harness-")
 	if err != nil {
@@ -133,7 +157,7 @@ func (c *Cluster) CreateFile(file string, size int64) error {
 }
 
 // InitLockspace creates file (1 MiB) and writes an empty lockspace at
-// offset 0 with the reference binary (`sanlock direct init -s`), with the
+// offset 0 with the binary of Options.InitKind (`sanlock direct init -s`), with the
 // given io_timeout in every delta lease (so that the first add_lockspace
 // waits 2 x ioTimeout, not 2 x 10 s).
 func (c *Cluster) InitLockspace(file, lockspace string, ioTimeout int) error {
@@ -160,10 +184,30 @@ func (c *Cluster) InitResource(file, lockspace, resource string, numHosts int) e
 	return c.direct(args...)
 }
 
+// direct runs `sanlock direct ARGS` with the binary of Options.InitKind
+// (in its tree for C395 and C511: the backing files are under /var/tmp,
+// which has the same path there).
 func (c *Cluster) direct(args ...string) error {
-	out, err := exec.Command(c.opts.CBinary, append([]string{"direct"}, args...)...).CombinedOutput()
+	args = append([]string{"direct"}, args...)
+	var cmd *exec.Cmd
+	switch k := c.opts.InitKind; k {
+	case C:
+		cmd = exec.Command(c.opts.CBinary, args...)
+	case Go:
+		if c.opts.GoBinary == "" {
+			return errors.New("harness: Options.GoBinary is needed to init with Go")
+		}
+		cmd = exec.Command(c.opts.GoBinary, args...)
+	default:
+		tr, err := c.tree(k)
+		if err != nil {
+			return err
+		}
+		cmd = tr.Command(nil, append([]string{"sanlock"}, args...)...)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("sanlock direct %s: %v: %s", strings.Join(args, " "), err, out)
+		return fmt.Errorf("sanlock direct %s (%s): %v: %s", strings.Join(args[1:], " "), c.opts.InitKind, err, out)
 	}
 	return nil
 }
@@ -184,19 +228,32 @@ func (c *Cluster) AddHost(kind Kind, name string) (*Host, error) {
 
 func (c *Cluster) addHost(kind Kind, name string, o HostOptions) (*Host, error) {
 	bin := c.opts.CBinary
-	if kind == Go {
+	var tr *debtree.Tree
+	switch kind {
+	case Go:
 		bin = c.opts.GoBinary
 		if bin == "" {
 			return nil, errors.New("harness: Options.GoBinary is needed for Go hosts")
 		}
+	case C395, C511:
+		var err error
+		if tr, err = c.tree(kind); err != nil {
+			return nil, err
+		}
+		bin = "sanlock" // the tree's
 	}
 	hdir := filepath.Join(c.Dir, name)
 	if err := os.Mkdir(hdir, 0o700); err != nil {
 		return nil, err
 	}
-	h := &Host{c: c, Kind: kind, Name: name, Dir: hdir, bin: bin,
+	h := &Host{c: c, Kind: kind, Name: name, Dir: hdir, bin: bin, tree: tr,
 		RunDir: filepath.Join(hdir, "run"), opts: o}
-	if err := os.Mkdir(h.RunDir, 0o700); err != nil {
+	if tr != nil {
+		// hdir/run is the tree's /run; the daemon's SANLOCK_RUN_DIR is
+		// /run/sanlock in there.
+		h.RunDir = filepath.Join(hdir, "run", "sanlock")
+	}
+	if err := os.MkdirAll(h.RunDir, 0o700); err != nil {
 		return nil, err
 	}
 	if err := h.setupHost(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/debtree"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
 
@@ -22,9 +23,10 @@ type Host struct {
 	Kind   Kind
 	Name   string
 	Dir    string // host directory: run/, disk/ (the view), logs
-	RunDir string // SANLOCK_RUN_DIR of the daemon and its clients
+	RunDir string // SANLOCK_RUN_DIR of the daemon and its clients (for a tree host: as the host sees it)
 	FS     *fusefault.FS
 	bin    string
+	tree   *debtree.Tree // C395 and C511: the daemon's tree
 	opts   HostOptions
 	wd     *hostWatchdog // nil without HostOptions.Watchdog
 
@@ -132,11 +134,16 @@ func (h *Host) Start() error {
 		return err
 	}
 	args, env := h.daemonCommand()
-	cmd := exec.Command(h.bin, args...)
-	cmd.Env = append(h.Env(), env...)
+	var cmd *exec.Cmd
+	if h.tree != nil {
+		cmd = h.treeDaemonCmd(args, env)
+	} else {
+		cmd = exec.Command(h.bin, args...)
+		cmd.Env = append(h.Env(), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
 	cmd.Dir = h.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p, err := startProc(cmd, h.Name+" daemon")
 	if err != nil {
 		return fmt.Errorf("harness: %s: start daemon: %w", h.Name, err)

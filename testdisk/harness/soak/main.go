@@ -39,7 +39,7 @@ import (
 
 func main() {
 	var (
-		kindsFlag = flag.String("kinds", "c,go,go", "host kinds (c or go), one per host")
+		kindsFlag = flag.String("kinds", "c,go,go", "host kinds (c, go, c395 or c511), one per host")
 		holders   = flag.Int("holders", 2, "holder processes per host")
 		duration  = flag.Duration("duration", 0, "stop after this long (0: until -count or a signal)")
 		count     = flag.Int("count", 0, "stop after this many acquisitions (0: no limit)")
