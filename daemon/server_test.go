@@ -156,7 +156,8 @@ func TestStatusRecords(t *testing.T) {
 			lines = append(lines, "daemon "+r.Name)
 			assert.True(t, strings.HasPrefix(r.Text, "our_host_name=hostS use_watchdog=0 "), r.Text)
 			assert.Contains(t, r.Text, " debug_cmds=0xfffffffffe06ffff ")
-			assert.True(t, strings.HasSuffix(r.Text, " version_str=3.8.5 version_num=3.8.5 version_hex=03080500 smproto_hex=00000001"), r.Text)
+			assert.True(t, strings.HasSuffix(r.Text, " version_str=3.8.5 version_num=3.8.5 version_hex=03080500 smproto_hex=00000001 "+
+				"create_delta_34=0 create_delta_40=0 create_paxos_64=0"), r.Text)
 		case wire.StateClient:
 			lines = append(lines, fmt.Sprintf("p %d %s", int32(r.Data32), r.Name))
 			rest := " pid=-1 flags=0 restricted=0 cmd_active=0 cmd_last=0 pid_dead=0 kill_count=0 kill_last=0 suspend=0 need_free=0"

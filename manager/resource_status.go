@@ -67,8 +67,10 @@ func (m *Resources) StatusRecords() []wire.StateRecord {
 				if r.shared {
 					res.Flags |= wire.ResShared
 				}
-				text := fmt.Sprintf("list=%s flags=%x sector_size=%d align_size=%d lver=%d reused=%d res_id=%d token_id=%d",
-					r.list, r.flagsText(), ss, align, lver, 0, r.id, tokID)
+				// 5.1.1's key list: the caw keys show 0 (no CAW).
+				text := fmt.Sprintf("list=%s flags=%x sector_size=%d align_size=%d lver=%d reused=%d res_id=%d "+
+					"caw=%d caw_dev=%d:%d caw_off=%d token_id=%d",
+					r.list, r.flagsText(), ss, align, lver, 0, r.id, 0, 0, 0, 0, tokID)
 				recs = append(recs, wire.StateRecord{
 					State:    wire.State{Type: wire.StateResource, Data32: uint32(int32(pid)), Data64: lver, Name: r.key.name},
 					Text:     text,
