@@ -185,7 +185,7 @@ func TestMixedLockspace(t *testing.T) {
 	require.Eventually(t, func() bool { s, _ := cHostState(c1, 4); return s == "LIVE" }, 20*time.Second, 250*time.Millisecond)
 	hs, _, err := cClient(c1, "client", "host_status", "-s", "LS", "-D")
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^2 timestamp \d+\n(    .*\n){13}    owner_name=go-host2$`, hs)
+	assert.Regexp(t, `(?m)^2 timestamp \d+\n(    .*\n){7}    owner_name=go-host2$`, hs)
 	recs, err := g2.cl.HostStatus("LS")
 	require.NoError(t, err)
 	var names []string
