@@ -4,7 +4,7 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build trees test test-compute test-wait test-reexec-watchdog unit race fuzz-short lint demo bench gobench soak soak-sim soak-cluster clean realclients cross install uninstall install-check faults docrefs docrefs-check
+.PHONY: all build deps trees test test-compute test-wait test-reexec-watchdog unit race fuzz-short lint demo bench gobench soak soak-sim soak-cluster clean realclients cross install uninstall install-check faults docrefs docrefs-check
 
 all: build
 
@@ -54,7 +54,7 @@ TEST_ENV  = GOSANLOCK_TEST_SANLOCK=$(CURDIR)/$(BIN)/sanlock
 NORACE    = -e /realclients -e /testdisk/faults -e /testdisk/harness -e /testdisk/sim -e /cmd/sanlock$$
 # The race step's longest packages (docs/testing.md), listed first.
 RACEFIRST = daemon/interop daemon/newerinterop daemon/reexec/proctest cmd/internal/cli lease diskfmt daemon internal/bench cmd/internal/wdmdcli
-test: build lint-fast trees
+test: deps build lint-fast trees
 	$(MAKE) --no-print-directory -j3 -O test-compute test-wait test-reexec-watchdog
 	$(GO) test -count=1 -timeout 20m ./cmd/sanlock & p=$$!; \
 	  m=$$($(GO) list -m); first=$$(for d in $(RACEFIRST); do echo $$m/$$d; done); \
@@ -62,6 +62,11 @@ test: build lint-fast trees
 	  $(TEST_ENV) $(GO) test -race -count=1 -timeout 20m $$first $$rest; r=$$?; \
 	  wait $$p; c=$$?; [ $$r -eq 0 ] && [ $$c -eq 0 ]
 	$(TEST_ENV) $(GO) test -count=1 -p 1 -timeout 20m -skip '^TestReexecWatchdog$$' ./testdisk/harness ./testdisk/faults
+
+# The Debian packages the tests need (scripts/test-deps.sh): installed
+# when missing and run as root; otherwise the script names the command.
+deps:
+	./scripts/test-deps.sh
 
 # The Debian root trees with the newer sanlock releases (trixie: 3.9.5,
 # sid: 5.1.1) that internal/debtree runs beside ours (docs/testing.md

@@ -119,7 +119,7 @@ func TestServeInMemory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		disk := testdisk.NewMem(4<<20, 512)
 		ctx := context.Background()
-		require.NoError(t, diskfmt.WriteLockspace(ctx, disk, 0, 0, "LS", 1))
+		require.NoError(t, diskfmt.WriteLockspace(ctx, disk, 0, 0, "LS", 1, 0))
 		g, err := diskfmt.GeometryForWrite(0, 512)
 		require.NoError(t, err)
 		require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: disk, Offset: 1 << 20}}, 0,
@@ -183,7 +183,7 @@ func TestServeInMemory(t *testing.T) {
 func TestHungLockspaceIsolated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		disk := testdisk.NewMem(1<<20, 512)
-		require.NoError(t, diskfmt.WriteLockspace(context.Background(), disk, 0, 0, "LS", 1))
+		require.NoError(t, diskfmt.WriteLockspace(context.Background(), disk, 0, 0, "LS", 1, 0))
 		open := func(p string) (diskfmt.Device, error) {
 			if strings.HasSuffix(p, "/hung") {
 				return hangDev{}, nil
@@ -248,7 +248,7 @@ func TestResourceSlowDiskIsolated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		disk := testdisk.NewMem(2<<20, 512)
 		ctx := context.Background()
-		require.NoError(t, diskfmt.WriteLockspace(ctx, disk, 0, 0, "LS", 1))
+		require.NoError(t, diskfmt.WriteLockspace(ctx, disk, 0, 0, "LS", 1, 0))
 		g, err := diskfmt.GeometryForWrite(0, 512)
 		require.NoError(t, err)
 		require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: disk, Offset: 1 << 20}}, 0,

@@ -16,5 +16,6 @@ func managerSettings(c *Config) manager.Settings {
 		RenewalHistorySize: c.RenewalHistorySize, RenewalReadExtendSet: c.RenewalReadExtendSet,
 		RenewalReadExtendSec: c.RenewalReadExtendSec, DebugRenew: c.DebugRenew, ShRetries: c.ShRetries,
 		WriteInitIOTimeout: c.WriteInitIOTimeout,
+		DeltaVersion:       c.DeltaCreateVersion(), PaxosVersion: c.PaxosCreateVersion(),
 	}
 }

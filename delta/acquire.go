@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -134,6 +135,18 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 	rec, raw, err := l.readOwn(ctx)
 	if err != nil {
 		return Acquired{}, err
+	}
+	if rec.CAW() {
+		// sanlock 5.x writes a delta lease marked CAW with SCSI COMPARE
+		// AND WRITE; our write-wait-read acquire would not exclude such a
+		// writer. Refused as 5.x refuses it where CAW cannot be used.
+		return Acquired{}, fmt.Errorf("delta lease %s:%d flags %#x: CAW lease: %w", l.Space, l.HostID, rec.Flags, rescode.ErrCAWOpen)
+	}
+	if rec.DeadExt() {
+		// Another host declared this host_id dead (5.x DEAD_EXT) and may
+		// have taken its leases; what 5.x peers make of a new generation
+		// over that mark is not known, so the slot is not taken.
+		return Acquired{}, fmt.Errorf("delta lease %s:%d flags %#x: marked dead externally: %w", l.Space, l.HostID, rec.Flags, rescode.ErrDeadExt)
 	}
 	l.log().Info("delta_acquire begin", zap.String("space", l.Space), zap.Uint64("host_id", l.HostID))
 	plan := PlanAcquire(&rec, hostName, l.Timing)

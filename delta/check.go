@@ -40,7 +40,7 @@ func (s OwnLeaseState) Failed() bool { return s == OwnLeaseFailed || s == OwnLea
 // once instead of after 8N.
 func IsCorrupt(c rescode.Code) bool {
 	switch c {
-	case rescode.ErrRenewOwner, rescode.ErrRenewDiff, rescode.ErrLeaderMagic,
+	case rescode.ErrRenewOwner, rescode.ErrRenewDiff, rescode.ErrDeadExt, rescode.ErrLeaderMagic,
 		rescode.ErrLeaderVersion, rescode.ErrLeaderSectorSize, rescode.ErrLeaderLockspace,
 		rescode.ErrLeaderChecksum:
 		return true

@@ -28,7 +28,7 @@ var geo512 = diskfmt.Geometry{SectorSize: 512, AlignSize: diskfmt.Align1M, MaxHo
 func newLockspaceDisk(t *testing.T, g diskfmt.Geometry, io int) *testdisk.Mem {
 	t.Helper()
 	m := testdisk.NewMem(int64(g.AlignSize), g.SectorSize)
-	require.NoError(t, diskfmt.WriteLockspace(context.Background(), m, 0, diskfmt.SizeFlags(g), space, uint16(io)))
+	require.NoError(t, diskfmt.WriteLockspace(context.Background(), m, 0, diskfmt.SizeFlags(g), space, uint16(io), 0))
 	return m
 }
 

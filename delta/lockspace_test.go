@@ -501,6 +501,33 @@ func TestRenewDiff(t *testing.T) {
 	})
 }
 
+// Marked dead by another host (sanlock 5.x DEAD_EXT): the lockspace fails
+// at once with -263, and a slot carrying the mark is not joined.
+func TestDeadExtMark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		m := newLockspaceDisk(t, geo512, 1)
+		h := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
+		require.Equal(t, rescode.OK, waitJoined(h))
+		sleep(3 * time.Second)
+		rec, _ := leaseOnDisk(t, m, geo512, 1)
+		rec.Flags |= diskfmt.LeaderDeadExt
+		rec.Unused1 = diskfmt.DeadExtMark
+		m.Load(sealed(rec, 512), 0)
+		sleep(3 * time.Second)
+		assert.Equal(t, rescode.ErrDeadExt, h.ls.Status().CorruptResult)
+		st, _ := h.ls.CheckOwnLease()
+		assert.Equal(t, delta.OwnLeaseCorrupt, st)
+		require.NoError(t, h.stop())
+
+		before, _ := leaseOnDisk(t, m, geo512, 1)
+		h2 := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
+		assert.Equal(t, rescode.ErrDeadExt, waitJoined(h2))
+		after, _ := leaseOnDisk(t, m, geo512, 1)
+		assert.Equal(t, before, after, "nothing written")
+	})
+}
+
 // An acquire waiting on a held lease is aborted by ctx with -201.
 func TestAcquireAbort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

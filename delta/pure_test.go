@@ -146,6 +146,15 @@ func TestCheckRenewRecord(t *testing.T) {
 	_, err = delta.CheckRenewRecord(sealed(diff, 512), space, &last, false)
 	assert.NoError(t, err, "no RENEW_DIFF after a failed attempt")
 
+	marked := last
+	marked.Flags |= diskfmt.LeaderDeadExt
+	marked.Unused1 = diskfmt.DeadExtMark
+	for _, prevOK := range []bool{true, false} {
+		_, err = delta.CheckRenewRecord(sealed(marked, 512), space, &last, prevOK)
+		assert.Equal(t, rescode.ErrDeadExt, err, "DEAD_EXT written by another host, prevOK %v", prevOK)
+	}
+	assert.True(t, delta.IsCorrupt(rescode.ErrDeadExt))
+
 	_, err = delta.CheckRenewRecord(sealed(last, 512), "other", &last, true)
 	assert.Equal(t, rescode.ErrLeaderLockspace, err)
 	bad := sealed(last, 512)

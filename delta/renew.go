@@ -57,8 +57,9 @@ type RenewOutput struct {
 // CheckRenewRecord verifies our record as found by a renewal read (spec:
 // docs/delta.md "One renewal" steps 2–4) against our last good record: a damaged record
 // gives the verify code, another owner/generation/host name
-// rescode.ErrRenewOwner, and (only when prevOK) any other difference in the
-// 200 record bytes rescode.ErrRenewDiff.
+// rescode.ErrRenewOwner, a DEAD_EXT mark we did not write rescode.ErrDeadExt,
+// and (only when prevOK) any other difference in the 200 record bytes
+// rescode.ErrRenewDiff.
 func CheckRenewRecord(raw []byte, space string, last *diskfmt.Leader, prevOK bool) (diskfmt.Leader, error) {
 	rec, err := diskfmt.VerifyDelta(raw, space)
 	if err != nil {
@@ -67,6 +68,11 @@ func CheckRenewRecord(raw []byte, space string, last *diskfmt.Leader, prevOK boo
 	if rec.OwnerID != last.OwnerID || rec.OwnerGeneration != last.OwnerGeneration ||
 		rec.ResourceName != last.ResourceName {
 		return rec, rescode.ErrRenewOwner
+	}
+	if rec.DeadExt() && !last.DeadExt() {
+		// Another host declared us dead (5.x DEAD_EXT): whatever the
+		// previous attempt did, we must stop (IsCorrupt).
+		return rec, rescode.ErrDeadExt
 	}
 	var want [diskfmt.LeaderSize]byte
 	last.Encode(want[:])

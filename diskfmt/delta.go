@@ -51,6 +51,9 @@ type DeltaInit struct {
 	Geometry
 	SpaceName string
 	IOTimeout uint16
+	// Version is the delta lease version written: DeltaVersion (also
+	// when 0), DeltaVersion40 or DeltaVersion50.
+	Version uint32
 }
 
 // InitDeltaArea builds the two writes that initialise a lockspace: the whole
@@ -62,9 +65,13 @@ func InitDeltaArea(d DeltaInit) (area, commit []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	version := d.Version
+	if version == 0 {
+		version = DeltaVersion
+	}
 	l := Leader{
 		Magic:      DeltaMagic,
-		Version:    DeltaVersion,
+		Version:    version,
 		Flags:      AlignFlag(d.AlignSize),
 		SectorSize: uint32(d.SectorSize),
 		NumHosts:   0,

@@ -28,12 +28,13 @@
 //	24 max_hosts   32 owner_id   40 owner_generation   48 lver   (u64 each)
 //	56  space_name    [48]byte
 //	104 resource_name [48]byte   (delta: the owner's host name)
-//	152 timestamp u64   160 unused u64
+//	152 timestamp u64   160 unused1 u64 (5.x DEAD_EXT: 0x00010001)
 //	168 checksum u32    172 unused u16   174 io_timeout u16
 //	176 write_id u64    184 write_generation u64   192 write_timestamp u64
 //
 // The checksum covers bytes [0,168); io_timeout and the write_* fields are
-// outside it. In a delta lease write_id/write_generation/write_timestamp
+// outside it. Versions are major<<16|minor; delta majors 3, 4, 5 and paxos
+// majors 6, 7 share this layout (docs/ondisk.md "Format versions"). In a delta lease write_id/write_generation/write_timestamp
 // carry the host event (generation, event, data).
 //
 // # Checksum
@@ -45,13 +46,14 @@
 // # Delta lease area (lockspace)
 //
 //	sector 0 .. max_hosts-1: host_id N at sector N-1
-//	  [0,200)   leader (magic 0x12212010, version 0x00030004)
+//	  [0,200)   leader (magic 0x12212010, version 0x00030004; 5.x: 0x00040000, 0x00050000)
 //	  [256,512) host bitmap: host h is bit (h-1)%8 of byte (h-1)/8
 //	sectors max_hosts .. end: zero
 //
 // # Paxos lease area (resource)
 //
-//	sector 0       leader (magic 0x06152010; 0x11282016 when cleared)
+//	sector 0       leader (magic 0x06152010; 0x11282016 when cleared;
+//	               version 0x00060004; 5.x: 0x00070000)
 //	sector 1       request record: magic u32, version u32, lver u64,
 //	               force_mode u32, 4 padding bytes (ignored)
 //	sector 1+h     host h: dblock at 0, mode block at 128

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"sort"
@@ -90,6 +91,16 @@ func encodedLeaders() [][]byte {
 	for _, l := range []diskfmt.Leader{
 		deltaLeader("LS1"), paxosLeader("LS1", "RES1", 2000), distinctLeader(),
 		{Magic: diskfmt.PaxosClear, Version: diskfmt.PaxosVersion, SectorSize: 4096, Flags: 0x80},
+		func() diskfmt.Leader {
+			l := deltaLeader("LS1")
+			l.Version, l.Flags, l.Unused1 = diskfmt.DeltaVersion50, l.Flags|diskfmt.LeaderDeadExt|diskfmt.LeaderCAW, diskfmt.DeadExtMark
+			return l
+		}(),
+		func() diskfmt.Leader {
+			l := paxosLeader("LS1", "RES1", 2000)
+			l.Version, l.Flags = diskfmt.PaxosVersion70, l.Flags|diskfmt.LeaderNoTimeout
+			return l
+		}(),
 	} {
 		out = append(out, sealed(l))
 	}
@@ -152,8 +163,26 @@ func FuzzDecodeLeader(f *testing.F) {
 		}
 		dl, err := diskfmt.VerifyDelta(raw, space)
 		check("VerifyDelta", dl, err, diskfmt.DeltaMagic, -223, -224, -226, -229)
+		if (err == nil) && !diskfmt.DeltaVersionKnown(l.Version) {
+			t.Fatalf("VerifyDelta accepted version %#x", l.Version)
+		}
+		if l.Magic == diskfmt.DeltaMagic && (rescode.CodeOf(err) == -224) == diskfmt.DeltaVersionKnown(l.Version) {
+			t.Fatalf("VerifyDelta: version %#x known %v, result %v", l.Version, diskfmt.DeltaVersionKnown(l.Version), err)
+		}
 		pl, err := diskfmt.VerifyPaxos(raw, space, res, host)
 		check("VerifyPaxos", pl, err, diskfmt.PaxosMagic, -223, -224, -226, -227, -228, -229)
+		if err == nil && !diskfmt.PaxosVersionKnown(l.Version) {
+			t.Fatalf("VerifyPaxos accepted version %#x", l.Version)
+		}
+		// The 5.x flag bits and names follow Flags alone.
+		if n := len(diskfmt.LeaderFlagNames(l.Flags)); n != bits.OnesCount32(l.Flags&0xff) {
+			t.Fatalf("flags %#x: %d names", l.Flags, n)
+		}
+		if l.Flags&diskfmt.LeaderNewFlags != 0 && !l.NewFormat() &&
+			((l.Magic == diskfmt.DeltaMagic && diskfmt.DeltaVersionKnown(l.Version)) ||
+				(l.Magic == diskfmt.PaxosMagic && diskfmt.PaxosVersionKnown(l.Version))) {
+			t.Fatalf("flags %#x not a new format", l.Flags)
+		}
 		if err == nil && host != 0 && l.NumHosts < host {
 			t.Fatal("VerifyPaxos ignored num_hosts")
 		}

@@ -9,14 +9,25 @@ import (
 )
 
 // Magic numbers and versions. They are part of the on-disk format and must
-// not change.
+// not change. A version is major<<16 | minor; readers look at the major
+// only (docs/ondisk.md "Format versions").
 const (
-	DeltaMagic   uint32 = 0x12212010
+	DeltaMagic uint32 = 0x12212010
+	// DeltaVersion (3.4) is the delta lease version of sanlock 3.x, which
+	// reads no other; init writes it unless configured otherwise.
 	DeltaVersion uint32 = 0x00030004
-	PaxosMagic   uint32 = 0x06152010
-	PaxosClear   uint32 = 0x11282016
-	PaxosVersion uint32 = 0x00060004
-	RequestMagic uint32 = 0x08292011
+	// DeltaVersion40 and DeltaVersion50 are the delta lease versions 5.x
+	// writes (5.0 by default, 4.0 when configured). Their records have the
+	// layout of 3.4.
+	DeltaVersion40 uint32 = 0x00040000
+	DeltaVersion50 uint32 = 0x00050000
+	PaxosMagic     uint32 = 0x06152010
+	PaxosClear     uint32 = 0x11282016
+	// PaxosVersion (6.4) is the paxos leader version of sanlock 3.x;
+	// PaxosVersion70 the one 5.x writes by default, same layout.
+	PaxosVersion   uint32 = 0x00060004
+	PaxosVersion70 uint32 = 0x00070000
+	RequestMagic   uint32 = 0x08292011
 	// RequestVersion is the request_record version.
 	RequestVersion uint32 = 0x00010001
 	RindexMagic    uint32 = 0x01042018
@@ -27,14 +38,95 @@ const (
 	VersionMajorMask uint32 = 0xFFFF0000
 )
 
-// Leader flags.
+// Leader flags. ShortHold and the align bits are sanlock 3.x's; NoTimeout,
+// DeadExt and CAW are written by 5.x (docs/ondisk.md "Leader flags"): we
+// carry them through every rewrite and expose them. Acting on them is
+// limited to refusals: a lease marked CAW is not taken, an owner with
+// NoTimeout is never dead by time, our own slot marked DeadExt stops us.
 const (
 	LeaderShortHold uint32 = 0x1
+	LeaderNoTimeout uint32 = 0x2
+	LeaderDeadExt   uint32 = 0x4
+	LeaderCAW       uint32 = 0x8
 	LeaderAlign1M   uint32 = 0x10
 	LeaderAlign2M   uint32 = 0x20
 	LeaderAlign4M   uint32 = 0x40
 	LeaderAlign8M   uint32 = 0x80
+
+	// LeaderNewFlags are the bits 3.x never writes.
+	LeaderNewFlags = LeaderNoTimeout | LeaderDeadExt | LeaderCAW
+
+	// DeadExtMark is what 5.x writes into Unused1 (byte 160) of a host's
+	// delta lease together with LeaderDeadExt.
+	DeadExtMark uint64 = 0x00010001
 )
+
+// leaderFlagNames are the names sanlock 5.x prints for the leader flags,
+// in its order.
+var leaderFlagNames = []struct {
+	bit  uint32
+	name string
+}{
+	{LeaderShortHold, "SHORT_HOLD"},
+	{LeaderNoTimeout, "NO_TIMEOUT"},
+	{LeaderDeadExt, "DEAD_EXT"},
+	{LeaderAlign1M, "ALIGN_1M"},
+	{LeaderAlign2M, "ALIGN_2M"},
+	{LeaderAlign4M, "ALIGN_4M"},
+	{LeaderAlign8M, "ALIGN_8M"},
+	{LeaderCAW, "CAW"},
+}
+
+// LeaderFlagNames returns the names of the known bits set in flags, in the
+// order sanlock 5.x prints them; unknown bits have no name.
+func LeaderFlagNames(flags uint32) []string {
+	var names []string
+	for _, f := range leaderFlagNames {
+		if flags&f.bit != 0 {
+			names = append(names, f.name)
+		}
+	}
+	return names
+}
+
+// VersionMajor is the major half of a version field.
+func VersionMajor(v uint32) uint32 { return v >> 16 }
+
+// DeltaVersionKnown reports whether a delta lease of version v can be
+// read: majors 3, 4 and 5, whose layouts are the same. Other majors give
+// ErrLeaderVersion.
+func DeltaVersionKnown(v uint32) bool {
+	m := VersionMajor(v)
+	return m >= 3 && m <= 5
+}
+
+// PaxosVersionKnown reports whether a paxos leader of version v can be
+// read: majors 6 and 7.
+func PaxosVersionKnown(v uint32) bool {
+	m := VersionMajor(v)
+	return m == 6 || m == 7
+}
+
+// NewFormat reports whether the leader is in a format only sanlock 5.x
+// writes: a delta or paxos leader of a known version that is newer than
+// 3.x's (delta 4.x, 5.x; paxos 7.x) or carries a 5.x flag bit
+// (LeaderNewFlags). Leaders of unknown versions or magic are not.
+func (l *Leader) NewFormat() bool {
+	switch l.Magic {
+	case DeltaMagic:
+		return DeltaVersionKnown(l.Version) &&
+			(VersionMajor(l.Version) > VersionMajor(DeltaVersion) || l.Flags&LeaderNewFlags != 0)
+	case PaxosMagic, PaxosClear:
+		return PaxosVersionKnown(l.Version) &&
+			(VersionMajor(l.Version) > VersionMajor(PaxosVersion) || l.Flags&LeaderNewFlags != 0)
+	}
+	return false
+}
+
+// NoTimeout, DeadExt and CAW report the 5.x flag bits.
+func (l *Leader) NoTimeout() bool { return l.Flags&LeaderNoTimeout != 0 }
+func (l *Leader) DeadExt() bool   { return l.Flags&LeaderDeadExt != 0 }
+func (l *Leader) CAW() bool       { return l.Flags&LeaderCAW != 0 }
 
 // Sizes of the leader record.
 const (
@@ -157,7 +249,8 @@ func checksumOK(raw []byte) bool {
 }
 
 // VerifyDelta checks a delta-lease leader read from raw (at least 200
-// bytes) in sanlock's order: magic, major version, lockspace name, checksum.
+// bytes) in sanlock's order: magic, major version (DeltaVersionKnown),
+// lockspace name, checksum.
 func VerifyDelta(raw []byte, spaceName string) (Leader, error) {
 	l, err := DecodeLeader(raw)
 	if err != nil {
@@ -166,7 +259,7 @@ func VerifyDelta(raw []byte, spaceName string) (Leader, error) {
 	switch {
 	case l.Magic != DeltaMagic:
 		return l, rescode.ErrLeaderMagic
-	case l.Version&VersionMajorMask != DeltaVersion&VersionMajorMask:
+	case !DeltaVersionKnown(l.Version):
 		return l, rescode.ErrLeaderVersion
 	case !NameEqual(l.SpaceName[:], spaceName):
 		return l, rescode.ErrLeaderLockspace
@@ -177,7 +270,7 @@ func VerifyDelta(raw []byte, spaceName string) (Leader, error) {
 }
 
 // VerifyPaxos checks a paxos leader read from raw in sanlock's order: clear
-// magic, magic, major version, lockspace name, resource name, num_hosts
+// magic, magic, major version (PaxosVersionKnown), lockspace name, resource name, num_hosts
 // against hostID (skipped when hostID is 0), checksum.
 func VerifyPaxos(raw []byte, spaceName, resName string, hostID uint64) (Leader, error) {
 	l, err := DecodeLeader(raw)
@@ -187,7 +280,7 @@ func VerifyPaxos(raw []byte, spaceName, resName string, hostID uint64) (Leader, 
 	switch {
 	case l.Magic == PaxosClear, l.Magic != PaxosMagic:
 		return l, rescode.ErrLeaderMagic
-	case l.Version&VersionMajorMask != PaxosVersion&VersionMajorMask:
+	case !PaxosVersionKnown(l.Version):
 		return l, rescode.ErrLeaderVersion
 	case !NameEqual(l.SpaceName[:], spaceName):
 		return l, rescode.ErrLeaderLockspace

@@ -14,13 +14,14 @@ import (
 
 // WriteLockspace initialises the lockspace at off: one align-size write with
 // every delta lease free, then the commit of sector 0. Sizes come from the
-// request flags and the device (GeometryForWrite).
-func WriteLockspace(ctx context.Context, dev Device, off int64, flags uint32, space string, ioTimeout uint16) error {
+// request flags and the device (GeometryForWrite); version is the delta
+// lease version written (0: DeltaVersion).
+func WriteLockspace(ctx context.Context, dev Device, off int64, flags uint32, space string, ioTimeout uint16, version uint32) error {
 	g, err := GeometryForWrite(flags, dev.SectorSize())
 	if err != nil {
 		return err
 	}
-	area, commit, err := InitDeltaArea(DeltaInit{Geometry: g, SpaceName: space, IOTimeout: ioTimeout})
+	area, commit, err := InitDeltaArea(DeltaInit{Geometry: g, SpaceName: space, IOTimeout: ioTimeout, Version: version})
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,8 @@ func ProbeLeader(ctx context.Context, dev Device, off int64) (Leader, error) {
 
 // LockspaceGeometry returns the sizes of the lockspace at off as the daemon
 // derives them when it joins: from the leader of sector 0 (magic and major
-// version must be those of a delta lease), ignoring caller flags.
+// version must be those of a delta lease, DeltaVersionKnown), ignoring
+// caller flags.
 func LockspaceGeometry(ctx context.Context, dev Device, off int64) (Geometry, error) {
 	l, err := ProbeLeader(ctx, dev, off)
 	if err != nil {
@@ -91,7 +93,7 @@ func LockspaceGeometry(ctx context.Context, dev Device, off int64) (Geometry, er
 	if l.Magic != DeltaMagic {
 		return Geometry{}, rescode.ErrLeaderMagic
 	}
-	if l.Version&VersionMajorMask != DeltaVersion&VersionMajorMask {
+	if !DeltaVersionKnown(l.Version) {
 		return Geometry{}, rescode.ErrLeaderVersion
 	}
 	return GeometryFromLeader(&l)

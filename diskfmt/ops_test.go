@@ -149,7 +149,7 @@ func TestWriteLockspaceLayout(t *testing.T) {
 				// An offset that is not a multiple of the align size is fine.
 				off, end := int64(margin), int64(margin+g.AlignSize)
 				m, rec := newFilled(end+margin, dev)
-				require.NoError(t, diskfmt.WriteLockspace(ctx, rec, off, diskfmt.SizeFlags(g), "LS1", 10))
+				require.NoError(t, diskfmt.WriteLockspace(ctx, rec, off, diskfmt.SizeFlags(g), "LS1", 10, 0))
 
 				img := m.Bytes()
 				requireFill(t, img[:off], "before the area")
@@ -195,7 +195,7 @@ func TestWriteLockspaceDefaults(t *testing.T) {
 			// No flags: device sector, legacy align, max_hosts 2000.
 			g := diskfmt.Geometry{SectorSize: dev, AlignSize: diskfmt.LegacyAlign(dev), MaxHosts: 2000}
 			m, rec := newFilled(int64(g.AlignSize)+4096, dev)
-			require.NoError(t, diskfmt.WriteLockspace(ctx, rec, 0, 0, "DEF", 20))
+			require.NoError(t, diskfmt.WriteLockspace(ctx, rec, 0, 0, "DEF", 20, 0))
 			img := m.Bytes()
 			requireBytes(t, expectedDelta(g, "DEF", 20), img[:g.AlignSize], "area")
 			requireFill(t, img[g.AlignSize:], "after")
@@ -208,7 +208,7 @@ func TestWriteLockspaceDefaults(t *testing.T) {
 func TestWriteLockspace512On4K(t *testing.T) {
 	ctx := context.Background()
 	m, rec := newFilled(2*diskfmt.Align1M, 4096)
-	err := diskfmt.WriteLockspace(ctx, rec, 0, diskfmt.FlagSector512|diskfmt.FlagAlign1M, "LS", 10)
+	err := diskfmt.WriteLockspace(ctx, rec, 0, diskfmt.FlagSector512|diskfmt.FlagAlign1M, "LS", 10, 0)
 	require.Error(t, err)
 	assert.Equal(t, rescode.Code(-22), rescode.CodeOf(err))
 	require.Len(t, rec.writes, 2)
@@ -224,17 +224,17 @@ func TestWriteLockspaceErrors(t *testing.T) {
 	ctx := context.Background()
 	m, rec := newFilled(diskfmt.Align1M, 512)
 	for _, f := range []uint32{diskfmt.FlagSector512, diskfmt.FlagAlign1M, diskfmt.FlagSector512 | diskfmt.FlagAlign2M} {
-		err := diskfmt.WriteLockspace(ctx, rec, 0, f, "LS", 10)
+		err := diskfmt.WriteLockspace(ctx, rec, 0, f, "LS", 10, 0)
 		assert.Equal(t, rescode.Code(-1), rescode.CodeOf(err), "flags %#x", f)
 	}
-	err := diskfmt.WriteLockspace(ctx, rec, 0, 0, string(bytes.Repeat([]byte("n"), 49)), 10)
+	err := diskfmt.WriteLockspace(ctx, rec, 0, 0, string(bytes.Repeat([]byte("n"), 49)), 10, 0)
 	assert.Error(t, err)
 	assert.Empty(t, rec.writes, "nothing written on error")
 	requireFill(t, m.Bytes(), "device")
 
 	// Too small a device: the area write fails, nothing is half-written.
 	small, rec2 := newFilled(diskfmt.Align1M/2, 512)
-	err = diskfmt.WriteLockspace(ctx, rec2, 0, 0, "LS", 10)
+	err = diskfmt.WriteLockspace(ctx, rec2, 0, 0, "LS", 10, 0)
 	assert.Error(t, err)
 	requireFill(t, small.Bytes(), "small device")
 }
@@ -589,7 +589,7 @@ func TestProbeAndDetect(t *testing.T) {
 	ctx := context.Background()
 	m := testdisk.NewMem(8*diskfmt.Align1M, 512)
 	g := geometry(t, 512, diskfmt.Align1M)
-	require.NoError(t, diskfmt.WriteLockspace(ctx, m, 0, diskfmt.SizeFlags(g), "LS", 10))
+	require.NoError(t, diskfmt.WriteLockspace(ctx, m, 0, diskfmt.SizeFlags(g), "LS", 10, 0))
 	require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: m, Offset: diskfmt.Align1M}}, diskfmt.SizeFlags(g), diskfmt.PaxosInit{SpaceName: "LS", ResourceName: "R"}))
 	require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: m, Offset: 2 * diskfmt.Align1M}}, diskfmt.SizeFlags(g), diskfmt.PaxosInit{SpaceName: "LS", ResourceName: "C", Clear: true}))
 	require.NoError(t, diskfmt.FormatRindex(ctx, m, 3*diskfmt.Align1M, diskfmt.SizeFlags(g), "LS", 0))
@@ -639,7 +639,9 @@ func TestProbeAndDetect(t *testing.T) {
 		return rescode.CodeOf(err)
 	}
 	assert.Equal(t, rescode.Code(0), craft(func(*diskfmt.Leader) {}))
-	assert.Equal(t, rescode.Code(-224), craft(func(l *diskfmt.Leader) { l.Version = 0x00040004 }))
+	assert.Equal(t, rescode.Code(0), craft(func(l *diskfmt.Leader) { l.Version = diskfmt.DeltaVersion40 }))
+	assert.Equal(t, rescode.Code(0), craft(func(l *diskfmt.Leader) { l.Version = diskfmt.DeltaVersion50 }))
+	assert.Equal(t, rescode.Code(-224), craft(func(l *diskfmt.Leader) { l.Version = 0x00060000 }))
 	assert.Equal(t, rescode.Code(-225), craft(func(l *diskfmt.Leader) { l.SectorSize = 1024 }))
 	assert.Equal(t, rescode.Code(-230), craft(func(l *diskfmt.Leader) { l.Flags = 0x80 }))
 

@@ -169,6 +169,9 @@ type PaxosInit struct {
 	// write_timestamp (the writer's monotonic seconds).
 	Clear     bool
 	ClearTime uint64
+	// Version is the leader version written: PaxosVersion (also when 0)
+	// or PaxosVersion70.
+	Version uint32
 }
 
 // InitPaxosArea builds the align-size area that initialises a resource lease:
@@ -186,9 +189,13 @@ func InitPaxosArea(p PaxosInit) ([]byte, error) {
 	if num == 0 || num > uint64(p.MaxHosts) {
 		num = uint64(p.MaxHosts)
 	}
+	version := p.Version
+	if version == 0 {
+		version = PaxosVersion
+	}
 	l := Leader{
 		Magic:        PaxosMagic,
-		Version:      PaxosVersion,
+		Version:      version,
 		Flags:        AlignFlag(p.AlignSize),
 		SectorSize:   uint32(p.SectorSize),
 		NumHosts:     num,

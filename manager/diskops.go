@@ -107,6 +107,14 @@ func (d *DiskOps) openDisks(res *wire.Resource, ioTimeout int) ([]diskfmt.Resour
 // error value the manager's API returns.
 func resultErr(err error) error { return codeErr(rescode.CodeOf(err)) }
 
+// paxosVersion is the leader version WRITE_RESOURCE writes (0: the default).
+func (d *DiskOps) paxosVersion() uint32 {
+	if d.ls == nil {
+		return 0
+	}
+	return d.ls.conf().PaxosVersion
+}
+
 // WriteResource initialises the lease of res on its disks (WRITE_RESOURCE,
 // docs/protocol.md "Commands" #19): numHosts is num_hosts (what libsanlock
 // calls max_hosts); clear writes an invalidated lease (SANLK_WRITE_CLEAR).
@@ -116,7 +124,8 @@ func (d *DiskOps) WriteResource(ctx context.Context, res wire.Resource, numHosts
 	if err != nil {
 		return err
 	}
-	p := diskfmt.PaxosInit{SpaceName: res.LockspaceName, ResourceName: res.Name, NumHosts: uint64(numHosts)}
+	p := diskfmt.PaxosInit{SpaceName: res.LockspaceName, ResourceName: res.Name, NumHosts: uint64(numHosts),
+		Version: d.paxosVersion()}
 	if clear {
 		p.Clear, p.ClearTime = true, monoSeconds()
 	}

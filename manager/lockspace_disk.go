@@ -34,7 +34,7 @@ func (m *Lockspaces) WriteLockspace(ctx context.Context, ls wire.Lockspace, io u
 	defer dev.Close()
 	ioctx, cancel := ioTimeoutCtx(ctx, m.conf().WriteInitIOTimeout)
 	defer cancel()
-	err = diskfmt.WriteLockspace(ioctx, dev, int64(ls.Disk.Offset), ls.Flags, ls.Name, uint16(io))
+	err = diskfmt.WriteLockspace(ioctx, dev, int64(ls.Disk.Offset), ls.Flags, ls.Name, uint16(io), m.conf().DeltaVersion)
 	return resultErr(err)
 }
 
@@ -66,7 +66,7 @@ func (m *Lockspaces) ReadLockspace(ctx context.Context, ls wire.Lockspace) (wire
 		switch {
 		case l.Magic != diskfmt.DeltaMagic:
 			return ls, 0, rescode.ErrLeaderMagic
-		case l.Version&diskfmt.VersionMajorMask != diskfmt.DeltaVersion&diskfmt.VersionMajorMask:
+		case !diskfmt.DeltaVersionKnown(l.Version):
 			return ls, 0, rescode.ErrLeaderVersion
 		}
 		if g, err = diskfmt.GeometryFromLeader(&l); err != nil {

@@ -45,15 +45,16 @@ func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 			extend = cfg.RenewalReadExtendSec
 		}
 		// 5.1.1's key list (docs/protocol.md "Record texts"); version is
-		// the delta lease version we join, and the NO_TIMEOUT, NO_WATCHDOG
-		// and CAW keys show 0: no lockspace of ours has them.
+		// the version of our delta lease (0 until joined), and the
+		// NO_TIMEOUT, NO_WATCHDOG and CAW keys show 0: no lockspace of
+		// ours has them.
 		text := fmt.Sprintf("list=%s space_id=%d version=0x%08x io_timeout=%d sector_size=%d align_size=%d host_generation=%d "+
 			"renew_fail=%d space_dead=%d killing_pids=%d used_retries=%d external_used=%d used_by_orphans=%d "+
 			"no_timeout=%d no_watchdog=%d caw=%d caw_dev=%d:%d caw_off=%d "+
 			"renewal_read_extend_sec=%d set_max_sectors_kb=%d corrupt_result=%d acquire_last_result=%d "+
 			"renewal_last_result=%d acquire_last_attempt=%d acquire_last_success=%d renewal_last_attempt=%d "+
 			"renewal_last_success=%d",
-			s.list, s.sp.id, diskfmt.DeltaVersion, s.sp.ioTimeout, st.SectorSize, st.AlignSize, st.HostGeneration,
+			s.list, s.sp.id, st.Version, s.sp.ioTimeout, st.SectorSize, st.AlignSize, st.HostGeneration,
 			b2i(st.RenewFail), b2i(s.dead), s.killing, s.retries, b2i(s.used), b2i(s.byOrphans),
 			0, 0, 0, 0, 0, 0,
 			extend, 0, int(st.CorruptResult), int(st.AcquireLastResult),

@@ -47,6 +47,10 @@ type Settings struct {
 	DebugRenew           bool
 	ShRetries            int
 	WriteInitIOTimeout   int
+	// DeltaVersion and PaxosVersion are the versions WRITE_LOCKSPACE and
+	// WRITE_RESOURCE write (0: diskfmt.DeltaVersion, diskfmt.PaxosVersion).
+	DeltaVersion uint32
+	PaxosVersion uint32
 }
 
 // Env is what the lease manager needs from the process that runs it: the

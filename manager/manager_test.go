@@ -71,7 +71,7 @@ func newTestManagerClock(t *testing.T, clk clock.Clock, kill func(pid int, sig s
 	t.Helper()
 	ctx := context.Background()
 	mem := testdisk.NewMem(8<<20, 512)
-	require.NoError(t, diskfmt.WriteLockspace(ctx, mem, 0, 0, "LS", 1))
+	require.NoError(t, diskfmt.WriteLockspace(ctx, mem, 0, 0, "LS", 1, 0))
 	g, err := diskfmt.GeometryForWrite(0, 512)
 	require.NoError(t, err)
 	for i, name := range []string{"R0", "R1", "R2"} {

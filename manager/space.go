@@ -66,8 +66,8 @@ func (sp *space) join() error {
 	if cfg.UseWatchdog {
 		var err error
 		if wd, err = m.openWatchdog(sp.ls.Name, sp.ls.HostID); err != nil {
-			sp.addCause = "wdmd_connect failed: " + causeLog(err, 0)
-			sp.log().Info("wdmd_connect failed", causeField(err, 0))
+			sp.addCause = "wdmd: " + causeLog(err, 0)
+			sp.log().Info("wdmd open failed", causeField(err, 0))
 			_ = dev.Close()
 			return rescode.ErrWatchdog
 		}
@@ -159,16 +159,36 @@ func (sp *space) join() error {
 	return nil
 }
 
-// openWatchdog connects lockspace space to the watchdog.
+// openWatchdog connects lockspace space to the watchdog and asks wdmd to
+// arm the device with our watchdog_fire_timeout (OPEN_WATCHDOG, as sanlock
+// 3.9 and later do before the delta-lease acquire; docs/wdmd.md "sanlock
+// side"). wdmd 3.8.5 does not answer that command: its device is armed
+// with 60 s from its start, which Activate checks through STATUS. A
+// refusal (the device cannot be armed, or is armed with another timeout)
+// is an error: the add fails with -203.
 func (m *Lockspaces) openWatchdog(space string, hostID uint64) (WatchdogSession, error) {
 	if m.cfg.OpenWatchdog != nil {
 		return m.cfg.OpenWatchdog(space, hostID)
 	}
-	sock := m.conf().WdmdSocket
+	cfg := m.conf()
+	sock := cfg.WdmdSocket
 	if sock == "" {
 		sock = wdmdclient.DefaultSocket
 	}
-	return wdmdclient.Open(sock, space, hostID)
+	s, err := wdmdclient.Open(sock, space, hostID)
+	if err != nil {
+		return nil, err
+	}
+	s.FireTimeout = cfg.WatchdogFireTimeout
+	if err := s.OpenWatchdog(0); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("open_watchdog with fire_timeout %d failed: %w", s.FireTimeout, err)
+	}
+	if s.Unanswered() {
+		m.lg().Info("wdmd did not answer open_watchdog: a wdmd that arms its device at its start (3.8.5)",
+			zap.String("lockspace", space), zap.Int("fire_timeout", s.FireTimeout))
+	}
+	return s, nil
 }
 
 // deactivateWatchdog removes our expiry from the watchdog once nothing

@@ -99,6 +99,12 @@ restart:
 			st.ss, st.align = g.SectorSize, g.AlignSize
 			continue
 		}
+		if first.CAW() {
+			// sanlock 5.x updates a lease marked CAW with SCSI COMPARE AND
+			// WRITE instead of a ballot; ours would not exclude such a
+			// writer. Refused as 5.x refuses it where CAW cannot be used.
+			return first, fmt.Errorf("leader flags %#x: CAW lease: %w", first.Flags, rescode.ErrCAWOpen)
+		}
 		if (first.NumHosts+2)*uint64(st.ss) > uint64(st.align) {
 			// A checksummed leader whose num_hosts does not fit its area:
 			// refuse rather than size a ballot read from it.

@@ -388,6 +388,13 @@ func (w *OwnerWait) Check(dl, ld *diskfmt.Leader, now uint64) OwnerVerdict {
 	case w.ViewOK && w.View.LastLive != 0 && w.View.LastCheck == w.View.LastLive:
 		return OwnerAlive
 	case now > w.WaitStart && now-w.WaitStart > w.DeadAfter:
+		if dl.NoTimeout() {
+			// A sanlock 5.x host of a NO_TIMEOUT lockspace runs without
+			// the watchdog: one that stopped renewing may still use its
+			// leases, so it is never dead by time (docs/ondisk.md "Leader
+			// flags"). Answered as a live owner.
+			return OwnerAlive
+		}
 		return OwnerDead
 	}
 	return OwnerWaiting
@@ -455,6 +462,8 @@ func SharedHolderDead(v HostView, ok bool, hostID, modeGen uint64, dl *diskfmt.L
 		return true
 	case dl.Timestamp == 0:
 		return true
+	case dl.NoTimeout():
+		return false // never dead by time (OwnerWait.Check)
 	}
 	// HostLive said dead, so ok and v.LastCheck != 0 hold.
 	return v.OwnerID == hostID && v.OwnerGeneration == modeGen && v.Timestamp == dl.Timestamp &&

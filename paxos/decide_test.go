@@ -198,6 +198,23 @@ func TestOwnerWait(t *testing.T) {
 	w = NewOwnerWait(view(500, 500, 77), true, &diskfmt.Leader{OwnerID: 2, OwnerGeneration: 2}, 501, 10, 60)
 	assert.Zero(t, w.LastTS)
 
+	// an owner whose delta lease is NO_TIMEOUT (sanlock 5.x) is never dead
+	// by time: answered as alive (-243); released or replaced still count
+	noTimeout := func(ts uint64) *diskfmt.Leader {
+		d := delta2(ts)
+		d.Flags = diskfmt.LeaderNoTimeout | diskfmt.LeaderAlign1M
+		return d
+	}
+	w = NewOwnerWait(view(500, 450, 77), true, &ld, 501, 10, 60)
+	assert.Equal(t, OwnerWaiting, w.Check(noTimeout(77), &ld, 518))
+	assert.Equal(t, OwnerAlive, w.Check(noTimeout(77), &ld, 519))
+	assert.Equal(t, OwnerAlive, w.Check(noTimeout(77), &ld, 100000))
+	dead := noTimeout(77)
+	dead.Flags |= diskfmt.LeaderDeadExt
+	assert.Equal(t, OwnerAlive, w.Check(dead, &ld, 100000), "DEAD_EXT takeover is not implemented: still alive")
+	released := noTimeout(0)
+	assert.Equal(t, OwnerReleased, w.Check(released, &ld, 100000))
+
 	assert.Equal(t, OwnerReleased, w.Check(&diskfmt.Leader{}, &ld, 0))
 	assert.Equal(t, OwnerReplaced, w.Check(&diskfmt.Leader{OwnerID: 2, OwnerGeneration: 4, Timestamp: 1}, &ld, 0))
 	assert.Equal(t, OwnerReplaced, w.Check(&diskfmt.Leader{OwnerID: 5, OwnerGeneration: 3, Timestamp: 1}, &ld, 0))
@@ -274,6 +291,10 @@ func TestSharedHolderDead(t *testing.T) {
 		{"silent too long, released on disk", tbl(850, 7, 2), true, 2, lease(2, 0), true},
 		{"disk lease of another host_id", tbl(850, 7, 2), true, 2, &diskfmt.Leader{OwnerID: 3, OwnerGeneration: 2, Timestamp: 7}, false},
 		{"disk lease older than the mode block", tbl(850, 0, 2), true, 2, lease(1, 0), false},
+		{"silent too long, NO_TIMEOUT (5.x)", tbl(850, 7, 2), true, 2,
+			&diskfmt.Leader{OwnerID: 2, OwnerGeneration: 2, Timestamp: 7, Flags: diskfmt.LeaderNoTimeout}, false},
+		{"released, NO_TIMEOUT", tbl(850, 0, 2), true, 2,
+			&diskfmt.Leader{OwnerID: 2, OwnerGeneration: 2, Flags: diskfmt.LeaderNoTimeout}, true},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, SharedHolderDead(c.hv, c.ok, 2, c.gen, c.dl, now, 10, 60), c.name)

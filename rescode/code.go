@@ -56,15 +56,21 @@ const (
 	ErrRenewOwner         Code = -260
 	ErrRenewDiff          Code = -261
 	ErrHostIDBusy         Code = -262
-	ErrRequestMagic       Code = -270
-	ErrRequestVersion     Code = -271
-	ErrRequestOld         Code = -272
-	ErrRequestLver        Code = -273
-	ErrRindexMagic        Code = -274
-	ErrRindexVersion      Code = -275
-	ErrRindexLockspace    Code = -276
-	ErrRindexOffset       Code = -277
-	ErrRindexDiff         Code = -278
+	// ErrDeadExt (sanlock 5.x): the host's delta lease was marked dead by
+	// another host (DEAD_EXT).
+	ErrDeadExt         Code = -263
+	ErrRequestMagic    Code = -270
+	ErrRequestVersion  Code = -271
+	ErrRequestOld      Code = -272
+	ErrRequestLver     Code = -273
+	ErrRindexMagic     Code = -274
+	ErrRindexVersion   Code = -275
+	ErrRindexLockspace Code = -276
+	ErrRindexOffset    Code = -277
+	ErrRindexDiff      Code = -278
+	// ErrCAWOpen (sanlock 5.x) refuses a lease marked for SCSI COMPARE
+	// AND WRITE where CAW cannot be used (5.1.1 answers it on files).
+	ErrCAWOpen Code = -283
 )
 
 // Errno results as they appear on the wire and in the tools' output
@@ -178,6 +184,8 @@ var codeTable = map[Code]codeInfo{
 	ErrRindexLockspace:    {"SANLK_RINDEX_LOCKSPACE", "Unknown error"},
 	ErrRindexOffset:       {"SANLK_RINDEX_OFFSET", "Unknown error"},
 	ErrRindexDiff:         {"SANLK_RINDEX_DIFF", "Unknown error"},
+	ErrCAWOpen:            {"SANLK_CAW_OPEN", "Unknown error"},
+	ErrDeadExt:            {"SANLK_DEAD_EXT", "Unknown error"},
 }
 
 // Name returns the sanlock constant name (e.g. "SANLK_LEADER_MAGIC"), or the

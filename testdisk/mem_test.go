@@ -150,7 +150,7 @@ func TestMemAtomicWrites(t *testing.T) {
 
 func TestMemIsDevice(t *testing.T) {
 	var d diskfmt.Device = testdisk.NewMem(1<<20, 512)
-	require.NoError(t, diskfmt.WriteLockspace(context.Background(), d, 0, 0, "LS", 10))
+	require.NoError(t, diskfmt.WriteLockspace(context.Background(), d, 0, 0, "LS", 10, 0))
 	g, err := diskfmt.LockspaceGeometry(context.Background(), d, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 512, g.SectorSize)

@@ -77,19 +77,106 @@ func errno(err error) int {
 // ErrNoDevice is returned when no candidate could be opened and armed.
 var ErrNoDevice = errors.New("no watchdog device, load a watchdog driver")
 
-// device is the armed watchdog and its state in the test loop.
+// device is the watchdog and its state in the test loop. It is open
+// (wd set), closed unclean (armed: the timer runs since the last ping and
+// the test loop reopens it once every client passes), or closed idle
+// (disarmed by the magic close, or never opened).
 type device struct {
 	drv  Driver
 	path string
 	wd   Watchdog // nil while closed
 	log  *zap.Logger
+	fire int // the timeout set on the device (the last one while closed)
+	// identity is the driver's name, if the device tells it (dump).
+	identity string
+	// unclean: closed without the magic, so armed and counting.
+	unclean bool
 
 	lastKeepalive    uint64
 	lastCloseUnclean uint64
 }
 
+// armed says whether the device's timer runs: open, or closed unclean.
+func (d *device) armed() bool { return d.wd != nil || d.unclean }
+
+// selectDevice finds the device like wdmd 3.9 at its start (docs/wdmd.md
+// "Device selection"): per candidate, open it, read its timeout and
+// disarm it at once with the magic close. The first that reports a
+// timeout is the device; it stays closed until a client needs it (open).
+func selectDevice(drv Driver, candidates []string, fire int, log *zap.Logger) (*device, error) {
+	for _, p := range candidates {
+		if drv.Stat(p) != nil {
+			continue
+		}
+		wd, err := drv.Open(p)
+		if err != nil {
+			log.Error(fmt.Sprintf("open %s error %d", p, errno(err)))
+			continue
+		}
+		d := &device{drv: drv, path: p, wd: wd, log: log, fire: fire}
+		t, err := wd.GetTimeout()
+		if err != nil {
+			log.Error(fmt.Sprintf("%s failed to report timeout", p))
+			d.closeQuiet()
+			continue
+		}
+		log.Error(fmt.Sprintf("%s gettimeout reported %d", p, t))
+		if id, ok := wd.(interface{ Identity() (string, error) }); ok {
+			d.identity, _ = id.Identity()
+		}
+		d.closeQuiet()
+		return d, nil
+	}
+	log.Error(ErrNoDevice.Error())
+	return nil, ErrNoDevice
+}
+
+// open opens the device and sets its timeout to fire seconds unless it
+// already has it, then pings (wdmd 3.9's answer to the first
+// OPEN_WATCHDOG). It returns the timeout now in force. On any failure the
+// device is disarmed and stays closed.
+func (d *device) open(fire int, now uint64) (int, error) {
+	wd, err := d.drv.Open(d.path)
+	if err != nil {
+		d.log.Error(fmt.Sprintf("open %s error %d", d.path, errno(err)))
+		return 0, err
+	}
+	d.wd = wd
+	t, err := wd.GetTimeout()
+	if err != nil {
+		d.log.Error(fmt.Sprintf("%s failed to report timeout", d.path))
+		d.closeQuiet()
+		return 0, err
+	}
+	if t != fire {
+		if _, err = wd.SetTimeout(fire); err == nil {
+			t, err = wd.GetTimeout()
+		}
+		if err != nil || t != fire {
+			d.log.Error(fmt.Sprintf("%s failed to set timeout %d", d.path, fire))
+			d.closeQuiet()
+			if err == nil {
+				err = unix.EINVAL
+			}
+			return 0, err
+		}
+	}
+	d.fire = t
+	d.log.Error(fmt.Sprintf("%s open with timeout %d", d.path, t))
+	d.ping(now)
+	return t, nil
+}
+
+// closeQuiet is a magic close without log lines.
+func (d *device) closeQuiet() {
+	_, _ = d.wd.Write([]byte("V"))
+	_ = d.wd.Close()
+	d.wd = nil
+}
+
 // arm opens the first usable candidate and sets its timeout to fire
-// seconds (docs/wdmd.md "Device selection"). The device stays open.
+// seconds, as wdmd 3.8.5 does at its start (docs/wdmd.md "Device
+// selection"). The device stays open.
 func arm(drv Driver, candidates []string, fire int, log *zap.Logger) (*device, error) {
 	for _, p := range candidates {
 		if drv.Stat(p) != nil {
@@ -100,7 +187,7 @@ func arm(drv Driver, candidates []string, fire int, log *zap.Logger) (*device, e
 			log.Error(fmt.Sprintf("open %s error %d", p, errno(err)))
 			continue
 		}
-		d := &device{drv: drv, path: p, wd: wd, log: log}
+		d := &device{drv: drv, path: p, wd: wd, log: log, fire: fire}
 		t, err := wd.GetTimeout()
 		if err != nil {
 			log.Error(fmt.Sprintf("%s failed to report timeout", p))
@@ -164,6 +251,7 @@ func (d *device) closeUnclean(now uint64) {
 	}
 	_ = d.wd.Close()
 	d.wd = nil
+	d.unclean = true
 	d.lastCloseUnclean = now
 	d.log.Error(fmt.Sprintf("%s closed unclean", d.path))
 }
@@ -177,6 +265,7 @@ func (d *device) reopen(now uint64) {
 		return
 	}
 	d.wd = wd
+	d.unclean = false
 	d.log.Error(fmt.Sprintf("%s reopen", d.path))
 	d.ping(now)
 }

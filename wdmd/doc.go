@@ -1,8 +1,10 @@
-// Package wdmd is the watchdog multiplexer of sanlock 3.8.5 as a pure
-// algorithm: the test loop that decides, every test interval, whether the
-// watchdog device may be pinged, the per-connection expiry records, the
-// refcounts that keep the daemon alive, script tests, device selection and
-// arming, and the 176-byte record of the wdmd socket protocol.
+// Package wdmd is the watchdog multiplexer of sanlock (3.8.5, 3.9.5 and
+// 5.1.1) as a pure algorithm: the test loop that decides, every test
+// interval, whether the watchdog device may be pinged, the per-connection
+// expiry records, the refcounts that keep the daemon alive, script tests,
+// device selection, the device opened on demand by OPEN_WATCHDOG (or
+// armed from the start, as 3.8.5), the --trytimeout procedure, and the
+// 176-byte record of the wdmd socket protocol.
 // See docs/wdmd.md.
 //
 // # Shape
@@ -36,4 +38,7 @@
 // [E-10, E), before E+60 = the host_dead_seconds other hosts wait
 // (L + 8*io_timeout + 60 for sanlock's expiry E = L + 8*io_timeout).
 // When every source passes again, the device is reopened and pinged.
+// With another fire timeout F the interval and the margin follow it
+// (IntervalFor; the margin at least 2 s), and the device fires F s after
+// the close, before E+F.
 package wdmd

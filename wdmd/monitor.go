@@ -67,9 +67,14 @@ type Config struct {
 	Log     *zap.Logger
 	Scripts ScriptRunner // required when AllowScripts is set
 
-	FirstDevice   string // -w: device path tried first
-	TestInterval  int    // seconds between tests (3.8.5: 10, not configurable)
-	FireTimeout   int    // device timeout (3.8.5: 60, not configurable)
+	FirstDevice string // -w: device path tried first
+	// TestInterval fixes the seconds between passing tests (tests only).
+	// 0: it follows the device timeout in force (IntervalFor: 10 at 60 s).
+	TestInterval int
+	// FireTimeout is the device timeout of Arm (3.8.5 mode) and the one
+	// set for a client that registers without OPEN_WATCHDOG (a sanlock
+	// 3.8.5, which requires 60). 0: 60.
+	FireTimeout   int
 	AllowScripts  bool   // -S 1
 	ScriptDir     string // -s
 	KillScriptSec int    // -k
@@ -92,14 +97,19 @@ type Config struct {
 }
 
 // ErrUnknownCommand is returned by Receive for a record whose command is
-// not one of 1..6. wdmd 3.8.5 ignored such records without a reply; we
-// close the connection instead (a client waiting for a reply would
-// otherwise hang, and random input is refused early).
+// not one of 1..7. wdmd ignores such records without a reply; we close
+// the connection instead (a client waiting for a reply would otherwise
+// hang, and random input is refused early).
 var ErrUnknownCommand = errors.New("wdmd: unknown command")
 
 // slot is one entry of the client table (the dump's "client <n>").
 type slot struct {
-	used    bool
+	used     bool
+	internal bool // the dump's "signal" and "listen" entries
+	// opener: sent OPEN_WATCHDOG (a sanlock 3.9 or later). A client that
+	// registers without it is a sanlock 3.8.5, for which the device is
+	// opened at REGISTER (openForLegacy).
+	opener  bool
 	name    [NameSize]byte
 	pid     int
 	fd      int
@@ -126,14 +136,32 @@ type Monitor struct {
 	margin   uint64
 	testTime uint64
 	quit     bool
+	// lazy: the device is opened when a client needs it and closed when
+	// the last client goes (wdmd 3.9 and later; Select). Without it the
+	// device is armed from the start and stays open (Arm, wdmd 3.8.5).
+	lazy bool
+}
+
+// IntervalFor is the test interval for a device timeout of fire seconds,
+// as wdmd 3.9 and later choose it: 10 s at 60 s and more, 5 s from 30 s,
+// 2 s from 10 s, else 1 s. wdmd 3.9.5 also warns a client from its expiry
+// minus this (measured black-box); our margin is marginFor.
+func IntervalFor(fire int) uint64 {
+	switch {
+	case fire >= 60:
+		return 10
+	case fire >= 30:
+		return 5
+	case fire >= 10:
+		return 2
+	}
+	return 1
 }
 
 // New returns a Monitor with the given configuration. It scans the
-// scripts directory when scripts are allowed; the device is armed by Arm.
+// scripts directory when scripts are allowed; the device is found by
+// Select (opened on demand) or armed at once by Arm.
 func New(cfg Config) *Monitor {
-	if cfg.TestInterval <= 0 {
-		cfg.TestInterval = DefaultTestInterval
-	}
 	if cfg.FireTimeout <= 0 {
 		cfg.FireTimeout = DefaultFireTimeout
 	}
@@ -144,29 +172,125 @@ func New(cfg Config) *Monitor {
 		cfg.ScriptDir = "/etc/wdmd.d"
 	}
 	m := &Monitor{
-		cfg:      cfg,
-		log:      cfg.Log,
-		clock:    cfg.Clock,
-		byConn:   map[Conn]int{},
-		normal:   uint64(cfg.TestInterval),
-		interval: uint64(cfg.TestInterval),
-		margin:   WarnMargin,
+		cfg:    cfg,
+		log:    cfg.Log,
+		clock:  cfg.Clock,
+		byConn: map[Conn]int{},
 	}
+	m.setTiming(cfg.FireTimeout)
 	if cfg.AllowScripts {
 		m.scanScripts()
 	}
 	return m
 }
 
-// Arm selects and arms the watchdog device (docs/wdmd.md "Device selection"). It fails with
-// ErrNoDevice when no candidate works.
+// marginFor is the warning margin for a device timeout of fire seconds:
+// the test interval, but at least 2 s. The last ping is then at the
+// latest at expire-margin+1 (tests run on whole seconds), so the device
+// fires at least 1 s before host_dead_seconds (expire + fire); with
+// wdmd 3.9.5's 1-s margin below 10 s it could fire at that very second.
+func marginFor(fire int) uint64 { return max(IntervalFor(fire), 2) }
+
+// setTiming makes the test interval and the warning margin follow a
+// device timeout of fire seconds (a fixed Config.TestInterval wins).
+func (m *Monitor) setTiming(fire int) {
+	m.margin = marginFor(fire)
+	m.normal = IntervalFor(fire)
+	if m.cfg.TestInterval > 0 {
+		m.normal = uint64(m.cfg.TestInterval)
+	}
+	m.interval = m.normal
+}
+
+// Arm selects and arms the watchdog device at start, as wdmd 3.8.5 does
+// (docs/wdmd.md "Device selection"): the device stays open until the
+// daemon stops. It fails with ErrNoDevice when no candidate works.
 func (m *Monitor) Arm() error {
 	d, err := arm(m.cfg.Driver, Candidates(m.cfg.FirstDevice), m.cfg.FireTimeout, m.log)
 	if err != nil {
 		return err
 	}
 	m.dev = d
+	m.lazy = false
 	return nil
+}
+
+// Select finds the watchdog device at start without arming it, as wdmd
+// 3.9 and later do (docs/wdmd.md "Opening the device on demand"): the
+// device is opened by the first OPEN_WATCHDOG, or by the REGISTER of a
+// client that never sent one, and closed with the magic close when the
+// last client goes. It fails with ErrNoDevice when no candidate works.
+func (m *Monitor) Select() error {
+	d, err := selectDevice(m.cfg.Driver, Candidates(m.cfg.FirstDevice), m.cfg.FireTimeout, m.log)
+	if err != nil {
+		return err
+	}
+	m.dev = d
+	m.lazy = true
+	return nil
+}
+
+// Device is the path of the selected device and the name its driver
+// gives ("" when it gives none, or before Select or Arm).
+func (m *Monitor) Device() (path, identity string) {
+	if m.dev == nil {
+		return "", ""
+	}
+	return m.dev.path, m.dev.identity
+}
+
+// openWatchdog answers OPEN_WATCHDOG asking for fire seconds: with the
+// device armed (open, or closed unclean while a failure counts down) the
+// timeout in force, else the device is opened with fire seconds; 0 when
+// it cannot be. Opening runs a test at once (the next Test call).
+func (m *Monitor) openWatchdog(fire int) int {
+	if m.dev == nil {
+		return 0
+	}
+	if m.dev.armed() {
+		return m.dev.fire
+	}
+	if fire <= 0 {
+		return 0
+	}
+	t, err := m.dev.open(fire, seconds(m.clock))
+	if err != nil {
+		return 0
+	}
+	m.setTiming(t)
+	m.testTime = 0
+	return t
+}
+
+// openForLegacy arms the device for slot s, a client that did not send
+// OPEN_WATCHDOG (sanlock 3.8.5 expects the device armed with 60 s from
+// wdmd's start): the device is opened with Config.FireTimeout, unless it
+// is armed already. A failure shows in the STATUS answer (fire_timeout
+// 0), which makes that sanlock fail its add_lockspace with -203.
+func (m *Monitor) openForLegacy(ci int, s *slot) {
+	if s.opener || m.dev == nil || m.dev.armed() {
+		return
+	}
+	t := m.openWatchdog(m.cfg.FireTimeout)
+	m.log.Error(fmt.Sprintf("open_watchdog for ci %d pid %d without open_watchdog fire_timeout %d result %d",
+		ci, s.pid, m.cfg.FireTimeout, t))
+}
+
+// closeIfUnused disarms an open device with the magic close once no
+// client is left (no connection, no dead slot), as wdmd 3.9 does. A
+// device closed unclean is left to the test loop, which reopens it when
+// every client passes and then comes here.
+func (m *Monitor) closeIfUnused() {
+	if !m.lazy || m.dev == nil || m.dev.wd == nil {
+		return
+	}
+	for _, s := range m.slots {
+		if s.used && !s.internal {
+			return
+		}
+	}
+	m.log.Error("close watchdog unused")
+	m.dev.closeClean()
 }
 
 // AddInternal adds a slot that is not a client (upstream's "signal" and
@@ -174,6 +298,7 @@ func (m *Monitor) Arm() error {
 func (m *Monitor) AddInternal(name string, fd int) int {
 	i := m.newSlot(fd)
 	copy(m.slots[i].name[:], name)
+	m.slots[i].internal = true
 	return i
 }
 
@@ -220,19 +345,41 @@ func (m *Monitor) Receive(c Conn, r *Record) error {
 		s.pid = pid
 		s.name = r.Name
 		m.log.Debug(fmt.Sprintf("register ci %d fd %d pid %d %s", ci, s.fd, pid, cString(s.name[:])))
+		m.openForLegacy(ci, s)
 	case CmdRefcountSet:
 		s.ref = true
+		m.openForLegacy(ci, s)
 	case CmdRefcountClear:
 		s.ref = false
 	case CmdTestLive:
 		s.renewal = r.RenewalTime
 		s.expire = r.ExpireTime
 		m.log.Debug(fmt.Sprintf("test_live ci %d renewal %d expire %d", ci, s.renewal, s.expire))
+		if s.expire != 0 {
+			m.openForLegacy(ci, s)
+		}
+	case CmdOpenWatchdog:
+		s.opener = true
+		t := m.openWatchdog(int(r.FireTimeout))
+		m.log.Error(fmt.Sprintf("open_watchdog fire_timeout %d result %d", r.FireTimeout, t))
+		reply := *r
+		reply.FireTimeout = uint32(t)
+		if err := c.Send(reply.Marshal()); err != nil {
+			m.Hangup(c)
+			return err
+		}
 	case CmdStatus:
 		reply := *r
 		reply.TestInterval = uint32(m.interval)
 		reply.FireTimeout = uint32(m.cfg.FireTimeout)
 		if m.dev != nil {
+			// The timeout in force; 0 while the device is not armed, so
+			// that a sanlock 3.8.5 (which requires 60) does not join
+			// without protection.
+			reply.FireTimeout = 0
+			if m.dev.armed() {
+				reply.FireTimeout = uint32(m.dev.fire)
+			}
 			reply.LastKeepalive = m.dev.lastKeepalive
 		}
 		if err := c.Send(reply.Marshal()); err != nil {
@@ -268,6 +415,7 @@ func (m *Monitor) Hangup(c Conn) {
 	if s.expire == 0 {
 		*s = slot{}
 		m.log.Debug(fmt.Sprintf("client_pid_dead ci %d", ci))
+		m.closeIfUnused()
 		return
 	}
 	m.log.Error(fmt.Sprintf("client dead ci %d fd %d pid %d renewal %d expire %d %s",
@@ -354,11 +502,12 @@ func (m *Monitor) Test(ctx context.Context) time.Duration {
 		fails, ping := Evaluate(now, m.Expiries(), scriptFails, m.margin)
 		m.logFailures(now, fails)
 		switch {
-		case ping && m.dev != nil && !m.dev.isOpen():
+		case ping && m.dev != nil && m.dev.unclean:
 			m.dev.reopen(now)
 			m.interval = m.normal
+			m.closeIfUnused()
 		case ping:
-			if m.dev != nil {
+			if m.dev != nil && m.dev.isOpen() {
 				m.dev.ping(now)
 			}
 			m.interval = m.normal
@@ -426,7 +575,11 @@ func (m *Monitor) logFailures(now uint64, fails []Failure) {
 	lastPing := max(ka, cu)
 	for _, f := range fails {
 		if f.Verdict == Failed {
-			rem := int64(m.cfg.FireTimeout) - (int64(now) - int64(lastPing))
+			fire := m.cfg.FireTimeout
+			if m.dev != nil {
+				fire = m.dev.fire
+			}
+			rem := int64(fire) - (int64(now) - int64(lastPing))
 			m.log.Error(fmt.Sprintf("test failed rem %d now %d ping %d close %d renewal %d expire %d client %d %s",
 				rem, now, ka, cu, f.Renewal, f.Expire, f.Pid, f.Name))
 		} else {
@@ -505,8 +658,12 @@ func (m *Monitor) Dump() string {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	line("wdmd %d socket_gid %d high_priority %d now %d last_keepalive %d last_closeunclean %d allow_scripts %d kill_script_sec %d",
-		m.cfg.Pid, m.cfg.SocketGID, m.cfg.HighPriority, now, ka, cu, b2i(m.cfg.AllowScripts), m.cfg.KillScriptSec)
+	fire, identity := m.cfg.FireTimeout, ""
+	if m.dev != nil {
+		fire, identity = m.dev.fire, m.dev.identity
+	}
+	line("wdmd %d socket_gid %d high_priority %d now %d last_keepalive %d last_closeunclean %d allow_scripts %d kill_script_sec %d fire_timeout %d identity \"%s\"",
+		m.cfg.Pid, m.cfg.SocketGID, m.cfg.HighPriority, now, ka, cu, b2i(m.cfg.AllowScripts), m.cfg.KillScriptSec, fire, identity)
 	for i, s := range m.scripts {
 		if s.name == "" {
 			continue

@@ -21,7 +21,7 @@ const (
 	CmdTestLive      = 4 // renewal_time, expire_time; no reply
 	CmdStatus        = 5 // reply: the request with test_interval, fire_timeout, last_keepalive
 	CmdDumpDebug     = 6 // reply: text
-	// CmdOpenWatchdog (7) exists only after 3.8.5 and is not served.
+	CmdOpenWatchdog  = 7 // fire_timeout; reply: the request with the fire_timeout in force (0: not armed). wdmd 3.9 and later
 )
 
 // Record is one message of the wdmd socket protocol, host byte order

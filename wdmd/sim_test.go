@@ -120,8 +120,21 @@ type world struct {
 	done   chan error
 }
 
-// startWorld must run inside a synctest bubble.
+// startWorld must run inside a synctest bubble. The device is armed at
+// start (Arm, wdmd 3.8.5).
 func startWorld(t *testing.T, cfg wdmd.Config, opts testdev.Options) *world {
+	t.Helper()
+	return startWorldMode(t, cfg, opts, false)
+}
+
+// startLazyWorld is startWorld with the device opened on demand (Select,
+// wdmd 3.9 and later).
+func startLazyWorld(t *testing.T, cfg wdmd.Config, opts testdev.Options) *world {
+	t.Helper()
+	return startWorldMode(t, cfg, opts, true)
+}
+
+func startWorldMode(t *testing.T, cfg wdmd.Config, opts testdev.Options, lazy bool) *world {
 	t.Helper()
 	clock := clock.NewAt(base * time.Second)
 	opts.Clock = clock
@@ -134,7 +147,11 @@ func startWorld(t *testing.T, cfg wdmd.Config, opts testdev.Options) *world {
 	w.mon = wdmd.New(cfg)
 	w.mon.AddInternal("signal", 5)
 	w.mon.AddInternal("listen", 6)
-	require.NoError(t, w.mon.Arm())
+	if lazy {
+		require.NoError(t, w.mon.Select())
+	} else {
+		require.NoError(t, w.mon.Arm())
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	go func() { w.done <- w.mon.Run(ctx, w.events) }()
@@ -186,6 +203,8 @@ type lockspace struct {
 	lastOK    uint64 // renewals at join+2io*k succeed while <= lastOK
 	deactAt   uint64 // if set: test_live(0,0) + refcount clear at this second + 0.5
 	hangupAt  uint64 // if set: the connection ends (sanlock killed) at this second + 0.75
+	fire      int    // if set: OPEN_WATCHDOG with this timeout right after the connect (sanlock 3.9+)
+	opened    int    // its answer
 	renewals  []uint64
 	status    wdmd.Record
 	conn      *fakeConn
@@ -200,6 +219,12 @@ func (w *world) runLockspace(ls *lockspace, fd int) {
 	c := newConn(fd, ls.pid)
 	ls.conn = c
 	w.events <- wdmd.Event{Kind: wdmd.EvAccept, Conn: c}
+	if ls.fire != 0 {
+		w.send(c, wdmd.Record{Cmd: wdmd.CmdOpenWatchdog, FireTimeout: uint32(ls.fire)})
+		var r wdmd.Record
+		require.NoError(w.t, r.Unmarshal(<-c.replies))
+		ls.opened = int(r.FireTimeout)
+	}
 	w.sleepUntil(ls.join, 250*time.Millisecond)
 	var r wdmd.Record
 	r.Cmd = wdmd.CmdRegister

@@ -215,7 +215,7 @@ func TestDump(t *testing.T) {
 		c2 := newConn(9, 1)
 		w.events <- wdmd.Event{Kind: wdmd.EvAccept, Conn: c2}
 		w.send(c2, wdmd.Record{Cmd: wdmd.CmdDumpDebug})
-		require.Equal(t, "wdmd 18705 socket_gid 105 high_priority 0 now 1003 last_keepalive 1002 last_closeunclean 0 allow_scripts 0 kill_script_sec 0\n"+
+		require.Equal(t, "wdmd 18705 socket_gid 105 high_priority 0 now 1003 last_keepalive 1002 last_closeunclean 0 allow_scripts 0 kill_script_sec 0 fire_timeout 60 identity \"\"\n"+
 			"client 0 name signal pid 0 fd 5 dead 0 ref 0 now 1003 renewal 0 expire 0\n"+
 			"client 1 name listen pid 0 fd 6 dead 0 ref 0 now 1003 renewal 0 expire 0\n"+
 			"client 2 name sanlock_LS:1 pid 18748 fd 8 dead 0 ref 1 now 1003 renewal 1002 expire 1018\n"+
@@ -229,12 +229,12 @@ func TestDump(t *testing.T) {
 		require.Equal(t, wdmd.Record{Cmd: wdmd.CmdStatus, Magic: 77, TestInterval: 10, FireTimeout: 60, LastKeepalive: 1002}, st)
 		require.Contains(t, w.mon.Dump(), "client 3 name  pid 0 fd 10 dead 0 ref 0") // slot 3 reused
 		// an unknown command closes that connection only
-		w.send(c3, wdmd.Record{Cmd: 7})
+		w.send(c3, wdmd.Record{Cmd: 8})
 		w.send(c1, wdmd.Record{Cmd: wdmd.CmdTestLive})
 		w.sleepUntil(1004, 0)
 		require.True(t, c3.isClosed())
 		require.False(t, c1.isClosed())
-		require.Contains(t, w.log.errors(), "1003 ci 3 unknown cmd 7")
+		require.Contains(t, w.log.errors(), "1003 ci 3 unknown cmd 8")
 		require.NoError(t, w.stop())
 	})
 }

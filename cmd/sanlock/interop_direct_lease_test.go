@@ -86,7 +86,7 @@ func flagsFor(sector int) uint32 {
 func lsResImage(sector int) func(t *testing.T) []byte {
 	return func(t *testing.T) []byte {
 		return buildImage(t, 4<<20, sector, func(ctx context.Context, m *memDev) {
-			require.NoError(t, diskfmt.WriteLockspace(ctx, m, 0, flagsFor(sector), "LS", 1))
+			require.NoError(t, diskfmt.WriteLockspace(ctx, m, 0, flagsFor(sector), "LS", 1, 0))
 			for i, r := range []string{"R", "R2"} {
 				require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: m, Offset: int64(i+1) << 20}},
 					flagsFor(sector), diskfmt.PaxosInit{SpaceName: "LS", ResourceName: r}))

@@ -516,7 +516,7 @@ func mem(size int64) []byte { return make([]byte, size) }
 
 func lockspaceImage(t *testing.T, size int64, sector int, flags uint32, name string) []byte {
 	m := &memDev{b: mem(size), ss: sector}
-	require.NoError(t, diskfmt.WriteLockspace(context.Background(), m, 0, flags, name, 10))
+	require.NoError(t, diskfmt.WriteLockspace(context.Background(), m, 0, flags, name, 10, 0))
 	return m.b
 }
 
@@ -613,7 +613,7 @@ func badCases(t *testing.T) []badCase {
 		v    []byte
 	}{
 		{"wrong_magic", 0, []byte{0x11}},
-		{"wrong_version", 6, []byte{0x04}},
+		{"wrong_version", 6, []byte{0x08}}, // major 8: no release reads it (4 and 5 are 5.x delta versions)
 		{"minor_version", 4, []byte{0x09}},
 		{"bad_checksum", 16, []byte{0x01}},
 		{"bad_checksum_field", 168, []byte{0x00, 0x00}},

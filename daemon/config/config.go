@@ -155,6 +155,20 @@ type Config struct {
 	MaxSectorsKBAlign    bool   // max_sectors_kb = align
 	MaxSectorsKBNum      int    // max_sectors_kb = <even number <= 8192>
 
+	// On-disk versions written by init (docs/compat.md "On-disk format
+	// versions"): CreateDeltaVersion and CreatePaxosVersion are ours
+	// (create_delta_disk_version 3.4|4.0|5.0, create_paxos_disk_version
+	// 6.4|7.0; default 3.4 and 6.4, which every release reads).
+	// CreateDelta34, CreateDelta40 and CreatePaxos64 are sanlock 5.x's
+	// create_old_delta_disk_version = 3.4|4.0 and
+	// create_old_paxos_disk_version = 6.4, which win over ours
+	// (DeltaCreateVersion, PaxosCreateVersion).
+	CreateDeltaVersion uint32
+	CreatePaxosVersion uint32
+	CreateDelta34      bool
+	CreateDelta40      bool
+	CreatePaxos64      bool
+
 	// StrictPeer (ours: -X, strict_peer; off by default) lets a peer that
 	// is not root or in the daemon's group act only for its own pid
 	// (strict.go, docs/security.md).
@@ -203,6 +217,8 @@ func DefaultConfig() *Config {
 		UseAIO:              true,
 		ShRetries:           DefaultShRetries,
 		WriteInitIOTimeout:  DefaultWriteInitIOTimeout,
+		CreateDeltaVersion:  DeltaVersion34,
+		CreatePaxosVersion:  PaxosVersion64,
 		DebugCmds:           DefaultDebugCmds,
 		MaxSectorsKBNum:     DefaultMaxSectorsKBNum,
 		RunDir:              DefaultRunDir,
@@ -387,6 +403,25 @@ func (c *Config) ApplyConfigKey(key, value string) bool {
 		}
 	case "max_worker_threads":
 		c.MaxWorkerThreads = max(v, MinWorkerThreads)
+	case "create_delta_disk_version":
+		if d, ok := deltaVersions[value]; ok {
+			c.CreateDeltaVersion = d
+		}
+	case "create_paxos_disk_version":
+		if p, ok := paxosVersions[value]; ok {
+			c.CreatePaxosVersion = p
+		}
+	case "create_old_delta_disk_version": // values as 5.x: exact, other values set nothing
+		switch value {
+		case "3.4":
+			c.CreateDelta34 = true
+		case "4.0":
+			c.CreateDelta40 = true
+		}
+	case "create_old_paxos_disk_version":
+		if value == "6.4" {
+			c.CreatePaxos64 = true
+		}
 	case "strict_peer":
 		c.StrictPeer = v != 0
 	case "metrics_address": // checked when the daemon starts
@@ -395,6 +430,49 @@ func (c *Config) ApplyConfigKey(key, value string) bool {
 		return false
 	}
 	return true
+}
+
+// The on-disk versions init can write (diskfmt.DeltaVersion,
+// DeltaVersion40, DeltaVersion50, PaxosVersion, PaxosVersion70).
+const (
+	DeltaVersion34 uint32 = 0x00030004
+	DeltaVersion40 uint32 = 0x00040000
+	DeltaVersion50 uint32 = 0x00050000
+	PaxosVersion64 uint32 = 0x00060004
+	PaxosVersion70 uint32 = 0x00070000
+)
+
+var (
+	deltaVersions = map[string]uint32{"3.4": DeltaVersion34, "4.0": DeltaVersion40, "5.0": DeltaVersion50}
+	paxosVersions = map[string]uint32{"6.4": PaxosVersion64, "7.0": PaxosVersion70}
+)
+
+// DeltaCreateVersion is the delta lease version init writes: 5.x's
+// create_old_delta_disk_version when set (3.4 before 4.0, as 5.x), else
+// create_delta_disk_version.
+func (c *Config) DeltaCreateVersion() uint32 {
+	switch {
+	case c.CreateDelta34:
+		return DeltaVersion34
+	case c.CreateDelta40:
+		return DeltaVersion40
+	case c.CreateDeltaVersion != 0:
+		return c.CreateDeltaVersion
+	}
+	return DeltaVersion34
+}
+
+// PaxosCreateVersion is the paxos leader version init writes:
+// create_old_paxos_disk_version = 6.4 when set, else
+// create_paxos_disk_version.
+func (c *Config) PaxosCreateVersion() uint32 {
+	switch {
+	case c.CreatePaxos64:
+		return PaxosVersion64
+	case c.CreatePaxosVersion != 0:
+		return c.CreatePaxosVersion
+	}
+	return PaxosVersion64
 }
 
 // applyDebugCmd handles "+all", "-all", "+<debug name>", "-<debug name>".
@@ -536,11 +614,10 @@ func Atoi(s string) int { return cnum.Atoi(s) }
 // 3.9.5's in the same order. It holds the settings in effect, our host
 // name, the daemon pid as helper_pid, the CLOCK_MONOTONIC seconds at
 // start and now, and the version as text and as the 32-bit number of
-// VERSION. Keys of what our daemon does not have show the value a C
-// daemon shows without it: num_worker_threads is 2 (the workers a C
-// daemon starts with; ours runs each command on its connection's
-// goroutine), create_delta_34, create_delta_40 and create_paxos_64 are 0
-// (no create_old_*_disk_version).
+// VERSION. create_delta_34, create_delta_40 and create_paxos_64 are 5.x's
+// create_old_*_disk_version keys. num_worker_threads is 2, the workers a
+// C daemon starts with: ours has no worker threads (each command runs on
+// its connection's goroutine).
 func (c *Config) StatusText(host string, pid int, startMon, now uint64, version string, v uint32) string {
 	return fmt.Sprintf("our_host_name=%s use_watchdog=%d high_priority=%d mlock_level=%d quiet_fail=%d "+
 		"debug_renew=%d debug_hosts=%d debug_clients=%d debug_cmds=0x%x renewal_history_size=%d gid=%d uid=%d "+
@@ -557,7 +634,7 @@ func (c *Config) StatusText(host string, pid int, startMon, now uint64, version 
 		c.IOTimeout, c.UseCompareAndWrite, c.WatchdogFireTimeout,
 		c.KillGraceSeconds, pid, -1, 0, startMon,
 		now, version, v>>24, v>>16&0xff, v>>8&0xff, v, wire.ProtoVersion,
-		0, 0, 0)
+		b2i(c.CreateDelta34), b2i(c.CreateDelta40), b2i(c.CreatePaxos64))
 }
 
 func b2i(b bool) int {

@@ -322,3 +322,43 @@ func TestStatusTextKeys(t *testing.T) {
 	assert.Contains(t, text, " io_timeout=10 use_compare_and_write=yes watchdog_fire_timeout=60 kill_grace_seconds=40 ")
 	assert.Contains(t, text, " version_str=3.8.5 version_num=3.8.5 version_hex=03080500 smproto_hex=00000001 ")
 }
+
+func TestCreateVersionKeys(t *testing.T) {
+	apply := func(kv ...string) *Config {
+		c := DefaultConfig()
+		for i := 0; i < len(kv); i += 2 {
+			c.ApplyConfigKey(kv[i], kv[i+1])
+		}
+		return c
+	}
+	c := apply()
+	assert.Equal(t, DeltaVersion34, c.DeltaCreateVersion())
+	assert.Equal(t, PaxosVersion64, c.PaxosCreateVersion())
+	c = apply("create_delta_disk_version", "5.0", "create_paxos_disk_version", "7.0")
+	assert.Equal(t, DeltaVersion50, c.DeltaCreateVersion())
+	assert.Equal(t, PaxosVersion70, c.PaxosCreateVersion())
+	c = apply("create_delta_disk_version", "4.0", "create_delta_disk_version", "x", "create_paxos_disk_version", "6.5")
+	assert.Equal(t, DeltaVersion40, c.DeltaCreateVersion(), "unknown values are ignored")
+	assert.Equal(t, PaxosVersion64, c.PaxosCreateVersion())
+	// 5.x's keys win over ours; 3.4 wins over 4.0 in either order; values
+	// are compared exactly (5.1.1: "3.40" sets nothing).
+	c = apply("create_delta_disk_version", "5.0", "create_old_delta_disk_version", "4.0",
+		"create_paxos_disk_version", "7.0", "create_old_paxos_disk_version", "6.4")
+	assert.Equal(t, DeltaVersion40, c.DeltaCreateVersion())
+	assert.Equal(t, PaxosVersion64, c.PaxosCreateVersion())
+	c = apply("create_old_delta_disk_version", "3.4", "create_old_delta_disk_version", "4.0")
+	assert.Equal(t, DeltaVersion34, c.DeltaCreateVersion())
+	c = apply("create_delta_disk_version", "5.0", "create_old_delta_disk_version", "3.40", "create_old_paxos_disk_version", "7.0")
+	assert.Equal(t, DeltaVersion50, c.DeltaCreateVersion())
+	assert.Equal(t, PaxosVersion64, c.PaxosCreateVersion())
+}
+
+// create_delta_34, create_delta_40 and create_paxos_64 in the DAEMON
+// record follow 5.x's create_old_*_disk_version keys.
+func TestStatusTextCreateOld(t *testing.T) {
+	c := DefaultConfig()
+	assert.True(t, strings.HasSuffix(c.StatusText("h", 1, 1, 1, "3.8.5", 0x03080500), " create_delta_34=0 create_delta_40=0 create_paxos_64=0"))
+	c.ApplyConfigKey("create_old_delta_disk_version", "4.0")
+	c.ApplyConfigKey("create_old_paxos_disk_version", "6.4")
+	assert.True(t, strings.HasSuffix(c.StatusText("h", 1, 1, 1, "3.8.5", 0x03080500), " create_delta_34=0 create_delta_40=1 create_paxos_64=1"))
+}

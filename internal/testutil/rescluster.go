@@ -23,7 +23,7 @@ func ResourceFile(t testing.TB, nres int) string {
 	dev, err := diskfmt.OpenFile(path)
 	require.NoError(t, err)
 	ctx := context.Background()
-	require.NoError(t, diskfmt.WriteLockspace(ctx, dev, 0, 0, "LS", 1))
+	require.NoError(t, diskfmt.WriteLockspace(ctx, dev, 0, 0, "LS", 1, 0))
 	for i := 0; i < nres; i++ {
 		g, err := diskfmt.GeometryForWrite(0, dev.SectorSize())
 		require.NoError(t, err)

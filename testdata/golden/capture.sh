@@ -381,10 +381,10 @@ mksetup() { # name ; see README.md for the definitions
 	fresh_res) truncate -s 1M "$FILE"; sl direct init -r "LS:R:$FILE:0" >/dev/null ;;
 	fresh_ls_n48) truncate -s 1M "$FILE"; sl direct init -s "$N48:0:$FILE:0" >/dev/null ;;
 	corrupt_magic_ls) mksetup fresh_ls; poke 0 11 ;;
-	corrupt_version_ls) mksetup fresh_ls; poke 6 04 ;;
+	corrupt_version_ls) mksetup fresh_ls; poke 6 06 ;;
 	corrupt_sum_ls) mksetup fresh_ls; poke 16 01 ;;
 	corrupt_magic_res) mksetup fresh_res; poke 0 11 ;;
-	corrupt_version_res) mksetup fresh_res; poke 6 07 ;;
+	corrupt_version_res) mksetup fresh_res; poke 6 08 ;;
 	corrupt_sum_res) mksetup fresh_res; poke 160 01 ;;
 	clear_magic_res) mksetup fresh_res; poke 0 16 20 28 11 ;;
 	fresh_rindex) truncate -s 8M "$FILE"; sl direct format -x "LS:$FILE:4194304" >/dev/null ;;

@@ -350,14 +350,25 @@ func escalation(t *testing.T, sc escScenario, wdmdBin, escHolder string) *escRun
 			r.add(l.at, "wdmd", "slot freed (connection closed)")
 		}
 	}
-	opens := 0
+	// wdmd probes the device at its start (open, magic close) and arms it
+	// at the lockspace's OPEN_WATCHDOG; an open after an unclean close is
+	// the reopen of a recovery.
+	opens, unclean := 0, false
 	for _, e := range bank.Events() {
 		switch e.Kind {
 		case testdev.CloseUnclean:
+			unclean = true
 			r.add(e.At, "device", "unclean close (last ping)")
+		case testdev.CloseClean:
+			unclean = false
 		case testdev.Open:
-			if opens++; opens > 1 {
+			opens++
+			switch {
+			case unclean:
+				unclean = false
 				r.add(e.At, "device", "reopen + ping")
+			case opens > 1:
+				r.add(e.At, "device", "armed (open_watchdog)")
 			}
 		case testdev.Fire:
 			r.add(e.At, "device", "FIRE (host reset)")

@@ -201,7 +201,7 @@ func (h *Host) DaemonLog() string {
 }
 
 // startWdmd starts the host's wdmd unless it runs, and waits until it has
-// armed the device and listens. A wdmd that is gone (host reset) is
+// found the device and listens. A wdmd that is gone (host reset) is
 // replaced after the emulated reboot: its crash marker is removed.
 func (h *Host) startWdmd() error {
 	wd := h.wd
@@ -248,11 +248,13 @@ func (h *Host) startWdmd() error {
 			return fmt.Errorf("harness: %s: wdmd exited: %v: %s", h.Name, p.err, log)
 		}
 		log, _ := os.ReadFile(logPath)
-		if _, err := os.Stat(h.WdmdSocket()); err == nil && strings.Contains(string(log), "armed with fire_timeout") {
+		// The device is found (probed) at start and armed when the first
+		// lockspace asks for it (docs/wdmd.md "Opening the device on demand").
+		if _, err := os.Stat(h.WdmdSocket()); err == nil && strings.Contains(string(log), "gettimeout reported") {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("harness: %s: wdmd did not arm the device: %s", h.Name, log)
+			return fmt.Errorf("harness: %s: wdmd did not find the device: %s", h.Name, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -39,7 +39,7 @@ type Config struct {
 	ScriptDir     string // -s
 	KillScriptSec int    // -k
 	Device        string // -w: the watchdog device to try first
-	TestInterval  int    // seconds between tests; 0: wdmd.DefaultTestInterval
+	TestInterval  int    // seconds between passing tests; 0: follows the device timeout (wdmd.IntervalFor)
 	GridOnly      bool   // tests only on the interval grid, like 3.8.5
 	TraceRecords  bool   // log every received record
 
@@ -65,7 +65,6 @@ func Run(cfg Config) error {
 	}
 	log := cfg.Log
 	gid, groupErr := lookupGroup(cfg.Group)
-	log.Error(fmt.Sprintf("wdmd started S%d H%d G%d", cfg.AllowScripts, cfg.HighPriority, gid))
 	if groupErr != nil {
 		log.Error(fmt.Sprintf("group '%s' not found, using socket gid: %d", cfg.Group, gid))
 	}
@@ -107,17 +106,13 @@ func Run(cfg Config) error {
 		go forwardSignals(sigs, events, done)
 	}
 
-	testInterval := cfg.TestInterval
-	if testInterval <= 0 {
-		testInterval = wdmd.DefaultTestInterval
-	}
 	m := wdmd.New(wdmd.Config{
 		Driver:        cfg.Driver,
 		Clock:         clock.NewSystem(),
 		Log:           log,
 		Scripts:       ExecRunner{},
 		FirstDevice:   cfg.Device,
-		TestInterval:  testInterval,
+		TestInterval:  cfg.TestInterval,
 		AllowScripts:  cfg.AllowScripts != 0,
 		ScriptDir:     cfg.ScriptDir,
 		KillScriptSec: cfg.KillScriptSec,
@@ -138,9 +133,15 @@ func Run(cfg Config) error {
 	m.AddInternal("listen", fdOf(l))
 	go acceptLoop(l, events, done, log)
 
-	if err := m.Arm(); err != nil {
+	if err := m.Select(); err != nil {
 		return ErrExit
 	}
+	// wdmd 3.9's start line, after the device probe.
+	path, identity := m.Device()
+	if identity == "" {
+		identity = "unknown"
+	}
+	log.Error(fmt.Sprintf("wdmd started S%d H%d G%d using %s \"%s\"", cfg.AllowScripts, cfg.HighPriority, gid, path, identity))
 	defer sdnotify.Start(nil)()
 	if err := m.Run(context.Background(), events); err != nil {
 		log.Error(err.Error())

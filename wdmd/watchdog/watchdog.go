@@ -66,6 +66,25 @@ func (d *Device) Keepalive() error {
 // Write implements wdmd.Watchdog.
 func (d *Device) Write(p []byte) (int, error) { return unix.Write(d.fd, p) }
 
+// Identity is the driver's name (WDIOC_GETSUPPORT), shown by the dump.
+func (d *Device) Identity() (string, error) {
+	info, err := unix.IoctlGetWatchdogInfo(d.fd)
+	if err != nil {
+		return "", err
+	}
+	id := info.Identity[:]
+	for i, c := range id {
+		if c == 0 {
+			id = id[:i]
+			break
+		}
+	}
+	return string(id), nil
+}
+
+// Fd is the device's descriptor (printed by wdmd --trytimeout).
+func (d *Device) Fd() int { return d.fd }
+
 // Close implements wdmd.Watchdog.
 func (d *Device) Close() error {
 	if d.fd < 0 {

@@ -8,8 +8,10 @@ package wdmdclient
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gosanlock/gosanlock/wdmd"
@@ -25,6 +27,7 @@ const DefaultTimeout = 10 * time.Second
 type Conn struct {
 	c       *net.UnixConn
 	Timeout time.Duration // per call; 0 means DefaultTimeout
+	pend    []byte        // start of a record cut by a read deadline
 }
 
 // Connect connects to the wdmd socket at path ("" means DefaultSocket).
@@ -85,30 +88,79 @@ type Status struct {
 }
 
 // Status asks wdmd for its test interval, fire timeout and last ping.
+// A late answer to OpenWatchdog that arrives first is skipped (see
+// Session.Activate, which reads it).
 func (c *Conn) Status() (Status, error) {
-	if err := c.send(&wdmd.Record{Cmd: wdmd.CmdStatus}); err != nil {
-		return Status{}, err
-	}
-	b := make([]byte, wdmd.RecordSize)
-	_ = c.c.SetReadDeadline(time.Now().Add(c.timeout()))
-	if _, err := readFull(c.c, b); err != nil {
-		return Status{}, fmt.Errorf("wdmd status reply: %w", err)
-	}
-	var r wdmd.Record
-	_ = r.Unmarshal(b)
-	return Status{TestInterval: int(r.TestInterval), FireTimeout: int(r.FireTimeout), LastKeepalive: r.LastKeepalive}, nil
+	st, _, err := c.status()
+	return st, err
 }
 
-func readFull(c net.Conn, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := c.Read(b[n:])
-		n += m
+// status sends STATUS and reads records until its answer; an answer to
+// an earlier OPEN_WATCHDOG met on the way is returned as open (-1: none).
+func (c *Conn) status() (st Status, open int, err error) {
+	open = -1
+	if err := c.send(&wdmd.Record{Cmd: wdmd.CmdStatus}); err != nil {
+		return Status{}, open, err
+	}
+	for {
+		r, err := c.recv()
 		if err != nil {
-			return n, err
+			return Status{}, open, fmt.Errorf("wdmd status reply: %w", err)
+		}
+		if r.Cmd == wdmd.CmdOpenWatchdog {
+			open = int(r.FireTimeout)
+			continue
+		}
+		return Status{TestInterval: int(r.TestInterval), FireTimeout: int(r.FireTimeout), LastKeepalive: r.LastKeepalive}, open, nil
+	}
+}
+
+// recv reads one record within the call timeout.
+func (c *Conn) recv() (wdmd.Record, error) {
+	return c.recvWithin(c.timeout())
+}
+
+// recvWithin reads one record, waiting up to d. Bytes of a record cut by
+// the deadline are kept for the next read, so records stay aligned.
+func (c *Conn) recvWithin(d time.Duration) (wdmd.Record, error) {
+	_ = c.c.SetReadDeadline(time.Now().Add(d))
+	var r wdmd.Record
+	buf := make([]byte, wdmd.RecordSize)
+	for len(c.pend) < wdmd.RecordSize {
+		n, err := c.c.Read(buf[:wdmd.RecordSize-len(c.pend)])
+		c.pend = append(c.pend, buf[:n]...)
+		if err != nil && len(c.pend) < wdmd.RecordSize {
+			return r, err
 		}
 	}
-	return n, nil
+	_ = r.Unmarshal(c.pend)
+	c.pend = c.pend[:0]
+	return r, nil
+}
+
+// ErrNoAnswer is returned by OpenWatchdog when wdmd did not answer
+// within the wait: wdmd 3.8.5 ignores the command and never answers.
+var ErrNoAnswer = errors.New("wdmd did not answer open_watchdog")
+
+// OpenWatchdog sends OPEN_WATCHDOG (command 7, wdmd 3.9 and later) asking
+// for the device to be armed with fire seconds, and waits up to wait for
+// the answer: the fire timeout in force, 0 if the device could not be
+// opened. ErrNoAnswer means no answer came in time (wdmd 3.8.5 never
+// answers; its device is armed from its start); the connection stays
+// usable, and a late answer is read by Status.
+func (c *Conn) OpenWatchdog(fire int, wait time.Duration) (int, error) {
+	if err := c.send(&wdmd.Record{Cmd: wdmd.CmdOpenWatchdog, FireTimeout: uint32(fire)}); err != nil {
+		return 0, err
+	}
+	r, err := c.recvWithin(wait)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return 0, ErrNoAnswer
+		}
+		return 0, fmt.Errorf("wdmd open_watchdog reply: %w", err)
+	}
+	return int(r.FireTimeout), nil
 }
 
 // Close closes the connection. wdmd frees its slot if the expiry is 0;
@@ -134,24 +186,40 @@ func Dump(path string) (string, error) {
 	return strings.TrimRight(string(b[:n]), "\x00"), nil
 }
 
-// ErrFireTimeout is returned by Session.Activate when wdmd's fire timeout
-// is not the one sanlock expects (60).
+// ErrFireTimeout is returned by Session.OpenWatchdog and Session.Activate
+// when wdmd's fire timeout is not the session's (the device could not be
+// armed, or it is armed with another timeout).
 var ErrFireTimeout = errors.New("wdmd invalid fire_timeout")
+
+// DefaultOpenWait bounds the wait for the answer to OPEN_WATCHDOG. wdmd 3.9
+// and later (and ours) answer at once; 3.8.5 never answers.
+const DefaultOpenWait = time.Second
 
 // Session is the sanlock daemon's use of wdmd for one lockspace:
 //
 //	s, err := Open(sock, "LS", hostID)  // before the delta-lease acquire; error -> add fails -203
+//	err = s.OpenWatchdog(fire, wait)    // arm the device (wdmd 3.9+); error -> close, add fails -203
 //	err = s.Activate(L, L+8*io)         // after the acquire; error -> release, -203
 //	err = s.Renewed(T, T+8*io)          // after each successful renewal; log errors
 //	err = s.Deactivate()                // when all pids are clear / at rem_lockspace
 //	s.Close()                           // at lockspace thread exit
+//
+// A session that never calls OpenWatchdog is a sanlock 3.8.5 session: it
+// expects the device armed with 60 s from wdmd's start.
 type Session struct {
 	Conn *Conn
 	Name string // "sanlock_<lockspace>:<host_id>"
+	// FireTimeout is the device timeout this sanlock counts on
+	// (watchdog_fire_timeout); Activate refuses another one. 0 means 60.
+	FireTimeout int
 	// Sleep is used for the one retry of Deactivate; nil means time.Sleep.
 	Sleep func(time.Duration)
 
+	path     string
 	refcount bool
+	// asked: OPEN_WATCHDOG was sent and not answered yet (wdmd 3.8.5, or a
+	// slow wdmd whose answer Activate reads before STATUS's).
+	asked bool
 }
 
 // Open connects to wdmd for the lockspace (name sanlock_<ls>:<hostID>).
@@ -160,12 +228,67 @@ func Open(path, lockspace string, hostID uint64) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Conn: c, Name: fmt.Sprintf("sanlock_%s:%d", lockspace, hostID)}, nil
+	return &Session{Conn: c, Name: fmt.Sprintf("sanlock_%s:%d", lockspace, hostID), path: path}, nil
 }
 
-// Activate registers, sets the refcount, checks the fire timeout (60)
-// and sets the first expiry. On error the refcount is cleared again (if
-// it was set); the caller closes the session and fails the add.
+func (s *Session) fire() int {
+	if s.FireTimeout > 0 {
+		return s.FireTimeout
+	}
+	return wdmd.DefaultFireTimeout
+}
+
+// OpenWatchdog asks wdmd to arm the device with the session's fire
+// timeout (OPEN_WATCHDOG, as sanlock 3.9 and later do before the
+// delta-lease acquire), waiting up to wait (0: DefaultOpenWait) for the
+// answer. An answer other than the fire timeout (0: the device could not
+// be opened; another value: the device is armed with another timeout) is
+// ErrFireTimeout, and the add must fail. No answer in time is not an
+// error: wdmd 3.8.5 ignores the command and has armed the device at its
+// start with 60 s; Activate then decides from the STATUS answer, which
+// comes after any late answer to this command (one connection is served
+// in order). A connection closed at the command (a gosanlock wdmd built
+// without OPEN_WATCHDOG, which also arms the device at its start) is
+// replaced by a new one, on which the session goes on as a 3.8.5 session.
+func (s *Session) OpenWatchdog(wait time.Duration) error {
+	if wait <= 0 {
+		wait = DefaultOpenWait
+	}
+	got, err := s.Conn.OpenWatchdog(s.fire(), wait)
+	if errors.Is(err, ErrNoAnswer) {
+		s.asked = true
+		return nil
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		// A gosanlock wdmd built without OPEN_WATCHDOG closes the
+		// connection at an unknown command. Like wdmd 3.8.5 it arms the
+		// device with 60 s at its start: connect again and go on as a
+		// 3.8.5 session, which Activate checks through STATUS.
+		c, cerr := Connect(s.path)
+		if cerr != nil {
+			return fmt.Errorf("wdmd closed the connection at open_watchdog: %w", cerr)
+		}
+		_ = s.Conn.Close()
+		s.Conn = c
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if got != s.fire() {
+		return fmt.Errorf("%w: open_watchdog %d answered %d", ErrFireTimeout, s.fire(), got)
+	}
+	return nil
+}
+
+// Unanswered says that OpenWatchdog got no answer in time and none has
+// been read since: the wdmd is taken for one that armed its device at
+// its start (3.8.5), which Activate checks through STATUS.
+func (s *Session) Unanswered() bool { return s.asked }
+
+// Activate registers, sets the refcount, checks the fire timeout and sets
+// the first expiry. On error the refcount is cleared again (if it was
+// set); the caller closes the session and fails the add.
 func (s *Session) Activate(renewal, expire uint64) error {
 	err := s.activate(renewal, expire)
 	if err != nil && s.refcount {
@@ -183,12 +306,19 @@ func (s *Session) activate(renewal, expire uint64) error {
 		return err
 	}
 	s.refcount = true
-	st, err := s.Conn.Status()
+	st, open, err := s.Conn.status()
 	if err != nil {
 		return err
 	}
-	if st.FireTimeout != wdmd.DefaultFireTimeout {
-		return fmt.Errorf("%w %d vs %d", ErrFireTimeout, st.FireTimeout, wdmd.DefaultFireTimeout)
+	if s.asked && open >= 0 {
+		// The late answer to OPEN_WATCHDOG.
+		s.asked = false
+		if open != s.fire() {
+			return fmt.Errorf("%w: open_watchdog %d answered %d", ErrFireTimeout, s.fire(), open)
+		}
+	}
+	if st.FireTimeout != s.fire() {
+		return fmt.Errorf("%w %d vs %d", ErrFireTimeout, st.FireTimeout, s.fire())
 	}
 	return s.Conn.TestLive(renewal, expire)
 }

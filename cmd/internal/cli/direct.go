@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -84,7 +85,7 @@ func (d *direct) init(o *DirectInitOptions) int {
 		ctx, cancel := d.ioContext()
 		defer cancel()
 		return rvOf(diskfmt.WriteLockspace(ctx, dev, int64(o.Lockspace.Disk.Offset), flags,
-			o.Lockspace.Name, o.LeaseIOTimeout))
+			o.Lockspace.Name, o.LeaseIOTimeout, o.DeltaVersion))
 	}
 	if o.Resource == nil {
 		return int(rescode.ErrEINVAL)
@@ -109,6 +110,7 @@ func (d *direct) init(o *DirectInitOptions) int {
 		SpaceName:    r.LockspaceName,
 		ResourceName: r.Name,
 		NumHosts:     uint64(int64(o.NumHosts)),
+		Version:      o.PaxosVersion,
 	}
 	if o.NumHosts < 0 {
 		p.NumHosts = 0
@@ -244,11 +246,19 @@ func (d *direct) readPaxosLeaders(r client.Resource) (diskfmt.Leader, int) {
 }
 
 // printLeader prints the leader fields in read_leader's order; delta
-// leases end with extra1..3, paxos leases with write_*.
+// leases end with extra1..3, paxos leases with write_*. A leader in a
+// format only sanlock 5.x writes (Leader.NewFormat) is printed as 5.x
+// prints it: the flags' names after their value and an unused1 line;
+// any other as 3.8.5 prints it (docs/compat.md "On-disk format versions").
 func printLeader(w *bufio.Writer, l *diskfmt.Leader, delta bool) {
+	newFormat := l.NewFormat()
 	fmt.Fprintf(w, "magic 0x%x\n", l.Magic)
 	fmt.Fprintf(w, "version 0x%x\n", l.Version)
-	fmt.Fprintf(w, "flags 0x%x\n", l.Flags)
+	if newFormat {
+		fmt.Fprintf(w, "flags 0x%x%s\n", l.Flags, flagNamesText(l.Flags))
+	} else {
+		fmt.Fprintf(w, "flags 0x%x\n", l.Flags)
+	}
 	fmt.Fprintf(w, "sector_size %d\n", l.SectorSize)
 	fmt.Fprintf(w, "num_hosts %d\n", l.NumHosts)
 	fmt.Fprintf(w, "max_hosts %d\n", l.MaxHosts)
@@ -258,6 +268,9 @@ func printLeader(w *bufio.Writer, l *diskfmt.Leader, delta bool) {
 	fmt.Fprintf(w, "space_name %s\n", diskfmt.NameString(l.SpaceName[:]))
 	fmt.Fprintf(w, "resource_name %s\n", diskfmt.NameString(l.ResourceName[:]))
 	fmt.Fprintf(w, "timestamp %d\n", l.Timestamp)
+	if newFormat {
+		fmt.Fprintf(w, "unused1 0x%x\n", l.Unused1)
+	}
 	fmt.Fprintf(w, "checksum 0x%x\n", l.Checksum)
 	fmt.Fprintf(w, "io_timeout %d\n", l.IOTimeout)
 	if delta {
@@ -269,6 +282,23 @@ func printLeader(w *bufio.Writer, l *diskfmt.Leader, delta bool) {
 		fmt.Fprintf(w, "write_generation %d\n", l.WriteGeneration)
 		fmt.Fprintf(w, "write_timestamp %d\n", l.WriteTimestamp)
 	}
+}
+
+// flagNamesText is how sanlock 5.x follows a leader's flags value: nothing
+// for 0, else " [ " and the name of each known bit set, each followed by
+// a blank, then "]" (" [ ]" when only unknown bits are set).
+func flagNamesText(flags uint32) string {
+	if flags == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(" [ ")
+	for _, n := range diskfmt.LeaderFlagNames(flags) {
+		b.WriteString(n)
+		b.WriteByte(' ')
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // format writes an empty resource index.

@@ -42,7 +42,7 @@ func memLockspace(t *testing.T) *testdisk.Mem {
 	m := testdisk.NewMem(2<<20, 512)
 	ctx := context.Background()
 	flags := uint32(diskfmt.FlagSector512 | diskfmt.FlagAlign1M)
-	if err := diskfmt.WriteLockspace(ctx, m, 0, flags, "LS", 1); err != nil {
+	if err := diskfmt.WriteLockspace(ctx, m, 0, flags, "LS", 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: m, Offset: 1 << 20}}, flags,

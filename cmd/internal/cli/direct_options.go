@@ -105,12 +105,17 @@ type DirectInitOptions struct {
 	// LeaseIOTimeout is the io_timeout recorded in a lockspace: a nonzero
 	// -o as given (a negative one wraps), else IOTimeout.
 	LeaseIOTimeout uint16
+	// DeltaVersion and PaxosVersion are the versions written, from
+	// sanlock.conf (config.Config.DeltaCreateVersion, PaxosCreateVersion).
+	DeltaVersion uint32
+	PaxosVersion uint32
 }
 
 func NewCmdDirectInit(f *Factory, runF func(*DirectInitOptions) error) *cobra.Command {
 	return newDirectCmd(f, "init", runF, directInitRun, func(o *options, io *DirectIO) *DirectInitOptions {
 		return &DirectInitOptions{IO: io, IOTimeout: o.cfg.IOTimeout, SizeFlags: o.sizeFlags(), Lockspace: o.lockspace,
-			Resource: firstResource(o), NumHosts: o.numHosts, Clear: o.clear, LeaseIOTimeout: o.leaseIOTimeout()}
+			Resource: firstResource(o), NumHosts: o.numHosts, Clear: o.clear, LeaseIOTimeout: o.leaseIOTimeout(),
+			DeltaVersion: o.cfg.DeltaCreateVersion(), PaxosVersion: o.cfg.PaxosCreateVersion()}
 	})
 }
 

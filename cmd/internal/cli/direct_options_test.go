@@ -13,21 +13,23 @@ import (
 const size4K8M = diskfmt.FlagSector4K | diskfmt.FlagAlign8M
 
 func TestNewCmdDirectInit(t *testing.T) {
+	// The versions init writes come from sanlock.conf; the tests have none.
+	dv, pv := diskfmt.DeltaVersion, diskfmt.PaxosVersion
 	testParse(t, NewCmdDirectInit, []parseCase[DirectInitOptions]{
-		{name: "none", want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10}},
+		{name: "none", want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, DeltaVersion: dv, PaxosVersion: pv}},
 		{name: "-s", args: []string{"-s", "LS:1:/p:0"},
-			want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, Lockspace: ls("LS:1:/p:0")}},
+			want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, DeltaVersion: dv, PaxosVersion: pv, Lockspace: ls("LS:1:/p:0")}},
 		{name: "first -r", args: []string{"-r", "LS:R:/p:1M", "-r", "LS:Q:/p:0"},
-			want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, Resource: resp(t, "LS:R:/p:1M")}},
+			want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, DeltaVersion: dv, PaxosVersion: pv, Resource: resp(t, "LS:R:/p:1M")}},
 		{name: "-Z -A", args: []string{"-Z", "4096", "-A", "8M"},
-			want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, SizeFlags: size4K8M}},
+			want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, DeltaVersion: dv, PaxosVersion: pv, SizeFlags: size4K8M}},
 		{name: "-Z alone", args: []string{"-Z", "4096"},
-			want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, SizeFlags: diskfmt.FlagSector4K}},
-		{name: "-n", args: []string{"-n", "-3"}, want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, NumHosts: -3}},
-		{name: "-z", args: []string{"-z", "1"}, want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, Clear: true}},
-		{name: "-o", args: []string{"-o", "3"}, want: &DirectInitOptions{IOTimeout: 3, LeaseIOTimeout: 3}},
-		{name: "negative -o is recorded", args: []string{"-o", "-5"}, want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 65531}},
-		{name: "-a is read, unused", args: []string{"-a", "0"}, want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10}},
+			want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, DeltaVersion: dv, PaxosVersion: pv, SizeFlags: diskfmt.FlagSector4K}},
+		{name: "-n", args: []string{"-n", "-3"}, want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, DeltaVersion: dv, PaxosVersion: pv, NumHosts: -3}},
+		{name: "-z", args: []string{"-z", "1"}, want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, DeltaVersion: dv, PaxosVersion: pv, Clear: true}},
+		{name: "-o", args: []string{"-o", "3"}, want: &DirectInitOptions{IOTimeout: 3, LeaseIOTimeout: 3, DeltaVersion: dv, PaxosVersion: pv}},
+		{name: "negative -o is recorded", args: []string{"-o", "-5"}, want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 65531, DeltaVersion: dv, PaxosVersion: pv}},
+		{name: "-a is read, unused", args: []string{"-a", "0"}, want: &DirectInitOptions{IOTimeout: 10, LeaseIOTimeout: 10, DeltaVersion: dv, PaxosVersion: pv}},
 		badLetter[DirectInitOptions](),
 	})
 }

@@ -109,6 +109,11 @@ func (d *direct) dumpDelta(chunk []byte, off uint64, g diskfmt.Geometry, force u
 		fmt.Fprintf(d.out, "%08d %36s %48s %010d %04d %04d",
 			off+uint64(i*g.SectorSize), diskfmt.NameString(l.SpaceName[:]),
 			diskfmt.NameString(l.ResourceName[:]), l.Timestamp, l.OwnerID, l.OwnerGeneration)
+		if l.NewFormat() {
+			// sanlock 5.x prints every delta lease's flags here; 3.8.5
+			// nothing. Leases 3.8.5 can read are printed as it does.
+			fmt.Fprintf(d.out, " 0x%08x", l.Flags)
+		}
 		if force != 0 {
 			for _, h := range diskfmt.BitmapHosts(sec, g.MaxHosts) {
 				fmt.Fprintf(d.out, " %d", h)

@@ -274,7 +274,7 @@ func (e *caseEnv) build(setup string) string {
 		case "corrupt_magic_ls":
 			e.poke(0, 0x11)
 		case "corrupt_version_ls":
-			e.poke(6, 0x04)
+			e.poke(6, 0x06) // delta major 6: no release reads it
 		case "corrupt_sum_ls":
 			e.poke(16, 0x01)
 		}
@@ -288,7 +288,7 @@ func (e *caseEnv) build(setup string) string {
 		case "corrupt_magic_res":
 			e.poke(0, 0x11)
 		case "corrupt_version_res":
-			e.poke(6, 0x07)
+			e.poke(6, 0x08) // paxos major 8: no release reads it
 		case "corrupt_sum_res":
 			e.poke(160, 0x01)
 		case "clear_magic_res":

@@ -80,7 +80,7 @@ func TestCSanlockWithOurWdmd(t *testing.T) {
 	const fireAfter = 3 * time.Second
 	d := startDaemon(t, "/run/wdmd", testdev.Options{FireAfter: fireAfter}, "--test-interval", "2", "--trace-records")
 	t.Cleanup(func() { _ = os.Remove("/run/wdmd/wdmd.pid") }) // left by the SIGKILL below
-	d.waitArmed(t)
+	d.waitReady(t)
 
 	leaseDir, err := os.MkdirTemp("/var/tmp", "wdmdcli")
 	require.NoError(t, err)

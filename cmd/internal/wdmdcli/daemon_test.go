@@ -21,20 +21,20 @@ import (
 	"github.com/gosanlock/gosanlock/wdmd/wdmdclient"
 )
 
-// TestDaemonLifecycle: startup files and log lines, single instance, the
-// crash marker, SIGTERM exit with the magic close (docs/wdmd.md "Files", "Startup").
+// TestDaemonLifecycle: startup files and log lines, the device probed at
+// start and left disarmed, single instance, the crash marker, SIGTERM exit
+// (docs/wdmd.md "Files", "Startup").
 func TestDaemonLifecycle(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, "", testdev.Options{InitialTimeout: 30})
-	d.waitArmed(t)
+	d.waitReady(t)
 	gid, _ := lookupGroup("sanlock")
 	lines := d.p.lines()
-	require.Equal(t, "wdmd started S0 H0 G"+strconv.Itoa(gid), lines[0])
-	require.Contains(t, lines, "/dev/watchdog0 armed with fire_timeout 60")
+	require.Equal(t, []string{"/dev/watchdog0 gettimeout reported 30", "wdmd started S0 H0 G" + strconv.Itoa(gid) + ` using /dev/watchdog0 "unknown"`}, lines[:2])
 	evs := d.bank.Events()
-	require.Equal(t, []testdev.Kind{testdev.Open, testdev.GetTimeout, testdev.SetTimeout, testdev.Keepalive},
+	require.Equal(t, []testdev.Kind{testdev.Open, testdev.GetTimeout, testdev.Write, testdev.CloseClean},
 		[]testdev.Kind{evs[0].Kind, evs[1].Kind, evs[2].Kind, evs[3].Kind})
-	require.Equal(t, 60, evs[2].Value)
+	require.False(t, d.bank.Armed("/dev/watchdog0"))
 
 	pid, err := os.ReadFile(filepath.Join(d.runDir, "wdmd.pid"))
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	dl := strings.Split(strings.TrimSuffix(dump, "\n"), "\n")
 	require.Len(t, dl, 4)
-	require.Regexp(t, `^wdmd \d+ socket_gid \d+ high_priority 0 now \d+ last_keepalive \d+ last_closeunclean 0 allow_scripts 0 kill_script_sec 0$`, dl[0])
+	require.Regexp(t, `^wdmd \d+ socket_gid \d+ high_priority 0 now \d+ last_keepalive \d+ last_closeunclean 0 allow_scripts 0 kill_script_sec 0 fire_timeout 60 identity ""$`, dl[0])
 	require.Regexp(t, `^client 0 name signal pid 0 fd -1 dead 0 ref 0 now \d+ renewal 0 expire 0$`, dl[1])
 	require.Regexp(t, `^client 1 name listen pid 0 fd \d+ dead 0 ref 0 now \d+ renewal 0 expire 0$`, dl[2])
 	require.Regexp(t, `^client 2 name dump pid 0 fd \d+ dead 0 ref 0 now \d+ renewal 0 expire 0$`, dl[3])
@@ -67,9 +67,9 @@ func TestDaemonLifecycle(t *testing.T) {
 
 	d.p.signal(syscall.SIGTERM)
 	require.Equal(t, 0, d.p.wait(t, 10*time.Second))
-	require.Equal(t, "/dev/watchdog0 disarmed", last(d.p.lines()))
+	require.Equal(t, "close_watchdog already closed", last(d.p.lines()))
 	evs = d.bank.Events()
-	require.Equal(t, testdev.CloseClean, evs[len(evs)-1].Kind)
+	require.Len(t, evs, 4, "the device was never armed")
 	_, err = os.Stat(d.marker)
 	require.True(t, os.IsNotExist(err), "crash marker removed")
 	_, err = os.Stat(filepath.Join(d.runDir, "wdmd.pid"))
@@ -86,17 +86,33 @@ func TestDaemonLifecycle(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "pid file removed")
 }
 
-// TestNoDevice: no usable candidate ends the daemon with 255; a device
-// that rejects the timeout is closed with the magic (docs/wdmd.md "Device selection").
+// TestNoDevice: no usable candidate ends the daemon with 255
+// (docs/wdmd.md "Device selection").
 func TestNoDevice(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, "", testdev.Options{InitialTimeout: 30, RejectSetTimeout: true, Paths: []string{"/dev/watchdog"}})
+	d := startDaemon(t, "", testdev.Options{Paths: []string{"/dev/other"}})
 	require.Equal(t, 255, d.p.wait(t, 10*time.Second))
 	lines := d.p.lines()
-	require.Equal(t, []string{"/dev/watchdog failed to set timeout", "/dev/watchdog disarmed", "no watchdog device, load a watchdog driver"}, lines[1:])
-	require.False(t, d.bank.Armed("/dev/watchdog"))
+	require.Equal(t, []string{"no watchdog device, load a watchdog driver"}, lines)
 	_, err := os.Stat(d.marker)
 	require.True(t, os.IsNotExist(err))
+}
+
+// TestOpenRefused: a device that rejects the timeout asked by
+// OPEN_WATCHDOG is disarmed again; the answer is 0 and the Go session
+// refuses to go on (its add_lockspace fails -203).
+func TestOpenRefused(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, "", testdev.Options{InitialTimeout: 30, RejectSetTimeout: true})
+	d.waitReady(t)
+	s, err := wdmdclient.Open(d.socket(), "LS", 1)
+	require.NoError(t, err)
+	defer s.Close()
+	require.ErrorIs(t, s.OpenWatchdog(0), wdmdclient.ErrFireTimeout)
+	require.False(t, d.bank.Armed("/dev/watchdog0"))
+	waitFor(t, 5*time.Second, "the open_watchdog log line", func() bool {
+		return strings.Contains(d.p.out.String(), "open_watchdog fire_timeout 60 result 0")
+	})
 }
 
 // TestGoClient: the Go client's per-lockspace session against our
@@ -104,9 +120,11 @@ func TestNoDevice(t *testing.T) {
 func TestGoClient(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, "", testdev.Options{FireAfter: 3 * time.Second}, "--test-interval", "1")
-	d.waitArmed(t)
+	d.waitReady(t)
 	s, err := wdmdclient.Open(d.socket(), "LS", 1)
 	require.NoError(t, err)
+	require.NoError(t, s.OpenWatchdog(0))
+	require.True(t, d.bank.Armed("/dev/watchdog0"))
 	now := monoNow()
 	require.NoError(t, s.Activate(now, now+16))
 	st, err := s.Conn.Status()
@@ -145,11 +163,12 @@ func TestGoClient(t *testing.T) {
 
 // TestGoClientExpiry: a session whose renewals stop makes wdmd close the
 // device unclean at expire-10 and the device fires; the daemon then
-// ignores SIGTERM (refcount of the dead slot).
+// ignores SIGTERM (refcount of the dead slot). The session never sends
+// OPEN_WATCHDOG, as sanlock 3.8.5: its REGISTER arms the device.
 func TestGoClientExpiry(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, "", testdev.Options{FireAfter: 2 * time.Second}, "--test-interval", "1")
-	d.waitArmed(t)
+	d.waitReady(t)
 	s, err := wdmdclient.Open(d.socket(), "LS", 2)
 	require.NoError(t, err)
 	now := monoNow()
@@ -184,7 +203,7 @@ func TestGoClientExpiry(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, "", testdev.Options{}, "--test-interval", "1")
-	d.waitArmed(t)
+	d.waitReady(t)
 	good, err := wdmdclient.Open(d.socket(), "GOOD", 1)
 	require.NoError(t, err)
 	now := monoNow()
@@ -215,8 +234,8 @@ func TestBadInput(t *testing.T) {
 		case 1: // a truncated valid record
 			r := wdmd.Record{Cmd: wdmd.CmdTestLive, RenewalTime: now, ExpireTime: now + 5}
 			b = r.Marshal()[:rng.IntN(wdmd.RecordSize)]
-		case 2: // an unknown command, e.g. 7 (OPEN_WATCHDOG after 3.8.5)
-			r := wdmd.Record{Cmd: 7 + rng.Uint32N(3)}
+		case 2: // an unknown command
+			r := wdmd.Record{Cmd: 8 + rng.Uint32N(3)}
 			b = r.Marshal()
 		}
 		send(b)
@@ -242,7 +261,7 @@ func TestBadInput(t *testing.T) {
 	})
 	require.True(t, d.p.running())
 	require.Empty(t, countKind(d.bank.Events(), testdev.CloseUnclean))
-	require.Contains(t, d.p.out.String(), "unknown cmd 7")
+	require.Contains(t, d.p.out.String(), "unknown cmd 8")
 	require.NoError(t, good.Deactivate())
 	require.NoError(t, good.Close())
 	waitFor(t, 5*time.Second, "slot freed", func() bool {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,8 +22,8 @@ import (
 	"github.com/gosanlock/gosanlock/wdmd/testdev"
 )
 
-// wdmdBin is our wdmd, built once for the package's tests.
-var wdmdBin string
+// wdmdBin is our wdmd, built once for the package's tests with goBin.
+var wdmdBin, goBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "wdmdcli-test")
@@ -31,8 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	wdmdBin = filepath.Join(dir, "wdmd")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(gobin, "build", "-tags", "wdmd_testdev", "-o", wdmdBin, "github.com/gosanlock/gosanlock/cmd/wdmd").CombinedOutput()
+	goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goBin, "build", "-tags", "wdmd_testdev", "-o", wdmdBin, "github.com/gosanlock/gosanlock/cmd/wdmd").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build wdmd: %v\n%s", err, out)
 		os.Exit(1)
@@ -118,28 +119,20 @@ func (p *proc) running() bool {
 	}
 }
 
-// lines returns the output lines without the "<epoch> " prefix of -D.
+// dPrefix is the start of a -D line: epoch, date, time and two spaces.
+var dPrefix = regexp.MustCompile(`^\d+ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  `)
+
+// lines returns the output lines without the "<epoch> <date> <time>  "
+// prefix of -D.
 func (p *proc) lines() []string {
 	var out []string
 	for _, l := range strings.Split(p.out.String(), "\n") {
 		if l == "" {
 			continue
 		}
-		if i := strings.IndexByte(l, ' '); i > 0 && allDigits(l[:i]) {
-			l = l[i+1:]
-		}
-		out = append(out, l)
+		out = append(out, dPrefix.ReplaceAllString(l, ""))
 	}
 	return out
-}
-
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
@@ -186,14 +179,17 @@ func startDaemon(t *testing.T, runDir string, opts testdev.Options, args ...stri
 	return d
 }
 
-// waitArmed waits until the daemon armed the device and listens.
-func (d *testDaemon) waitArmed(t *testing.T) {
+// waitReady waits until the daemon found the device (probed it: open,
+// get, magic close) and listens. The device is armed only when a client
+// needs it.
+func (d *testDaemon) waitReady(t *testing.T) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "wdmd armed", func() bool {
+	waitFor(t, 10*time.Second, "wdmd ready", func() bool {
 		if !d.p.running() {
 			t.Fatalf("wdmd exited %d:\n%s", d.p.code, d.p.out.String())
 		}
-		return strings.Contains(d.p.out.String(), "armed with fire_timeout 60") && len(d.bank.Events()) >= 3
+		_, err := os.Stat(d.socket())
+		return strings.Contains(d.p.out.String(), "wdmd started") && len(d.bank.Events()) >= 4 && err == nil
 	})
 }
 

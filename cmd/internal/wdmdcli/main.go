@@ -4,6 +4,7 @@
 package wdmdcli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/syslog"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/internal/sanlog"
 	"github.com/gosanlock/gosanlock/wdmd"
 	"github.com/gosanlock/gosanlock/wdmd/watchdog"
@@ -73,7 +75,17 @@ func run(argv0 string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "wdmd: --test-device: this wdmd is built without test device support (go build -tags wdmd_testdev)")
 		return 1
 	}
-	if o.probe {
+	if o.forceFire && o.tryTimeout == 0 {
+		fmt.Fprintln(stderr, "Use force fire (-F) with a timeout (-t).")
+		return 1
+	}
+	if o.tryTimeout != 0 {
+		return wdmd.TryTimeout(context.Background(), o.driver(), wdmd.TryOptions{
+			First: o.device, Timeout: o.tryTimeout, Force: o.forceFire, Clock: clock.NewSystem(), Wall: time.Now,
+		}, stdout, stderr)
+	}
+	if o.probe || o.tryGiven {
+		// -t 0 probes, as wdmd 3.9 does.
 		return probe(o, stdout, stderr)
 	}
 	return daemon(o, stderr)
@@ -95,7 +107,8 @@ func (o *options) driver() wdmd.Driver {
 
 // logger writes wdmd's log as a zap core: the error-level lines to syslog
 // (ident wdmd, facility daemon, level err), and with -D every line to
-// stderr as "<epoch> <msg>[ key=value...]".
+// stderr as "<epoch> <date> <time>  <msg>[ key=value...]", as wdmd 3.9
+// and later print it.
 type logger struct {
 	mu     sync.Mutex
 	sys    *syslog.Writer
@@ -147,7 +160,8 @@ func (l *logger) line(debug bool, msg string) {
 		_ = l.sys.Err(msg)
 	}
 	if l.stderr != nil {
-		fmt.Fprintf(l.stderr, "%d %s\n", time.Now().Unix(), msg)
+		now := time.Now()
+		fmt.Fprintf(l.stderr, "%d %s  %s\n", now.Unix(), now.Format("2006-01-02 15:04:05"), msg)
 	}
 }
 

@@ -26,7 +26,7 @@ func TestManPage(t *testing.T) {
 		want[m[1]] = true
 	}
 	delete(want, "-wdmd") // not an option: the "wdmd [options]" line has none
-	require.Len(t, want, 15, "%v", want)
+	require.Len(t, want, 19, "%v", want)
 	got := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^\.BR? (\\-(?:\\-)?[A-Za-z][a-z-]*)(?: ", " (\\-\\-[a-z]+)| "|$)`).FindAllStringSubmatch(opts, -1) {
 		got[strings.ReplaceAll(m[1], `\-`, "-")] = true

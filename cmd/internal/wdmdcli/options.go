@@ -8,23 +8,27 @@ import (
 	"github.com/gosanlock/gosanlock/internal/cnum"
 )
 
-// Version is the wdmd version we are compatible with.
+// Version is the wdmd version we print. The usage text is that of wdmd
+// 3.9.5 and 5.1.1 (which list -t and -F); the version stays 3.8.5's, like
+// the sanlock daemon's.
 const Version = "3.8.5"
 
 const usage = `Usage:
 wdmd [options]
 
---version, -V         print version
---help, -h            print usage
---dump, -d            print debug from daemon
---probe, -p           print path of functional watchdog device
--D                    debug: no fork and print all logging to stderr
--H 0|1                use high priority features (1 yes, 0 no, default 0)
--G <name>             group ownership for the socket
--S 0|1                allow script tests (default 0)
--s <path>             path to scripts dir (default /etc/wdmd.d)
--k <num>              kill unfinished scripts after num seconds (default 0)
--w /dev/watchdog      path to the watchdog device to try first
+--version, -V          print version
+--help, -h             print usage
+--dump, -d             print debug from daemon
+--probe, -p            print path of functional watchdog device
+--trytimeout, -t <sec> set the timeout value for watchdog device
+--forcefire, -F        force watchdog to fire and reset machine, use with -t
+-D                     debug: no fork and print all logging to stderr
+-H 0|1                 use high priority features (1 yes, 0 no, default 0)
+-G <name>              group ownership for the socket
+-S 0|1                 allow script tests (default 0)
+-s <path>              path to scripts dir (default /etc/wdmd.d)
+-k <num>               kill unfinished scripts after num seconds (default 0)
+-w <path>              path to the watchdog device to try first
 `
 
 // options are wdmd's settings. The hidden ones exist for tests only and
@@ -38,6 +42,9 @@ type options struct {
 	scriptDir     string // -s
 	killScriptSec int    // -k
 	device        string // -w
+	tryTimeout    int    // -t, --trytimeout
+	tryGiven      bool
+	forceFire     bool // -F, --forcefire
 
 	// hidden, for tests
 	runDir       string // --run-dir: socket and pid file (default /run/wdmd)
@@ -75,7 +82,7 @@ const (
 // not options are ignored.
 func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 	o := defaultOptions()
-	withArg := map[byte]bool{'H': true, 'G': true, 'S': true, 's': true, 'k': true, 'w': true}
+	withArg := map[byte]bool{'H': true, 'G': true, 'S': true, 's': true, 'k': true, 'w': true, 't': true}
 	setShort := func(c byte, v string) {
 		switch c {
 		case 'H':
@@ -88,6 +95,9 @@ func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 			o.scriptDir = v
 		case 'k':
 			o.killScriptSec = cnum.Atoi(v)
+		case 't':
+			o.tryTimeout = cnum.Atoi(v)
+			o.tryGiven = true
 		case 'w':
 			if len(v) > 63 {
 				v = v[:63]
@@ -100,6 +110,7 @@ func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 		"shm-marker":    func(v string) { o.marker = v },
 		"test-device":   func(v string) { o.testDevice = v },
 		"test-interval": func(v string) { o.testInterval = cnum.Atoi(v) },
+		"trytimeout":    func(v string) { setShort('t', v) },
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -117,6 +128,9 @@ func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 				return o, actDump
 			case "probe":
 				o.probe = true
+				continue
+			case "forcefire":
+				o.forceFire = true
 				continue
 			case "grid-only":
 				o.gridOnly = true
@@ -153,6 +167,8 @@ func parse(argv0 string, args []string, stderr io.Writer) (*options, action) {
 					o.probe = true
 				case c == 'D':
 					o.foreground = true
+				case c == 'F':
+					o.forceFire = true
 				case withArg[c]:
 					v := a[j+1:]
 					if v == "" {

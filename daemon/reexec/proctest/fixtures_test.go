@@ -166,7 +166,7 @@ func lockspaceFile(t *testing.T, n int) string {
 	require.NoError(t, err)
 	defer dev.Close()
 	ctx := context.Background()
-	require.NoError(t, diskfmt.WriteLockspace(ctx, dev, 0, 0, "LS", 1))
+	require.NoError(t, diskfmt.WriteLockspace(ctx, dev, 0, 0, "LS", 1, 0))
 	for i := 0; i < n; i++ {
 		g, err := diskfmt.GeometryForWrite(0, dev.SectorSize())
 		require.NoError(t, err)
