@@ -148,7 +148,7 @@ func TestLockspaceLifecycle(t *testing.T) {
 	assert.Equal(t, uint32(wire.LSFAdd), list[0].Flags)
 	st, err = cl.Status(wire.StateLockspace)
 	require.NoError(t, err)
-	assert.Regexp(t, `^list=add space_id=2 version=0x00030004 io_timeout=1 .* host_generation=0 .* acquire_last_result=0 renewal_last_result=0 `+
+	assert.Regexp(t, `^list=add space_id=2 version=0x00000000 io_timeout=1 .* host_generation=0 .* acquire_last_result=0 renewal_last_result=0 `+
 		`acquire_last_attempt=0 acquire_last_success=0 renewal_last_attempt=0 renewal_last_success=0$`, st[len(st)-1].Text)
 	recs, err = cl.HostStatus("LS")
 	require.NoError(t, err, "a lockspace being added is found")
