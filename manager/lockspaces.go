@@ -189,6 +189,15 @@ func (m *Lockspaces) lg() *zap.Logger {
 
 func (m *Lockspaces) conf() *Settings { return &m.env.Settings }
 
+// defaultIOTimeout is the io_timeout of a request that passes 0: the
+// daemon's (Settings.IOTimeout), else DefaultIOTimeout.
+func (m *Lockspaces) defaultIOTimeout() int {
+	if io := m.conf().IOTimeout; io > 0 {
+		return io
+	}
+	return DefaultIOTimeout
+}
+
 func (m *Lockspaces) baseContext() context.Context {
 	if m.env.Context == nil {
 		return context.Background()
@@ -385,10 +394,7 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 		// ignores -o and the key and takes 10, which is also our
 		// default). Every host of a lockspace must use the same one: a
 		// set_event bit lives for 6 x io_timeout.
-		io = m.conf().IOTimeout
-		if io <= 0 {
-			io = DefaultIOTimeout
-		}
+		io = m.defaultIOTimeout()
 	}
 
 	m.mu.Lock()
