@@ -114,8 +114,8 @@ type Config struct {
 	KillGraceSeconds int
 	killGraceSet     bool
 	// IOTimeout is -o, io_timeout (> 0): the io_timeout of an
-	// add_lockspace that passes 0 (as 3.9.5 and 5.1.1), and the client
-	// and direct modes' default.
+	// add_lockspace or write_lockspace that passes 0 (as 3.9.5 and
+	// 5.1.1), and the client and direct modes' default.
 	IOTimeout           int
 	WatchdogFireTimeout int // watchdog_fire_timeout (> 0): W of host_dead_seconds = 8 x io_timeout + W, and the wdmd device timeout
 	// DebugHosts is debug_hosts (3.9.5+, default 1): accepted and shown
