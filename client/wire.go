@@ -157,6 +157,8 @@ const (
 	StateHost             = wire.StateHost
 	StateLockspace        = wire.StateLockspace
 	StateRenewal          = wire.StateRenewal
+	StateWorker           = wire.StateWorker
+	StateResourceThread   = wire.StateResourceThread
 	StateResource         = wire.StateResource
 	StateSize             = wire.StateSize
 	WriteClear            = wire.WriteClear

@@ -70,3 +70,40 @@ func (hangDev) WriteAt(ctx context.Context, _ []byte, _ int64) error {
 }
 func (hangDev) SectorSize() int { return 512 }
 func (hangDev) Close() error    { return nil }
+
+// An add_lockspace or a write_lockspace that passes io_timeout 0 uses the
+// daemon's io_timeout (-o, io_timeout), as 3.9.5 and 5.1.1 do (measured:
+// a 3.9.5 daemon started with -o 3 joined such a request at 3 and wrote 3
+// into its delta lease; write_lockspace wrote 3, 5.1.1's with -o 4 wrote 4).
+func TestAddLockspaceDaemonIOTimeout(t *testing.T) {
+	t.Parallel()
+	m := manager.New(manager.Config{})
+	td := startDaemon(t, func(c *Config, d *Deps) {
+		c.OurHostName = "hostIO"
+		c.IOTimeout = 1
+		d.Manager = m
+	})
+	td.cl.Timeout = 30 * time.Second
+	path := testutil.LeaseFile(t, 1<<20)
+	ls := wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
+	// WRITE_LOCKSPACE with 0 writes it too (measured on 3.9.5 and 5.1.1).
+	require.NoError(t, td.cl.WriteLockspace(&ls, 0, 0))
+	_, io, err := td.cl.ReadLockspace(&ls)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(1), io, "io_timeout written by write_lockspace 0")
+	require.NoError(t, td.cl.AddLockspace(&ls, 0, 0))
+	recs, err := td.cl.Status(0)
+	require.NoError(t, err)
+	var text string
+	for _, r := range recs {
+		if r.Type == wire.StateLockspace {
+			text = r.Text
+		}
+	}
+	assert.Contains(t, text, " io_timeout=1 ")
+	hs, err := td.cl.HostStatus("LS")
+	require.NoError(t, err)
+	require.Len(t, hs, 1)
+	assert.Contains(t, hs[0].Text, " io_timeout=1 ", "the io_timeout written into our delta lease")
+	require.NoError(t, td.cl.RemLockspace(&ls, 0))
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -250,13 +251,14 @@ func (s *Server) Start() (err error) {
 		}
 	}
 
-	// 3.8.5's start line, word for word (scripts look for it).
+	// The start line, word for word (scripts look for it); with a
+	// non-default io_timeout or watchdog_fire_timeout both follow, as in
+	// 3.9.5.
 	msg := fmt.Sprintf("sanlock daemon started %s host %s (%s)", Version, s.hostName, s.nodename)
-	if cfg.WatchdogFireTimeout != config.DefaultWatchdogFireTimeout {
-		s.lg.Warn(msg, zap.Int("watchdog_fire_timeout", cfg.WatchdogFireTimeout))
-	} else {
-		s.lg.Warn(msg)
+	if cfg.IOTimeout != config.DefaultIOTimeout || cfg.WatchdogFireTimeout != config.DefaultWatchdogFireTimeout {
+		msg += fmt.Sprintf(" io_timeout %d watchdog_fire_timeout %d", cfg.IOTimeout, cfg.WatchdogFireTimeout)
 	}
+	s.lg.Warn(msg)
 
 	s.setPriority()
 
@@ -311,16 +313,47 @@ func (s *Server) openLog() {
 	s.startMon = monoSeconds()
 }
 
-// setHostName sets our host name: the configured one, else one generated
-// from the node name (Start, Serve).
+// setHostName sets our host name (docs/cli.md "Startup"): the configured
+// one, else "<product uuid>.<nodename>", else "<random uuid>.<nodename>",
+// cut to 48 bytes, and logs where it came from as 3.9.5 does (Start,
+// Serve).
 func (s *Server) setHostName() (err error) {
 	s.nodename = Nodename()
-	if s.hostName = s.cfg.OurHostName; s.hostName == "" {
-		if s.hostName, err = process.GenerateHostName(s.nodename); err != nil {
-			return fmt.Errorf("cannot generate host name: %w", err)
-		}
+	if long, ok := s.cfg.HostNameShortened(); ok {
+		s.lg.Warn(fmt.Sprintf("our_host_name shortened from config %s len %d to: %s", long, len(long), s.cfg.OurHostName))
 	}
+	if s.hostName = s.cfg.OurHostName; s.hostName != "" {
+		return nil
+	}
+	if uuid, ok := readProductUUID(); ok {
+		name, reason, ok := config.ProductUUIDHostName(uuid, s.nodename)
+		if ok {
+			s.hostName = name
+			s.lg.Info("our_host_name set from product_uuid: " + name)
+			return nil
+		}
+		s.lg.Warn(reason)
+	}
+	if s.hostName, err = process.GenerateHostName(s.nodename); err != nil {
+		return fmt.Errorf("cannot generate host name: %w", err)
+	}
+	s.lg.Info("our_host_name set from uuid_generate: " + s.hostName)
 	return nil
+}
+
+// productUUIDPath is where the machine's product uuid is read (sysfs,
+// readable by root only); tests point it elsewhere.
+var productUUIDPath = "/sys/devices/virtual/dmi/id/product_uuid"
+
+// readProductUUID returns the first line of productUUIDPath, false when
+// it cannot be read.
+func readProductUUID() (string, bool) {
+	b, err := os.ReadFile(productUUIDPath)
+	if err != nil {
+		return "", false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return line, true
 }
 
 // failStart logs the error of a failed Start or Serve and undoes it.

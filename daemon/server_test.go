@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -156,7 +157,8 @@ func TestStatusRecords(t *testing.T) {
 			lines = append(lines, "daemon "+r.Name)
 			assert.True(t, strings.HasPrefix(r.Text, "our_host_name=hostS use_watchdog=0 "), r.Text)
 			assert.Contains(t, r.Text, " debug_cmds=0xfffffffffe06ffff ")
-			assert.True(t, strings.HasSuffix(r.Text, " version_str=3.8.5 version_num=3.8.5 version_hex=03080500 smproto_hex=00000001"), r.Text)
+			assert.True(t, strings.HasSuffix(r.Text, " version_str=3.8.5 version_num=3.8.5 version_hex=03080500 smproto_hex=00000001 "+
+				"create_delta_34=0 create_delta_40=0 create_paxos_64=0"), r.Text)
 		case wire.StateClient:
 			lines = append(lines, fmt.Sprintf("p %d %s", int32(r.Data32), r.Name))
 			rest := " pid=-1 flags=0 restricted=0 cmd_active=0 cmd_last=0 pid_dead=0 kill_count=0 kill_last=0 suspend=0 need_free=0"
@@ -376,4 +378,63 @@ func TestConnectionTableFull(t *testing.T) {
 	// A freed slot is reused.
 	a.Close()
 	require.Eventually(t, func() bool { _, _, err := td.cl.Version(); return err == nil }, 5*time.Second, 5*time.Millisecond)
+}
+
+// The host name without -e: "<product uuid>.<nodename>" when the product
+// uuid has 16 to 48 bytes, else a random uuid, each logged as 3.9.5 logs
+// it; a -e longer than 48 bytes is cut and logged. Not parallel: it
+// points productUUIDPath elsewhere.
+func TestHostNameSources(t *testing.T) {
+	old := productUUIDPath
+	t.Cleanup(func() { productUUIDPath = old })
+	dir := t.TempDir()
+	node := Nodename()
+	for _, tc := range []struct {
+		name, file, host, log string
+	}{
+		{"product uuid", "4C4C4544-0036-4710-8052-B8C04F4E4A32\n",
+			config.TruncName("4C4C4544-0036-4710-8052-B8C04F4E4A32." + node), "our_host_name set from product_uuid: "},
+		{"too short", "short\n", "", "Ignore product_uuid that is too short 5 (short)"},
+		{"missing", "", "", "our_host_name set from uuid_generate: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			productUUIDPath = filepath.Join(dir, "none")
+			if tc.file != "" {
+				productUUIDPath = filepath.Join(dir, tc.name)
+				require.NoError(t, os.WriteFile(productUUIDPath, []byte(tc.file), 0o400))
+			}
+			td := startDaemon(t, func(c *Config, _ *Deps) { c.OurHostName = "" })
+			host := td.srv.HostName()
+			if tc.host != "" {
+				assert.Equal(t, tc.host, host)
+			} else {
+				assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.`, host)
+			}
+			assert.NotEmpty(t, td.logs.FilterMessageSnippet(tc.log).All(), "log %q", tc.log)
+		})
+	}
+	productUUIDPath = filepath.Join(dir, "none")
+	long := strings.Repeat("h", 60)
+	td := startDaemon(t, func(c *Config, _ *Deps) { require.NoError(t, c.ApplyOption('e', long)) })
+	assert.Equal(t, long[:48], td.srv.HostName())
+	assert.Len(t, td.logs.FilterMessage("our_host_name shortened from config "+long+" len 60 to: "+long[:48]).All(), 1)
+}
+
+// The start line gains " io_timeout N watchdog_fire_timeout N" when either
+// is not the default, as in 3.9.5.
+func TestStartLineTimeouts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		io, fire int
+		suffix   string
+	}{
+		{10, 60, ""}, {5, 60, " io_timeout 5 watchdog_fire_timeout 60"}, {10, 30, " io_timeout 10 watchdog_fire_timeout 30"},
+	} {
+		td := startDaemon(t, func(c *Config, _ *Deps) {
+			c.OurHostName = "hostT"
+			c.IOTimeout, c.WatchdogFireTimeout = tc.io, tc.fire
+		})
+		want := "sanlock daemon started " + Version + " host hostT (" + Nodename() + ")" + tc.suffix
+		assert.Len(t, td.logs.FilterMessage(want).All(), 1, want)
+	}
 }

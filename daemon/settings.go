@@ -11,7 +11,7 @@ type Config = config.Config
 // managerSettings are the options of cfg the lease manager follows.
 func managerSettings(c *Config) manager.Settings {
 	return manager.Settings{
-		UseWatchdog: c.UseWatchdog, WdmdSocket: c.WdmdSocket, WatchdogFireTimeout: c.WatchdogFireTimeout,
+		IOTimeout: c.IOTimeout, UseWatchdog: c.UseWatchdog, WdmdSocket: c.WdmdSocket, WatchdogFireTimeout: c.WatchdogFireTimeout,
 		KillGraceSeconds: c.KillGraceSeconds, SetBitmapSeconds: c.SetBitmapSeconds,
 		RenewalHistorySize: c.RenewalHistorySize, RenewalReadExtendSet: c.RenewalReadExtendSet,
 		RenewalReadExtendSec: c.RenewalReadExtendSec, DebugRenew: c.DebugRenew, ShRetries: c.ShRetries,

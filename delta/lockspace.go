@@ -69,6 +69,7 @@ type Status struct {
 	AlignSize          int
 	SetBitmapSeconds   int
 	HostGeneration     uint64
+	Version            uint32       // the version of our delta lease record (0 before the join)
 	RenewFail          bool         // the own-lease check has failed once
 	CorruptResult      rescode.Code // first corrupt renewal result, sticky
 	AcquireLastResult  rescode.Code
@@ -215,6 +216,7 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 	ls.status.AcquireLastResult, ls.status.RenewalLastResult = rescode.OK, rescode.OK
 	ls.status.AcquireLastSuccess, ls.status.RenewalLastSuccess = acq.LastSuccess, acq.LastSuccess
 	ls.status.HostGeneration = acq.Leader.OwnerGeneration
+	ls.status.Version = acq.Leader.Version
 	ls.history.Success(acq.LastSuccess, 0, 0)
 	ls.mu.Unlock()
 

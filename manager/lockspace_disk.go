@@ -19,13 +19,16 @@ func ioTimeoutCtx(ctx context.Context, secs int) (context.Context, context.Cance
 
 // WriteLockspace initialises the delta leases of ls (WRITE_LOCKSPACE,
 // docs/protocol.md "Commands" #18); io is the io_timeout written into the
-// leases (0: the default).
+// leases (0: the daemon's io_timeout, as in 3.9.5 and 5.1.1).
 func (m *Lockspaces) WriteLockspace(ctx context.Context, ls wire.Lockspace, io uint32) error {
 	if ls.Disk.Path == "" {
 		return rescode.ErrENODEV
 	}
 	if io == 0 {
-		io = DefaultIOTimeout // 3.8.5: the daemon's -o is not a default here
+		// The daemon's -o / io_timeout, as 3.9.5 and 5.1.1 (measured: a
+		// daemon started with -o 3 wrote 3); 3.8.5 ignores -o and writes
+		// 10, which is also our default.
+		io = uint32(m.defaultIOTimeout())
 	}
 	dev, err := m.cfg.Open(ls.Disk.Path)
 	if err != nil {

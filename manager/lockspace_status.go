@@ -44,13 +44,19 @@ func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 		if cfg.RenewalReadExtendSet {
 			extend = cfg.RenewalReadExtendSec
 		}
-		text := fmt.Sprintf("list=%s space_id=%d io_timeout=%d sector_size=%d align_size=%d host_generation=%d "+
+		// 5.1.1's key list (docs/protocol.md "Record texts"); version is
+		// the version of our delta lease (0 until joined), and the
+		// NO_TIMEOUT, NO_WATCHDOG and CAW keys show 0: no lockspace of
+		// ours has them.
+		text := fmt.Sprintf("list=%s space_id=%d version=0x%08x io_timeout=%d sector_size=%d align_size=%d host_generation=%d "+
 			"renew_fail=%d space_dead=%d killing_pids=%d used_retries=%d external_used=%d used_by_orphans=%d "+
+			"no_timeout=%d no_watchdog=%d caw=%d caw_dev=%d:%d caw_off=%d "+
 			"renewal_read_extend_sec=%d set_max_sectors_kb=%d corrupt_result=%d acquire_last_result=%d "+
 			"renewal_last_result=%d acquire_last_attempt=%d acquire_last_success=%d renewal_last_attempt=%d "+
 			"renewal_last_success=%d",
-			s.list, s.sp.id, s.sp.ioTimeout, st.SectorSize, st.AlignSize, st.HostGeneration,
+			s.list, s.sp.id, st.Version, s.sp.ioTimeout, st.SectorSize, st.AlignSize, st.HostGeneration,
 			b2i(st.RenewFail), b2i(s.dead), s.killing, s.retries, b2i(s.used), b2i(s.byOrphans),
+			0, 0, 0, 0, 0, 0,
 			extend, 0, int(st.CorruptResult), int(st.AcquireLastResult),
 			int(st.RenewalLastResult), st.AcquireLastAttempt, st.AcquireLastSuccess, st.RenewalLastAttempt,
 			st.RenewalLastSuccess)
@@ -86,21 +92,25 @@ func (m *Lockspaces) HostStatus(name string) ([]wire.StateRecord, error) {
 	for _, h := range run.HostStatuses() {
 		recs = append(recs, wire.StateRecord{
 			State: wire.State{Type: wire.StateHost, Data32: uint32(h.HostID), Data64: h.Timestamp},
-			Text:  hostStatusText(&h),
+			Text:  hostStatusText(&h, run.HostState(h.HostID)),
 		})
 	}
 	return recs, nil
 }
 
-// hostStatusText is the HOST record text (docs/protocol.md "Record texts").
-func hostStatusText(h *delta.HostStatus) string {
+// hostStatusText is the HOST record text (docs/protocol.md "Record
+// texts"): 5.1.1's key list, with the state get_hosts gives the host now
+// (host_flags, host_state); no_timeout and the dead_ext keys show 0, as
+// for a host without NO_TIMEOUT or DEAD_EXT.
+func hostStatusText(h *delta.HostStatus, state delta.HostState) string {
 	name := h.OwnerName
 	if len(name) > wire.NameLen {
 		name = name[:wire.NameLen]
 	}
 	return fmt.Sprintf("last_check=%d last_live=%d last_req=%d owner_id=%d owner_generation=%d timestamp=%d "+
-		"io_timeout=%d owner_name=%s", h.LastCheck, h.LastLive, h.LastReq, h.OwnerID, h.OwnerGeneration,
-		h.Timestamp, h.IOTimeout, name)
+		"io_timeout=%d no_timeout=%d dead_ext=%d found_dead_ext_gen=%d wrote_dead_ext_gen=%d host_flags=0x%x "+
+		"host_state=%s owner_name=%s", h.LastCheck, h.LastLive, h.LastReq, h.OwnerID, h.OwnerGeneration,
+		h.Timestamp, h.IOTimeout, 0, 0, 0, 0, uint32(state), state, name)
 }
 
 // GetHosts answers GET_HOSTS (docs/delta.md "get_hosts").

@@ -189,6 +189,15 @@ func (m *Lockspaces) lg() *zap.Logger {
 
 func (m *Lockspaces) conf() *Settings { return &m.env.Settings }
 
+// defaultIOTimeout is the io_timeout of a request that passes 0: the
+// daemon's (Settings.IOTimeout), else DefaultIOTimeout.
+func (m *Lockspaces) defaultIOTimeout() int {
+	if io := m.conf().IOTimeout; io > 0 {
+		return io
+	}
+	return DefaultIOTimeout
+}
+
 func (m *Lockspaces) baseContext() context.Context {
 	if m.env.Context == nil {
 		return context.Background()
@@ -361,7 +370,7 @@ func (m *Lockspaces) RequestHost(name string, hostID uint64) error {
 type AddRequest struct {
 	Lockspace wire.Lockspace
 	Async     bool   // return once the add has started (wire.AddAsync)
-	IOTimeout uint32 // 0: DefaultIOTimeout
+	IOTimeout uint32 // 0: the daemon's io_timeout (Settings.IOTimeout)
 }
 
 // Add joins a lockspace (docs/delta.md "Adding a lockspace"). Without Async
@@ -381,10 +390,11 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	ident := wire.Lockspace{Name: ls.Name, HostID: ls.HostID, Disk: wire.Disk{Path: ls.Disk.Path, Offset: ls.Disk.Offset}}
 	io := int(ioTimeout)
 	if io <= 0 {
-		// 3.8.5's daemon ignores -o and the io_timeout key: 0 means 10.
-		// Taking our own -o here would make a mixed cluster disagree on
-		// the event timing (a set_event bit lives for 6 x io_timeout).
-		io = DefaultIOTimeout
+		// 0 is the daemon's io_timeout, as in 3.9.5 and 5.1.1 (3.8.5
+		// ignores -o and the key and takes 10, which is also our
+		// default). Every host of a lockspace must use the same one: a
+		// set_event bit lives for 6 x io_timeout.
+		io = m.defaultIOTimeout()
 	}
 
 	m.mu.Lock()

@@ -33,6 +33,9 @@ type Config struct {
 // Settings are the daemon options the lease manager follows (docs/cli.md
 // "Daemon options"); the daemon passes them in Env at Start.
 type Settings struct {
+	// IOTimeout is the daemon's io_timeout (-o, io_timeout): what an
+	// add_lockspace that passes 0 joins with (0: DefaultIOTimeout).
+	IOTimeout            int
 	UseWatchdog          bool
 	WdmdSocket           string // "" : wdmdclient.DefaultSocket
 	WatchdogFireTimeout  int

@@ -58,7 +58,9 @@ func (m *Resources) StatusRecords() []wire.StateRecord {
 				ss, align = r.held.Geometry.SectorSize, r.held.Geometry.AlignSize
 				lver = r.held.Leader.Lver
 			}
-			one := func(pid int, tokID uint32) {
+			// ci is the holder's connection slot (ClientStatus.Order),
+			// -1 for a record without a token (rem, orphan).
+			one := func(pid int, tokID uint32, ci int) {
 				res := wire.Resource{LockspaceName: r.key.space, Name: r.key.name, LVer: lver,
 					Disks: make([]wire.Disk, len(r.disks))}
 				for i, d := range r.disks {
@@ -67,8 +69,10 @@ func (m *Resources) StatusRecords() []wire.StateRecord {
 				if r.shared {
 					res.Flags |= wire.ResShared
 				}
-				text := fmt.Sprintf("list=%s flags=%x sector_size=%d align_size=%d lver=%d reused=%d res_id=%d token_id=%d",
-					r.list, r.flagsText(), ss, align, lver, 0, r.id, tokID)
+				// 5.1.1's key list: the caw keys show 0 (no CAW).
+				text := fmt.Sprintf("list=%s flags=%x sector_size=%d align_size=%d lver=%d reused=%d res_id=%d "+
+					"caw=%d caw_dev=%d:%d caw_off=%d token_id=%d ci=%d",
+					r.list, r.flagsText(), ss, align, lver, 0, r.id, 0, 0, 0, 0, tokID, ci)
 				recs = append(recs, wire.StateRecord{
 					State:    wire.State{Type: wire.StateResource, Data32: uint32(int32(pid)), Data64: lver, Name: r.key.name},
 					Text:     text,
@@ -77,10 +81,16 @@ func (m *Resources) StatusRecords() []wire.StateRecord {
 			}
 			if l == resHeld || l == resAdd {
 				for _, t := range r.tokens {
-					one(t.pid, t.id)
+					ci := -1
+					if m.clients != nil {
+						if cs, ok := m.clients.Status(t.client); ok {
+							ci = cs.Order
+						}
+					}
+					one(t.pid, t.id, ci)
 				}
 			} else {
-				one(r.pid, 0)
+				one(r.pid, 0, -1)
 			}
 		}
 	}

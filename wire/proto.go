@@ -331,6 +331,12 @@ const (
 	StateResource  = 4
 	StateHost      = 5
 	StateRenewal   = 6
+	// StateWorker and StateResourceThread are the records of a worker
+	// thread (data32: its number) and of the resource thread that
+	// 3.9.5's and 5.1.1's STATUS send after DAEMON; the CLI prints them
+	// with -D only. Our daemon sends neither.
+	StateWorker         = 7
+	StateResourceThread = 8
 )
 
 // Limits (docs/protocol.md "Structures").

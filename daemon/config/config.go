@@ -20,17 +20,25 @@ import (
 
 // Defaults of the daemon (docs/cli.md "Daemon defaults", "Config file"; README: 3.8.5 defaults).
 const (
-	DefaultRunDir              = "/run/sanlock"
-	DefaultLogFile             = "/var/log/sanlock.log"
-	DefaultConfigFile          = "/etc/sanlock/sanlock.conf"
-	DefaultLogfilePriority     = 4 // LOG_WARNING
-	DefaultSyslogPriority      = 3 // LOG_ERR
-	DefaultNamesLogPriority    = 4
-	DefaultRenewalHistorySize  = 180
-	DefaultMaxWorkerThreads    = 8
-	MinWorkerThreads           = 2
-	DefaultKillGraceSeconds    = 40
-	MaxKillGraceSeconds        = 60
+	DefaultRunDir             = "/run/sanlock"
+	DefaultLogFile            = "/var/log/sanlock.log"
+	DefaultConfigFile         = "/etc/sanlock/sanlock.conf"
+	DefaultLogfilePriority    = 4 // LOG_WARNING
+	DefaultSyslogPriority     = 3 // LOG_ERR
+	DefaultNamesLogPriority   = 4
+	DefaultRenewalHistorySize = 180
+	DefaultMaxWorkerThreads   = 8
+	MinWorkerThreads          = 2
+	DefaultKillGraceSeconds   = 40
+	MaxKillGraceSeconds       = 60
+	DefaultDebugHosts         = 1
+	DefaultUseHugepages       = "all"
+	DefaultUseCompareAndWrite = "yes"
+	DefaultCawFUA             = 1
+	DefaultCawDPO             = 1
+	// MinProductUUIDLen and HostNameLen bound the product uuid
+	// a generated host name starts with (ProductUUIDHostName).
+	MinProductUUIDLen          = 16
 	DefaultIOTimeout           = 10
 	DefaultWatchdogFireTimeout = 60
 	DefaultWriteInitIOTimeout  = 60
@@ -99,16 +107,40 @@ type Config struct {
 	// (IDWarnings).
 	idWarnings []string
 
-	MaxWorkerThreads    int  // -t, max_worker_threads (min 2)
-	KillGraceSeconds    int  // -g, kill_grace_seconds (0..60)
-	IOTimeout           int  // -o, io_timeout (> 0): client and direct only; the daemon, as 3.8.5, ignores it
-	WatchdogFireTimeout int  // watchdog_fire_timeout (> 0)
-	UseWatchdog         bool // -w, use_watchdog
-	HighPriority        bool // -h, high_priority (SCHED_RR)
-	MlockLevel          int  // -l, mlock_level: 0 none, 1 current, 2 current+future
-	SetBitmapSeconds    int  // -b: 0 = 6 x the lockspace io_timeout
-	OurHostName         string
-	UseAIO              bool // -a, use_aio
+	MaxWorkerThreads int // -t, max_worker_threads (min 2)
+	// KillGraceSeconds is -g, kill_grace_seconds (0..60). Unless one of
+	// them sets it, it follows watchdog_fire_timeout as 3.9.5 derives it
+	// (KillGraceFor); killGraceSet records that it was set.
+	KillGraceSeconds int
+	killGraceSet     bool
+	// IOTimeout is -o, io_timeout (> 0): the io_timeout of an
+	// add_lockspace or write_lockspace that passes 0 (as 3.9.5 and
+	// 5.1.1), and the client and direct modes' default.
+	IOTimeout           int
+	WatchdogFireTimeout int // watchdog_fire_timeout (> 0): W of host_dead_seconds = 8 x io_timeout + W, and the wdmd device timeout
+	// DebugHosts is debug_hosts (3.9.5+, default 1): accepted and shown
+	// in STATUS; our host processing logs the same at every value.
+	DebugHosts int
+	// UseHugepages is use_hugepages (3.9.5+): "all" (default) or "none";
+	// other values are ignored. Accepted and shown; we allocate no huge
+	// pages either way.
+	UseHugepages string
+	// UseCompareAndWrite is use_compare_and_write (5.1.1): "yes"
+	// (default), "allow" or "no"; CawFUA and CawDPO are caw_fua and
+	// caw_dpo (default 1). Accepted and shown; SCSI COMPARE AND WRITE
+	// is not implemented, leases are always written as on a plain device.
+	UseCompareAndWrite string
+	CawFUA             int
+	CawDPO             int
+	UseWatchdog        bool // -w, use_watchdog
+	HighPriority       bool // -h, high_priority (SCHED_RR)
+	MlockLevel         int  // -l, mlock_level: 0 none, 1 current, 2 current+future
+	SetBitmapSeconds   int  // -b: 0 = 6 x the lockspace io_timeout
+	// OurHostName is -e, our_host_name, cut to 48 bytes; hostNameLong
+	// keeps the value given when it was longer (HostNameShortened).
+	OurHostName  string
+	hostNameLong string
+	UseAIO       bool // -a, use_aio
 
 	ShRetries            int    // sh_retries
 	RenewalReadExtendSec int    // renewal_read_extend_sec (valid when RenewalReadExtendSet)
@@ -175,6 +207,11 @@ func DefaultConfig() *Config {
 		KillGraceSeconds:    DefaultKillGraceSeconds,
 		IOTimeout:           DefaultIOTimeout,
 		WatchdogFireTimeout: DefaultWatchdogFireTimeout,
+		DebugHosts:          DefaultDebugHosts,
+		UseHugepages:        DefaultUseHugepages,
+		UseCompareAndWrite:  DefaultUseCompareAndWrite,
+		CawFUA:              DefaultCawFUA,
+		CawDPO:              DefaultCawDPO,
 		UseWatchdog:         true,
 		MlockLevel:          1,
 		UseAIO:              true,
@@ -294,11 +331,29 @@ func (c *Config) ApplyConfigKey(key, value string) bool {
 	case "watchdog_fire_timeout":
 		if v > 0 {
 			c.WatchdogFireTimeout = v
+			if !c.killGraceSet {
+				c.KillGraceSeconds = KillGraceFor(v)
+			}
 		}
 	case "kill_grace_seconds":
 		if v >= 0 && v <= MaxKillGraceSeconds {
 			c.KillGraceSeconds = v
+			c.killGraceSet = true
 		}
+	case "debug_hosts":
+		c.DebugHosts = v
+	case "use_hugepages":
+		if value == "all" || value == "none" {
+			c.UseHugepages = value
+		}
+	case "use_compare_and_write":
+		if value == "yes" || value == "allow" || value == "no" {
+			c.UseCompareAndWrite = value
+		}
+	case "caw_fua":
+		c.CawFUA = v
+	case "caw_dpo":
+		c.CawDPO = v
 	case "high_priority":
 		c.HighPriority = v != 0
 	case "mlock_level":
@@ -313,6 +368,11 @@ func (c *Config) ApplyConfigKey(key, value string) bool {
 		c.idsSet = false
 	case "our_host_name":
 		c.OurHostName = truncName(value)
+		if len(value) > HostNameLen {
+			c.hostNameLong = value
+		} else {
+			c.hostNameLong = ""
+		}
 	case "renewal_read_extend_sec":
 		c.RenewalReadExtendSec = v
 		c.RenewalReadExtendSet = true
@@ -492,6 +552,42 @@ func (c *Config) SetIDs(uid, gid int) {
 	c.UID, c.GID, c.idsSet = uid, gid, true
 }
 
+// KillGraceFor is the kill_grace_seconds a daemon uses when neither -g
+// nor kill_grace_seconds sets it, for watchdog_fire_timeout w (measured
+// on 3.9.5 and 5.1.1, which derive it from w alone): 40 from 60 s up, 15
+// from 30 to 59 s, 0 below 30 s, so that the holders are SIGKILLed well
+// before the watchdog fires.
+func KillGraceFor(w int) int {
+	switch {
+	case w >= DefaultWatchdogFireTimeout:
+		return DefaultKillGraceSeconds
+	case w >= 30:
+		return 15
+	}
+	return 0
+}
+
+// HostNameShortened returns the -e / our_host_name value as given, and
+// true, when it was longer than 48 bytes and cut (the daemon logs it).
+func (c *Config) HostNameShortened() (string, bool) {
+	return c.hostNameLong, c.hostNameLong != ""
+}
+
+// ProductUUIDHostName is the host name a daemon without -e or
+// our_host_name takes from the machine's product uuid (the first line of
+// /sys/devices/virtual/dmi/id/product_uuid, uuid as read): "<uuid>.<nodename>"
+// cut to 48 bytes, as 3.9.5 and 5.1.1 do. A uuid shorter than 16 or
+// longer than 48 bytes is not used: ok is false and reason says why.
+func ProductUUIDHostName(uuid, nodename string) (name, reason string, ok bool) {
+	switch {
+	case len(uuid) < MinProductUUIDLen:
+		return "", fmt.Sprintf("Ignore product_uuid that is too short %d (%s)", len(uuid), uuid), false
+	case len(uuid) > HostNameLen:
+		return "", fmt.Sprintf("Ignore product_uuid that is too long %d (%s)", len(uuid), uuid), false
+	}
+	return truncName(uuid + "." + nodename), "", true
+}
+
 // RenewalReadExtend returns renewal_read_extend_sec, defaulting to io_timeout.
 func (c *Config) RenewalReadExtend() int {
 	if c.RenewalReadExtendSet {
@@ -514,22 +610,31 @@ func truncName(s string) string {
 func Atoi(s string) int { return cnum.Atoi(s) }
 
 // StatusText is the text of STATUS's DAEMON record (docs/protocol.md
-// "Record texts", snapshot key list): the settings in effect, with our host
-// name, the daemon pid as helper_pid, the CLOCK_MONOTONIC seconds at start
-// and now, and the version as text and as the 32-bit number of VERSION.
+// "Record texts"): the key list of 5.1.1, a superset of 3.8.5's and
+// 3.9.5's in the same order. It holds the settings in effect, our host
+// name, the daemon pid as helper_pid, the CLOCK_MONOTONIC seconds at
+// start and now, and the version as text and as the 32-bit number of
+// VERSION. create_delta_34, create_delta_40 and create_paxos_64 are 5.x's
+// create_old_*_disk_version keys. num_worker_threads is 2, the workers a
+// C daemon starts with: ours has no worker threads (each command runs on
+// its connection's goroutine).
 func (c *Config) StatusText(host string, pid int, startMon, now uint64, version string, v uint32) string {
 	return fmt.Sprintf("our_host_name=%s use_watchdog=%d high_priority=%d mlock_level=%d quiet_fail=%d "+
-		"debug_renew=%d debug_clients=%d debug_cmds=0x%x renewal_history_size=%d gid=%d uid=%d "+
+		"debug_renew=%d debug_hosts=%d debug_clients=%d debug_cmds=0x%x renewal_history_size=%d gid=%d uid=%d "+
 		"sh_retries=%d max_sectors_kb_ignore=%d max_sectors_kb_align=%d max_sectors_kb_num=%d "+
-		"max_worker_threads=%d write_init_io_timeout=%d use_aio=%d "+
+		"max_worker_threads=%d num_worker_threads=%d use_hugepages=%s write_init_io_timeout=%d use_aio=%d "+
+		"io_timeout=%d use_compare_and_write=%s watchdog_fire_timeout=%d "+
 		"kill_grace_seconds=%d helper_pid=%d helper_kill_fd=%d helper_full_count=%d helper_last_status=%d "+
-		"monotime=%d version_str=%s version_num=%d.%d.%d version_hex=%08x smproto_hex=%08x",
+		"monotime=%d version_str=%s version_num=%d.%d.%d version_hex=%08x smproto_hex=%08x "+
+		"create_delta_34=%d create_delta_40=%d create_paxos_64=%d",
 		host, b2i(c.UseWatchdog), b2i(c.HighPriority), c.MlockLevel, b2i(c.QuietFail),
-		b2i(c.DebugRenew), b2i(c.DebugClients), c.DebugCmds, c.RenewalHistorySize, c.GID, c.UID,
+		b2i(c.DebugRenew), c.DebugHosts, b2i(c.DebugClients), c.DebugCmds, c.RenewalHistorySize, c.GID, c.UID,
 		c.ShRetries, b2i(c.MaxSectorsKBIgnore), b2i(c.MaxSectorsKBAlign), c.MaxSectorsKBNum,
-		c.MaxWorkerThreads, c.WriteInitIOTimeout, b2i(c.UseAIO),
+		c.MaxWorkerThreads, MinWorkerThreads, c.UseHugepages, c.WriteInitIOTimeout, b2i(c.UseAIO),
+		c.IOTimeout, c.UseCompareAndWrite, c.WatchdogFireTimeout,
 		c.KillGraceSeconds, pid, -1, 0, startMon,
-		now, version, v>>24, v>>16&0xff, v>>8&0xff, v, wire.ProtoVersion)
+		now, version, v>>24, v>>16&0xff, v>>8&0xff, v, wire.ProtoVersion,
+		b2i(c.CreateDelta34), b2i(c.CreateDelta40), b2i(c.CreatePaxos64))
 }
 
 func b2i(b bool) int {

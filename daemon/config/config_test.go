@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -121,7 +122,7 @@ func TestConfigKeys(t *testing.T) {
 	c.ApplyConfigKey("kill_grace_seconds", "100")
 	assert.Equal(t, 5, c.IOTimeout)
 	assert.Equal(t, 20, c.WatchdogFireTimeout)
-	assert.Equal(t, 40, c.KillGraceSeconds)
+	assert.Equal(t, 0, c.KillGraceSeconds, "100 is out of range; fire 20 gives 0")
 	c.ApplyConfigKey("renewal_read_extend_sec", "0")
 	assert.Equal(t, 0, c.RenewalReadExtend())
 	c.ApplyConfigKey("max_sectors_kb", "ignore")
@@ -192,6 +193,136 @@ func TestMetricsAddressConfig(t *testing.T) {
 	assert.Equal(t, "9400", c.MetricsAddress)
 }
 
+// The kill_grace_seconds a daemon uses depends on watchdog_fire_timeout
+// unless -g or the key sets it, whatever the order (measured on 3.9.5
+// and 5.1.1: fire 60 and up 40, 30..59 15, below 30 0).
+func TestKillGraceFollowsFireTimeout(t *testing.T) {
+	for _, tc := range []struct{ fire, want int }{
+		{1, 0}, {10, 0}, {29, 0}, {30, 15}, {45, 15}, {59, 15}, {60, 40}, {61, 40}, {120, 40},
+	} {
+		c := DefaultConfig()
+		c.ApplyConfigKey("watchdog_fire_timeout", fmt.Sprint(tc.fire))
+		assert.Equal(t, tc.want, c.KillGraceSeconds, "fire %d", tc.fire)
+		assert.Equal(t, tc.want, KillGraceFor(tc.fire))
+	}
+	for _, steps := range [][][2]string{
+		{{"watchdog_fire_timeout", "30"}, {"kill_grace_seconds", "25"}},
+		{{"kill_grace_seconds", "25"}, {"watchdog_fire_timeout", "30"}},
+		{{"watchdog_fire_timeout", "30"}, {"-g", "25"}},
+		{{"-g", "25"}, {"watchdog_fire_timeout", "10"}},
+	} {
+		c := DefaultConfig()
+		for _, kv := range steps {
+			if kv[0] == "-g" {
+				require.NoError(t, c.ApplyOption('g', kv[1]))
+			} else {
+				c.ApplyConfigKey(kv[0], kv[1])
+			}
+		}
+		assert.Equal(t, 25, c.KillGraceSeconds, "%v", steps)
+	}
+	// Out of range: ignored, and the value stays derived.
+	c := DefaultConfig()
+	c.ApplyConfigKey("watchdog_fire_timeout", "30")
+	c.ApplyConfigKey("kill_grace_seconds", "61")
+	assert.Equal(t, 15, c.KillGraceSeconds)
+	c.ApplyConfigKey("watchdog_fire_timeout", "0")
+	c.ApplyConfigKey("watchdog_fire_timeout", "-5")
+	assert.Equal(t, 30, c.WatchdogFireTimeout, "values <= 0 ignored")
+}
+
+// The keys 3.9.5 and 5.1.1 added, with the values they accept (measured:
+// other values keep the previous one; names are case sensitive).
+func TestNewerKeys(t *testing.T) {
+	c := DefaultConfig()
+	assert.Equal(t, 1, c.DebugHosts)
+	assert.Equal(t, "all", c.UseHugepages)
+	assert.Equal(t, "yes", c.UseCompareAndWrite)
+	assert.Equal(t, 1, c.CawFUA)
+	assert.Equal(t, 1, c.CawDPO)
+	for _, kv := range [][2]string{
+		{"debug_hosts", "2"}, {"use_hugepages", "none"}, {"use_hugepages", "foo"}, {"use_hugepages", "None"},
+		{"use_compare_and_write", "no"}, {"use_compare_and_write", "foo"}, {"use_compare_and_write", "NO"},
+		{"caw_fua", "0"}, {"caw_dpo", "0"},
+	} {
+		assert.True(t, c.ApplyConfigKey(kv[0], kv[1]), kv[0])
+	}
+	assert.Equal(t, 2, c.DebugHosts)
+	assert.Equal(t, "none", c.UseHugepages)
+	assert.Equal(t, "no", c.UseCompareAndWrite)
+	assert.Zero(t, c.CawFUA)
+	assert.Zero(t, c.CawDPO)
+	c.ApplyConfigKey("use_compare_and_write", "allow")
+	c.ApplyConfigKey("use_hugepages", "all")
+	c.ApplyConfigKey("debug_hosts", "none")
+	assert.Equal(t, "allow", c.UseCompareAndWrite)
+	assert.Equal(t, "all", c.UseHugepages)
+	assert.Zero(t, c.DebugHosts, "atoi")
+}
+
+// -e and our_host_name are cut to 48 bytes; the value given is kept for
+// the daemon's "shortened" log line.
+func TestHostNameShortened(t *testing.T) {
+	c := DefaultConfig()
+	_, cut := c.HostNameShortened()
+	assert.False(t, cut)
+	long := strings.Repeat("h", 60)
+	require.NoError(t, c.ApplyOption('e', long))
+	assert.Equal(t, long[:48], c.OurHostName)
+	got, cut := c.HostNameShortened()
+	assert.True(t, cut)
+	assert.Equal(t, long, got)
+	c.ApplyConfigKey("our_host_name", strings.Repeat("c", 48))
+	_, cut = c.HostNameShortened()
+	assert.False(t, cut, "48 bytes fit")
+}
+
+// The product uuid is used when it has 16 to 48 bytes, as read (case and
+// blanks kept), then ".<nodename>", cut to 48 (measured on 3.9.5).
+func TestProductUUIDHostName(t *testing.T) {
+	for _, tc := range []struct {
+		uuid, want, reason string
+	}{
+		{"4C4C4544-0036-4710-8052-B8C04F4E4A32", "4C4C4544-0036-4710-8052-B8C04F4E4A32.vm", ""},
+		{strings.Repeat("a", 16), strings.Repeat("a", 16) + ".vm", ""},
+		{strings.Repeat("a", 46), strings.Repeat("a", 46) + ".v", ""},
+		{strings.Repeat("a", 48), strings.Repeat("a", 48), ""},
+		{strings.Repeat("a", 15), "", "Ignore product_uuid that is too short 15 (aaaaaaaaaaaaaaa)"},
+		{"", "", "Ignore product_uuid that is too short 0 ()"},
+		{strings.Repeat("a", 49), "", "Ignore product_uuid that is too long 49 (" + strings.Repeat("a", 49) + ")"},
+	} {
+		name, reason, ok := ProductUUIDHostName(tc.uuid, "vm")
+		assert.Equal(t, tc.want, name, tc.uuid)
+		assert.Equal(t, tc.reason, reason, tc.uuid)
+		assert.Equal(t, tc.reason == "", ok, tc.uuid)
+	}
+}
+
+// The DAEMON record's keys are 5.1.1's, in its order (compared with the
+// real daemons in daemon/newerinterop).
+func TestStatusTextKeys(t *testing.T) {
+	c := DefaultConfig()
+	c.SetIDs(0, 0)
+	text := c.StatusText("h", 7, 1, 2, "3.8.5", 0x03080500)
+	var keys []string
+	for _, kv := range strings.Split(text, " ") {
+		k, _, ok := strings.Cut(kv, "=")
+		require.True(t, ok, kv)
+		keys = append(keys, k)
+	}
+	assert.Equal(t, []string{"our_host_name", "use_watchdog", "high_priority", "mlock_level", "quiet_fail",
+		"debug_renew", "debug_hosts", "debug_clients", "debug_cmds", "renewal_history_size", "gid", "uid",
+		"sh_retries", "max_sectors_kb_ignore", "max_sectors_kb_align", "max_sectors_kb_num",
+		"max_worker_threads", "num_worker_threads", "use_hugepages", "write_init_io_timeout", "use_aio",
+		"io_timeout", "use_compare_and_write", "watchdog_fire_timeout", "kill_grace_seconds", "helper_pid",
+		"helper_kill_fd", "helper_full_count", "helper_last_status", "monotime", "version_str", "version_num",
+		"version_hex", "smproto_hex", "create_delta_34", "create_delta_40", "create_paxos_64"}, keys)
+	assert.Contains(t, text, " debug_hosts=1 ")
+	assert.Contains(t, text, " use_hugepages=all ")
+	assert.Contains(t, text, " io_timeout=10 use_compare_and_write=yes watchdog_fire_timeout=60 kill_grace_seconds=40 ")
+	assert.Contains(t, text, " version_str=3.8.5 version_num=3.8.5 version_hex=03080500 smproto_hex=00000001 ")
+}
+
 func TestCreateVersionKeys(t *testing.T) {
 	apply := func(kv ...string) *Config {
 		c := DefaultConfig()
@@ -220,4 +351,14 @@ func TestCreateVersionKeys(t *testing.T) {
 	c = apply("create_delta_disk_version", "5.0", "create_old_delta_disk_version", "3.40", "create_old_paxos_disk_version", "7.0")
 	assert.Equal(t, DeltaVersion50, c.DeltaCreateVersion())
 	assert.Equal(t, PaxosVersion64, c.PaxosCreateVersion())
+}
+
+// create_delta_34, create_delta_40 and create_paxos_64 in the DAEMON
+// record follow 5.x's create_old_*_disk_version keys.
+func TestStatusTextCreateOld(t *testing.T) {
+	c := DefaultConfig()
+	assert.True(t, strings.HasSuffix(c.StatusText("h", 1, 1, 1, "3.8.5", 0x03080500), " create_delta_34=0 create_delta_40=0 create_paxos_64=0"))
+	c.ApplyConfigKey("create_old_delta_disk_version", "4.0")
+	c.ApplyConfigKey("create_old_paxos_disk_version", "6.4")
+	assert.True(t, strings.HasSuffix(c.StatusText("h", 1, 1, 1, "3.8.5", 0x03080500), " create_delta_34=0 create_delta_40=1 create_paxos_64=1"))
 }

@@ -90,7 +90,8 @@ func TestLockspaceLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	assert.Equal(t, uint32(1), recs[0].Data32)
-	assert.Regexp(t, `^last_check=\d+ last_live=\d+ last_req=0 owner_id=1 owner_generation=1 timestamp=\d+ io_timeout=1 owner_name=hostA$`, recs[0].Text)
+	assert.Regexp(t, `^last_check=\d+ last_live=\d+ last_req=0 owner_id=1 owner_generation=1 timestamp=\d+ io_timeout=1 `+
+		`no_timeout=0 dead_ext=0 found_dead_ext_gen=0 wrote_dead_ext_gen=0 host_flags=0x3 host_state=LIVE owner_name=hostA$`, recs[0].Text)
 
 	require.Eventually(t, func() bool {
 		recs, err = cl.Renewal("LS")
@@ -113,8 +114,9 @@ func TestLockspaceLifecycle(t *testing.T) {
 		}
 	}
 	require.Len(t, lsRecs, 1)
-	assert.Regexp(t, `^list=spaces space_id=1 io_timeout=1 sector_size=512 align_size=1048576 host_generation=1 `+
+	assert.Regexp(t, `^list=spaces space_id=1 version=0x00030004 io_timeout=1 sector_size=512 align_size=1048576 host_generation=1 `+
 		`renew_fail=0 space_dead=0 killing_pids=0 used_retries=0 external_used=0 used_by_orphans=0 `+
+		`no_timeout=0 no_watchdog=0 caw=0 caw_dev=0:0 caw_off=0 `+
 		`renewal_read_extend_sec=1 set_max_sectors_kb=0 corrupt_result=0 acquire_last_result=1 renewal_last_result=1 `+
 		`acquire_last_attempt=\d+ acquire_last_success=\d+ renewal_last_attempt=\d+ renewal_last_success=\d+$`, lsRecs[0].Text)
 	assert.Equal(t, uint32(512), lsRecs[0].Lockspace.Disk.Pad1)
@@ -146,7 +148,7 @@ func TestLockspaceLifecycle(t *testing.T) {
 	assert.Equal(t, uint32(wire.LSFAdd), list[0].Flags)
 	st, err = cl.Status(wire.StateLockspace)
 	require.NoError(t, err)
-	assert.Regexp(t, `^list=add space_id=2 io_timeout=1 .* host_generation=0 .* acquire_last_result=0 renewal_last_result=0 `+
+	assert.Regexp(t, `^list=add space_id=2 version=0x00000000 io_timeout=1 .* host_generation=0 .* acquire_last_result=0 renewal_last_result=0 `+
 		`acquire_last_attempt=0 acquire_last_success=0 renewal_last_attempt=0 renewal_last_success=0$`, st[len(st)-1].Text)
 	recs, err = cl.HostStatus("LS")
 	require.NoError(t, err, "a lockspace being added is found")

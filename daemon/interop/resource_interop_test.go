@@ -359,8 +359,13 @@ func (s *rtSide) disk(label string) {
 
 var rtIDs = regexp.MustCompile(`(reused|res_id|token_id)=\d+`)
 
+// rtNewerRKeys are the keys of our r records that 3.8.5's lack (5.1.1's
+// list, docs/protocol.md "Record texts"); statusD drops them.
+var rtNewerRKeys = regexp.MustCompile(`^    (caw|caw_dev|caw_off|ci)=`)
+
 // statusD records the r records of `client status -D` in daemon order,
-// with the ids that count allocations (reused, res_id, token_id) masked.
+// with the ids that count allocations (reused, res_id, token_id) masked
+// and the keys 3.8.5 does not have dropped.
 func (s *rtSide) statusD(label string) {
 	out, _ := rtRun(s, realSanlock, "client", "status", "-D")
 	var keep []string
@@ -369,7 +374,7 @@ func (s *rtSide) statusD(label string) {
 		if !strings.HasPrefix(l, "    ") {
 			inR = strings.HasPrefix(l, "r ")
 		}
-		if inR {
+		if inR && !rtNewerRKeys.MatchString(l) {
 			keep = append(keep, rtIDs.ReplaceAllString(s.norm(l), "${1}=N"))
 		}
 	}

@@ -7,10 +7,14 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 )
 
-// statusLine is one printed record of STATUS: its line and key list.
+// statusLine is one record of STATUS: its line and key list. A record
+// whose line is empty is not printed (a type the tool does not know);
+// debugOnly lines (the worker and resource thread records of 3.9.5 and
+// 5.1.1 daemons) are printed with -D only.
 type statusLine struct {
-	rec  *client.StateRecord
-	line string
+	rec       *client.StateRecord
+	line      string
+	debugOnly bool
 }
 
 // listSuffix is the " ADD" / " REM" / " ORPHAN" mark the tool adds after s
@@ -46,12 +50,19 @@ func statusText(rec *client.StateRecord) string {
 		}
 		r.LVer = rec.Data64 // the held version; the struct's lver is stale
 		return fmt.Sprintf("r %s p %d%s", client.ResourceString(&r), int32(rec.Data32), listSuffix(rec.Text, true))
+	case client.StateWorker:
+		return fmt.Sprintf("worker %d", rec.Data32)
+	case client.StateResourceThread:
+		return "resource_thread"
 	}
 	return ""
 }
 
 // printRecord prints a line and, with -D, the record's key=value pairs.
 func (c *clientRun) printRecord(l statusLine) {
+	if l.line == "" || (l.debugOnly && !c.debug) {
+		return
+	}
 	c.printf("%s\n", l.line)
 	if c.debug {
 		c.printKeys(l.rec.Text)
@@ -80,9 +91,9 @@ func (c *clientRun) status(sortBy byte) int {
 	}
 	lines := make([]statusLine, 0, len(recs))
 	for i := range recs {
-		if t := statusText(&recs[i]); t != "" {
-			lines = append(lines, statusLine{rec: &recs[i], line: t})
-		}
+		t := recs[i].Type
+		lines = append(lines, statusLine{rec: &recs[i], line: statusText(&recs[i]),
+			debugOnly: t == client.StateWorker || t == client.StateResourceThread})
 	}
 	if (sortBy == 'p' || sortBy == 's') && len(lines) > maxSort {
 		c.printf("cannot sort over %d\n", maxSort)
@@ -132,26 +143,32 @@ func (c *clientRun) statusHead(lines []statusLine, allClients bool) []statusLine
 }
 
 // statusGrouped prints each group line followed by the resource lines that
-// match it, then the unmatched resource lines after a "-" line.
+// match it, then, after a "-" line, the records left: the unmatched
+// resources and the records of other types (worker and resource thread
+// records of a 3.9.5 or 5.1.1 daemon, printed with -D only; types the tool
+// does not know are not printed, but still make the "-" line, as every C
+// tool does).
 func (c *clientRun) statusGrouped(lines, groups []statusLine, match func(g, r statusLine) bool) {
-	var res []statusLine
+	var rest []statusLine
 	for _, l := range lines {
-		if isType(l, client.StateResource) {
-			res = append(res, l)
+		switch l.rec.Type {
+		case client.StateDaemon, client.StateClient, client.StateLockspace:
+		default:
+			rest = append(rest, l)
 		}
 	}
-	used := make([]bool, len(res))
+	used := make([]bool, len(rest))
 	for _, g := range groups {
 		c.printRecord(g)
-		for i, r := range res {
-			if !used[i] && match(g, r) {
+		for i, r := range rest {
+			if !used[i] && isType(r, client.StateResource) && match(g, r) {
 				used[i] = true
 				c.printRecord(r)
 			}
 		}
 	}
 	dash := false
-	for i, r := range res {
+	for i, r := range rest {
 		if used[i] {
 			continue
 		}

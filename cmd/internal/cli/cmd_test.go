@@ -31,7 +31,7 @@ func TestNewCmdDaemon(t *testing.T) {
 		{[]string{"-U", "root"}, func(c *daemon.Config) { c.UserName = "root" }, ""},
 		{[]string{"-G", "root"}, func(c *daemon.Config) { c.GroupName = "root" }, ""},
 		{[]string{"-t", "1"}, func(c *daemon.Config) { c.MaxWorkerThreads = 2 }, ""},
-		{[]string{"-g", "5"}, func(c *daemon.Config) { c.KillGraceSeconds = 5 }, ""},
+		{[]string{"-g", "5"}, func(c *daemon.Config) { _ = c.ApplyOption('g', "5") }, ""},
 		{[]string{"-g", "70"}, func(*daemon.Config) {}, ""}, // out of range: ignored
 		{[]string{"-o", "3"}, func(c *daemon.Config) { c.IOTimeout = 3 }, ""},
 		{[]string{"-w", "0"}, func(c *daemon.Config) { c.UseWatchdog = false }, ""},

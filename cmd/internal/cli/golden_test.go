@@ -79,10 +79,16 @@ func fileHash(t *testing.T, path string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// helpSnapshot turns the 3.8.5 help text into ours (the daemon -o line).
+// helpSnapshot turns the 3.8.5 help text into ours: the daemon -o line,
+// and the -e lines of 3.9.5 and 5.1.1 (whose host name rules the daemon
+// follows).
 func helpSnapshot(s string) string {
 	const g = "  -g <sec>      seconds for graceful recovery (40)\n"
-	return strings.Replace(s, g, g+"  -o <sec>      io timeout (10)\n", 1)
+	s = strings.Replace(s, g, g+"  -o <sec>      io timeout (10)\n", 1)
+	return strings.Replace(s, "  -e <str>      local host name used in delta leases\n"+
+		"                (default: generate new uuid)\n",
+		"  -e <str>      local host name used in delta leases, max len 48\n"+
+			"                (default: product_uuid or randomly generated uuid)\n", 1)
 }
 
 var builtRE = regexp.MustCompile(`\(built [A-Z][a-z]{2} [ 0-9]\d \d{4} \d\d:\d\d:\d\d\)`)

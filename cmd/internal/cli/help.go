@@ -53,8 +53,8 @@ const daemonOptionsHelp = "" +
 	"  -l <num>      use mlockall (0 none, 1 current, 2 current and future) (1)\n" +
 	"  -b <sec>      seconds a host id bit will remain set in delta lease bitmap\n" +
 	"                (default: 6 * io_timeout)\n" +
-	"  -e <str>      local host name used in delta leases\n" +
-	"                (default: generate new uuid)\n"
+	"  -e <str>      local host name used in delta leases, max len 48\n" +
+	"                (default: product_uuid or randomly generated uuid)\n"
 
 // stringsHelp explains the LOCKSPACE, RESOURCE and RINDEX strings and the
 // limits.
