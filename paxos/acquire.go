@@ -284,7 +284,7 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 			verdict = OwnerDead
 		}
 		switch verdict {
-		case OwnerReleased, OwnerReplaced, OwnerDead:
+		case OwnerReleased, OwnerReplaced, OwnerDead, OwnerDeadExt:
 			h.log().Debug("owner gone", zap.String("resource", l.Name), zap.Uint64("host-id", first.OwnerID),
 				zap.Stringer("verdict", verdict))
 			return true, nil
@@ -293,6 +293,8 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 				return true, nil
 			}
 			return false, rescode.ErrAcquireIDLive
+		case OwnerNoTimeout:
+			return false, rescode.ErrAcquireOwnedNoTimeout
 		case OwnerWaiting:
 			if o.ownerNowait {
 				return false, rescode.ErrAcquireOwnedRetry
