@@ -69,6 +69,7 @@ type Status struct {
 	AlignSize          int
 	SetBitmapSeconds   int
 	HostGeneration     uint64
+	NoTimeout          bool         // our own lease carries NO_TIMEOUT (sanlock 5.x): a NO_TIMEOUT lockspace
 	RenewFail          bool         // the own-lease check has failed once
 	CorruptResult      rescode.Code // first corrupt renewal result, sticky
 	AcquireLastResult  rescode.Code
@@ -215,6 +216,7 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 	ls.status.AcquireLastResult, ls.status.RenewalLastResult = rescode.OK, rescode.OK
 	ls.status.AcquireLastSuccess, ls.status.RenewalLastSuccess = acq.LastSuccess, acq.LastSuccess
 	ls.status.HostGeneration = acq.Leader.OwnerGeneration
+	ls.status.NoTimeout = acq.Leader.NoTimeout()
 	ls.history.Success(acq.LastSuccess, 0, 0)
 	ls.mu.Unlock()
 

@@ -69,6 +69,11 @@ func (ls *Lockspace) SetHostDeadExt(ctx context.Context, hostID, gen uint64) (di
 	if err := ls.cfg.Dev.WriteAt(ioctx, sector, off); err != nil {
 		return rec, err
 	}
+	ls.mu.Lock()
+	if ls.hosts != nil {
+		ls.hosts.stored(int(hostID - 1)).WroteDeadExtGen = out.OwnerGeneration
+	}
+	ls.mu.Unlock()
 	ls.log().Warn("set_host DEAD_EXT", zap.String("space", ls.cfg.Space), zap.Uint64("host-id", hostID),
 		zap.Uint64("generation", out.OwnerGeneration), zap.Uint64("timestamp", out.Timestamp))
 	return out, nil

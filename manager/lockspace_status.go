@@ -84,23 +84,35 @@ func (m *Lockspaces) HostStatus(name string) ([]wire.StateRecord, error) {
 	}
 	var recs []wire.StateRecord
 	for _, h := range run.HostStatuses() {
+		st := run.HostState(h.HostID)
 		recs = append(recs, wire.StateRecord{
 			State: wire.State{Type: wire.StateHost, Data32: uint32(h.HostID), Data64: h.Timestamp},
-			Text:  hostStatusText(&h),
+			Text:  hostStatusText(&h, delta.HostInfo{State: st, DeadExt: h.DeadExt()}),
 		})
 	}
 	return recs, nil
 }
 
-// hostStatusText is the HOST record text (docs/protocol.md "Record texts").
-func hostStatusText(h *delta.HostStatus) string {
+// hostStatusText is the HOST record text (docs/protocol.md "Record
+// texts"): 3.8.5's fields with, before owner_name, the ones 5.1.1 added
+// (no_timeout, dead_ext, found_dead_ext_gen, wrote_dead_ext_gen,
+// host_flags and host_state: the get_hosts flags and state name of st).
+func hostStatusText(h *delta.HostStatus, st delta.HostInfo) string {
 	name := h.OwnerName
 	if len(name) > wire.NameLen {
 		name = name[:wire.NameLen]
 	}
+	b01 := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
 	return fmt.Sprintf("last_check=%d last_live=%d last_req=%d owner_id=%d owner_generation=%d timestamp=%d "+
-		"io_timeout=%d owner_name=%s", h.LastCheck, h.LastLive, h.LastReq, h.OwnerID, h.OwnerGeneration,
-		h.Timestamp, h.IOTimeout, name)
+		"io_timeout=%d no_timeout=%d dead_ext=%d found_dead_ext_gen=%d wrote_dead_ext_gen=%d host_flags=0x%x "+
+		"host_state=%s owner_name=%s", h.LastCheck, h.LastLive, h.LastReq, h.OwnerID, h.OwnerGeneration,
+		h.Timestamp, h.IOTimeout, b01(h.NoTimeout()), b01(h.DeadExt()), h.FoundDeadExtGen, h.WroteDeadExtGen,
+		st.Flags(), st.State, name)
 }
 
 // GetHosts answers GET_HOSTS (docs/delta.md "get_hosts").
@@ -116,7 +128,7 @@ func (m *Lockspaces) GetHosts(name string, hostID uint64) ([]wire.Host, error) {
 	out := make([]wire.Host, len(infos))
 	for i, h := range infos {
 		out[i] = wire.Host{HostID: h.HostID, Generation: h.Generation, Timestamp: h.Timestamp,
-			IOTimeout: h.IOTimeout, Flags: uint32(h.State)}
+			IOTimeout: h.IOTimeout, Flags: h.Flags()}
 	}
 	return out, nil
 }
