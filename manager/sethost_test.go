@@ -2,6 +2,8 @@ package manager
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -110,5 +112,27 @@ func TestNoTimeoutDeadExt(t *testing.T) {
 		require.NoError(t, m1.Resources.Acquire(ctx, a.id, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}}))
 		assert.Less(t, time.Since(start), 5*time.Second, "taken at once after DEAD_EXT")
 		assert.Equal(t, uint64(1), leaderAt(t, mem, 1<<20).OwnerID)
+	})
+}
+
+// TestGenerationFile: with Settings.GenerationDir, each join saves the
+// generation it took as text in delta_lease_LS_1 (5.1.1's name); a saved
+// value that does not precede the new generation is only logged.
+func TestGenerationFile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		m, _, stop := newTestManager(t, nil, nil, Settings{GenerationDir: dir})
+		defer stop()
+		ctx := context.Background()
+		path := filepath.Join(dir, "delta_lease_LS_1")
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, "1\n", string(b))
+		require.NoError(t, m.Lockspaces.Rem(ctx, RemRequest{Lockspace: testLS}))
+		require.NoError(t, os.WriteFile(path, []byte("7\n"), 0o644))
+		require.NoError(t, m.Lockspaces.Add(ctx, AddRequest{Lockspace: testLS, IOTimeout: 1}))
+		b, err = os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, "2\n", string(b), "a mismatch changes nothing")
 	})
 }
