@@ -283,6 +283,9 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 		if h.TestBugs&BugClockLiveness != 0 && h.now() > dl.Timestamp+w.DeadAfter {
 			verdict = OwnerDead
 		}
+		if h.TestBugs&BugNoTimeoutByTime != 0 && verdict == OwnerNoTimeout {
+			verdict = OwnerDead
+		}
 		switch verdict {
 		case OwnerReleased, OwnerReplaced, OwnerDead, OwnerDeadExt:
 			h.log().Debug("owner gone", zap.String("resource", l.Name), zap.Uint64("host-id", first.OwnerID),
