@@ -90,7 +90,8 @@ func TestLockspaceLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	assert.Equal(t, uint32(1), recs[0].Data32)
-	assert.Regexp(t, `^last_check=\d+ last_live=\d+ last_req=0 owner_id=1 owner_generation=1 timestamp=\d+ io_timeout=1 owner_name=hostA$`, recs[0].Text)
+	assert.Regexp(t, `^last_check=\d+ last_live=\d+ last_req=0 owner_id=1 owner_generation=1 timestamp=\d+ io_timeout=1 `+
+		`no_timeout=0 dead_ext=0 found_dead_ext_gen=0 wrote_dead_ext_gen=0 host_flags=0x3 host_state=LIVE owner_name=hostA$`, recs[0].Text)
 
 	require.Eventually(t, func() bool {
 		recs, err = cl.Renewal("LS")
