@@ -259,6 +259,13 @@ func TestNewerNoTimeoutDeadExt(t *testing.T) {
 	gen1 := readDelta(t, path, "LS", 1).OwnerGeneration
 	err = g.cl.SetHost(ours, client.SetHostDeadExt, 0, 0, wire.Host{HostID: 1, Generation: gen1 + 1})
 	assert.EqualValues(t, rescode.ErrWrongGeneration, client.ErrorCode(err), "wrong generation")
+	// The same through libsanlock 5.1.1's sanlock_set_host (the C
+	// driver in the sid tree, our socket mounted at its /run).
+	drv := sid.Command(&debtree.Options{RunDir: g.dir, Env: []string{"SANLOCK_RUN_DIR=/run"}}, sid.NewerDriver(t),
+		"set_host", "LS", path, "0", "2", "1", "0", "0", "1", fmt.Sprint(gen1+1), "0", "0", "0")
+	dout, err := drv.Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(dout), "set_host rv=-280", "libsanlock's set_host with a wrong generation")
 	unmarked := readDelta(t, path, "LS", 1)
 	assert.False(t, unmarked.DeadExt(), "nothing written")
 	require.NoError(t, g.cl.SetHost(ours, client.SetHostDeadExt, 0, 0, wire.Host{HostID: 1, Generation: gen1}))
