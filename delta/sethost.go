@@ -12,21 +12,21 @@ import (
 
 // DeadExtRecord is the record set_host DEAD_EXT writes over host_id's
 // delta lease rec (docs/delta.md "set_host DEAD_EXT"): the same record
-// with the DEAD_EXT leader flag and diskfmt.DeadExtMark in unused1,
-// resealed. gen names the incarnation the caller fenced: 0 takes the
+// with the DEAD_EXT leader flag and mark (diskfmt.DeadExtFrom: the
+// writer's host_id and generation) in unused1, resealed. gen names the incarnation the caller fenced: 0 takes the
 // record's own generation, anything else must equal it, else
 // rescode.ErrWrongGeneration and nothing is to be written. (5.1.1 writes
 // whatever generation it is given; a record whose generation moved on
 // looks like a new incarnation to its peers and frees the host's leases at
 // once, so we refuse instead.)
-func DeadExtRecord(rec diskfmt.Leader, hostID, gen uint64) (diskfmt.Leader, error) {
+func DeadExtRecord(rec diskfmt.Leader, hostID, gen, mark uint64) (diskfmt.Leader, error) {
 	if gen != 0 && gen != rec.OwnerGeneration {
 		return rec, fmt.Errorf("delta lease host_id %d generation %d, asked %d: %w",
 			hostID, rec.OwnerGeneration, gen, rescode.ErrWrongGeneration)
 	}
 	out := rec
 	out.Flags |= diskfmt.LeaderDeadExt
-	out.Unused1 = diskfmt.DeadExtMark
+	out.Unused1 = mark
 	out.Checksum = out.ComputeChecksum()
 	return out, nil
 }
@@ -42,6 +42,7 @@ func (ls *Lockspace) SetHostDeadExt(ctx context.Context, hostID, gen uint64) (di
 	ls.mu.Lock()
 	g := ls.lease.Geometry
 	joined := ls.hosts != nil
+	mark := diskfmt.DeadExtFrom(ls.cfg.HostID, ls.status.HostGeneration)
 	ls.mu.Unlock()
 	if !joined || g.SectorSize == 0 {
 		return diskfmt.Leader{}, errNotJoined
@@ -60,7 +61,7 @@ func (ls *Lockspace) SetHostDeadExt(ctx context.Context, hostID, gen uint64) (di
 	if err != nil {
 		return rec, err
 	}
-	out, err := DeadExtRecord(rec, hostID, gen)
+	out, err := DeadExtRecord(rec, hostID, gen, mark)
 	if err != nil {
 		return rec, err
 	}

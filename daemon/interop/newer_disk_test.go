@@ -271,7 +271,7 @@ func TestNewerNoTimeoutDeadExt(t *testing.T) {
 	require.NoError(t, g.cl.SetHost(ours, client.SetHostDeadExt, 0, 0, wire.Host{HostID: 1, Generation: gen1}))
 	marked := readDelta(t, path, "LS", 1)
 	assert.True(t, marked.DeadExt())
-	assert.Equal(t, diskfmt.DeadExtMark, marked.Unused1)
+	assert.Equal(t, diskfmt.DeadExtFrom(2, readDelta(t, path, "LS", 2).OwnerGeneration), marked.Unused1, "our host_id and generation")
 	assert.Equal(t, gen1, marked.OwnerGeneration)
 	require.Eventually(t, func() bool {
 		h, err := g.cl.GetHosts("LS", 1)

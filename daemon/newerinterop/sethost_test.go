@@ -141,4 +141,12 @@ func TestNewer511SetHost(t *testing.T) {
 		t.Errorf("slot 2 after the rejoin: gen %d flags %#x unused1 %#x (5.1.1: 6, NO_TIMEOUT only, mark kept)",
 			s.OwnerGeneration, s.Flags, s.Unused1)
 	}
+	// Marked by host 2 (generation 6) instead of host 1 (generation 1):
+	// unused1 carries the writer's host_id and generation.
+	if rv := tr.CallOnce(t, b2.RunDir, "set_host", "LS", ls, "0", "2", "1", "0", "0", "5", "0", "0", "0", "0").RV; rv != 0 {
+		t.Fatalf("set_host slot 5 from host 2: %d", rv)
+	}
+	if s := slotAt(t, ls, 5); !s.DeadExt() || s.Unused1 != diskfmt.DeadExtFrom(2, 6) {
+		t.Errorf("slot 5 marked by host 2: flags %#x unused1 %#x", s.Flags, s.Unused1)
+	}
 }
