@@ -193,7 +193,7 @@ var codeTable = map[Code]codeInfo{
 	ErrRindexDiff:            {"SANLK_RINDEX_DIFF", "Unknown error"},
 	ErrCAWOpen:               {"SANLK_CAW_OPEN", "Unknown error"},
 	ErrDeadExt:               {"SANLK_DEAD_EXT", "Unknown error"},
-	ErrAcquireOwnedNoTimeout: {"SANLK_ACQUIRE_OWNED_NO_TIMEOUT", "Unknown error"},
+	ErrAcquireOwnedNoTimeout: {"SANLK_ACQUIRE_OWNED_NO_TIMEOUT", "Lease is owned by another notimeout host"}, // libsanlock 5.1.1's text
 	ErrWrongGeneration:       {"SANLK_WRONG_GENERATION", "Unknown error"},
 }
 
