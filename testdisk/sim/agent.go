@@ -67,7 +67,9 @@ func (s *Sim) agent() {
 			s.counts.Fenced++
 			s.tracef(in.name, "FENCED by the agent")
 			s.killInstance(in, "fenced")
-			s.scheduleRestart(sl)
+			// back after 20-40 s (a fenced host is restored by hand):
+			// its leases are freed by the mark, not by its new generation
+			s.push(&event{at: s.now + s.uniform(20*time.Second, 40*time.Second), kind: evRestart, slot: sl})
 		}
 		target := wire.Host{HostID: sl.id, Generation: gen}
 		s.spawn(helper, fmt.Sprintf("%s/agent", helper.name), func() {

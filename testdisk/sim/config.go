@@ -151,6 +151,9 @@ type Counts struct {
 	// Fenced are the hosts the external agent fenced (NoTimeout), Marked
 	// its set_host DEAD_EXT calls that succeeded.
 	Fenced, Marked uint64
+	// TakenAfterMark are exclusive acquisitions of a lease whose holder
+	// was fenced, before that host came back (NoTimeout).
+	TakenAfterMark uint64
 	// Kills are the signals the hosts' escalations sent; Exits the
 	// clients that exited holding a lease.
 	Kills, Exits uint64
