@@ -296,3 +296,20 @@ func (c *Client) LookupRIndex(ri *RIndex, flags uint32, re *REntry) (*REntry, er
 func (c *Client) UpdateRIndex(ri *RIndex, flags uint32, re *REntry) (*REntry, error) {
 	return c.rindexEntry(CmdUpdateRIndex, ri, flags, re, 0, 0)
 }
+
+// SetHostDeadExt is the only set_host subcommand (SANLK_SET_HOST_DEAD_EXT).
+const SetHostDeadExt = 1
+
+// SetHost is sanlock_set_host (5.x): in lockspace ls (name and our
+// host_id in it), apply subcommand cmd (SetHostDeadExt) to host h
+// (h.HostID; h.Generation the incarnation to mark, 0 = the one on disk).
+// flags and ioTimeout are sent as the library sends them (cmd_flags and
+// data2). Only after the host has been fenced: on a NO_TIMEOUT lockspace
+// the DEAD_EXT mark lets other hosts take its leases at once.
+func (c *Client) SetHost(ls *Lockspace, cmd, flags, ioTimeout uint32, h Host) error {
+	q := NewRequest(CmdSetHost, flags, cmd, ioTimeout)
+	q.Lockspace = ls
+	q.Host = &h
+	_, err := c.result(q)
+	return err
+}

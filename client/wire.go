@@ -74,6 +74,7 @@ const (
 	CmdRestrict           = wire.CmdRestrict
 	CmdSetConfig          = wire.CmdSetConfig
 	CmdSetEvent           = wire.CmdSetEvent
+	CmdSetHost            = wire.CmdSetHost
 	CmdSetLVB             = wire.CmdSetLVB
 	CmdShutdown           = wire.CmdShutdown
 	CmdShutdownWait       = wire.CmdShutdownWait
@@ -93,6 +94,7 @@ const (
 	HeaderSize            = wire.HeaderSize
 	HelperPathLen         = wire.HelperPathLen
 	HostDead              = wire.HostDead
+	LSFNoTimeout          = wire.LSFNoTimeout
 	HostEventSize         = wire.HostEventSize
 	HostFail              = wire.HostFail
 	HostFree              = wire.HostFree

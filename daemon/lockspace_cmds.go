@@ -19,6 +19,19 @@ func (s *Server) registerLockspaceCmds(m *manager.Lockspaces) {
 	s.Handle(wire.CmdWriteLockspace, ClassWork, cmdWriteLockspace(m))
 	s.Handle(wire.CmdReadLockspace, ClassWork, cmdReadLockspace(m))
 	s.Handle(wire.CmdExamineLockspace, ClassWork, cmdExamineLockspace(m))
+	s.Handle(wire.CmdSetHost, ClassWork, cmdSetHost(m))
+}
+
+// cmdSetHost: SET_HOST, data = subcommand (1 DEAD_EXT), the lockspace and
+// the target host (docs/protocol.md "Commands of 3.9.5 and 5.1.1" #44).
+func cmdSetHost(m *manager.Lockspaces) Handler {
+	return func(ctx context.Context, c *Conn, q *wire.Request) error {
+		var h wire.Host
+		if q.Host != nil {
+			h = *q.Host
+		}
+		return c.Reply(q, result(m.SetHost(ctx, lockspaceOf(q), q.Header.Data, h)))
+	}
 }
 
 // cmdGetHosts: header (length 32 + 32 x count, data = result, data2 =

@@ -17,5 +17,6 @@ func managerSettings(c *Config) manager.Settings {
 		RenewalReadExtendSec: c.RenewalReadExtendSec, DebugRenew: c.DebugRenew, ShRetries: c.ShRetries,
 		WriteInitIOTimeout: c.WriteInitIOTimeout,
 		DeltaVersion:       c.DeltaCreateVersion(), PaxosVersion: c.PaxosCreateVersion(),
+		GenerationDir: c.GenerationDir,
 	}
 }

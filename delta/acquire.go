@@ -72,6 +72,7 @@ func NewAcquireRecord(prev diskfmt.Leader, hostID uint64, hostName string, ownIO
 	rec.IOTimeout = DiskIOTimeout(ownIO)
 	rec.OwnerID = hostID
 	rec.OwnerGeneration = prev.OwnerGeneration + 1
+	rec.Flags &^= diskfmt.LeaderDeadExt // a new incarnation (5.1.1 keeps unused1)
 	n := len(hostName)
 	if i := indexByte(hostName, 0); i >= 0 {
 		n = i
@@ -143,10 +144,11 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 		return Acquired{}, fmt.Errorf("delta lease %s:%d flags %#x: CAW lease: %w", l.Space, l.HostID, rec.Flags, rescode.ErrCAWOpen)
 	}
 	if rec.DeadExt() {
-		// Another host declared this host_id dead (5.x DEAD_EXT) and may
-		// have taken its leases; what 5.x peers make of a new generation
-		// over that mark is not known, so the slot is not taken.
-		return Acquired{}, fmt.Errorf("delta lease %s:%d flags %#x: marked dead externally: %w", l.Space, l.HostID, rec.Flags, rescode.ErrDeadExt)
+		// Another host declared this host_id's last incarnation dead (5.x
+		// DEAD_EXT). Joining writes a new generation without the mark, as
+		// 5.1.1 does (it keeps unused1): peers see a new incarnation.
+		l.log().Info("delta_acquire over DEAD_EXT", zap.String("space", l.Space), zap.Uint64("host_id", l.HostID),
+			zap.Uint64("generation", rec.OwnerGeneration))
 	}
 	l.log().Info("delta_acquire begin", zap.String("space", l.Space), zap.Uint64("host_id", l.HostID))
 	plan := PlanAcquire(&rec, hostName, l.Timing)

@@ -51,8 +51,18 @@ type HostStatus struct {
 	Timestamp       uint64 // the host's own clock: only compared for change
 	IOTimeout       uint16
 	OwnerName       string
-	LeaseBad        int // consecutive reads with wrong magic or lockspace name
+	LeaseBad        int    // consecutive reads with wrong magic or lockspace name
+	Flags           uint32 // the lease's leader flags (NO_TIMEOUT, DEAD_EXT: docs/delta.md "NO_TIMEOUT and DEAD_EXT")
+	// FoundDeadExtGen is the generation of a DEAD_EXT mark found on disk
+	// that we did not write; WroteDeadExtGen the generation of the mark
+	// our set_host wrote (0: none). Shown by host_status as 5.1.1 does.
+	FoundDeadExtGen uint64
+	WroteDeadExtGen uint64
 }
+
+// NoTimeout and DeadExt report the lease's 5.x leader flags.
+func (h *HostStatus) NoTimeout() bool { return h.Flags&diskfmt.LeaderNoTimeout != 0 }
+func (h *HostStatus) DeadExt() bool   { return h.Flags&diskfmt.LeaderDeadExt != 0 }
 
 // HostInfo is a get_hosts entry.
 type HostInfo struct {
@@ -61,6 +71,20 @@ type HostInfo struct {
 	Timestamp  uint64
 	IOTimeout  uint32
 	State      HostState
+	DeadExt    bool // the lease is marked DEAD_EXT (get_hosts flag 0x10)
+}
+
+// HostFlagDeadExt is the get_hosts flag (beside the state) of a host whose
+// lease is marked DEAD_EXT, as 5.1.1 reports it.
+const HostFlagDeadExt = 0x10
+
+// Flags is the get_hosts flags word: the state and HostFlagDeadExt.
+func (h HostInfo) Flags() uint32 {
+	f := uint32(h.State)
+	if h.DeadExt {
+		f |= HostFlagDeadExt
+	}
+	return f
 }
 
 // ReceivedEvent is a host event addressed to us, found in another host's
@@ -227,7 +251,7 @@ func (t *HostTable) Stage(area []byte, g diskfmt.Geometry, space string, ourID u
 			continue
 		}
 		if h.LeaseBad == 0 && le.Uint32(raw[0:]) == diskfmt.DeltaMagic &&
-			ts == h.Timestamp && le.Uint64(raw[32:]) == h.OwnerID &&
+			ts == h.Timestamp && le.Uint64(raw[32:]) == h.OwnerID && le.Uint32(raw[8:]) == h.Flags &&
 			le.Uint64(raw[40:]) == h.OwnerGeneration &&
 			nameIs(raw[56:104], space) && nameIs(raw[104:152], h.OwnerName) {
 			sums[i] = sum
@@ -314,6 +338,15 @@ func (t *HostTable) Apply(now uint64, space string, setBitmapSeconds int) Proces
 			res.Log = append(res.Log, fmt.Sprintf("host %d %d %d %s", i, rec.OwnerGeneration, rec.Timestamp, name))
 			h.OwnerName = name
 		}
+		if good && rec.Flags != h.Flags {
+			if rec.DeadExt() && !h.DeadExt() {
+				res.Log = append(res.Log, fmt.Sprintf("host %d %d %d is dead (ext)", i, rec.OwnerGeneration, rec.Timestamp))
+				if h.WroteDeadExtGen != rec.OwnerGeneration {
+					h.FoundDeadExtGen = rec.OwnerGeneration
+				}
+			}
+			h.Flags = rec.Flags
+		}
 		if rec.OwnerID == h.OwnerID && rec.OwnerGeneration == h.OwnerGeneration && rec.Timestamp == h.Timestamp {
 			continue
 		}
@@ -365,10 +398,12 @@ func (t *HostTable) State(hostID, now, ourID uint64, w int) HostState {
 	return HostStateOf(&h, t.firstCheck, now, ourID, w)
 }
 
-// HostStateOf is the docs/delta.md "Host states" rule list for one entry: FREE if released, LIVE
+// HostStateOf is the docs/delta.md "Host states" rule list for one entry:
+// DEAD if another host's lease is marked DEAD_EXT, FREE if released, LIVE
 // if it is us, UNKNOWN while no change was seen since we started watching
 // and less than 8N passed, LIVE within 8N of the last change, DEAD after
-// more than 8N+W, FAIL in between. N is the host's own io_timeout.
+// more than 8N+W (never for a NO_TIMEOUT lease: FAIL), FAIL in between. N
+// is the host's own io_timeout.
 func HostStateOf(h *HostStatus, firstCheck, now, ourID uint64, w int) HostState {
 	fail := uint64(IDRenewalFailSeconds(int(h.IOTimeout)))
 	dead := uint64(HostDeadSeconds(int(h.IOTimeout), w))
@@ -381,6 +416,8 @@ func HostStateOf(h *HostStatus, firstCheck, now, ourID uint64, w int) HostState 
 		since = now - last
 	}
 	switch {
+	case h.DeadExt() && h.HostID != ourID:
+		return HostDead // 5.1.1: also for a released lease
 	case h.Timestamp == 0:
 		return HostFree
 	case h.OwnerID == ourID:
@@ -389,7 +426,7 @@ func HostStateOf(h *HostStatus, firstCheck, now, ourID uint64, w int) HostState 
 		return HostUnknown
 	case since <= fail:
 		return HostLive
-	case since > dead:
+	case since > dead && !h.NoTimeout():
 		return HostDead
 	}
 	return HostFail
@@ -405,7 +442,7 @@ func (t *HostTable) GetHosts(hostID, now, ourID uint64, w int) ([]HostInfo, erro
 	}
 	info := func(h *HostStatus) HostInfo {
 		return HostInfo{HostID: h.HostID, Generation: h.OwnerGeneration, Timestamp: h.Timestamp,
-			IOTimeout: uint32(h.IOTimeout), State: HostStateOf(h, t.firstCheck, now, ourID, w)}
+			IOTimeout: uint32(h.IOTimeout), State: HostStateOf(h, t.firstCheck, now, ourID, w), DeadExt: h.DeadExt()}
 	}
 	if hostID != 0 {
 		if hostID > uint64(t.maxHosts) {

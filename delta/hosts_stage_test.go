@@ -50,6 +50,13 @@ func (t *refTable) process(now uint64, area []byte, ss int, space string, ourID 
 			res.Log = append(res.Log, fmt.Sprintf("host %d", i))
 			h.OwnerName = name
 		}
+		if good && rec.Flags != h.Flags {
+			if rec.DeadExt() && !h.DeadExt() {
+				res.Log = append(res.Log, fmt.Sprintf("dead ext %d", i))
+				h.FoundDeadExtGen = rec.OwnerGeneration
+			}
+			h.Flags = rec.Flags
+		}
 		if rec.OwnerID == h.OwnerID && rec.OwnerGeneration == h.OwnerGeneration && rec.Timestamp == h.Timestamp {
 			continue
 		}

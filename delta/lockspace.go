@@ -70,6 +70,7 @@ type Status struct {
 	SetBitmapSeconds   int
 	HostGeneration     uint64
 	Version            uint32       // the version of our delta lease record (0 before the join)
+	NoTimeout          bool         // our own lease carries NO_TIMEOUT (sanlock 5.x): a NO_TIMEOUT lockspace
 	RenewFail          bool         // the own-lease check has failed once
 	CorruptResult      rescode.Code // first corrupt renewal result, sticky
 	AcquireLastResult  rescode.Code
@@ -217,6 +218,7 @@ func (ls *Lockspace) Run(ctx context.Context) error {
 	ls.status.AcquireLastSuccess, ls.status.RenewalLastSuccess = acq.LastSuccess, acq.LastSuccess
 	ls.status.HostGeneration = acq.Leader.OwnerGeneration
 	ls.status.Version = acq.Leader.Version
+	ls.status.NoTimeout = acq.Leader.NoTimeout()
 	ls.history.Success(acq.LastSuccess, 0, 0)
 	ls.mu.Unlock()
 

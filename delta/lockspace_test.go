@@ -502,7 +502,8 @@ func TestRenewDiff(t *testing.T) {
 }
 
 // Marked dead by another host (sanlock 5.x DEAD_EXT): the lockspace fails
-// at once with -263, and a slot carrying the mark is not joined.
+// at once with -263; a later join over the mark takes the next generation
+// and clears the flag (unused1 stays, as 5.1.1 leaves it).
 func TestDeadExtMark(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
@@ -522,9 +523,47 @@ func TestDeadExtMark(t *testing.T) {
 
 		before, _ := leaseOnDisk(t, m, geo512, 1)
 		h2 := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
-		assert.Equal(t, rescode.ErrDeadExt, waitJoined(h2))
+		assert.Equal(t, rescode.OK, waitJoined(h2))
 		after, _ := leaseOnDisk(t, m, geo512, 1)
-		assert.Equal(t, before, after, "nothing written")
+		assert.Equal(t, before.OwnerGeneration+1, after.OwnerGeneration)
+		assert.False(t, after.DeadExt())
+		assert.Equal(t, diskfmt.DeadExtMark, after.Unused1)
+		require.NoError(t, h2.stop())
+	})
+}
+
+// set_host DEAD_EXT from host 1 on host 2's lease: the generation must be
+// host 2's (or 0), the record gets the flag and the mark, the rest of the
+// sector stays; host 2's next renewal fails with -263.
+func TestSetHostDeadExt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		m := newLockspaceDisk(t, geo512, 1)
+		a := startHost(t, ctx, m, hostOpts{hostID: 1, name: "hostA", io: 1})
+		b := startHost(t, ctx, m, hostOpts{hostID: 2, name: "hostB", io: 1})
+		require.Equal(t, rescode.OK, waitJoined(a))
+		require.Equal(t, rescode.OK, waitJoined(b))
+		sleep(3 * time.Second)
+		rec, _ := leaseOnDisk(t, m, geo512, 2)
+
+		_, err := a.ls.SetHostDeadExt(ctx, 2, rec.OwnerGeneration+1)
+		assert.Equal(t, rescode.ErrWrongGeneration, rescode.CodeOf(err))
+		_, err = a.ls.SetHostDeadExt(ctx, 0, 0)
+		assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(err))
+		_, err = a.ls.SetHostDeadExt(ctx, 2001, 0)
+		assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(err))
+		cur, _ := leaseOnDisk(t, m, geo512, 2)
+		assert.False(t, cur.DeadExt(), "nothing written")
+
+		out, err := a.ls.SetHostDeadExt(ctx, 2, rec.OwnerGeneration)
+		require.NoError(t, err)
+		assert.True(t, out.DeadExt())
+		assert.Equal(t, diskfmt.DeadExtMark, out.Unused1)
+		sleep(3 * time.Second)
+		assert.Equal(t, rescode.ErrDeadExt, b.ls.Status().CorruptResult)
+		assert.Equal(t, rescode.OK, a.ls.Status().RenewalLastResult, "the marker goes on")
+		require.NoError(t, a.stop())
+		_ = b.stop()
 	})
 }
 

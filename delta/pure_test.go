@@ -237,6 +237,22 @@ func TestHostStateOf(t *testing.T) {
 	}
 	assert.Equal(t, "DEAD", delta.HostDead.String())
 	assert.Equal(t, "ERROR", delta.HostState(9).String())
+
+	// NO_TIMEOUT (5.x): never DEAD by time, FAIL for ever; DEAD_EXT: DEAD
+	// at once, also when released (as 5.1.1 shows it), but never ourselves.
+	nt := h(5, 2, 1, 120)
+	nt.HostID, nt.Flags = 2, diskfmt.LeaderNoTimeout
+	assert.Equal(t, delta.HostLive, delta.HostStateOf(nt, first, 128, 1, 60))
+	assert.Equal(t, delta.HostFail, delta.HostStateOf(nt, first, 189, 1, 60))
+	assert.Equal(t, delta.HostFail, delta.HostStateOf(nt, first, 100000, 1, 60))
+	nt.Flags |= diskfmt.LeaderDeadExt
+	assert.Equal(t, delta.HostDead, delta.HostStateOf(nt, first, 121, 1, 60))
+	nt.Timestamp = 0
+	assert.Equal(t, delta.HostDead, delta.HostStateOf(nt, first, 121, 1, 60))
+	assert.Equal(t, delta.HostLive, delta.HostStateOf(&delta.HostStatus{HostID: 1, OwnerID: 1, Timestamp: 5,
+		Flags: diskfmt.LeaderDeadExt}, first, 121, 1, 60), "ourselves")
+	info := delta.HostInfo{State: delta.HostDead, DeadExt: true}
+	assert.Equal(t, uint32(0x15), info.Flags(), "5.1.1's host_flags for a DEAD_EXT host")
 }
 
 // See docs/delta.md "Renewal history".

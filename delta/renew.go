@@ -65,14 +65,16 @@ func CheckRenewRecord(raw []byte, space string, last *diskfmt.Leader, prevOK boo
 	if err != nil {
 		return rec, err
 	}
+	if rec.DeadExt() && !last.DeadExt() {
+		// Another host declared us dead (5.x DEAD_EXT): whatever the
+		// previous attempt did, we must stop (IsCorrupt). Checked first:
+		// 5.1.1 answers -263 also when the mark came with another
+		// generation.
+		return rec, rescode.ErrDeadExt
+	}
 	if rec.OwnerID != last.OwnerID || rec.OwnerGeneration != last.OwnerGeneration ||
 		rec.ResourceName != last.ResourceName {
 		return rec, rescode.ErrRenewOwner
-	}
-	if rec.DeadExt() && !last.DeadExt() {
-		// Another host declared us dead (5.x DEAD_EXT): whatever the
-		// previous attempt did, we must stop (IsCorrupt).
-		return rec, rescode.ErrDeadExt
 	}
 	var want [diskfmt.LeaderSize]byte
 	last.Encode(want[:])

@@ -230,6 +230,7 @@ func (ls *Lockspace) RunResumed(ctx context.Context, st Resume) error {
 	ls.status.RenewalLastAttempt, ls.status.RenewalLastSuccess = st.LastSuccess, st.LastSuccess
 	ls.status.HostGeneration = st.Leader.OwnerGeneration
 	ls.status.Version = st.Leader.Version
+	ls.status.NoTimeout = st.Leader.NoTimeout()
 	for _, e := range st.History {
 		ls.history.Success(e.Timestamp, e.ReadMs, e.WriteMs)
 		if n := len(ls.history.entries); n > 0 {

@@ -28,7 +28,7 @@
 //	24 max_hosts   32 owner_id   40 owner_generation   48 lver   (u64 each)
 //	56  space_name    [48]byte
 //	104 resource_name [48]byte   (delta: the owner's host name)
-//	152 timestamp u64   160 unused1 u64 (5.x DEAD_EXT: 0x00010001)
+//	152 timestamp u64   160 unused1 u64 (5.x DEAD_EXT: marker host_id<<16 | gen)
 //	168 checksum u32    172 unused u16   174 io_timeout u16
 //	176 write_id u64    184 write_generation u64   192 write_timestamp u64
 //

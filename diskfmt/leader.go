@@ -57,9 +57,18 @@ const (
 	LeaderNewFlags = LeaderNoTimeout | LeaderDeadExt | LeaderCAW
 
 	// DeadExtMark is what 5.x writes into Unused1 (byte 160) of a host's
-	// delta lease together with LeaderDeadExt.
+	// delta lease together with LeaderDeadExt when the writer is host_id 1
+	// of generation 1 (DeadExtFrom).
 	DeadExtMark uint64 = 0x00010001
 )
+
+// DeadExtFrom is the Unused1 value 5.1.1 writes with LeaderDeadExt:
+// the writer's host_id in bits 16–31 and its generation in bits 0–15
+// (seen: host 1 generation 1 wrote 0x00010001, host 2 generation 6
+// 0x00020006; what happens beyond 16 bits is not known).
+func DeadExtFrom(hostID, generation uint64) uint64 {
+	return (hostID&0xffff)<<16 | generation&0xffff
+}
 
 // leaderFlagNames are the names sanlock 5.x prints for the leader flags,
 // in its order.

@@ -45,9 +45,9 @@ func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 			extend = cfg.RenewalReadExtendSec
 		}
 		// 5.1.1's key list (docs/protocol.md "Record texts"); version is
-		// the version of our delta lease (0 until joined), and the
-		// NO_TIMEOUT, NO_WATCHDOG and CAW keys show 0: no lockspace of
-		// ours has them.
+		// the version of our delta lease (0 until joined), no_timeout
+		// whether it carries NO_TIMEOUT; the NO_WATCHDOG and CAW keys
+		// show 0: no lockspace of ours has them.
 		text := fmt.Sprintf("list=%s space_id=%d version=0x%08x io_timeout=%d sector_size=%d align_size=%d host_generation=%d "+
 			"renew_fail=%d space_dead=%d killing_pids=%d used_retries=%d external_used=%d used_by_orphans=%d "+
 			"no_timeout=%d no_watchdog=%d caw=%d caw_dev=%d:%d caw_off=%d "+
@@ -56,7 +56,7 @@ func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 			"renewal_last_success=%d",
 			s.list, s.sp.id, st.Version, s.sp.ioTimeout, st.SectorSize, st.AlignSize, st.HostGeneration,
 			b2i(st.RenewFail), b2i(s.dead), s.killing, s.retries, b2i(s.used), b2i(s.byOrphans),
-			0, 0, 0, 0, 0, 0,
+			b2i(st.NoTimeout), 0, 0, 0, 0, 0,
 			extend, 0, int(st.CorruptResult), int(st.AcquireLastResult),
 			int(st.RenewalLastResult), st.AcquireLastAttempt, st.AcquireLastSuccess, st.RenewalLastAttempt,
 			st.RenewalLastSuccess)
@@ -90,27 +90,35 @@ func (m *Lockspaces) HostStatus(name string) ([]wire.StateRecord, error) {
 	}
 	var recs []wire.StateRecord
 	for _, h := range run.HostStatuses() {
+		st := run.HostState(h.HostID)
 		recs = append(recs, wire.StateRecord{
 			State: wire.State{Type: wire.StateHost, Data32: uint32(h.HostID), Data64: h.Timestamp},
-			Text:  hostStatusText(&h, run.HostState(h.HostID)),
+			Text:  hostStatusText(&h, delta.HostInfo{State: st, DeadExt: h.DeadExt()}),
 		})
 	}
 	return recs, nil
 }
 
 // hostStatusText is the HOST record text (docs/protocol.md "Record
-// texts"): 5.1.1's key list, with the state get_hosts gives the host now
-// (host_flags, host_state); no_timeout and the dead_ext keys show 0, as
-// for a host without NO_TIMEOUT or DEAD_EXT.
-func hostStatusText(h *delta.HostStatus, state delta.HostState) string {
+// texts"): 5.1.1's key list, 3.8.5's fields with, before owner_name, the ones 5.1.1 added
+// (no_timeout, dead_ext, found_dead_ext_gen, wrote_dead_ext_gen,
+// host_flags and host_state: the get_hosts flags and state name of st).
+func hostStatusText(h *delta.HostStatus, st delta.HostInfo) string {
 	name := h.OwnerName
 	if len(name) > wire.NameLen {
 		name = name[:wire.NameLen]
 	}
+	b01 := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
 	return fmt.Sprintf("last_check=%d last_live=%d last_req=%d owner_id=%d owner_generation=%d timestamp=%d "+
 		"io_timeout=%d no_timeout=%d dead_ext=%d found_dead_ext_gen=%d wrote_dead_ext_gen=%d host_flags=0x%x "+
 		"host_state=%s owner_name=%s", h.LastCheck, h.LastLive, h.LastReq, h.OwnerID, h.OwnerGeneration,
-		h.Timestamp, h.IOTimeout, 0, 0, 0, 0, uint32(state), state, name)
+		h.Timestamp, h.IOTimeout, b01(h.NoTimeout()), b01(h.DeadExt()), h.FoundDeadExtGen, h.WroteDeadExtGen,
+		st.Flags(), st.State, name)
 }
 
 // GetHosts answers GET_HOSTS (docs/delta.md "get_hosts").
@@ -126,7 +134,7 @@ func (m *Lockspaces) GetHosts(name string, hostID uint64) ([]wire.Host, error) {
 	out := make([]wire.Host, len(infos))
 	for i, h := range infos {
 		out[i] = wire.Host{HostID: h.HostID, Generation: h.Generation, Timestamp: h.Timestamp,
-			IOTimeout: h.IOTimeout, Flags: uint32(h.State)}
+			IOTimeout: h.IOTimeout, Flags: h.Flags()}
 	}
 	return out, nil
 }

@@ -557,6 +557,9 @@ func (m *Lockspaces) List() []wire.Lockspace {
 		for _, sp := range m.lists[e.l] {
 			ls := sp.ls
 			ls.Flags = e.flags
+			if sp.run != nil && sp.run.Status().NoTimeout {
+				ls.Flags |= wire.LSFNoTimeout
+			}
 			out = append(out, ls)
 		}
 	}

@@ -51,6 +51,9 @@ type Settings struct {
 	// WRITE_RESOURCE write (0: diskfmt.DeltaVersion, diskfmt.PaxosVersion).
 	DeltaVersion uint32
 	PaxosVersion uint32
+	// GenerationDir, when it names an existing directory, receives the
+	// generation of each lockspace joined (generation.go); "": none.
+	GenerationDir string
 }
 
 // Env is what the lease manager needs from the process that runs it: the

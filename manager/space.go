@@ -156,6 +156,7 @@ func (sp *space) join() error {
 	}
 	m.move(sp, listSpaces)
 	m.mu.Unlock()
+	sp.saveGeneration(st.HostGeneration)
 	return nil
 }
 

@@ -283,8 +283,11 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 		if h.TestBugs&BugClockLiveness != 0 && h.now() > dl.Timestamp+w.DeadAfter {
 			verdict = OwnerDead
 		}
+		if h.TestBugs&BugNoTimeoutByTime != 0 && verdict == OwnerNoTimeout {
+			verdict = OwnerDead
+		}
 		switch verdict {
-		case OwnerReleased, OwnerReplaced, OwnerDead:
+		case OwnerReleased, OwnerReplaced, OwnerDead, OwnerDeadExt:
 			h.log().Debug("owner gone", zap.String("resource", l.Name), zap.Uint64("host-id", first.OwnerID),
 				zap.Stringer("verdict", verdict))
 			return true, nil
@@ -293,6 +296,8 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 				return true, nil
 			}
 			return false, rescode.ErrAcquireIDLive
+		case OwnerNoTimeout:
+			return false, rescode.ErrAcquireOwnedNoTimeout
 		case OwnerWaiting:
 			if o.ownerNowait {
 				return false, rescode.ErrAcquireOwnedRetry

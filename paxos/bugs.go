@@ -38,11 +38,15 @@ const (
 	// although the leader write may have landed; and an acquire takes a
 	// value of ours from an earlier acquire as its own grant.
 	BugEraseRetract
+	// BugNoTimeoutByTime: the owner check ignores the NO_TIMEOUT flag of
+	// the owner's delta lease and declares it dead by time, as for an
+	// ordinary lockspace, although such a host has no watchdog.
+	BugNoTimeoutByTime
 )
 
 // String names the set bits.
 func (b Bugs) String() string {
-	names := []string{"skip-phase2-read", "leader-before-phase2", "clock-liveness", "repeat-lver", "stale-shared", "erase-retract"}
+	names := []string{"skip-phase2-read", "leader-before-phase2", "clock-liveness", "repeat-lver", "stale-shared", "erase-retract", "notimeout-by-time"}
 	s := ""
 	for i, n := range names {
 		if b&(1<<i) != 0 {
@@ -66,7 +70,8 @@ func ParseBugs(s string) (Bugs, bool) {
 	}
 	names := map[string]Bugs{"skip-phase2-read": BugSkipPhase2Read,
 		"leader-before-phase2": BugLeaderBeforePhase2, "clock-liveness": BugClockLiveness,
-		"repeat-lver": BugRepeatLver, "stale-shared": BugStaleShared, "erase-retract": BugEraseRetract}
+		"repeat-lver": BugRepeatLver, "stale-shared": BugStaleShared, "erase-retract": BugEraseRetract,
+		"notimeout-by-time": BugNoTimeoutByTime}
 	start := 0
 	for i := 0; i <= len(s); i++ {
 		if i == len(s) || s[i] == '+' {

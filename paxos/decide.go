@@ -333,10 +333,18 @@ const (
 	OwnerDead
 	// OwnerWaiting: not alive, not yet dead; wait (or -247 with OWNER_NOWAIT).
 	OwnerWaiting
+	// OwnerNoTimeout: the owner's delta lease is NO_TIMEOUT (sanlock 5.x)
+	// and has not changed for more than host_dead_seconds: it is never
+	// dead by time; -249 until an external agent marks it DEAD_EXT.
+	OwnerNoTimeout
+	// OwnerDeadExt: the owner's NO_TIMEOUT delta lease carries DEAD_EXT
+	// with the owner's own generation: declared dead after fencing; run
+	// the ballot.
+	OwnerDeadExt
 )
 
 func (v OwnerVerdict) String() string {
-	return [...]string{"released", "replaced", "first-look", "alive", "dead", "waiting"}[v]
+	return [...]string{"released", "replaced", "first-look", "alive", "dead", "waiting", "no-timeout", "dead-ext"}[v]
 }
 
 // OwnerWait is the state of the owner liveness check of docs/paxos.md "Owner liveness". It is
@@ -374,11 +382,22 @@ func NewOwnerWait(v HostView, ok bool, ld *diskfmt.Leader, now uint64, ownIO, w 
 // judged dead only when its delta lease has not changed for more than
 // host_dead_seconds on our clock: its timestamps are never compared with
 // our time.
+//
+// A delta lease marked DEAD_EXT (set_host, docs/delta.md "set_host
+// DEAD_EXT") frees the owner only on a NO_TIMEOUT lease and only when the
+// mark carries the owner's own generation: 5.1.1 writes any generation it
+// is given, and a mark with another one names no incarnation we can trust
+// to have been fenced, so it is not taken as a new incarnation either. On
+// an ordinary lease the mark stops the host's renewals and the time rule
+// (its watchdog) decides as always.
 func (w *OwnerWait) Check(dl, ld *diskfmt.Leader, now uint64) OwnerVerdict {
+	markedOther := dl.DeadExt() && dl.OwnerID == ld.OwnerID && dl.OwnerGeneration != ld.OwnerGeneration
 	switch {
 	case dl.Timestamp == 0:
 		return OwnerReleased
-	case dl.OwnerID != ld.OwnerID || dl.OwnerGeneration > ld.OwnerGeneration:
+	case dl.OwnerID == ld.OwnerID && dl.OwnerGeneration == ld.OwnerGeneration && dl.DeadExt() && dl.NoTimeout():
+		return OwnerDeadExt
+	case !markedOther && (dl.OwnerID != ld.OwnerID || dl.OwnerGeneration > ld.OwnerGeneration):
 		return OwnerReplaced
 	case w.LastTS == 0:
 		w.LastTS = dl.Timestamp
@@ -389,11 +408,11 @@ func (w *OwnerWait) Check(dl, ld *diskfmt.Leader, now uint64) OwnerVerdict {
 		return OwnerAlive
 	case now > w.WaitStart && now-w.WaitStart > w.DeadAfter:
 		if dl.NoTimeout() {
-			// A sanlock 5.x host of a NO_TIMEOUT lockspace runs without
-			// the watchdog: one that stopped renewing may still use its
-			// leases, so it is never dead by time (docs/ondisk.md "Leader
-			// flags"). Answered as a live owner.
-			return OwnerAlive
+			// A host of a NO_TIMEOUT lockspace that stopped renewing
+			// may still use its leases (nothing bounds it by time): it
+			// is never dead by time (docs/ondisk.md "Leader flags").
+			// 5.1.1 too waits host_dead_seconds, then answers -249.
+			return OwnerNoTimeout
 		}
 		return OwnerDead
 	}
@@ -458,12 +477,14 @@ func SharedHolderDead(v HostView, ok bool, hostID, modeGen uint64, dl *diskfmt.L
 	switch {
 	case dl.OwnerID != hostID || dl.OwnerGeneration < modeGen:
 		return false
+	case dl.DeadExt() && dl.OwnerGeneration != modeGen:
+		return false // a mark naming another incarnation (OwnerWait.Check)
 	case dl.OwnerGeneration > modeGen:
 		return true
 	case dl.Timestamp == 0:
 		return true
 	case dl.NoTimeout():
-		return false // never dead by time (OwnerWait.Check)
+		return dl.DeadExt() // never dead by time (OwnerWait.Check)
 	}
 	// HostLive said dead, so ok and v.LastCheck != 0 hold.
 	return v.OwnerID == hostID && v.OwnerGeneration == modeGen && v.Timestamp == dl.Timestamp &&

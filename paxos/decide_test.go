@@ -199,19 +199,34 @@ func TestOwnerWait(t *testing.T) {
 	assert.Zero(t, w.LastTS)
 
 	// an owner whose delta lease is NO_TIMEOUT (sanlock 5.x) is never dead
-	// by time: answered as alive (-243); released or replaced still count
+	// by time: waiting for host_dead_seconds as for any owner, then
+	// OwnerNoTimeout (-249) for ever; released or replaced still count,
+	// and DEAD_EXT with the owner's generation frees it
 	noTimeout := func(ts uint64) *diskfmt.Leader {
 		d := delta2(ts)
 		d.Flags = diskfmt.LeaderNoTimeout | diskfmt.LeaderAlign1M
 		return d
 	}
+	w = NewOwnerWait(view(500, 500, 77), true, &ld, 501, 10, 60)
+	assert.Equal(t, OwnerAlive, w.Check(noTimeout(77), &ld, 501))
 	w = NewOwnerWait(view(500, 450, 77), true, &ld, 501, 10, 60)
 	assert.Equal(t, OwnerWaiting, w.Check(noTimeout(77), &ld, 518))
-	assert.Equal(t, OwnerAlive, w.Check(noTimeout(77), &ld, 519))
-	assert.Equal(t, OwnerAlive, w.Check(noTimeout(77), &ld, 100000))
+	assert.Equal(t, OwnerNoTimeout, w.Check(noTimeout(77), &ld, 519))
+	assert.Equal(t, OwnerAlive, w.Check(noTimeout(78), &ld, 519), "a change means alive")
+	assert.Equal(t, OwnerNoTimeout, w.Check(noTimeout(77), &ld, 100000))
 	dead := noTimeout(77)
 	dead.Flags |= diskfmt.LeaderDeadExt
-	assert.Equal(t, OwnerAlive, w.Check(dead, &ld, 100000), "DEAD_EXT takeover is not implemented: still alive")
+	dead.Unused1 = diskfmt.DeadExtMark
+	assert.Equal(t, OwnerDeadExt, w.Check(dead, &ld, 501), "DEAD_EXT with the owner's generation: dead at once")
+	wrong := *dead
+	wrong.OwnerGeneration = 7
+	assert.Equal(t, OwnerNoTimeout, w.Check(&wrong, &ld, 100000), "DEAD_EXT naming another generation is not a new incarnation")
+	ordinary := delta2(77)
+	ordinary.Flags = diskfmt.LeaderDeadExt
+	assert.Equal(t, OwnerWaiting, w.Check(ordinary, &ld, 518), "DEAD_EXT on an ordinary lease: the time rule")
+	assert.Equal(t, OwnerDead, w.Check(ordinary, &ld, 519))
+	ordinary.OwnerGeneration = 7
+	assert.Equal(t, OwnerWaiting, w.Check(ordinary, &ld, 518), "... also with another generation")
 	released := noTimeout(0)
 	assert.Equal(t, OwnerReleased, w.Check(released, &ld, 100000))
 

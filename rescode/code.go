@@ -51,11 +51,15 @@ const (
 	ErrAcquireOther       Code = -245
 	ErrAcquireShRetry     Code = -246
 	ErrAcquireOwnedRetry  Code = -247
-	ErrReleaseLver        Code = -250
-	ErrReleaseOwner       Code = -251
-	ErrRenewOwner         Code = -260
-	ErrRenewDiff          Code = -261
-	ErrHostIDBusy         Code = -262
+	// ErrAcquireOwnedNoTimeout (sanlock 5.x): the owner's delta lease is
+	// NO_TIMEOUT and it has stopped renewing (FAIL): it is never taken
+	// over by time, only after set_host DEAD_EXT.
+	ErrAcquireOwnedNoTimeout Code = -249
+	ErrReleaseLver           Code = -250
+	ErrReleaseOwner          Code = -251
+	ErrRenewOwner            Code = -260
+	ErrRenewDiff             Code = -261
+	ErrHostIDBusy            Code = -262
 	// ErrDeadExt (sanlock 5.x): the host's delta lease was marked dead by
 	// another host (DEAD_EXT).
 	ErrDeadExt         Code = -263
@@ -71,6 +75,9 @@ const (
 	// ErrCAWOpen (sanlock 5.x) refuses a lease marked for SCSI COMPARE
 	// AND WRITE where CAW cannot be used (5.1.1 answers it on files).
 	ErrCAWOpen Code = -283
+	// ErrWrongGeneration (sanlock 5.x): set_host named another generation
+	// than the host's delta lease holds.
+	ErrWrongGeneration Code = -280
 )
 
 // Errno results as they appear on the wire and in the tools' output
@@ -141,51 +148,53 @@ var ErrIOTimeout = errors.New("disk I/O timed out")
 type codeInfo struct{ name, text string }
 
 var codeTable = map[Code]codeInfo{
-	OK:                    {"SANLK_OK", "Unknown error"},
-	ErrGeneric:            {"SANLK_ERROR", "General error"},
-	ErrAIOTimeout:         {"SANLK_AIO_TIMEOUT", "IO timeout"},
-	ErrWatchdog:           {"SANLK_WD_ERROR", "Watchdog device error"},
-	ErrDblockRead:         {"SANLK_DBLOCK_READ", "Lease read error in dblock"},
-	ErrDblockWrite:        {"SANLK_DBLOCK_WRITE", "Lease write error in dblock"},
-	ErrDblockLver:         {"SANLK_DBLOCK_LVER", "Lease was acquired by another host in new ballot"},
-	ErrDblockMbal:         {"SANLK_DBLOCK_MBAL", "Lease was acquired by another host in current ballot"},
-	ErrDblockChecksum:     {"SANLK_DBLOCK_CHECKSUM", "Lease checksum error in dblock"},
-	ErrLeaderRead:         {"SANLK_LEADER_READ", "Lease read error in leader"},
-	ErrLeaderWrite:        {"SANLK_LEADER_WRITE", "Lease write error in leader"},
-	ErrLeaderDiff:         {"SANLK_LEADER_DIFF", "Lease read inconsistent"},
-	ErrLeaderMagic:        {"SANLK_LEADER_MAGIC", "Lease does not exist on storage"},
-	ErrLeaderVersion:      {"SANLK_LEADER_VERSION", "Lease format version on storage is not recognized"},
-	ErrLeaderSectorSize:   {"SANLK_LEADER_SECTORSIZE", "Lease sector size is inconsistent"},
-	ErrLeaderLockspace:    {"SANLK_LEADER_LOCKSPACE", "Lease lockspace name is incorrect"},
-	ErrLeaderResource:     {"SANLK_LEADER_RESOURCE", "Lease resource name is incorrect"},
-	ErrLeaderNumHosts:     {"SANLK_LEADER_NUMHOSTS", "Lease num_hosts is incorrect"},
-	ErrLeaderChecksum:     {"SANLK_LEADER_CHECKSUM", "Lease checksum error in leader"},
-	ErrAddLSSizes:         {"SANLK_ADDLS_SIZES", "Unknown error"},
-	ErrAddLSInvalidHostID: {"SANLK_ADDLS_INVALID_HOSTID", "Unknown error"},
-	ErrAcquireLver:        {"SANLK_ACQUIRE_LVER", "Unknown error"},
-	ErrAcquireLockspace:   {"SANLK_ACQUIRE_LOCKSPACE", "Lease lockspace is not found"},
-	ErrAcquireIDDisk:      {"SANLK_ACQUIRE_IDDISK", "Lease lockspace disk cannot be opened"},
-	ErrAcquireIDLive:      {"SANLK_ACQUIRE_IDLIVE", "Lease is held by another host"},
-	ErrAcquireOwned:       {"SANLK_ACQUIRE_OWNED", "Lease was acquired by another host in other ballot"},
-	ErrAcquireOther:       {"SANLK_ACQUIRE_OTHER", "Lease was acquired by another host in local commit"},
-	ErrAcquireShRetry:     {"SANLK_ACQUIRE_SHRETRY", "Lease is held by another host for shared acquire"},
-	ErrAcquireOwnedRetry:  {"SANLK_ACQUIRE_OWNED_RETRY", "Lease is owned by another host"},
-	ErrReleaseLver:        {"SANLK_RELEASE_LVER", "Lease release version is incorrect"},
-	ErrReleaseOwner:       {"SANLK_RELEASE_OWNER", "Lease release owner is incorrect"},
-	ErrRenewOwner:         {"SANLK_RENEW_OWNER", "Lease renew owner is incorrect"},
-	ErrRenewDiff:          {"SANLK_RENEW_DIFF", "Lease renew data has changed"},
-	ErrHostIDBusy:         {"SANLK_HOSTID_BUSY", "Lease host ID is being used by another host"},
-	ErrRequestMagic:       {"SANLK_REQUEST_MAGIC", "Lease request block has invalid data"},
-	ErrRequestVersion:     {"SANLK_REQUEST_VERSION", "Lease request block has invalid version"},
-	ErrRequestOld:         {"SANLK_REQUEST_OLD", "Lease request has newer lease version"},
-	ErrRequestLver:        {"SANLK_REQUEST_LVER", "Lease request block has newer version"},
-	ErrRindexMagic:        {"SANLK_RINDEX_MAGIC", "Unknown error"},
-	ErrRindexVersion:      {"SANLK_RINDEX_VERSION", "Unknown error"},
-	ErrRindexLockspace:    {"SANLK_RINDEX_LOCKSPACE", "Unknown error"},
-	ErrRindexOffset:       {"SANLK_RINDEX_OFFSET", "Unknown error"},
-	ErrRindexDiff:         {"SANLK_RINDEX_DIFF", "Unknown error"},
-	ErrCAWOpen:            {"SANLK_CAW_OPEN", "Unknown error"},
-	ErrDeadExt:            {"SANLK_DEAD_EXT", "Unknown error"},
+	OK:                       {"SANLK_OK", "Unknown error"},
+	ErrGeneric:               {"SANLK_ERROR", "General error"},
+	ErrAIOTimeout:            {"SANLK_AIO_TIMEOUT", "IO timeout"},
+	ErrWatchdog:              {"SANLK_WD_ERROR", "Watchdog device error"},
+	ErrDblockRead:            {"SANLK_DBLOCK_READ", "Lease read error in dblock"},
+	ErrDblockWrite:           {"SANLK_DBLOCK_WRITE", "Lease write error in dblock"},
+	ErrDblockLver:            {"SANLK_DBLOCK_LVER", "Lease was acquired by another host in new ballot"},
+	ErrDblockMbal:            {"SANLK_DBLOCK_MBAL", "Lease was acquired by another host in current ballot"},
+	ErrDblockChecksum:        {"SANLK_DBLOCK_CHECKSUM", "Lease checksum error in dblock"},
+	ErrLeaderRead:            {"SANLK_LEADER_READ", "Lease read error in leader"},
+	ErrLeaderWrite:           {"SANLK_LEADER_WRITE", "Lease write error in leader"},
+	ErrLeaderDiff:            {"SANLK_LEADER_DIFF", "Lease read inconsistent"},
+	ErrLeaderMagic:           {"SANLK_LEADER_MAGIC", "Lease does not exist on storage"},
+	ErrLeaderVersion:         {"SANLK_LEADER_VERSION", "Lease format version on storage is not recognized"},
+	ErrLeaderSectorSize:      {"SANLK_LEADER_SECTORSIZE", "Lease sector size is inconsistent"},
+	ErrLeaderLockspace:       {"SANLK_LEADER_LOCKSPACE", "Lease lockspace name is incorrect"},
+	ErrLeaderResource:        {"SANLK_LEADER_RESOURCE", "Lease resource name is incorrect"},
+	ErrLeaderNumHosts:        {"SANLK_LEADER_NUMHOSTS", "Lease num_hosts is incorrect"},
+	ErrLeaderChecksum:        {"SANLK_LEADER_CHECKSUM", "Lease checksum error in leader"},
+	ErrAddLSSizes:            {"SANLK_ADDLS_SIZES", "Unknown error"},
+	ErrAddLSInvalidHostID:    {"SANLK_ADDLS_INVALID_HOSTID", "Unknown error"},
+	ErrAcquireLver:           {"SANLK_ACQUIRE_LVER", "Unknown error"},
+	ErrAcquireLockspace:      {"SANLK_ACQUIRE_LOCKSPACE", "Lease lockspace is not found"},
+	ErrAcquireIDDisk:         {"SANLK_ACQUIRE_IDDISK", "Lease lockspace disk cannot be opened"},
+	ErrAcquireIDLive:         {"SANLK_ACQUIRE_IDLIVE", "Lease is held by another host"},
+	ErrAcquireOwned:          {"SANLK_ACQUIRE_OWNED", "Lease was acquired by another host in other ballot"},
+	ErrAcquireOther:          {"SANLK_ACQUIRE_OTHER", "Lease was acquired by another host in local commit"},
+	ErrAcquireShRetry:        {"SANLK_ACQUIRE_SHRETRY", "Lease is held by another host for shared acquire"},
+	ErrAcquireOwnedRetry:     {"SANLK_ACQUIRE_OWNED_RETRY", "Lease is owned by another host"},
+	ErrReleaseLver:           {"SANLK_RELEASE_LVER", "Lease release version is incorrect"},
+	ErrReleaseOwner:          {"SANLK_RELEASE_OWNER", "Lease release owner is incorrect"},
+	ErrRenewOwner:            {"SANLK_RENEW_OWNER", "Lease renew owner is incorrect"},
+	ErrRenewDiff:             {"SANLK_RENEW_DIFF", "Lease renew data has changed"},
+	ErrHostIDBusy:            {"SANLK_HOSTID_BUSY", "Lease host ID is being used by another host"},
+	ErrRequestMagic:          {"SANLK_REQUEST_MAGIC", "Lease request block has invalid data"},
+	ErrRequestVersion:        {"SANLK_REQUEST_VERSION", "Lease request block has invalid version"},
+	ErrRequestOld:            {"SANLK_REQUEST_OLD", "Lease request has newer lease version"},
+	ErrRequestLver:           {"SANLK_REQUEST_LVER", "Lease request block has newer version"},
+	ErrRindexMagic:           {"SANLK_RINDEX_MAGIC", "Unknown error"},
+	ErrRindexVersion:         {"SANLK_RINDEX_VERSION", "Unknown error"},
+	ErrRindexLockspace:       {"SANLK_RINDEX_LOCKSPACE", "Unknown error"},
+	ErrRindexOffset:          {"SANLK_RINDEX_OFFSET", "Unknown error"},
+	ErrRindexDiff:            {"SANLK_RINDEX_DIFF", "Unknown error"},
+	ErrCAWOpen:               {"SANLK_CAW_OPEN", "Unknown error"},
+	ErrDeadExt:               {"SANLK_DEAD_EXT", "Unknown error"},
+	ErrAcquireOwnedNoTimeout: {"SANLK_ACQUIRE_OWNED_NO_TIMEOUT", "Lease is owned by another notimeout host"}, // libsanlock 5.1.1's text
+	ErrWrongGeneration:       {"SANLK_WRONG_GENERATION", "Unknown error"},
 }
 
 // Name returns the sanlock constant name (e.g. "SANLK_LEADER_MAGIC"), or the

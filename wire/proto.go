@@ -311,6 +311,9 @@ const (
 
 	LSFAdd = 0x1 // SANLK_LSF_ADD: lockspace being added (GET_LOCKSPACES)
 	LSFRem = 0x2 // SANLK_LSF_REM: lockspace being removed
+	// LSFNoTimeout (5.x): the lockspace's host leases are NO_TIMEOUT
+	// (GET_LOCKSPACES; `client gets` prints "NO_TIMEOUT").
+	LSFNoTimeout = 0x4
 )
 
 // Host states in the low 4 bits of sanlk_host.flags (docs/protocol.md "Host states").

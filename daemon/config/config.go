@@ -76,6 +76,11 @@ const (
 	// EnvWdmdSocket names another wdmd socket than /run/wdmd/wdmd.sock (ours:
 	// several emulated hosts, each with its own wdmd, on one machine).
 	EnvWdmdSocket = "SANLOCK_WDMD_SOCKET"
+	// EnvGenerationDir names another directory than /var/lib/sanlock for
+	// the lockspace generation files (ours).
+	EnvGenerationDir = "SANLOCK_GENERATION_DIR"
+	// DefaultGenerationDir is 5.1.1's directory of the generation files.
+	DefaultGenerationDir = "/var/lib/sanlock"
 	// EnvLogFile names another log file than /var/log/sanlock.log (ours:
 	// tests and several daemons on one machine keep their logs apart).
 	EnvLogFile = "SANLOCK_LOG_FILE"
@@ -181,7 +186,11 @@ type Config struct {
 	// Environment and paths.
 	RunDir     string // SANLOCK_RUN_DIR
 	WdmdSocket string // SANLOCK_WDMD_SOCKET ("": wdmd's fixed socket)
-	Privileged bool   // SANLOCK_PRIVILEGED unset or "1"
+	// GenerationDir is where the generation of each joined lockspace is
+	// kept as text (delta_lease_LS_HOSTID), as 5.1.1 does, when that
+	// directory exists ("": nowhere); SANLOCK_GENERATION_DIR (ours).
+	GenerationDir string
+	Privileged    bool // SANLOCK_PRIVILEGED unset or "1"
 	// LogFile is the log file path ("" = none). sanlock uses a fixed path;
 	// tests point it elsewhere.
 	LogFile string
@@ -225,6 +234,7 @@ func DefaultConfig() *Config {
 		Privileged:          true,
 		LogFile:             DefaultLogFile,
 		LogRingSize:         DefaultLogRingSize,
+		GenerationDir:       DefaultGenerationDir,
 	}
 }
 
@@ -248,6 +258,9 @@ func (c *Config) ApplyEnv(lookupEnv func(string) (string, bool)) {
 	}
 	if p, _ := lookupEnv(EnvLogFile); p != "" {
 		c.LogFile = p
+	}
+	if p, _ := lookupEnv(EnvGenerationDir); p != "" {
+		c.GenerationDir = p
 	}
 }
 

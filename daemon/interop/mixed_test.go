@@ -214,6 +214,8 @@ func TestMixedLockspace(t *testing.T) {
 	assert.Regexp(t, `^(timestamp=\d+ read_ms=\d+ write_ms=\d+ next_timeouts=0 next_errors=0\n)+$`, ren)
 	hsGo, _, err := cClient(g2.dir, "client", "host_status", "-s", "LS", "-D")
 	require.NoError(t, err)
+	// 3.8.5's fields, with 5.1.1's before owner_name (docs/delta.md
+	// "NO_TIMEOUT and DEAD_EXT").
 	assert.Regexp(t, `(?m)^1 timestamp \d+\n    last_check=\d+\n    last_live=\d+\n    last_req=0\n    owner_id=1\n`+
 		`    owner_generation=1\n    timestamp=\d+\n    io_timeout=1\n    no_timeout=0\n    dead_ext=0\n`+
 		`    found_dead_ext_gen=0\n    wrote_dead_ext_gen=0\n    host_flags=0x3\n    host_state=LIVE\n    owner_name=c-host1$`, hsGo)

@@ -1,9 +1,11 @@
 package interop
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -11,10 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/internal/debtree"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -134,12 +139,40 @@ func TestNewerFormatCluster(t *testing.T) {
 	assert.Equal(t, diskfmt.PaxosVersion70, last.Version)
 }
 
-// TestNewerNoTimeoutOwner: a 5.1.1 host of a NO_TIMEOUT lockspace (its
-// slot written by `init_host -N 1`) holds a resource and its daemon is
-// killed. 5.x hosts of such lockspaces run without the watchdog, so ours
-// must never take the lease over by time: -243 long after
-// host_dead_seconds.
-func TestNewerNoTimeoutOwner(t *testing.T) {
+// cutDevice is a delta lease device whose I/O fails once cut is set: our
+// host stops renewing while its daemon and its lease stay (a host fenced
+// from the storage).
+type cutDevice struct {
+	diskfmt.Device
+	cut *atomic.Bool
+}
+
+func (d cutDevice) ReadAt(ctx context.Context, p []byte, off int64) error {
+	if d.cut.Load() {
+		return syscall.EIO
+	}
+	return d.Device.ReadAt(ctx, p, off)
+}
+
+func (d cutDevice) WriteAt(ctx context.Context, p []byte, off int64) error {
+	if d.cut.Load() {
+		return syscall.EIO
+	}
+	return d.Device.WriteAt(ctx, p, off)
+}
+
+// TestNewerNoTimeoutDeadExt: a 5.1.1 host (1) and ours (2) in a NO_TIMEOUT
+// lockspace (slots written by 5.1.1's `init_host -N 1`), one resource.
+//
+//  1. 5.1.1 holds R and its daemon is killed: ours cannot take R by time
+//     (-249 once host_dead_seconds passed: 18 s with our
+//     watchdog_fire_timeout 10), host 1 stays FAIL; set_host DEAD_EXT from
+//     ours with a wrong generation is refused (-280, nothing written), with
+//     host 1's generation it marks the lease and ours takes R at once.
+//  2. A new 5.1.1 daemon rejoins host 1 over the mark (next generation,
+//     mark cleared). Ours holds R and is cut from the lockspace storage;
+//     5.1.1 marks ours DEAD_EXT with our generation and takes R at once.
+func TestNewerNoTimeoutDeadExt(t *testing.T) {
 	needRealSanlock(t)
 	sid := debtree.Get(t, "sid")
 	path := testutil.LeaseFile(t, 2<<20)
@@ -148,24 +181,11 @@ func TestNewerNoTimeoutOwner(t *testing.T) {
 		{"direct", "init", "-s", "LS:0:" + path + ":0", "-o", "1"},
 		{"direct", "init", "-r", res},
 		{"direct", "init_host", "-s", "LS:1:" + path + ":0", "-N", "1", "-C", "0", "-g", "0", "-t", "0", "-o", "1"},
+		{"direct", "init_host", "-s", "LS:2:" + path + ":0", "-N", "1", "-C", "0", "-g", "0", "-t", "0", "-o", "1"},
 	} {
 		out, err := sid.Command(nil, append([]string{"sanlock"}, args...)...).CombinedOutput()
 		require.NoError(t, err, "%v: %s", args, out)
 	}
-	d := sid.StartDaemon(t, "", "-e", "sid-host1")
-	out, err := d.Client(t, "client", "add_lockspace", "-s", "LS:1:"+path+":0")
-	require.NoError(t, err, out)
-	own := readDelta(t, path, "LS", 1)
-	require.True(t, own.NoTimeout(), "5.1.1 joined with its NO_TIMEOUT slot")
-	g, _ := startLS(t, "go-host2", manager.LockspacesConfig{})
-	require.NoError(t, g.cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}, 0, 1))
-
-	hold := sid.Command(&debtree.Options{RunDir: d.RunDir, Env: []string{"SANLOCK_RUN_DIR=" + debtree.DaemonRunDir}},
-		"sanlock", "client", "command", "-r", res, "-c", "/bin/sleep", "600")
-	require.NoError(t, hold.Start())
-	holdDone := make(chan struct{})
-	go func() { _ = hold.Wait(); close(holdDone) }()
-	t.Cleanup(func() { _ = hold.Process.Kill(); <-holdDone })
 	leader := func() diskfmt.Leader {
 		dev, err := diskfmt.OpenFile(path)
 		require.NoError(t, err)
@@ -176,17 +196,114 @@ func TestNewerNoTimeoutOwner(t *testing.T) {
 		require.NoError(t, err)
 		return l
 	}
-	require.Eventually(t, func() bool { l := leader(); return l.OwnerID == 1 && l.Timestamp != 0 }, 20*time.Second, 100*time.Millisecond)
+	sidEnv := func(d *debtree.Daemon) *debtree.Options {
+		return &debtree.Options{RunDir: d.RunDir, Env: []string{"SANLOCK_RUN_DIR=" + debtree.DaemonRunDir}}
+	}
+	acquireLine := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "acquire done") {
+				return l
+			}
+		}
+		return out
+	}
 
-	// The owner's daemon dies: no release, no more renewals.
+	d := sid.StartDaemon(t, "", "-e", "sid-host1", "-o", "1")
+	cut := &atomic.Bool{}
+	g := startDaemon(t, func(c *daemon.Config, deps *daemon.Deps) {
+		c.OurHostName = "go-host2"
+		c.WatchdogFireTimeout = 10
+		deps.Manager = manager.New(manager.Config{Lockspaces: manager.LockspacesConfig{Open: func(p string) (diskfmt.Device, error) {
+			dev, err := diskfmt.OpenFile(p)
+			if err != nil {
+				return nil, err
+			}
+			return cutDevice{dev, cut}, nil
+		}}})
+	})
+	g.cl.Timeout = 60 * time.Second
+	out, err := d.Client(t, "client", "add_lockspace", "-s", "LS:1:"+path+":0", "-N", "1")
+	require.NoError(t, err, out)
+	ours := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
+	require.NoError(t, g.cl.AddLockspace(ours, 0, 1))
+	for h := uint64(1); h <= 2; h++ {
+		slot := readDelta(t, path, "LS", h)
+		require.True(t, slot.NoTimeout(), "slot %d", h)
+	}
+	spaces, err := g.cl.GetLockspaces()
+	require.NoError(t, err)
+	require.Len(t, spaces, 1)
+	assert.NotZero(t, spaces[0].Flags&wire.LSFNoTimeout, "ours reports a NO_TIMEOUT lockspace")
+
+	// 1. 5.1.1 holds R and dies.
+	hold := sid.Command(sidEnv(d), "sanlock", "client", "command", "-r", res, "-c", "/bin/sleep", "600")
+	require.NoError(t, hold.Start())
+	holdDone := make(chan struct{})
+	go func() { _ = hold.Wait(); close(holdDone) }()
+	t.Cleanup(func() { _ = hold.Process.Kill(); <-holdDone })
+	require.Eventually(t, func() bool { l := leader(); return l.OwnerID == 1 && l.Timestamp != 0 }, 20*time.Second, 100*time.Millisecond)
 	require.NoError(t, syscall.Kill(d.Pid(), syscall.SIGKILL))
 	killed := time.Now()
-	time.Sleep(80 * time.Second) // host_dead_seconds at io_timeout 1: 8 + 60
-	cmd := exec.Command("stdbuf", "-o0", realSanlock, "client", "command", "-r", res, "-c", "/bin/true")
-	cmd.Env = sanlockEnv(g.dir)
-	o, _ := cmd.Output()
-	assert.Contains(t, string(o), "acquire done -243", "%v after the kill", time.Since(killed).Round(time.Second))
-	l := leader()
-	assert.Equal(t, uint64(1), l.OwnerID, "the lease stays with the NO_TIMEOUT host")
-	assert.NotZero(t, l.Timestamp)
+	time.Sleep(10 * time.Second)
+	tryOurs := func() string {
+		cmd := exec.Command("stdbuf", "-o0", realSanlock, "client", "command", "-r", res, "-c", "/bin/true")
+		cmd.Env = sanlockEnv(g.dir)
+		out, _ := cmd.Output()
+		return acquireLine(string(out))
+	}
+	assert.Equal(t, "acquire done -249", tryOurs(), "%v after the kill", time.Since(killed).Round(time.Second))
+	assert.GreaterOrEqual(t, time.Since(killed), 18*time.Second)
+	assert.Equal(t, "FAIL", goHostState(g.cl, "LS", 1), "a silent NO_TIMEOUT host is FAIL, not DEAD")
+	assert.Equal(t, uint64(1), leader().OwnerID, "the lease stays with the NO_TIMEOUT host")
+
+	gen1 := readDelta(t, path, "LS", 1).OwnerGeneration
+	err = g.cl.SetHost(ours, client.SetHostDeadExt, 0, 0, wire.Host{HostID: 1, Generation: gen1 + 1})
+	assert.EqualValues(t, rescode.ErrWrongGeneration, client.ErrorCode(err), "wrong generation")
+	// The same through libsanlock 5.1.1's sanlock_set_host (the C
+	// driver in the sid tree, our socket mounted at its /run).
+	drv := sid.Command(&debtree.Options{RunDir: g.dir, Env: []string{"SANLOCK_RUN_DIR=/run"}}, sid.NewerDriver(t),
+		"set_host", "LS", path, "0", "2", "1", "0", "0", "1", fmt.Sprint(gen1+1), "0", "0", "0")
+	dout, err := drv.Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(dout), "set_host rv=-280", "libsanlock's set_host with a wrong generation")
+	unmarked := readDelta(t, path, "LS", 1)
+	assert.False(t, unmarked.DeadExt(), "nothing written")
+	require.NoError(t, g.cl.SetHost(ours, client.SetHostDeadExt, 0, 0, wire.Host{HostID: 1, Generation: gen1}))
+	marked := readDelta(t, path, "LS", 1)
+	assert.True(t, marked.DeadExt())
+	assert.Equal(t, diskfmt.DeadExtFrom(2, readDelta(t, path, "LS", 2).OwnerGeneration), marked.Unused1, "our host_id and generation")
+	assert.Equal(t, gen1, marked.OwnerGeneration)
+	require.Eventually(t, func() bool {
+		h, err := g.cl.GetHosts("LS", 1)
+		return err == nil && len(h) == 1 && h[0].Flags == 0x15
+	}, 10*time.Second, 250*time.Millisecond, "DEAD with the DEAD_EXT host flag")
+	start := time.Now()
+	assert.Equal(t, "acquire done 0", tryOurs(), "ours after DEAD_EXT")
+	assert.Less(t, time.Since(start), 10*time.Second)
+
+	// 2. 5.1.1 comes back over the mark; ours holds R and is cut off.
+	d2 := sid.StartDaemon(t, "", "-e", "sid-host1", "-o", "1")
+	out, err = d2.Client(t, "client", "add_lockspace", "-s", "LS:1:"+path+":0", "-N", "1")
+	require.NoError(t, err, out)
+	back := readDelta(t, path, "LS", 1)
+	assert.Equal(t, gen1+1, back.OwnerGeneration, "5.1.1 rejoins with the next generation")
+	assert.False(t, back.DeadExt(), "and clears the mark")
+	oursHold := exec.Command(realSanlock, "client", "command", "-r", res, "-c", "/bin/sleep", "600")
+	oursHold.Env = sanlockEnv(g.dir)
+	require.NoError(t, oursHold.Start())
+	oursDone := make(chan struct{})
+	go func() { _ = oursHold.Wait(); close(oursDone) }()
+	t.Cleanup(func() { _ = oursHold.Process.Kill(); <-oursDone })
+	require.Eventually(t, func() bool { l := leader(); return l.OwnerID == 2 && l.Timestamp != 0 }, 20*time.Second, 100*time.Millisecond)
+	gen2 := readDelta(t, path, "LS", 2).OwnerGeneration
+	cut.Store(true) // fenced: no more renewals from ours
+	out, err = d2.Client(t, "client", "set_host", "-s", "LS:1:"+path+":0", "-i", "2", "-g", fmt.Sprint(gen2), "-F", "DEAD_EXT")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "set_host done 0")
+	oursMarked := readDelta(t, path, "LS", 2)
+	assert.True(t, oursMarked.DeadExt())
+	start = time.Now()
+	o, _ := sid.Command(sidEnv(d2), "stdbuf", "-o0", "sanlock", "client", "command", "-r", res, "-c", "/bin/true").Output()
+	assert.Equal(t, "acquire done 0", acquireLine(string(o)), "5.1.1 after DEAD_EXT on ours")
+	t.Logf("5.1.1 took R %v after marking ours", time.Since(start).Round(100*time.Millisecond))
 }

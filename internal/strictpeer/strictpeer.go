@@ -59,6 +59,8 @@ func PolicyOf(q *wire.Request) Policy {
 		return OwnLease
 	case wire.CmdRemLockspace:
 		return PrivOnly // ends every holder's leases in it
+	case wire.CmdSetHost:
+		return PrivOnly // DEAD_EXT: the host's leases are taken at once
 	case wire.CmdShutdown, wire.CmdShutdownWait:
 		if h.Data != 0 {
 			return PrivOnly // force: kills every holder

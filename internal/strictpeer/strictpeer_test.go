@@ -30,6 +30,7 @@ func TestStrictPolicy(t *testing.T) {
 		{req(wire.CmdSetLVB, 0, 0), OwnLease},
 		{req(wire.CmdGetLVB, 0, 0), OwnLease},
 		{req(wire.CmdRemLockspace, 0, 0), PrivOnly},
+		{req(wire.CmdSetHost, 0, 1), PrivOnly},
 		{req(wire.CmdShutdown, 0, 0), Open},
 		{req(wire.CmdShutdown, 0, 1), PrivOnly},
 		{req(wire.CmdShutdownWait, 0, 1), PrivOnly},

@@ -189,6 +189,7 @@ func DaemonConfig(dir string) *config.Config {
 	cfg.SyslogPriority = -1
 	cfg.MlockLevel = 0
 	cfg.UseWatchdog = false
+	cfg.GenerationDir = "" // not the host's /var/lib/sanlock
 	cfg.SetIDs(os.Getuid(), os.Getgid())
 	return cfg
 }

@@ -31,6 +31,9 @@ type checker struct {
 	holds   [][]hold // per resource
 	maxLver []uint64
 	err     error
+	// fenced[ri] is the life the agent fenced while it held resource ri
+	// exclusively (NoTimeout), until the next exclusive acquisition.
+	fenced []*inst
 }
 
 type hold struct {
@@ -42,7 +45,8 @@ type hold struct {
 }
 
 func newChecker(s *Sim) *checker {
-	return &checker{s: s, holds: make([][]hold, s.cfg.Resources), maxLver: make([]uint64, s.cfg.Resources)}
+	return &checker{s: s, holds: make([][]hold, s.cfg.Resources), maxLver: make([]uint64, s.cfg.Resources),
+		fenced: make([]*inst, s.cfg.Resources)}
 }
 
 func (c *checker) fail(format string, args ...any) {
@@ -91,6 +95,14 @@ func (c *checker) acquired(cl *client, ri int, shared bool, lver, adopt uint64) 
 		}
 	}
 	if !nh.shared {
+		if f := c.fenced[ri]; f != nil {
+			if f.slot.inst == nil {
+				// taken from a fenced life that has not come back: only
+				// its DEAD_EXT mark can have freed it
+				s.counts.TakenAfterMark++
+			}
+			c.fenced[ri] = nil
+		}
 		if nh.lver <= c.maxLver[ri] && !(adopt != 0 && nh.lver == adopt && adopt == c.maxLver[ri]) {
 			c.fail("%s: exclusive acquisition by %s with lver %d, not above the previous %d",
 				name, cl, nh.lver, c.maxLver[ri])
@@ -156,6 +168,9 @@ func (c *checker) down(in *inst) {
 			if x.in != in {
 				keep = append(keep, x)
 			} else {
+				if in.marked && !x.shared {
+					c.fenced[ri] = in
+				}
 				c.s.tracef("check", "%s's hold on %s ends with its host", in.name, c.s.names[ri])
 			}
 		}

@@ -50,6 +50,14 @@ type Config struct {
 	// host's clock, so the host table lags the renewal reads by up to that
 	// much. Safety must not depend on it.
 	CheckInterval time.Duration
+	// NoTimeout makes the lockspace a NO_TIMEOUT one (sanlock 5.x): every
+	// host slot carries the NO_TIMEOUT leader flag and no host has a
+	// watchdog, so a host that stops renewing is never dead by time. The
+	// external agent (agent.go) fences such hosts and then declares them
+	// dead with set_host DEAD_EXT; AgentEarly is its broken variant that
+	// marks a host without fencing it.
+	NoTimeout  bool
+	AgentEarly bool
 }
 
 // Faults is the fault mix of a run.
@@ -140,6 +148,12 @@ type Counts struct {
 	Acquires, AcquireOK, Releases, ReleaseOK uint64
 	Crashes, Pauses, Partitions, Resets      uint64
 	Restarts, Doomed, LateLeaders            uint64
+	// Fenced are the hosts the external agent fenced (NoTimeout), Marked
+	// its set_host DEAD_EXT calls that succeeded.
+	Fenced, Marked uint64
+	// TakenAfterMark are exclusive acquisitions of a lease whose holder
+	// was fenced, before that host came back (NoTimeout).
+	TakenAfterMark uint64
 	// Kills are the signals the hosts' escalations sent; Exits the
 	// clients that exited holding a lease.
 	Kills, Exits uint64
@@ -191,6 +205,12 @@ func ReplayCommand(c Config) string {
 	}
 	if c.CheckInterval != 0 {
 		s += " -sim.checkinterval=" + c.CheckInterval.String()
+	}
+	if c.NoTimeout {
+		s += " -sim.notimeout"
+	}
+	if c.AgentEarly {
+		s += " -sim.agentearly"
 	}
 	return s
 }

@@ -79,6 +79,7 @@ type inst struct {
 	wdLast  uint64      // last renewal the watchdog was told of (local seconds)
 	wdExp   uint64      // the expiry it was told (local seconds)
 	doomed  bool        // the escalation has started killing holders
+	marked  bool        // the external agent has acted on this life (NoTimeout)
 	dead    bool
 	lastPid int
 	clients map[int]*client // live clients by pid (looked up, never iterated)

@@ -178,6 +178,9 @@ func (in *inst) mainLoop() {
 type simWatchdog struct{ in *inst }
 
 func (w simWatchdog) Activate(renewal, expire uint64) error {
+	if w.in.s.cfg.NoTimeout {
+		return nil // NO_TIMEOUT hosts run without a watchdog
+	}
 	in := w.in
 	in.armed, in.wdLast, in.wdExp = true, renewal, expire
 	in.s.tracef(in.name, "watchdog armed renewal=%d expire=%d", renewal, expire)

@@ -77,6 +77,7 @@ const (
 	evPauseEnd               // a pause ends
 	evCutEnd                 // a partition ends
 	evStop                   // an instance ends itself (join failed)
+	evAgent                  // the external agent looks at the hosts (NoTimeout)
 )
 
 type event struct {
@@ -125,6 +126,10 @@ func newSim(cfg Config) *Sim {
 	area, commit, err := diskfmt.InitDeltaArea(diskfmt.DeltaInit{Geometry: s.geo, SpaceName: space, IOTimeout: uint16(cfg.IOTimeout)})
 	if err != nil {
 		panic(err)
+	}
+	if cfg.NoTimeout {
+		markNoTimeout(area, s.geo, cfg.Hosts)
+		markNoTimeout(commit, s.geo, 1)
 	}
 	mem.Load(area, 0)
 	mem.Load(commit, 0)
@@ -224,6 +229,9 @@ func (s *Sim) run() {
 	if s.cfg.Faults.HostEvery > 0 && s.cfg.Faults.Crash+s.cfg.Faults.Pause+s.cfg.Faults.Partition > 0 {
 		s.push(&event{at: s.nextFaultTime(), kind: evFault})
 	}
+	if s.cfg.NoTimeout {
+		s.push(&event{at: agentEvery, kind: evAgent})
+	}
 	ready := make([]*event, 0, 64)
 	for !s.stopped() {
 		// the earliest thing that can happen: an event or a watchdog
@@ -305,6 +313,9 @@ func (s *Sim) exec(e *event) {
 	case evFault:
 		s.hostFault()
 		s.push(&event{at: s.nextFaultTime(), kind: evFault})
+	case evAgent:
+		s.agent()
+		s.push(&event{at: s.now + agentEvery, kind: evAgent})
 	case evRestart:
 		s.startInstance(e.slot)
 	case evPauseEnd:

@@ -185,6 +185,13 @@ func (c *clientRun) align(d client.Disk) int {
 	return r
 }
 
+func (c *clientRun) setHost(ls *client.Lockspace, h client.Host, flag string) int {
+	c.printf("set_host %d %d %s\n", h.HostID, h.Generation, flag)
+	r := c.call(func() error { return c.cl.SetHost(ls, client.SetHostDeadExt, 0, 0, h) })
+	c.printf("set_host done %d\n", r)
+	return r
+}
+
 func (c *clientRun) setEvent(name string, he client.HostEvent) int {
 	c.printf("set_event %d %d event 0x%x data 0x%x\n", he.HostID, he.Generation, he.Event, he.Data)
 	r := c.call(func() error { return c.cl.SetEvent(name, he, 0) })

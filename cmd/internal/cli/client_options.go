@@ -66,6 +66,8 @@ func newClientActionCmd(f *Factory, name string) *cobra.Command {
 		return NewCmdRenewal(f, nil)
 	case "set_event":
 		return NewCmdSetEvent(f, nil)
+	case "set_host":
+		return NewCmdSetHost(f, nil)
 	case "set_config":
 		return NewCmdSetConfig(f, nil)
 	case "log_dump":
@@ -257,6 +259,33 @@ func NewCmdSetEvent(f *Factory, runF func(*SetEventOptions) error) *cobra.Comman
 
 func setEventRun(opts *SetEventOptions) error {
 	return rvExit(opts.IO.connect().setEvent(opts.Lockspace, opts.Event))
+}
+
+// SetHostOptions is "client set_host -s LOCKSPACE -i ID [-g GEN] -F FLAG_NAME".
+type SetHostOptions struct {
+	IO        *ClientIO
+	Lockspace client.Lockspace // -s (name and our host_id)
+	HostID    uint64           // -i
+	// Generation is -g: the incarnation to mark (0: the one on disk).
+	Generation uint64
+	Flag       string // -F: DEAD_EXT is the only one
+}
+
+func NewCmdSetHost(f *Factory, runF func(*SetHostOptions) error) *cobra.Command {
+	return newClientCmd(f, "set_host", runF, setHostRun, func(o *options, io *ClientIO) *SetHostOptions {
+		return &SetHostOptions{IO: io, Lockspace: o.lockspace, HostID: o.hostID, Generation: o.generation, Flag: o.file}
+	})
+}
+
+// setHostRun: as 5.1.1's tool, a flag name other than DEAD_EXT (or none)
+// prints "set_host unknown operation" and exits 0 without a request.
+func setHostRun(opts *SetHostOptions) error {
+	if opts.Flag != "DEAD_EXT" {
+		_, _ = opts.IO.Out.WriteString("set_host unknown operation\n")
+		_ = opts.IO.Out.Flush()
+		return nil
+	}
+	return rvExit(opts.IO.connect().setHost(&opts.Lockspace, client.Host{HostID: opts.HostID, Generation: opts.Generation}, opts.Flag))
 }
 
 // SetConfigOptions is "client set_config -s LOCKSPACE [-u 0|1] [-O 0|1]".

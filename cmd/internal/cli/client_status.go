@@ -271,6 +271,9 @@ func (c *clientRun) gets(getHosts bool) int {
 		case ls.Flags&client.LSFRem != 0:
 			flags = "REM "
 		}
+		if ls.Flags&client.LSFNoTimeout != 0 {
+			flags += "NO_TIMEOUT " // 5.1.1's word
+		}
 		c.printf("s %s:%d:%s:%d %s\n", ls.Name, ls.HostID, ls.Disk.Path, ls.Disk.Offset, flags)
 		if !getHosts {
 			continue

@@ -27,6 +27,7 @@ var clientActionList = []clientAction{
 		listed: true, json: true},
 	{use: "renewal -s LOCKSPACE", short: "show the recent renewals of a lockspace",
 		listed: true, json: true},
+	{use: "set_host -s LOCKSPACE -i <host_id> [-g gen] -F <flag_name>", short: "mark a host's lease (DEAD_EXT: dead, after fencing)"},
 	{use: "set_event -s LOCKSPACE -i <host_id> [-g gen] -e <event> -d <data>", short: "send an event to a host",
 		listed: true},
 	{use: "set_config -s LOCKSPACE [-u 0|1] [-O 0|1]", short: "change a lockspace setting",
