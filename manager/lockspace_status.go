@@ -121,6 +121,19 @@ func (m *Lockspaces) GetHosts(name string, hostID uint64) ([]wire.Host, error) {
 	return out, nil
 }
 
+// OwnerView is our view of host hostID of lockspace space, for
+// ACQUIRE2's owner record: its state (the low bits of a host record's
+// flags; UNKNOWN when we have no table yet) and the host name of its
+// delta lease as our renewals last read it.
+func (m *Lockspaces) OwnerView(space string, hostID uint64) (state uint32, name string) {
+	run, ok := m.Joined(space)
+	if !ok {
+		return uint32(delta.HostUnknown), ""
+	}
+	hs, _ := run.Host(hostID)
+	return uint32(run.HostState(hostID)), hs.OwnerName
+}
+
 // Renewals answers RENEWAL: the history and the own io_timeout, or
 // -ENOSPC when no lockspace of that name exists.
 func (m *Lockspaces) Renewals(name string) ([]delta.HistoryEntry, int, error) {
