@@ -40,6 +40,8 @@ type Config struct {
 	// Log receives the log lines: sanlock's wording, then fields. The
 	// caller adds what delta does not know (the disk path). nil: nothing.
 	Log *zap.Logger
+	// NoDelay joins without the acquire waits (Lease.NoDelay).
+	NoDelay bool
 	// DebugRenew logs every successful renewal ("renewed T delta_length D
 	// interval I"); without it only a renewal that took too long is
 	// logged, as 3.8.5 does without debug_renew.
@@ -158,7 +160,7 @@ func New(cfg Config) (*Lockspace, error) {
 		cfg:    cfg,
 		timing: t,
 		lease: Lease{Dev: cfg.Dev, Offset: cfg.Offset, Geometry: cfg.Geometry, Space: cfg.Space,
-			HostID: cfg.HostID, Timing: t, Clock: cfg.Clock, Log: nopOr(lg)},
+			HostID: cfg.HostID, Timing: t, Clock: cfg.Clock, Log: nopOr(lg), NoDelay: cfg.NoDelay},
 		joined:  make(chan struct{}),
 		done:    make(chan struct{}),
 		history: NewHistory(hsize),

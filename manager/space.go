@@ -83,6 +83,7 @@ func (sp *space) join() error {
 		HostName: m.hostName(), IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
 		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Log: sp.deltaLog(),
 		DebugRenew: cfg.DebugRenew, OnRenewal: sp.onRenewal(m.renewalHook(sp.ls.Name)),
+		NoDelay: sp.noDelay,
 	}
 	if wd != nil {
 		dcfg.OnAcquired = func(_ context.Context, last uint64) error {
