@@ -353,3 +353,74 @@ func TestOursBeside511(t *testing.T) {
 	}
 	t.Logf("answers:\n%s", tab.String())
 }
+
+// TestAcquire2Held: ours (host 2, "ours") and 5.1.1 (host 1, "real")
+// share a lockspace; each holds one lease, and each asks for the other's
+// lease with ACQUIRE2. Both answer -243 with the owner: length 112, data2
+// echoed, the owner's host_id, generation and leader timestamp, io_timeout
+// 0, flags = the asking daemon's view of the owner (LIVE once it has seen
+// it renew) and the owner's host name from its delta lease. Ours' reply
+// must have the shape and values of 5.1.1's.
+func TestAcquire2Held(t *testing.T) {
+	t.Parallel()
+	tr := debtree.Get(t, "sid")
+	real := tr.StartDaemon(t, "", "-e", "real")
+	ours := startOurs(t)
+	sr := real.SocketPath()
+	files := leaseFiles(t, "ls", "rf")
+	ls, rf := files[0], files[1]
+	const wait = 10 * time.Second
+	wantResult(t, "WRITE_LOCKSPACE", exchange(t, ours, request(cmdWriteLockspace, 0, 0, 0, lockspace("ls1", 0, 0, ls, 0)), wait), 0)
+	wantResult(t, "WRITE_RESOURCE r1", exchange(t, ours, request(cmdWriteResource, 0, 0, 0, resource("ls1", "r1", 0, rf, 0)), wait), 0)
+	wantResult(t, "WRITE_RESOURCE r2", exchange(t, ours, request(cmdWriteResource, 0, 0, 0, resource("ls1", "r2", 0, rf, 1<<20)), wait), 0)
+	wantResult(t, "ADD_LOCKSPACE real", exchange(t, sr, request(cmdAddLockspace, 0x2, 0, 0, lockspace("ls1", 1, 0, ls, 0)), time.Minute), 0)
+	wantResult(t, "ADD_LOCKSPACE ours", exchange(t, ours, request(cmdAddLockspace, 0x2, 0, 0, lockspace("ls1", 2, 0, ls, 0)), time.Minute), 0)
+
+	hr, ho := register(t, sr), register(t, ours)
+	opts := make([]byte, optionsSize)
+	wantResult(t, "real acquires r1", exchangeOn(t, hr, request(cmdAcquire, 0, 1, 0xffffffff, resource("ls1", "r1", 0, rf, 0), opts), time.Minute), 0)
+	wantResult(t, "ours acquires r2", exchangeOn(t, ho, request(cmdAcquire, 0, 1, 0xffffffff, resource("ls1", "r2", 0, rf, 1<<20), opts), time.Minute), 0)
+	waitLive(t, ours, 1)
+	waitLive(t, sr, 2)
+
+	type got struct {
+		r    reply
+		h    host
+		name string
+	}
+	ask := func(sock, res string, off uint64) got {
+		c := register(t, sock)
+		r := exchangeOn(t, c, request(cmdAcquire2, 0, 1, 0xffffffff, resource("ls1", res, 0, rf, off), opts), 2*time.Minute)
+		g := got{r: r}
+		if len(r.Body) == hostSize+nameLen {
+			g.h, g.name = parseHost(r.Body), cstr(r.Body[hostSize:])
+		}
+		return g
+	}
+	var g511, gOurs got
+	done := make(chan struct{})
+	go func() { defer close(done); g511 = ask(sr, "r2", 1<<20) }()
+	gOurs = ask(ours, "r1", 0)
+	<-done
+	for _, c := range []struct {
+		who   string
+		g     got
+		owner uint64
+		name  string
+	}{{"5.1.1 asking for ours' r2", g511, 2, "ours"}, {"ours asking for 5.1.1's r1", gOurs, 1, "real"}} {
+		r := c.g.r
+		if r.NoReply || r.Closed || r.result() != -243 || r.Length != 112 || r.Data2 != 0xffffffff {
+			t.Errorf("%s: %s, want -243, length 112, data2 0xffffffff", c.who, r)
+			continue
+		}
+		if h := c.g.h; h.HostID != c.owner || h.Generation != 1 || h.Timestamp == 0 || h.IOTimeout != 0 || h.Flags != 0x3 {
+			t.Errorf("%s: owner %+v, want host %d generation 1, a timestamp, io 0, flags 0x3 (LIVE)", c.who, h, c.owner)
+		}
+		if c.g.name != c.name {
+			t.Errorf("%s: owner name %q, want %q", c.who, c.g.name, c.name)
+		}
+	}
+	// The leases stay where they were.
+	wantResult(t, "real still holds r1", exchangeOn(t, hr, request(cmdInquire, 0, 0, 0xffffffff), wait), 0)
+	wantResult(t, "ours still holds r2", exchangeOn(t, ho, request(cmdInquire, 0, 0, 0xffffffff), wait), 0)
+}
