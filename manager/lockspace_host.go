@@ -111,7 +111,8 @@ func (m *Lockspaces) ReadLockspaceHost(ctx context.Context, ls wire.Lockspace) (
 // InitLockspaceHostRequest is INIT_LOCKSPACE_HOST.
 type InitLockspaceHostRequest struct {
 	// Lockspace: name (required), host_id (1..max), size flags (0: from
-	// the device) and disk.
+	// the device; SANLK_LSF_NO_TIMEOUT marks the lease NO_TIMEOUT, which
+	// only a 5.x delta version carries: -EINVAL with 3.4) and disk.
 	Lockspace wire.Lockspace
 	// Flags: wire.InitHostUseCAW, wire.InitHostNoCAW. Neither changes
 	// what is written: we write no CAW mark (docs/compat.md "CAW").
@@ -138,8 +139,7 @@ func (m *Lockspaces) InitLockspaceHost(ctx context.Context, req InitLockspaceHos
 	case ls.Disk.Path == "":
 		return rescode.ErrENODEV
 	}
-	space, err := diskfmt.Name(ls.Name)
-	if err != nil {
+	if _, err := diskfmt.Name(ls.Name); err != nil {
 		return rescode.ErrEINVAL
 	}
 	if m.usesHost(&ls) {
@@ -164,29 +164,15 @@ func (m *Lockspaces) InitLockspaceHost(ctx context.Context, req InitLockspaceHos
 	if ls.HostID > uint64(g.MaxHosts) {
 		return errEMSGSIZE
 	}
-	version := m.conf().DeltaVersion
-	if version == 0 {
-		version = diskfmt.DeltaVersion
-	}
 	rec := req.Record
-	l := diskfmt.Leader{
-		Magic:           diskfmt.DeltaMagic,
-		Version:         version,
-		Flags:           diskfmt.AlignFlag(g.AlignSize),
-		SectorSize:      uint32(g.SectorSize),
-		MaxHosts:        1,
-		OwnerID:         ls.HostID,
-		OwnerGeneration: binary.LittleEndian.Uint64(rec[40:]),
-		SpaceName:       space,
-		Timestamp:       binary.LittleEndian.Uint64(rec[152:]),
-		IOTimeout:       uint16(io),
-	}
-	copy(l.ResourceName[:], rec[104:104+diskfmt.NameLen])
-	sector := make([]byte, g.SectorSize)
-	l.Seal(sector)
+	name := diskfmt.NameString(rec[104 : 104+diskfmt.NameLen])
 	ioctx, cancel := ioTimeoutCtx(ctx, m.conf().WriteInitIOTimeout)
 	defer cancel()
-	return resultErr(dev.WriteAt(ioctx, sector, int64(ls.Disk.Offset)+diskfmt.DeltaSectorOffset(ls.HostID, g.SectorSize)))
+	return resultErr(diskfmt.WriteDeltaHost(ioctx, dev, int64(ls.Disk.Offset), diskfmt.DeltaHost{
+		Geometry: g, Space: ls.Name, HostID: ls.HostID, Generation: binary.LittleEndian.Uint64(rec[40:]),
+		HostName: name, Timestamp: binary.LittleEndian.Uint64(rec[152:]), IOTimeout: uint16(io),
+		Version: m.conf().DeltaVersion, NoTimeout: ls.Flags&lsfNoTimeout != 0,
+	}))
 }
 
 // WriteLockspaceFlags is WRITE_LOCKSPACE LS_FLAGS: the leader flags of
