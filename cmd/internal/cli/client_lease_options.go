@@ -130,8 +130,8 @@ type ReleaseOptions struct {
 	Resources []client.Resource // every -r
 	Lockspace string            // -s name (orphans of a lockspace)
 	Target
-	All       bool              // -a nonzero
-	Orphan    bool              // -O nonzero
+	All    bool // -a nonzero
+	Orphan bool // -O nonzero
 }
 
 func NewCmdRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
