@@ -36,7 +36,7 @@ type Lease struct {
 	// watch of a lease another host may be renewing and the short delay
 	// before the read-back. The read-back itself is kept. This gives up
 	// the detection of another host using the same host_id (docs/delta.md
-	// "Acquiring a host_id").
+	// "NODELAY").
 	NoDelay bool
 	// Log receives the operations' log lines (sanlock's wording where the
 	// spec gives it, then fields); nil discards them.

@@ -365,7 +365,7 @@ type AddRequest struct {
 	IOTimeout uint32 // 0: DefaultIOTimeout
 	// NoDelay (wire.AddNoDelay, 5.x) joins in about a second: the waits
 	// that detect another host using the same host_id are skipped
-	// (docs/delta.md "Acquiring a host_id", NODELAY). Unsafe when host_ids
+	// (docs/delta.md "NODELAY"). Unsafe when host_ids
 	// may be shared by mistake.
 	NoDelay bool
 }
