@@ -2,6 +2,7 @@ package newerinterop
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -37,10 +38,17 @@ func TestLibrariesLookAlike(t *testing.T) {
 				if err != nil {
 					return
 				}
+				// The header, then the length it announces (the library
+				// may write them separately).
 				_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-				b := make([]byte, 4096)
-				n, _ := c.Read(b)
-				got <- b[:n]
+				b := make([]byte, 32, 4096)
+				if _, err := io.ReadFull(c, b); err == nil {
+					if n := int(le.Uint32(b[16:])); n > 32 && n <= 4096 {
+						b = b[:n]
+						_, _ = io.ReadFull(c, b[32:])
+					}
+				}
+				got <- b
 				c.Close()
 			}
 		}()
