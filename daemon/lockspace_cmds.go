@@ -64,7 +64,14 @@ func cmdRenewal(m *manager.Lockspaces) Handler {
 // cmdSetConfig: SET_CONFIG, config command in header data (docs/protocol.md "Commands" #33).
 func cmdSetConfig(m *manager.Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *wire.Request) error {
-		return c.send(&wire.Reply{Header: replyHeader(q, result(m.SetConfig(lockspaceOf(q).Name, q.Header.Data)), q.Header.Data2)})
+		name := lockspaceOf(q).Name
+		var err error
+		if q.Header.Data == wire.ConfigIOTimeout {
+			err = m.SetIOTimeout(name, q.Header.Data2) // 5.x: data2 is the io_timeout
+		} else {
+			err = m.SetConfig(name, q.Header.Data)
+		}
+		return c.send(&wire.Reply{Header: replyHeader(q, result(err), q.Header.Data2)})
 	}
 }
 

@@ -595,3 +595,38 @@ func TestAcquireNoDelay(t *testing.T) {
 		assert.Equal(t, "hostB", diskfmt.NameString(rec.ResourceName[:]))
 	})
 }
+
+// SET_CONFIG IO_TIMEOUT: a lower io_timeout rules the own timing from the
+// renewal that writes it, a higher one from after it; the lease carries
+// the new value and the renewals come at the new interval.
+func TestSetIOTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newLockspaceDisk(t, geo512, 4)
+		h := startHost(t, t.Context(), m, hostOpts{hostID: 1, name: "host1", io: 4})
+		require.Equal(t, rescode.OK, waitJoined(h))
+		assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(h.ls.SetIOTimeout(0)))
+		assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(h.ls.SetIOTimeout(256)))
+
+		require.NoError(t, h.ls.SetIOTimeout(2))
+		assert.Equal(t, 4, h.ls.Timing().IOTimeout, "not before the next renewal")
+		time.Sleep(10 * time.Second)
+		assert.Equal(t, 2, h.ls.Timing().IOTimeout)
+		rec, _ := leaseOnDisk(t, m, geo512, 1)
+		assert.Equal(t, uint16(2), rec.IOTimeout)
+		// Renewals every 4 s now.
+		ts := rec.Timestamp
+		time.Sleep(4 * time.Second)
+		rec, _ = leaseOnDisk(t, m, geo512, 1)
+		assert.InDelta(t, float64(ts+4), float64(rec.Timestamp), 1)
+
+		require.NoError(t, h.ls.SetIOTimeout(6))
+		time.Sleep(5 * time.Second)
+		rec, _ = leaseOnDisk(t, m, geo512, 1)
+		assert.Equal(t, uint16(6), rec.IOTimeout)
+		assert.Equal(t, 6, h.ls.Timing().IOTimeout)
+		assert.Equal(t, 6, h.ls.Status().IOTimeout)
+		st, _ := h.ls.CheckOwnLease()
+		assert.False(t, st.Failed())
+		require.NoError(t, h.stop())
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -212,10 +213,12 @@ func (m *Lockspaces) examine(space string) {
 
 // space is one lockspace entry (sanlock's struct space).
 type space struct {
-	m         *Lockspaces
-	id        uint32
-	ls        wire.Lockspace // identity: name, host_id, path, offset
-	ioTimeout int
+	m  *Lockspaces
+	id uint32
+	ls wire.Lockspace // identity: name, host_id, path, offset
+	// ioTimeout is the own io_timeout (ioTimeoutNow); SET_CONFIG
+	// IO_TIMEOUT changes it at a renewal (syncIOTimeout).
+	ioTimeout atomic.Int32
 	noDelay   bool // ADD_LOCKSPACE NODELAY: join without the acquire waits
 
 	ctx    context.Context // the runner's; cancelled to stop or abort it
@@ -423,8 +426,9 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 		}
 	}
 	m.lastID++
-	sp := &space{m: m, id: m.lastID, ls: ident, ioTimeout: io, noDelay: flags&wire.AddNoDelay != 0, addDone: make(chan struct{}),
+	sp := &space{m: m, id: m.lastID, ls: ident, noDelay: flags&wire.AddNoDelay != 0, addDone: make(chan struct{}),
 		gone: make(chan struct{}), kills: make(map[int]*killState), list: listAdd, wake: make(chan struct{}, 1)}
+	sp.ioTimeout.Store(int32(io))
 	sp.ctx, sp.cancel = context.WithCancel(m.baseContext())
 	m.lists[listAdd] = append([]*space{sp}, m.lists[listAdd]...)
 	m.wg.Add(1)

@@ -219,9 +219,15 @@ var oursCases = []oursCase{
 	{name: "set_config IO_TIMEOUT, unknown lockspace", do: func(t *testing.T, e *oursEnv) reply {
 		return send(t, e, request(cmdSetConfig, 0, 0x10, 10, lockspace("nope", 0, 0, "", 0)))
 	}, want: -2},
+	{name: "set_config IO_TIMEOUT 100000", do: func(t *testing.T, e *oursEnv) reply {
+		return send(t, e, request(cmdSetConfig, 0, 0x10, 100000, lockspace("ls1", 0, 0, "", 0)))
+	}, differs: "ours takes 1..255 (the lease keeps 8 bits; a renewal every 2 days is no renewal)", oursWant: -22},
+	{name: "set_config IO_TIMEOUT 0x11", do: func(t *testing.T, e *oursEnv) reply {
+		return send(t, e, request(cmdSetConfig, 0, 0x11, 10, lockspace("ls1", 0, 0, "", 0)))
+	}, want: -22},
 	{name: "set_config IO_TIMEOUT 10", do: func(t *testing.T, e *oursEnv) reply {
 		return send(t, e, request(cmdSetConfig, 0, 0x10, 10, lockspace("ls1", 0, 0, "", 0)))
-	}, differs: "not implemented by ours (the timing of a joined lockspace does not change)", oursWant: -22},
+	}},
 	{name: "acquire FOR_CLIENT_ID, no such client", do: func(t *testing.T, e *oursEnv) reply {
 		return send(t, e, request(cmdAcquire, 0x10, 1, 60, resource("ls1", "r1", 0, e.rf, 0), make([]byte, optionsSize)))
 	}, want: -16},
