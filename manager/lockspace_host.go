@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 
+	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -130,7 +131,8 @@ type InitLockspaceHostRequest struct {
 // host name and timestamp, the io_timeout, in the delta version the
 // daemon creates (create_delta_disk_version). Our own live lease is not
 // written (-EBUSY): this daemon has that lockspace joined with that
-// host_id.
+// host_id; nor is a host this daemon sees alive in a lockspace it has
+// joined (-EBUSY; 5.1.1 writes both).
 func (m *Lockspaces) InitLockspaceHost(ctx context.Context, req InitLockspaceHostRequest) error {
 	ls := req.Lockspace
 	switch {
@@ -142,7 +144,7 @@ func (m *Lockspaces) InitLockspaceHost(ctx context.Context, req InitLockspaceHos
 	if _, err := diskfmt.Name(ls.Name); err != nil {
 		return rescode.ErrEINVAL
 	}
-	if m.usesHost(&ls) {
+	if m.usesHost(&ls) || m.seesAlive(&ls) {
 		return rescode.ErrEBUSY
 	}
 	io := req.IOTimeout
@@ -255,6 +257,26 @@ func (m *Lockspaces) usesDisk(ls *wire.Lockspace) bool {
 		}
 	}
 	return false
+}
+
+// seesAlive reports whether this daemon has joined the lockspace at ls's
+// disk and offset and sees host ls.HostID in it LIVE or FAIL (renewing,
+// or not yet dead): rewriting that host's lease would let a new owner of
+// its host_id take its resource leases while it may still run.
+func (m *Lockspaces) seesAlive(ls *wire.Lockspace) bool {
+	m.mu.Lock()
+	var run *delta.Lockspace
+	for _, sp := range m.lists[listSpaces] {
+		if sameDisk(&sp.ls, ls) {
+			run = sp.run
+		}
+	}
+	m.mu.Unlock()
+	if run == nil {
+		return false
+	}
+	st := run.HostState(ls.HostID)
+	return st == delta.HostLive || st == delta.HostFail
 }
 
 // usesHost reports whether this daemon holds (or is acquiring or

@@ -62,6 +62,22 @@ func TestLockspaceHostCommands(t *testing.T) {
 		own := req
 		own.Lockspace.HostID = 1
 		assert.Equal(t, rescode.ErrEBUSY, rescode.CodeOf(ls.InitLockspaceHost(ctx, own)))
+		// Host 2 renews in LS (its lease changes at each of our renewals
+		// after we saw it): we see it alive, init_host of it is refused.
+		two := req
+		two.Lockspace.HostID = 2
+		two.Record = initRecord(1, "hostB", 500)
+		require.NoError(t, ls.InitLockspaceHost(ctx, two), "host 2 not seen yet")
+		for i := uint64(1); i <= 6; i++ {
+			dev, err := ls.Open("/")
+			require.NoError(t, err)
+			sec, err := diskfmt.DeltaHostSector(diskfmt.DeltaHost{Geometry: diskfmt.Geometry{SectorSize: 512, AlignSize: 1 << 20, MaxHosts: 2000},
+				Space: "LS", HostID: 2, Generation: 1, HostName: "hostB", Timestamp: 500 + i, IOTimeout: 1})
+			require.NoError(t, err)
+			require.NoError(t, dev.WriteAt(ctx, sec, 512))
+			time.Sleep(time.Second)
+		}
+		assert.Equal(t, rescode.ErrEBUSY, rescode.CodeOf(ls.InitLockspaceHost(ctx, two)), "host 2 is alive")
 		zero := req
 		zero.Lockspace.HostID = 0
 		assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(ls.InitLockspaceHost(ctx, zero)))
@@ -69,6 +85,7 @@ func TestLockspaceHostCommands(t *testing.T) {
 		noName.Lockspace.Name = ""
 		assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(ls.InitLockspaceHost(ctx, noName)))
 		noTmo := req
+		noTmo.Lockspace.HostID = 9
 		noTmo.Lockspace.Flags = lsfNoTimeout
 		assert.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(ls.InitLockspaceHost(ctx, noTmo)), "NO_TIMEOUT in a 3.4 lease")
 
