@@ -248,6 +248,17 @@ var oursCases = []oursCase{
 	}, body: func(r reply) string {
 		return tmpPath.ReplaceAllString(cstr(r.Body), "PATH")
 	}},
+	{name: "convert FOR_CLIENT_ID to shared", do: func(t *testing.T, e *oursEnv) reply {
+		return send(t, e, request(cmdConvert, 0x10, 0, e.ci, resource("ls1", "r1", 0x4, "", 0)))
+	}},
+	{name: "inquire FOR_CLIENT_ID after convert", do: func(t *testing.T, e *oursEnv) reply {
+		return send(t, e, request(cmdInquire, 0x10, 0, e.ci))
+	}, body: func(r reply) string {
+		return tmpPath.ReplaceAllString(cstr(r.Body), "PATH")
+	}},
+	{name: "convert FOR_CLIENT_ID to exclusive", do: func(t *testing.T, e *oursEnv) reply {
+		return send(t, e, request(cmdConvert, 0x10, 0, e.ci, resource("ls1", "r1", 0, "", 0)))
+	}},
 	{name: "release NO_DISK|FOR_CLIENT_ID", do: func(t *testing.T, e *oursEnv) reply {
 		r := send(t, e, request(cmdRelease, 0x18, 1, e.ci, resource("ls1", "r1", 0, "", 0)))
 		t.Logf("leader after NO_DISK: %s", leaderOwner(t, e.rf, 0))

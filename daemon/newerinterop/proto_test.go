@@ -26,6 +26,7 @@ const (
 	cmdRelease        = 8
 	cmdInquire        = 9
 	cmdWriteLockspace = 18
+	cmdConvert        = 27
 	cmdWriteResource  = 19
 	cmdReadLockspace  = 20
 	cmdGetLockspaces  = 22
