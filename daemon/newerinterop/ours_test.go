@@ -437,6 +437,30 @@ func TestAcquire2Held(t *testing.T) {
 			t.Errorf("%s: owner name %q, want %q", c.who, c.g.name, c.name)
 		}
 	}
+	// The tools: `client command -h 1` of 5.1.1 against 5.1.1 and ours
+	// against ours print the same lines.
+	type toolOut struct{ out string }
+	var c511, cOurs toolOut
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		b, _ := tr.Command(&debtree.Options{RunDir: real.RunDir}, "sanlock", "client", "command",
+			"-r", "ls1:r2:"+rf+":1048576", "-h", "1", "-c", "/bin/true").CombinedOutput()
+		c511.out = string(b)
+	}()
+	cmd := exec.Command(testutil.SanlockBinary(t), "client", "command", "-r", "ls1:r1:"+rf+":0", "-h", "1", "-c", "/bin/true")
+	cmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+filepath.Dir(ours))
+	b, _ := cmd.CombinedOutput()
+	cOurs.out = string(b)
+	<-done
+	ownerLine := regexp.MustCompile(`(?m)^owner: host_id (\d) generation 1 timestamp \d+ state LIVE name (\w+)$`)
+	for _, c := range []struct{ who, out, id, name string }{{"5.1.1", c511.out, "2", "ours"}, {"ours", cOurs.out, "1", "real"}} {
+		m := ownerLine.FindStringSubmatch(c.out)
+		if !strings.Contains(c.out, "acquire done -243\n") || m == nil || m[1] != c.id || m[2] != c.name {
+			t.Errorf("%s: client command -h 1 printed %q", c.who, c.out)
+		}
+	}
+
 	// The leases stay where they were.
 	wantResult(t, "real still holds r1", exchangeOn(t, hr, request(cmdInquire, 0, 0, 0xffffffff), wait), 0)
 	wantResult(t, "ours still holds r2", exchangeOn(t, ho, request(cmdInquire, 0, 0, 0xffffffff), wait), 0)

@@ -27,12 +27,15 @@ func leaseArgs(o *options) LeaseArgs {
 	return LeaseArgs{Resources: o.resources, Persistent: o.persistent != 0, NumHosts: o.numHosts, Orphan: o.orphan != 0}
 }
 
-// CommandOptions is "client command -r RESOURCE ... -c PATH ARGS...".
+// CommandOptions is "client command -r RESOURCE ... [-h 0|1] -c PATH ARGS...".
 type CommandOptions struct {
 	IO *ClientIO
 	LeaseArgs
-	Path string   // -c: the program (empty: hold the leases forever)
-	Args []string // everything after -c's value
+	// Owner (-h nonzero, 5.x): acquire with ACQUIRE2 and print the owner
+	// of a lease held by another host.
+	Owner bool
+	Path  string   // -c: the program (empty: hold the leases forever)
+	Args  []string // everything after -c's value
 	// OutTTY says stdout is a terminal: the lines then show as they come,
 	// and otherwise stay in the buffer that exec discards, as sanlock
 	// 3.8.5's stdio does (docs/compat.md).
@@ -42,7 +45,7 @@ type CommandOptions struct {
 
 func NewCmdCommand(f *Factory, runF func(*CommandOptions) error) *cobra.Command {
 	return newClientCmd(f, "command", runF, commandRun, func(o *options, io *ClientIO) *CommandOptions {
-		return &CommandOptions{IO: io, LeaseArgs: leaseArgs(o), Path: o.command, Args: o.commandArgs,
+		return &CommandOptions{IO: io, LeaseArgs: leaseArgs(o), Owner: o.getHosts != 0, Path: o.command, Args: o.commandArgs,
 			OutTTY: f.OutTTY, Exec: f.Exec}
 	})
 }

@@ -205,8 +205,20 @@ func (c *clientRun) command(o *CommandOptions) int {
 	printf("register done %d\n", fd)
 	printf("acquire fd %d\n", fd)
 	res, flags := o.request()
-	r = rv(reg.Acquire(res, flags, nil))
+	var held *client.HeldBy
+	if o.Owner {
+		var err error
+		held, err = reg.Acquire2(res, flags, nil)
+		r = rv(err)
+	} else {
+		r = rv(reg.Acquire(res, flags, nil))
+	}
 	printf("acquire done %d\n", r)
+	if held != nil {
+		// The owner ACQUIRE2 named (5.1.1's line).
+		printf("owner: host_id %d generation %d timestamp %d state %s name %s\n",
+			held.Host.HostID, held.Host.Generation, held.Host.Timestamp, held.Host.StateName(), held.Name)
+	}
 	if r < 0 {
 		return 1
 	}

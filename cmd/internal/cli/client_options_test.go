@@ -235,6 +235,7 @@ func TestNewCmdCommand(t *testing.T) {
 		{name: "-P", args: []string{"-P", "1"}, want: &CommandOptions{LeaseArgs: LeaseArgs{Persistent: true}}},
 		{name: "-n", args: []string{"-n", "3"}, want: &CommandOptions{LeaseArgs: LeaseArgs{NumHosts: 3}}},
 		{name: "-O", args: []string{"-O", "1"}, want: &CommandOptions{LeaseArgs: LeaseArgs{Orphan: true}}},
+		{name: "-h", args: []string{"-h", "1"}, want: &CommandOptions{Owner: true}},
 		{name: "-c ends the scan", args: []string{"-c", "/bin/echo", "-p", "x", "-Dx"},
 			want: &CommandOptions{Path: "/bin/echo", Args: []string{"-p", "x", "-Dx"}}},
 		badLetter[CommandOptions](),

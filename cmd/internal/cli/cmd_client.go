@@ -46,7 +46,7 @@ var clientActionList = []clientAction{
 		listed: true},
 	{use: "rem_lockspace -s LOCKSPACE", short: "leave a lockspace",
 		listed: true},
-	{use: "command -r RESOURCE -c <path> <args>", short: "acquire leases, then run a program that holds them",
+	{use: "command -r RESOURCE -c <path> <args>", short: "acquire leases, then run a program that holds them (-h 1: with acquire2, printing the owner of a lease held elsewhere)",
 		listed: true},
 	{use: "acquire -r RESOURCE -p <pid>", short: "acquire leases for a process (-C <client_id>: for the client of that index)",
 		listed: true},

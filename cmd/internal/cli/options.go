@@ -169,7 +169,7 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			_ = o.cfg.ApplyOption(c, v)
 			o.wait = atoi(v)
 		case 'h':
-			if mode == "client" && (action == "gets" || action == "read") {
+			if mode == "client" && (action == "gets" || action == "read" || action == "command") {
 				o.getHosts = atoi(v)
 			} else {
 				_ = o.cfg.ApplyOption(c, v)
