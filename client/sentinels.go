@@ -65,6 +65,8 @@ const (
 	SanlkAcquireOwnedRetry  = int(rescode.ErrAcquireOwnedRetry)
 	SanlkReleaseLVer        = int(rescode.ErrReleaseLver)
 	SanlkReleaseOwner       = int(rescode.ErrReleaseOwner)
+	SanlkReleaseLVer5       = int(rescode.ErrReleaseLver5)  // -252: SanlkReleaseLVer as 5.x numbers it
+	SanlkReleaseOwner5      = int(rescode.ErrReleaseOwner5) // -253: SanlkReleaseOwner as 5.x numbers it
 	SanlkRenewOwner         = int(rescode.ErrRenewOwner)
 	SanlkRenewDiff          = int(rescode.ErrRenewDiff)
 	SanlkHostIDBusy         = int(rescode.ErrHostIDBusy)
@@ -140,6 +142,8 @@ var (
 	ErrAcquireOwnedRetry  = &Error{Code: SanlkAcquireOwnedRetry}
 	ErrReleaseLVer        = &Error{Code: SanlkReleaseLVer}
 	ErrReleaseOwner       = &Error{Code: SanlkReleaseOwner}
+	ErrReleaseLVer5       = &Error{Code: SanlkReleaseLVer5}
+	ErrReleaseOwner5      = &Error{Code: SanlkReleaseOwner5}
 	ErrRenewOwner         = &Error{Code: SanlkRenewOwner}
 	ErrRenewDiff          = &Error{Code: SanlkRenewDiff}
 	ErrHostIDBusy         = &Error{Code: SanlkHostIDBusy}

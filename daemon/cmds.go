@@ -132,7 +132,8 @@ func lockspaceOf(q *wire.Request) wire.Lockspace {
 
 func cmdAddLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 	err := c.srv.deps.Lockspaces.Add(ctx, manager.AddRequest{Lockspace: lockspaceOf(q),
-		Async: q.Header.CmdFlags&wire.AddAsync != 0, IOTimeout: q.Header.Data})
+		Async: q.Header.CmdFlags&wire.AddAsync != 0, IOTimeout: q.Header.Data,
+		NoDelay: q.Header.CmdFlags&wire.AddNoDelay != 0})
 	return c.Reply(q, result(err))
 }
 

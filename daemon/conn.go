@@ -281,7 +281,7 @@ func (c *Conn) serve() {
 // on every other error of theirs.
 func (c *Conn) replyBadPayload(q *wire.Request, result int32) error {
 	switch q.Header.Cmd {
-	case wire.CmdAcquire:
+	case wire.CmdAcquire, wire.CmdAcquire2:
 		if _, code := targetConn(c, q); code != 0 {
 			result = code
 		}

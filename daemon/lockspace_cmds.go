@@ -19,6 +19,8 @@ func (s *Server) registerLockspaceCmds(m *manager.Lockspaces) {
 	s.Handle(wire.CmdWriteLockspace, ClassWork, cmdWriteLockspace(m))
 	s.Handle(wire.CmdReadLockspace, ClassWork, cmdReadLockspace(m))
 	s.Handle(wire.CmdExamineLockspace, ClassWork, cmdExamineLockspace(m))
+	s.Handle(wire.CmdReadLockspaceHost, ClassWork, cmdReadLockspaceHost(m))
+	s.Handle(wire.CmdInitLockspaceHost, ClassWork, cmdInitLockspaceHost(m))
 	s.Handle(wire.CmdSetHost, ClassWork, cmdSetHost(m))
 }
 
@@ -39,7 +41,13 @@ func cmdSetHost(m *manager.Lockspaces) Handler {
 func cmdGetHosts(m *manager.Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *wire.Request) error {
 		ls := lockspaceOf(q)
-		hosts, err := m.GetHosts(ls.Name, ls.HostID)
+		var hosts []wire.Host
+		var err error
+		if q.Header.CmdFlags&wire.GetHostsLocal != 0 {
+			hosts, err = m.LocalHost(ls.Name)
+		} else {
+			hosts, err = m.GetHosts(ls.Name, ls.HostID)
+		}
 		return c.send(&wire.Reply{Header: replyHeader(q, result(err), 0), Hosts: hosts})
 	}
 }
@@ -69,7 +77,14 @@ func cmdRenewal(m *manager.Lockspaces) Handler {
 // cmdSetConfig: SET_CONFIG, config command in header data (docs/protocol.md "Commands" #33).
 func cmdSetConfig(m *manager.Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *wire.Request) error {
-		return c.send(&wire.Reply{Header: replyHeader(q, result(m.SetConfig(lockspaceOf(q).Name, q.Header.Data)), q.Header.Data2)})
+		name := lockspaceOf(q).Name
+		var err error
+		if q.Header.Data == wire.ConfigIOTimeout {
+			err = m.SetIOTimeout(name, q.Header.Data2) // 5.x: data2 is the io_timeout
+		} else {
+			err = m.SetConfig(name, q.Header.Data)
+		}
+		return c.send(&wire.Reply{Header: replyHeader(q, result(err), q.Header.Data2)})
 	}
 }
 
@@ -95,10 +110,48 @@ func cmdExamineLockspace(m *manager.Lockspaces) Handler {
 }
 
 // cmdWriteLockspace: initialise the delta leases (docs/protocol.md "Commands" #18). data2 is the
-// io_timeout written into the leases (0: the daemon default).
+// io_timeout written into the leases (0: the daemon default). With
+// LS_FLAGS (5.x) only the flags of the existing leases are rewritten
+// (docs/protocol.md "Commands of 3.9.5 and 5.1.1").
 func cmdWriteLockspace(m *manager.Lockspaces) Handler {
 	return func(ctx context.Context, c *Conn, q *wire.Request) error {
+		if q.Header.CmdFlags&wire.WriteLSFlags != 0 {
+			return c.Reply(q, result(m.WriteLockspaceFlags(ctx, lockspaceOf(q))))
+		}
 		return c.Reply(q, result(m.WriteLockspace(ctx, lockspaceOf(q), q.Header.Data2)))
+	}
+}
+
+// cmdReadLockspaceHost: READ_LOCKSPACE_HOST (5.x): the lockspace, the
+// host record of host_id's delta lease and, in data2, its io_timeout; the
+// payload is sent on errors too.
+func cmdReadLockspaceHost(m *manager.Lockspaces) Handler {
+	return func(ctx context.Context, c *Conn, q *wire.Request) error {
+		ls, h, io, err := m.ReadLockspaceHost(ctx, lockspaceOf(q))
+		ls = fitLockspace(ls)
+		return c.send(&wire.Reply{Header: replyHeader(q, result(err), io), Lockspace: &ls, Host: &h})
+	}
+}
+
+// fitLockspace cuts a lockspace read from a request whose name or path
+// had no terminator to what the structure holds, so that it can be
+// echoed.
+func fitLockspace(ls wire.Lockspace) wire.Lockspace {
+	if len(ls.Name) > wire.NameLen {
+		ls.Name = ls.Name[:wire.NameLen]
+	}
+	if len(ls.Disk.Path) > wire.PathLen-1 {
+		ls.Disk.Path = ls.Disk.Path[:wire.PathLen-1]
+	}
+	return ls
+}
+
+// cmdInitLockspaceHost: INIT_LOCKSPACE_HOST (5.x): write one host's delta
+// lease; data2 is its io_timeout.
+func cmdInitLockspaceHost(m *manager.Lockspaces) Handler {
+	return func(ctx context.Context, c *Conn, q *wire.Request) error {
+		return c.Reply(q, result(m.InitLockspaceHost(ctx, manager.InitLockspaceHostRequest{
+			Lockspace: lockspaceOf(q), Flags: q.Header.CmdFlags, IOTimeout: q.Header.Data2, Record: q.DeltaLeader})))
 	}
 }
 

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -20,6 +21,9 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 		defer s.leaseWork()
 		return m.Acquire(ctx, t, req)
 	}, true))
+	s.Handle(wire.CmdAcquire2, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
+		return s.cmdAcquire2(ctx, m, c, q)
+	})
 	s.Handle(wire.CmdRelease, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		t, code := target(c, q, false)
 		if code != 0 {
@@ -28,7 +32,9 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 		defer s.leaseWork()
 		n, err := m.Release(ctx, t, manager.ReleaseRequest{Resources: q.Resources, Flags: q.Header.CmdFlags})
 		if err != nil {
-			return c.Reply(q, result(err))
+			// "lver changed" and "owner changed" as 5.x numbers them
+			// (docs/compat.md "Result codes").
+			return c.Reply(q, int32(rescode.Release5(rescode.Code(result(err)))))
 		}
 		return c.Reply(q, int32(n))
 	})
@@ -72,6 +78,28 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 	})
 }
 
+// cmdAcquire2 is ACQUIRE2 (docs/protocol.md "Commands of 3.9.5 and
+// 5.1.1"): ACQUIRE; when a lease is held by another host the reply
+// carries the owner's host record and name, and echoes data2.
+func (s *Server) cmdAcquire2(ctx context.Context, m *manager.Resources, c *Conn, q *wire.Request) error {
+	t, code := target(c, q, true)
+	if code != 0 {
+		return c.Reply(q, code)
+	}
+	req := manager.AcquireRequest{Resources: q.Resources, Flags: q.Header.CmdFlags}
+	if q.Options != nil {
+		req.OwnerName = q.Options.OwnerName
+	}
+	err := m.Acquire2(ctx, t, req)
+	s.leaseWork()
+	var he *manager.HeldError
+	if !errors.As(err, &he) {
+		return c.Reply(q, result(err))
+	}
+	owner := he.Owner
+	return c.send(&wire.Reply{Header: replyHeader(q, int32(he.Code), q.Header.Data2), Host: &owner, OwnerName: he.OwnerName})
+}
+
 // resName is the lockspace and resource name of a request's first
 // resource ("" when it has none).
 func resName(q *wire.Request) (space, name string) {
@@ -102,9 +130,17 @@ func target(c *Conn, q *wire.Request, acquire bool) (manager.ClientID, int32) {
 }
 
 // targetConn is the registered client header.data2 names: this
-// connection's (selfPid; -EBUSY when it is not registered) or the one of
-// that pid (-ESRCH when none).
+// connection's (selfPid; -EBUSY when it is not registered), the one of
+// that pid (-ESRCH when none) or, with FOR_CLIENT_ID in cmd_flags, the
+// client of that index (ci= in STATUS; -EBUSY when no registered client
+// has it, as 3.9.5 and 5.1.1 answer).
 func targetConn(c *Conn, q *wire.Request) (manager.ClientID, int32) {
+	if q.Header.CmdFlags&wire.ForClientID != 0 {
+		if o := c.srv.clientAt(int(int32(q.Header.Data2))); o != nil && o.clientStatus().Registered {
+			return o.id, 0
+		}
+		return 0, rescode.RvEBUSY
+	}
 	if q.Header.Data2 == selfPid {
 		if !c.clientStatus().Registered {
 			return 0, rescode.RvEBUSY

@@ -611,6 +611,17 @@ func (s *Server) addWaiter(c *Conn) bool {
 }
 
 // clients returns the open connections in slot order.
+// clientAt is the connection in slot i (the ci= of its CLIENT record), or
+// nil.
+func (s *Server) clientAt(i int) *Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < firstConnSlot || i >= len(s.slots) {
+		return nil
+	}
+	return s.slots[i]
+}
+
 func (s *Server) clients() []*Conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -152,6 +152,10 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 	}
 	l.log().Info("delta_acquire begin", zap.String("space", l.Space), zap.Uint64("host_id", l.HostID))
 	plan := PlanAcquire(&rec, hostName, l.Timing)
+	if l.NoDelay {
+		l.log().Info("delta_acquire nodelay", zap.Int("skipped_delay", plan.Wait), zap.Int("skipped_short_delay", plan.ShortDelay))
+		plan.Wait, plan.ShortDelay = 0, 0
+	}
 	if rec.IOTimeout == 0 {
 		l.log().Info("delta_acquire use own io_timeout", zap.Int("io_timeout", l.Timing.IOTimeout))
 	}

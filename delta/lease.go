@@ -32,6 +32,12 @@ type Lease struct {
 	HostID   uint64           // 1..Geometry.MaxHosts
 	Timing   Timing           // own io_timeout and W
 	Clock    clock.Clock
+	// NoDelay (ADD_LOCKSPACE NODELAY) skips both acquire waits: the long
+	// watch of a lease another host may be renewing and the short delay
+	// before the read-back. The read-back itself is kept. This gives up
+	// the detection of another host using the same host_id (docs/delta.md
+	// "NODELAY").
+	NoDelay bool
 	// Log receives the operations' log lines (sanlock's wording where the
 	// spec gives it, then fields); nil discards them.
 	Log *zap.Logger

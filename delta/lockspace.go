@@ -40,6 +40,8 @@ type Config struct {
 	// Log receives the log lines: sanlock's wording, then fields. The
 	// caller adds what delta does not know (the disk path). nil: nothing.
 	Log *zap.Logger
+	// NoDelay joins without the acquire waits (Lease.NoDelay).
+	NoDelay bool
 	// DebugRenew logs every successful renewal ("renewed T delta_length D
 	// interval I"); without it only a renewal that took too long is
 	// logged, as 3.8.5 does without debug_renew.
@@ -101,9 +103,15 @@ type Status struct {
 //  4. Cancel ctx to leave; Run releases the lease if the last attempt
 //     succeeded and returns. Done() is closed after that.
 type Lockspace struct {
-	cfg    Config
+	cfg Config
+	// timing and lease.Timing change only on the runner goroutine (an
+	// io_timeout switch, SetIOTimeout), under mu; other goroutines read
+	// them under mu (Timing).
 	timing Timing
 	lease  Lease // Geometry filled by Run before the acquire
+	// newIO is the io_timeout SET_CONFIG asked for, applied by the next
+	// renewal (0: none).
+	newIO atomic.Int32
 
 	joined chan struct{}
 	done   chan struct{}
@@ -160,7 +168,7 @@ func New(cfg Config) (*Lockspace, error) {
 		cfg:    cfg,
 		timing: t,
 		lease: Lease{Dev: cfg.Dev, Offset: cfg.Offset, Geometry: cfg.Geometry, Space: cfg.Space,
-			HostID: cfg.HostID, Timing: t, Clock: cfg.Clock, Log: nopOr(lg)},
+			HostID: cfg.HostID, Timing: t, Clock: cfg.Clock, Log: nopOr(lg), NoDelay: cfg.NoDelay},
 		joined:  make(chan struct{}),
 		done:    make(chan struct{}),
 		history: NewHistory(hsize),
@@ -178,7 +186,40 @@ func (ls *Lockspace) log() *zap.Logger { return ls.lease.Log }
 func (ls *Lockspace) now() uint64 { return clock.Monotime(ls.cfg.Clock) }
 
 // Timing returns the own timing.
-func (ls *Lockspace) Timing() Timing { return ls.timing }
+func (ls *Lockspace) Timing() Timing {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.timing
+}
+
+// MaxSetIOTimeout is the largest io_timeout SetIOTimeout takes: the delta
+// lease keeps only the low 8 bits of it (DiskIOTimeout).
+const MaxSetIOTimeout = 255
+
+// SetIOTimeout asks for the own io_timeout io (seconds) from the next
+// renewal on (SET_CONFIG IO_TIMEOUT, docs/delta.md "Changing the
+// io_timeout"). Other hosts judge us by the io_timeout in our lease, so
+// the own deadlines must never be later than what the lease says: a
+// lower value is taken into the own timing before the renewal writes
+// it, a higher one only after a renewal has written it.
+func (ls *Lockspace) SetIOTimeout(io int) error {
+	if io <= 0 || io > MaxSetIOTimeout {
+		return rescode.ErrEINVAL
+	}
+	ls.newIO.Store(int32(io))
+	ls.log().Info("set_config update io_timeout", zap.Int("from", ls.Timing().IOTimeout), zap.Int("to", io))
+	return nil
+}
+
+// setTiming switches the own timing to io_timeout io (runner goroutine).
+func (ls *Lockspace) setTiming(io int) {
+	t := NewTiming(io, ls.timing.WatchdogFireTimeout)
+	ls.mu.Lock()
+	ls.timing, ls.lease.Timing = t, t
+	ls.status.IOTimeout = io
+	ls.mu.Unlock()
+	ls.log().Info("io_timeout changed", zap.Int("io_timeout", io))
+}
 
 // Joined is closed when the acquire has finished, successfully or not.
 func (ls *Lockspace) Joined() <-chan struct{} { return ls.joined }
@@ -330,7 +371,25 @@ func (r *renewer) renew(ctx context.Context) {
 	if r.ioCtx == nil {
 		r.ioCtx = context.WithoutCancel(diskfmt.Background(ctx))
 	}
-	out, err := ls.lease.Renew(r.ioCtx, RenewInput{Last: r.last, PrevOK: r.prevOK, Bitmap: bitmap, Event: ev})
+	// A new io_timeout (SetIOTimeout): a lower one rules our deadlines
+	// before the lease says it, a higher one after.
+	raise := 0
+	if io := int(ls.newIO.Load()); io != 0 {
+		switch {
+		case io < ls.timing.IOTimeout:
+			ls.setTiming(io)
+			ls.newIO.CompareAndSwap(int32(io), 0)
+		case io > ls.timing.IOTimeout:
+			raise = io
+		default:
+			ls.newIO.CompareAndSwap(int32(io), 0)
+		}
+	}
+	out, err := ls.lease.Renew(r.ioCtx, RenewInput{Last: r.last, PrevOK: r.prevOK, Bitmap: bitmap, Event: ev, RecordIO: raise})
+	if err == nil && raise != 0 {
+		ls.setTiming(raise)
+		ls.newIO.CompareAndSwap(int32(raise), 0)
+	}
 	code := rescode.CodeOf(err)
 
 	ls.mu.Lock()

@@ -35,6 +35,10 @@ type RenewInput struct {
 	Bitmap []byte
 	// Event supplies the extras written with the lease (zero: none).
 	Event HostEvent
+	// RecordIO, when not 0, is the io_timeout written into the record
+	// instead of the own one (a raised io_timeout is written before the
+	// own timing follows it: Lockspace.SetIOTimeout).
+	RecordIO int
 }
 
 // RenewOutput reports one renewal attempt. Fields are filled as far as the
@@ -139,7 +143,11 @@ func (l *Lease) Renew(ctx context.Context, in RenewInput) (RenewOutput, error) {
 	if cur.Timestamp >= now {
 		l.log().Info("delta_renew timestamp too small", zap.Uint64("timestamp", cur.Timestamp), zap.Uint64("now", now))
 	}
-	rec := NewRenewRecord(cur, l.Timing.IOTimeout, now, in.Event)
+	recIO := l.Timing.IOTimeout
+	if in.RecordIO != 0 {
+		recIO = in.RecordIO
+	}
+	rec := NewRenewRecord(cur, recIO, now, in.Event)
 	sector := buildSector(&rec, l.Geometry.SectorSize, in.Bitmap)
 	wtook, err := l.write(ctx, sector, l.sectorOffset(), l.Timing.RenewWriteTimeout())
 	out.WriteMs = ms(wtook)

@@ -23,11 +23,13 @@ import (
 // the grid (docs/delta.md).
 func (r *renewer) loop(ctx context.Context) {
 	clk := r.ls.cfg.Clock
-	every := time.Duration(r.ls.timing.IDRenewalSeconds()) * time.Second
 	phase := renewPhase(r.ls.cfg.Space, r.ls.cfg.HostID)
 	var last time.Duration // when the last attempt was due to start (0: none yet)
 	r.ls.leaveRenewal(r, false)
 	for ctx.Err() == nil {
+		// The interval follows the own io_timeout, which SetIOTimeout
+		// may change at a renewal.
+		every := time.Duration(r.ls.timing.IDRenewalSeconds()) * time.Second
 		wait := 500 * time.Millisecond
 		if now := clk.Now(); uint64(now/time.Second)-r.lastSuccess < uint64(every/time.Second) {
 			at := time.Duration(r.lastSuccess)*time.Second + every + 500*time.Millisecond

@@ -64,7 +64,7 @@ var (
 //	                       -11 EAGAIN, -16 EBUSY
 //	ErrLockspaceNotJoined  -28 ENOSPC, -115 EINPROGRESS, -241 ACQUIRE_LOCKSPACE
 //	ErrAlreadyHeld         -17 EEXIST (ErrLocked for an acquire: another local holder)
-//	ErrNotHeld             -2 ENOENT (release), -250 RELEASE_LVER, -251 RELEASE_OWNER
+//	ErrNotHeld             -2 ENOENT (release), -250/-252 RELEASE_LVER, -251/-253 RELEASE_OWNER
 //	ErrNoLease             -223 LEADER_MAGIC, -226 LEADER_LOCKSPACE, -227 LEADER_RESOURCE,
 //	                       -274 RINDEX_MAGIC, -276 RINDEX_LOCKSPACE, -277 RINDEX_OFFSET
 //	ErrCorrupt             -214, -222, -224, -225, -228, -229, -230, -260, -261,
@@ -105,7 +105,7 @@ func Classify(op string, code int) error {
 			return ErrLockspaceNotJoined
 		}
 		return ErrNoLease
-	case client.SanlkReleaseLVer, client.SanlkReleaseOwner:
+	case client.SanlkReleaseLVer, client.SanlkReleaseOwner, client.SanlkReleaseLVer5, client.SanlkReleaseOwner5:
 		return ErrNotHeld
 	case client.SanlkLeaderMagic, client.SanlkLeaderLockspace, client.SanlkLeaderResource,
 		client.SanlkRIndexMagic, client.SanlkRIndexLockspace, client.SanlkRIndexOffset:

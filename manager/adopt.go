@@ -75,7 +75,7 @@ func (m *Lockspaces) MaxIOTimeout() int {
 	io := 0
 	for _, l := range m.lists {
 		for _, sp := range l {
-			io = max(io, sp.ioTimeout)
+			io = max(io, sp.ioTimeoutNow())
 		}
 	}
 	return io
@@ -211,10 +211,11 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 		}
 	}
 	ls.lastID++
-	sp := &space{m: ls, id: ls.lastID, ls: ident, ioTimeout: io, addDone: make(chan struct{}),
+	sp := &space{m: ls, id: ls.lastID, ls: ident, addDone: make(chan struct{}),
 		gone: make(chan struct{}), kills: make(map[int]*killState), list: listSpaces,
 		externalUsed: h.ExternalUsed, usedByOrphans: h.UsedByOrphans, usedRetries: h.UsedRetries,
 		wake: make(chan struct{}, 1)}
+	sp.ioTimeout.Store(int32(io))
 	ls.mu.Unlock()
 	sp.ctx, sp.cancel = context.WithCancel(ls.baseContext())
 	close(sp.addDone)
@@ -246,8 +247,9 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 		DebugRenew: cfg.DebugRenew, OnRenewal: sp.onRenewal(ls.renewalHook(h.Name)),
 	}
 	if wd != nil {
-		failSecs := uint64(delta.IDRenewalFailSeconds(io))
 		dcfg.OnRenewed = func(ts uint64) {
+			// As after a join, the expiry follows the own io_timeout.
+			failSecs := uint64(delta.IDRenewalFailSeconds(run.Timing().IOTimeout))
 			if err := wd.Renewed(ts, ts+failSecs); err != nil {
 				// As after a join: wdmd is gone, stop renewing (docs/wdmd.md "wdmd crash").
 				ls.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %s: renewals stopped, lockspace %s",
@@ -483,7 +485,7 @@ func (a *Adoption) Start() {
 			st := run.Status()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)), spaceField(sp.ls.Name),
-					zap.String("disk", sp.disk()), causeField(err, sp.ioTimeout))
+					zap.String("disk", sp.disk()), causeField(err, sp.ioTimeoutNow()))
 			} else {
 				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)))
 			}

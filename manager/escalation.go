@@ -105,7 +105,7 @@ func decideKills(e escalation, holders []holder, kills map[int]*killState) []kil
 // signal and kill program.
 func (sp *space) killPids(run *delta.Lockspace, pids []int) {
 	m := sp.m
-	e := escalation{now: m.cfg.Clock.Now(), lastRenewal: run.Status().RenewalLastSuccess, ioTimeout: sp.ioTimeout,
+	e := escalation{now: m.cfg.Clock.Now(), lastRenewal: run.Status().RenewalLastSuccess, ioTimeout: sp.ioTimeoutNow(),
 		killGraceSeconds: m.conf().KillGraceSeconds, removing: sp.removeReq || m.forced}
 	holders := make([]holder, len(pids))
 	for i, pid := range pids {

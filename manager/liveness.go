@@ -55,7 +55,7 @@ func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, error) {
 		sp.paxos = &paxos.Host{
 			ID: sp.ls.HostID, Generation: st.HostGeneration, Space: sp.ls.Name,
 			Geometry:  diskfmt.Geometry{SectorSize: st.SectorSize, AlignSize: st.AlignSize},
-			IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout, ShRetries: shr,
+			IOTimeout: sp.ioTimeoutNow(), WatchdogFireTimeout: cfg.WatchdogFireTimeout, ShRetries: shr,
 			Clock: m.cfg.Clock, Live: spaceLiveness{sp.run},
 			Rand: rand.New(rand.NewPCG(sp.ls.HostID, st.HostGeneration^uint64(sp.id))),
 			// Under contention across hosts (docs/paxos.md "Fairness

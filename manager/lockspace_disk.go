@@ -43,7 +43,8 @@ func (m *Lockspaces) WriteLockspace(ctx context.Context, ls wire.Lockspace, io u
 
 // ReadLockspace reads the delta lease of host_id (1 when 0) of ls
 // (READ_LOCKSPACE, docs/protocol.md "Commands" #20): the lockspace with its
-// name and size flags, and the lease's io_timeout. The lockspace is
+// name, size flags and the 5.x marks (SANLK_LSF_NO_TIMEOUT,
+// SANLK_LSF_USING_CAW), and the lease's io_timeout. The lockspace is
 // returned on error too.
 func (m *Lockspaces) ReadLockspace(ctx context.Context, ls wire.Lockspace) (wire.Lockspace, uint32, error) {
 	if ls.HostID == 0 {
@@ -90,6 +91,6 @@ func (m *Lockspaces) ReadLockspace(ctx context.Context, ls wire.Lockspace) (wire
 		return ls, 0, resultErr(err)
 	}
 	ls.Name = name
-	ls.Flags = diskfmt.SizeFlags(g)
+	ls.Flags = lsFlagsOf(g, &l) // 5.x marks show as NO_TIMEOUT and USING_CAW, as 5.1.1 answers
 	return ls, uint32(l.IOTimeout), nil
 }

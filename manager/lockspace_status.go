@@ -40,7 +40,7 @@ func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 		if s.run != nil {
 			st = s.run.Status()
 		}
-		extend := s.sp.ioTimeout
+		extend := s.sp.ioTimeoutNow()
 		if cfg.RenewalReadExtendSet {
 			extend = cfg.RenewalReadExtendSec
 		}
@@ -54,7 +54,7 @@ func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 			"renewal_read_extend_sec=%d set_max_sectors_kb=%d corrupt_result=%d acquire_last_result=%d "+
 			"renewal_last_result=%d acquire_last_attempt=%d acquire_last_success=%d renewal_last_attempt=%d "+
 			"renewal_last_success=%d",
-			s.list, s.sp.id, st.Version, s.sp.ioTimeout, st.SectorSize, st.AlignSize, st.HostGeneration,
+			s.list, s.sp.id, st.Version, s.sp.ioTimeoutNow(), st.SectorSize, st.AlignSize, st.HostGeneration,
 			b2i(st.RenewFail), b2i(s.dead), s.killing, s.retries, b2i(s.used), b2i(s.byOrphans),
 			b2i(st.NoTimeout), 0, 0, 0, 0, 0,
 			extend, 0, int(st.CorruptResult), int(st.AcquireLastResult),
@@ -139,6 +139,19 @@ func (m *Lockspaces) GetHosts(name string, hostID uint64) ([]wire.Host, error) {
 	return out, nil
 }
 
+// OwnerView is our view of host hostID of lockspace space, for
+// ACQUIRE2's owner record: its state (the low bits of a host record's
+// flags; UNKNOWN when we have no table yet) and the host name of its
+// delta lease as our renewals last read it.
+func (m *Lockspaces) OwnerView(space string, hostID uint64) (state uint32, name string) {
+	run, ok := m.Joined(space)
+	if !ok {
+		return uint32(delta.HostUnknown), ""
+	}
+	hs, _ := run.Host(hostID)
+	return uint32(run.HostState(hostID)), hs.OwnerName
+}
+
 // Renewals answers RENEWAL: the history and the own io_timeout, or
 // -ENOSPC when no lockspace of that name exists.
 func (m *Lockspaces) Renewals(name string) ([]delta.HistoryEntry, int, error) {
@@ -153,9 +166,9 @@ func (m *Lockspaces) Renewals(name string) ([]delta.HistoryEntry, int, error) {
 		return nil, 0, rescode.ErrENOSPC
 	}
 	if run == nil {
-		return nil, sp.ioTimeout, nil
+		return nil, sp.ioTimeoutNow(), nil
 	}
-	return run.Renewals(), sp.ioTimeout, nil
+	return run.Renewals(), sp.ioTimeoutNow(), nil
 }
 
 // SetEvent answers SET_EVENT (docs/delta.md "set_event").
@@ -199,6 +212,27 @@ func (m *Lockspaces) SetConfig(name string, cmd uint32) error {
 	return nil
 }
 
+// SetIOTimeout is SET_CONFIG IO_TIMEOUT: lockspace name renews with
+// io_timeout io from its next renewal (docs/delta.md "Changing the
+// io_timeout"). -ENOENT when it is not joined, -EINVAL for 0 or more than
+// delta.MaxSetIOTimeout.
+func (m *Lockspaces) SetIOTimeout(name string, io uint32) error {
+	m.mu.Lock()
+	sp := m.byName(listSpaces, name)
+	var run *delta.Lockspace
+	if sp != nil {
+		run = sp.run
+	}
+	m.mu.Unlock()
+	if sp == nil || run == nil {
+		return rescode.ErrENOENT
+	}
+	if io > delta.MaxSetIOTimeout {
+		return rescode.ErrEINVAL
+	}
+	return resultErr(run.SetIOTimeout(int(io)))
+}
+
 // Examine asks the resource side to examine the resources held in
 // lockspace name (EXAMINE_LOCKSPACE); it does not block.
 func (m *Lockspaces) Examine(name string) { m.examine(name) }
@@ -225,7 +259,7 @@ func (m *Lockspaces) Snapshot() []SpaceInfo {
 	var out []SpaceInfo
 	for _, sps := range m.lists {
 		for _, sp := range sps {
-			out = append(out, SpaceInfo{sp.ls, sp.ioTimeout, sp.list.String(), sp.run})
+			out = append(out, SpaceInfo{sp.ls, sp.ioTimeoutNow(), sp.list.String(), sp.run})
 		}
 	}
 	return out

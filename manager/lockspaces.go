@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -221,10 +222,13 @@ func (m *Lockspaces) examine(space string) {
 
 // space is one lockspace entry (sanlock's struct space).
 type space struct {
-	m         *Lockspaces
-	id        uint32
-	ls        wire.Lockspace // identity: name, host_id, path, offset
-	ioTimeout int
+	m  *Lockspaces
+	id uint32
+	ls wire.Lockspace // identity: name, host_id, path, offset
+	// ioTimeout is the own io_timeout (ioTimeoutNow); SET_CONFIG
+	// IO_TIMEOUT changes it at a renewal (syncIOTimeout).
+	ioTimeout atomic.Int32
+	noDelay   bool // ADD_LOCKSPACE NODELAY: join without the acquire waits
 
 	ctx    context.Context // the runner's; cancelled to stop or abort it
 	cancel context.CancelFunc
@@ -371,6 +375,11 @@ type AddRequest struct {
 	Lockspace wire.Lockspace
 	Async     bool   // return once the add has started (wire.AddAsync)
 	IOTimeout uint32 // 0: the daemon's io_timeout (Settings.IOTimeout)
+	// NoDelay (wire.AddNoDelay, 5.x) joins in about a second: the waits
+	// that detect another host using the same host_id are skipped
+	// (docs/delta.md "NODELAY"). Unsafe when host_ids
+	// may be shared by mistake.
+	NoDelay bool
 }
 
 // Add joins a lockspace (docs/delta.md "Adding a lockspace"). Without Async
@@ -379,6 +388,9 @@ func (m *Lockspaces) Add(ctx context.Context, req AddRequest) error {
 	flags := uint32(0)
 	if req.Async {
 		flags = wire.AddAsync
+	}
+	if req.NoDelay {
+		flags |= wire.AddNoDelay
 	}
 	return m.add(ctx, req.Lockspace, flags, req.IOTimeout)
 }
@@ -424,8 +436,9 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 		}
 	}
 	m.lastID++
-	sp := &space{m: m, id: m.lastID, ls: ident, ioTimeout: io, addDone: make(chan struct{}),
+	sp := &space{m: m, id: m.lastID, ls: ident, noDelay: flags&wire.AddNoDelay != 0, addDone: make(chan struct{}),
 		gone: make(chan struct{}), kills: make(map[int]*killState), list: listAdd, wake: make(chan struct{}, 1)}
+	sp.ioTimeout.Store(int32(io))
 	sp.ctx, sp.cancel = context.WithCancel(m.baseContext())
 	m.lists[listAdd] = append([]*space{sp}, m.lists[listAdd]...)
 	m.wg.Add(1)

@@ -2,6 +2,8 @@ package manager
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/gosanlock/gosanlock/paxos"
@@ -72,6 +74,67 @@ func (m *Resources) Acquire(ctx context.Context, id ClientID, req AcquireRequest
 	return resultErr(err)
 }
 
+// HeldError is ACQUIRE2's answer when a lease is held by a live host
+// (-243) or by a host whose lease has no timeout (-249): the owner as
+// this host sees it (docs/protocol.md "Commands of 3.9.5 and 5.1.1").
+type HeldError struct {
+	Code rescode.Code
+	// Owner: the leader's owner host_id, generation and timestamp; Flags
+	// is our delta runner's state of that host; IOTimeout 0 (5.1.1's).
+	Owner wire.Host
+	// OwnerName is the host name in the owner's delta lease as our last
+	// renewal read it ("" when not read yet).
+	OwnerName string
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("%v (owner host_id %d generation %d)", e.Code, e.Owner.HostID, e.Owner.Generation)
+}
+
+// Unwrap returns the Code, so rescode.CodeOf finds it.
+func (e *HeldError) Unwrap() error { return e.Code }
+
+// spaceErr is an acquire error of a resource of lockspace space.
+type spaceErr struct {
+	space string
+	err   error
+}
+
+func (e *spaceErr) Error() string { return e.err.Error() }
+func (e *spaceErr) Unwrap() error { return e.err }
+
+// ownerViewer is the view of other hosts ACQUIRE2 reports (implemented by
+// Lockspaces).
+type ownerViewer interface {
+	OwnerView(space string, hostID uint64) (state uint32, name string)
+}
+
+// Acquire2 is ACQUIRE2: Acquire, but a lease held by another host is
+// answered with a *HeldError naming its owner.
+func (m *Resources) Acquire2(ctx context.Context, id ClientID, req AcquireRequest) error {
+	lc, err := m.begin(id)
+	if err == nil {
+		err = m.acquire(ctx, lc, req)
+	}
+	code := rescode.CodeOf(err)
+	if code != rescode.ErrAcquireIDLive && code != rescode.ErrAcquireOwnedNoTimeout {
+		return resultErr(err)
+	}
+	he := &HeldError{Code: code}
+	var pe *paxos.Error
+	if errors.As(err, &pe) && pe.Leader != nil {
+		ld := pe.Leader
+		he.Owner = wire.Host{HostID: ld.OwnerID, Generation: ld.OwnerGeneration, Timestamp: ld.Timestamp}
+		if v, ok := m.spaces.(ownerViewer); ok {
+			var se *spaceErr
+			if errors.As(err, &se) {
+				he.Owner.Flags, he.OwnerName = v.OwnerView(se.space, ld.OwnerID)
+			}
+		}
+	}
+	return he
+}
+
 func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireRequest) error {
 	m.clients.SetName(lc.id, q.OwnerName)
 	cs, _ := m.clients.Status(lc.id)
@@ -89,7 +152,7 @@ func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireReque
 	var got []*token
 	undo := func() {
 		for _, tk := range got {
-			m.releaseToken(ctx, tk, "")
+			m.releaseToken(ctx, tk, "", false)
 		}
 	}
 	for i := range q.Resources {
@@ -100,7 +163,7 @@ func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireReque
 		if err := m.acquireToken(ctx, tk, hosts[i], q.Flags); err != nil {
 			undo()
 			m.done(lc)
-			return err
+			return &spaceErr{space: q.Resources[i].LockspaceName, err: err}
 		}
 		got = append(got, tk)
 	}
@@ -143,7 +206,7 @@ func (m *Resources) SetKillpath(id ClientID, path, args string, flags uint32) er
 // ReleaseRequest is RELEASE (docs/paxos.md "Release command").
 type ReleaseRequest struct {
 	Resources []wire.Resource
-	Flags     uint32 // client.Rel* command flags
+	Flags     uint32 // client.Rel* command flags; wire.RelNoDisk leaves the leaders owned on disk
 }
 
 // Release releases resources of client id. With wire.RelOrphan n is
@@ -195,7 +258,7 @@ func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseReque
 	}
 	m.mu.Unlock()
 	for _, tk := range work {
-		if err := m.releaseToken(ctx, tk, rename); err != nil {
+		if err := m.releaseToken(ctx, tk, rename, flags&wire.RelNoDisk != 0); err != nil {
 			result = err
 		}
 	}

@@ -361,12 +361,19 @@ func (m *Resources) detachLocked(t *token) (last *resource, err error) {
 // releaseToken releases one token as a RELEASE command does (docs/paxos.md "Releasing a token"):
 // the last token of a resource does the on-disk release at once; a timeout
 // leaves it to the background retry and returns -202.
-func (m *Resources) releaseToken(ctx context.Context, t *token, rename string) error {
+func (m *Resources) releaseToken(ctx context.Context, t *token, rename string, noDisk bool) error {
 	m.mu.Lock()
 	r, err := m.detachLocked(t)
 	m.mu.Unlock()
 	if r == nil {
 		return err
+	}
+	if noDisk {
+		// RELEASE NO_DISK: the lease leaves this host's tables, its
+		// leader stays owned by this host on disk (docs/paxos.md
+		// "Release command").
+		m.finish(r)
+		return nil
 	}
 	return m.releaseResource(ctx, r, rename, false)
 }

@@ -51,12 +51,12 @@ func (sp *space) join() error {
 	if sp.ls.HostID > delta.MaxHostID {
 		// Beyond any geometry: the sizes decide between a bad lease and
 		// SANLK_ADDLS_INVALID_HOSTID, as in the lockspace thread.
-		ioctx, cancel := context.WithTimeout(sp.ctx, time.Duration(sp.ioTimeout)*time.Second)
+		ioctx, cancel := context.WithTimeout(sp.ctx, time.Duration(sp.ioTimeoutNow())*time.Second)
 		_, err := diskfmt.LockspaceGeometry(ioctx, dev, int64(sp.ls.Disk.Offset))
 		cancel()
 		_ = dev.Close()
 		if err != nil {
-			sp.addCause = fmt.Sprintf("read of the lockspace geometry at %s: %s", sp.disk(), causeLog(err, sp.ioTimeout))
+			sp.addCause = fmt.Sprintf("read of the lockspace geometry at %s: %s", sp.disk(), causeLog(err, sp.ioTimeoutNow()))
 			return resultErr(err)
 		}
 		sp.addCause = fmt.Sprintf("host_id %d is beyond the lockspace at %s", sp.ls.HostID, sp.disk())
@@ -76,13 +76,14 @@ func (sp *space) join() error {
 	if hist <= 0 {
 		hist = -1
 	}
-	failSecs := uint64(delta.IDRenewalFailSeconds(sp.ioTimeout))
+	failSecs := uint64(delta.IDRenewalFailSeconds(sp.ioTimeoutNow()))
 	var run *delta.Lockspace
 	dcfg := delta.Config{
 		Dev: dev, Offset: int64(sp.ls.Disk.Offset), Space: sp.ls.Name, HostID: sp.ls.HostID,
-		HostName: m.hostName(), IOTimeout: sp.ioTimeout, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
+		HostName: m.hostName(), IOTimeout: sp.ioTimeoutNow(), WatchdogFireTimeout: cfg.WatchdogFireTimeout,
 		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Log: sp.deltaLog(),
 		DebugRenew: cfg.DebugRenew, OnRenewal: sp.onRenewal(m.renewalHook(sp.ls.Name)),
+		NoDelay: sp.noDelay,
 	}
 	if wd != nil {
 		dcfg.OnAcquired = func(_ context.Context, last uint64) error {
@@ -96,6 +97,9 @@ func (sp *space) join() error {
 			return nil
 		}
 		dcfg.OnRenewed = func(ts uint64) {
+			// The own io_timeout may have changed at this renewal
+			// (SET_CONFIG IO_TIMEOUT): the expiry follows it.
+			failSecs := uint64(delta.IDRenewalFailSeconds(run.Timing().IOTimeout))
 			if err := wd.Renewed(ts, ts+failSecs); err != nil {
 				// wdmd is gone and the host will be reset: stop renewing
 				// (without releasing) rather than look alive (docs/wdmd.md "wdmd crash").
@@ -107,7 +111,7 @@ func (sp *space) join() error {
 	}
 	run, err = delta.New(dcfg)
 	if err != nil {
-		sp.addCause = fmt.Sprintf("lockspace at %s: %s", sp.disk(), causeLog(err, sp.ioTimeout))
+		sp.addCause = fmt.Sprintf("lockspace at %s: %s", sp.disk(), causeLog(err, sp.ioTimeoutNow()))
 		_ = dev.Close()
 		if wd != nil {
 			_ = wd.Close()
@@ -124,7 +128,7 @@ func (sp *space) join() error {
 		if st := run.Status(); st.Joined {
 			if err != nil && !errors.Is(err, context.Canceled) {
 				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)), spaceField(sp.ls.Name),
-					zap.String("disk", sp.disk()), causeField(err, sp.ioTimeout))
+					zap.String("disk", sp.disk()), causeField(err, sp.ioTimeoutNow()))
 			} else {
 				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)))
 			}
@@ -298,9 +302,26 @@ func (sp *space) onRenewal(hook func(err error, readMs, writeMs int64)) func(err
 		if hook != nil {
 			hook(err, readMs, writeMs)
 		}
+		sp.syncIOTimeout()
 		clock.Wake(sp.wake)
 	}
 }
+
+// syncIOTimeout takes the runner's io_timeout, which a renewal may have
+// changed (SET_CONFIG IO_TIMEOUT), as the lockspace's: the kill deadlines,
+// STATUS and RENEWAL follow it.
+func (sp *space) syncIOTimeout() {
+	m := sp.m
+	m.mu.Lock()
+	run := sp.run
+	m.mu.Unlock()
+	if run != nil {
+		sp.ioTimeout.Store(int32(run.Timing().IOTimeout))
+	}
+}
+
+// ioTimeoutNow is the lockspace's own io_timeout.
+func (sp *space) ioTimeoutNow() int { return int(sp.ioTimeout.Load()) }
 
 // idleWait is the longest wait after a pass that found the own lease good:
 // until the pass at which the check would first warn, the first pass of
@@ -317,8 +338,8 @@ func (sp *space) idleWait(run *delta.Lockspace, interval time.Duration) time.Dur
 	if last == 0 || interval <= 0 {
 		return next
 	}
-	warn := time.Duration(last+uint64(delta.IDRenewalWarnSeconds(sp.ioTimeout))) * time.Second
-	fail := time.Duration(last+uint64(delta.IDRenewalFailSeconds(sp.ioTimeout))) * time.Second
+	warn := time.Duration(last+uint64(delta.IDRenewalWarnSeconds(sp.ioTimeoutNow()))) * time.Second
+	fail := time.Duration(last+uint64(delta.IDRenewalFailSeconds(sp.ioTimeoutNow()))) * time.Second
 	at := now + next
 	if warn > at {
 		at += (warn - at + interval - 1) / interval * interval
@@ -355,7 +376,7 @@ func (sp *space) untilDeadline(run *delta.Lockspace, interval time.Duration) tim
 	}
 	// Monotime is whole seconds of the same clock, so the check fails
 	// exactly from (L+fail) seconds on.
-	deadline := time.Duration(st.RenewalLastSuccess+uint64(delta.IDRenewalFailSeconds(sp.ioTimeout))) * time.Second
+	deadline := time.Duration(st.RenewalLastSuccess+uint64(delta.IDRenewalFailSeconds(sp.ioTimeoutNow()))) * time.Second
 	if d := deadline - sp.m.cfg.Clock.Now(); d > 0 && d < interval {
 		return d
 	}

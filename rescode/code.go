@@ -75,10 +75,35 @@ const (
 	// ErrCAWOpen (sanlock 5.x) refuses a lease marked for SCSI COMPARE
 	// AND WRITE where CAW cannot be used (5.1.1 answers it on files).
 	ErrCAWOpen Code = -283
-	// ErrWrongGeneration (sanlock 5.x): set_host named another generation
-	// than the host's delta lease holds.
-	ErrWrongGeneration Code = -280
+
+	// The other codes sanlock 5.x added. ErrReleaseLver5 and
+	// ErrReleaseOwner5 are ErrReleaseLver and ErrReleaseOwner as 5.x
+	// numbers them (docs/compat.md "Result codes").
+	ErrVersionIncompat    Code = -204
+	ErrAcquireOwnerGenRev Code = -248
+	ErrReleaseLver5       Code = -252
+	ErrReleaseOwner5      Code = -253
+	ErrWrongGeneration    Code = -280
+	ErrWrongCAW           Code = -281
+	ErrCAWConfig          Code = -282
+	ErrCAWIoctl           Code = -284
+	ErrCAWMiscompare      Code = -285
+	ErrCAWError           Code = -286
+	ErrIOType             Code = -287
+	ErrCAWIllegal         Code = -288
 )
+
+// Release5 maps the release codes of 3.x (-250, -251) to the numbers 5.x
+// gives them (-252, -253); any other code is returned unchanged.
+func Release5(c Code) Code {
+	switch c {
+	case ErrReleaseLver:
+		return ErrReleaseLver5
+	case ErrReleaseOwner:
+		return ErrReleaseOwner5
+	}
+	return c
+}
 
 // Errno results as they appear on the wire and in the tools' output
 // (-errno, Linux numbering), untyped so they fit any integer field.
@@ -195,6 +220,17 @@ var codeTable = map[Code]codeInfo{
 	ErrDeadExt:               {"SANLK_DEAD_EXT", "Unknown error"},
 	ErrAcquireOwnedNoTimeout: {"SANLK_ACQUIRE_OWNED_NO_TIMEOUT", "Lease is owned by another notimeout host"}, // libsanlock 5.1.1's text
 	ErrWrongGeneration:       {"SANLK_WRONG_GENERATION", "Unknown error"},
+	ErrVersionIncompat:       {"SANLK_VERSION_INCOMPAT", "Unknown error"},
+	ErrAcquireOwnerGenRev:    {"SANLK_ACQUIRE_OWNER_GEN_REVERTED", "Unknown error"},
+	ErrReleaseLver5:          {"SANLK_RELEASE_LVER", "Lease release version is incorrect"},
+	ErrReleaseOwner5:         {"SANLK_RELEASE_OWNER", "Lease release owner is incorrect"},
+	ErrWrongCAW:              {"SANLK_WRONG_CAW", "Unknown error"},
+	ErrCAWConfig:             {"SANLK_CAW_CONFIG", "Unknown error"},
+	ErrCAWIoctl:              {"SANLK_CAW_IOCTL", "Unknown error"},
+	ErrCAWMiscompare:         {"SANLK_CAW_MISCOMPARE", "Unknown error"},
+	ErrCAWError:              {"SANLK_CAW_ERROR", "Unknown error"},
+	ErrIOType:                {"SANLK_IOTYPE", "Unknown error"},
+	ErrCAWIllegal:            {"SANLK_CAW_ILLEGAL", "Unknown error"},
 }
 
 // Name returns the sanlock constant name (e.g. "SANLK_LEADER_MAGIC"), or the

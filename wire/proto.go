@@ -252,7 +252,25 @@ func CmdByDebugName(name string) (Cmd, bool) {
 
 // Per-command flags (docs/protocol.md "Flags").
 const (
-	AddAsync = 0x1 // SANLK_ADD_ASYNC
+	AddAsync      = 0x1 // SANLK_ADD_ASYNC
+	AddNoDelay    = 0x2 // SANLK_ADD_NODELAY (5.x): skip the wait for another host on the host_id
+	AddNoWatchdog = 0x4 // SANLK_ADD_NO_WATCHDOG (5.x)
+
+	GetHostsLocal = 0x1 // GET_HOSTS (5.x): this host's record only
+
+	WriteLSFlags  = 0x1 // SANLK_WRITE_LS_FLAGS (5.x, WRITE_LOCKSPACE): rewrite the leader flags only
+	WriteLSUseCAW = 0x2 // SANLK_WRITE_LS_USE_CAW (5.x)
+	WriteLSNoCAW  = 0x4 // SANLK_WRITE_LS_NO_CAW (5.x)
+	WriteUseCAW   = 0x2 // SANLK_WRITE_USE_CAW (5.x, WRITE_RESOURCE)
+	WriteNoCAW    = 0x4 // SANLK_WRITE_NO_CAW (5.x, WRITE_RESOURCE)
+
+	InitHostUseCAW = 0x1 // SANLK_INIT_HOST_USE_CAW (INIT_LOCKSPACE_HOST)
+	InitHostNoCAW  = 0x2 // SANLK_INIT_HOST_NO_CAW
+
+	// ForClientID (3.9.5+) on ACQUIRE, RELEASE, INQUIRE, CONVERT (and
+	// ACQUIRE2): header.data2 is a client index (ci= of STATUS's CLIENT
+	// record) instead of a pid.
+	ForClientID = 0x10
 
 	RemAsync  = 0x1 // SANLK_REM_ASYNC
 	RemUnused = 0x2 // SANLK_REM_UNUSED
@@ -273,6 +291,7 @@ const (
 	RelAll    = 0x1 // SANLK_REL_ALL
 	RelRename = 0x2 // SANLK_REL_RENAME
 	RelOrphan = 0x4 // SANLK_REL_ORPHAN
+	RelNoDisk = 0x8 // SANLK_REL_NO_DISK (5.x): drop the lease here, leave the leader owned on disk
 
 	ConvertOwnerNowait = 0x8 // SANLK_CONVERT_OWNER_NOWAIT
 
@@ -280,10 +299,11 @@ const (
 	ReqForce        = 1   // SANLK_REQ_FORCE (REQUEST header.data)
 	ReqGraceful     = 2   // SANLK_REQ_GRACEFUL (REQUEST header.data)
 
-	ConfigUsed            = 0x1 // SANLK_CONFIG_USED (SET_CONFIG header.data)
-	ConfigUnused          = 0x2 // SANLK_CONFIG_UNUSED
-	ConfigUsedByOrphans   = 0x4 // SANLK_CONFIG_USED_BY_ORPHANS
-	ConfigUnusedByOrphans = 0x8 // SANLK_CONFIG_UNUSED_BY_ORPHANS
+	ConfigUsed            = 0x1  // SANLK_CONFIG_USED (SET_CONFIG header.data)
+	ConfigUnused          = 0x2  // SANLK_CONFIG_UNUSED
+	ConfigUsedByOrphans   = 0x4  // SANLK_CONFIG_USED_BY_ORPHANS
+	ConfigUnusedByOrphans = 0x8  // SANLK_CONFIG_UNUSED_BY_ORPHANS
+	ConfigIOTimeout       = 0x10 // SANLK_CONFIG_IO_TIMEOUT (5.x): data2 = the new io_timeout
 
 	SetevCurGeneration = 0x01 // SANLK_SETEV_CUR_GENERATION
 	SetevClearHostID   = 0x02 // SANLK_SETEV_CLEAR_HOSTID
@@ -314,6 +334,9 @@ const (
 	// LSFNoTimeout (5.x): the lockspace's host leases are NO_TIMEOUT
 	// (GET_LOCKSPACES; `client gets` prints "NO_TIMEOUT").
 	LSFNoTimeout = 0x4
+	// LSFUsingCAW (5.x): in the flags READ_LOCKSPACE(_HOST) answers, the
+	// delta lease carries the CAW mark.
+	LSFUsingCAW = 0x8
 )
 
 // Host states in the low 4 bits of sanlk_host.flags (docs/protocol.md "Host states").

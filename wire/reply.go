@@ -27,6 +27,8 @@ const (
 //	REntry      UPDATE/LOOKUP_RINDEX, CREATE/DELETE_RESOURCE
 //	Data        INQUIRE state string (no NUL), LOG_DUMP text, GET_LVB bytes
 //	Records     STATUS, HOST_STATUS, RENEWAL
+//	Lockspace, Host            READ_LOCKSPACE_HOST
+//	Host, OwnerName            ACQUIRE2 answered -243 or -249
 type Reply struct {
 	Header     Header
 	Lockspace  *Lockspace
@@ -36,6 +38,11 @@ type Reply struct {
 	REntry     *REntry
 	Data       []byte
 	Records    []StateRecord
+	// Host is the host record of READ_LOCKSPACE_HOST and the owner of
+	// ACQUIRE2's held answer.
+	Host *Host
+	// OwnerName is the owner's host name of ACQUIRE2's held answer.
+	OwnerName string
 }
 
 // Result returns header.data as a signed result.
@@ -47,19 +54,31 @@ func (p *Reply) Err() error { return rescode.ResultErr(p.Result()) }
 type replyKind int
 
 const (
-	rpNone       replyKind = iota // REGISTER, SHUTDOWN: nothing is sent
-	rpResult                      // header only
-	rpStream                      // header + sanlk_state records until EOF
-	rpLogDump                     // header (data = n) + n bytes
-	rpInquire                     // header + length-32 bytes (state string + NUL)
-	rpLockspace                   // header + sanlk_lockspace
-	rpResource                    // header + sanlk_resource
-	rpLockspaces                  // header + count x sanlk_lockspace
-	rpHosts                       // header + count x sanlk_host
-	rpOwners                      // header + sanlk_resource + count x sanlk_host
-	rpLVB                         // header + length-32 bytes on success
-	rpREntry                      // header + sanlk_rentry
+	rpNone          replyKind = iota // REGISTER, SHUTDOWN: nothing is sent
+	rpResult                         // header only
+	rpStream                         // header + sanlk_state records until EOF
+	rpLogDump                        // header (data = n) + n bytes
+	rpInquire                        // header + length-32 bytes (state string + NUL)
+	rpLockspace                      // header + sanlk_lockspace
+	rpResource                       // header + sanlk_resource
+	rpLockspaces                     // header + count x sanlk_lockspace
+	rpHosts                          // header + count x sanlk_host
+	rpOwners                         // header + sanlk_resource + count x sanlk_host
+	rpLVB                            // header + length-32 bytes on success
+	rpREntry                         // header + sanlk_rentry
+	rpAcquire2                       // header; on -243/-249 + sanlk_host + name[48]
+	rpLockspaceHost                  // header + sanlk_lockspace + sanlk_host, whatever the result
 )
+
+// Acquire2OwnerSize is the payload of ACQUIRE2's held answer: the owner's
+// host record and its name.
+const Acquire2OwnerSize = HostSize + NameLen
+
+// Acquire2HasOwner reports whether ACQUIRE2's result rv carries the owner
+// (docs/protocol.md "Commands of 3.9.5 and 5.1.1").
+func Acquire2HasOwner(rv int32) bool {
+	return rv == int32(rescode.ErrAcquireIDLive) || rv == int32(rescode.ErrAcquireOwnedNoTimeout)
+}
 
 var replyKinds = [...]replyKind{
 	CmdRegister:           rpNone,
@@ -102,11 +121,9 @@ var replyKinds = [...]replyKind{
 	CmdCreateResource:     rpREntry,
 	CmdDeleteResource:     rpREntry,
 	CmdRebuildRIndex:      rpResult,
-	// The 5.x commands: read here as a result header; what follows a
-	// successful ACQUIRE2 or READ_LOCKSPACE_HOST is docs/protocol.md
-	// "Commands of sanlock 5.1.1".
-	CmdAcquire2:          rpResult,
-	CmdReadLockspaceHost: rpResult,
+	// The 5.x commands (docs/protocol.md "Commands of 3.9.5 and 5.1.1").
+	CmdAcquire2:          rpAcquire2,
+	CmdReadLockspaceHost: rpLockspaceHost,
 	CmdInitLockspaceHost: rpResult,
 	CmdSetHost:           rpResult,
 }
@@ -326,6 +343,23 @@ func ReadReply(r io.Reader, cmd Cmd) (*Reply, error) {
 			p.REntry = new(REntry)
 			_ = p.REntry.UnmarshalBinary(b)
 		}
+	case rpAcquire2:
+		if !Acquire2HasOwner(h.Result()) || payload < Acquire2OwnerSize {
+			break
+		}
+		var b []byte
+		if b, err = readExact(r, Acquire2OwnerSize); err == nil {
+			p.Host = new(Host)
+			_ = p.Host.UnmarshalBinary(b[:HostSize])
+			p.OwnerName = getName(b[HostSize:])
+		}
+	case rpLockspaceHost:
+		var b []byte
+		if b, err = readExact(r, LockspaceSize+HostSize); err == nil {
+			p.Lockspace, p.Host = new(Lockspace), new(Host)
+			_ = p.Lockspace.UnmarshalBinary(b[:LockspaceSize])
+			_ = p.Host.UnmarshalBinary(b[LockspaceSize:])
+		}
 	}
 	return p, err
 }
@@ -390,8 +424,9 @@ func readItems[T any, PT unmarshaler[T]](r io.Reader, n, size int) ([]T, error) 
 //     non-nil Data gives the 33-byte reply of the formatting errors);
 //   - GET_LVB: Data nil = no payload and Length left as given (error case).
 //
-// READ_LOCKSPACE, READ_RESOURCE and rindex replies always carry their
-// payload (zero when nil), like the C daemon.
+// READ_LOCKSPACE, READ_RESOURCE, READ_LOCKSPACE_HOST and rindex replies
+// always carry their payload (zero when nil), like the C daemon; ACQUIRE2
+// carries the owner when Host is set (Length 112 + 32), else nothing.
 func (p *Reply) MarshalBinary(cmd Cmd) ([]byte, error) {
 	if !cmd.Valid() {
 		return nil, ErrUnknownCmd
@@ -465,6 +500,29 @@ func (p *Reply) MarshalBinary(cmd Cmd) ([]byte, error) {
 			re = &REntry{}
 		}
 		b, err = re.AppendBinary(b)
+	case rpAcquire2:
+		if p.Host == nil {
+			counted = false
+			break
+		}
+		b, _ = p.Host.AppendBinary(b)
+		var name [NameLen]byte
+		if len(p.OwnerName) > NameLen {
+			return nil, ErrNameTooLong
+		}
+		copy(name[:], p.OwnerName)
+		b = append(b, name[:]...)
+	case rpLockspaceHost:
+		ls, host := p.Lockspace, p.Host
+		if ls == nil {
+			ls = &Lockspace{}
+		}
+		if host == nil {
+			host = &Host{}
+		}
+		if b, err = ls.AppendBinary(b); err == nil {
+			b, _ = host.AppendBinary(b)
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -54,6 +54,15 @@ func replyCases() map[Cmd]*Reply {
 			p.Header.Data = mib
 		case CmdVersion:
 			p.Header = VersionReply(DaemonVersion)
+		case CmdReadLockspaceHost:
+			p.Lockspace = sampleLS
+			p.Host = &Host{HostID: 1, Generation: 3, Timestamp: 99, IOTimeout: 10}
+			p.Header.Data2 = 10
+		case CmdAcquire2:
+			p.Header.Data = uint32(0xffffff0d) // -243
+			p.Header.Data2 = 0xffffffff
+			p.Host = &Host{HostID: 2, Generation: 1, Timestamp: 1234, Flags: HostLive}
+			p.OwnerName = "hostA"
 		}
 		m[cmd] = p
 	}

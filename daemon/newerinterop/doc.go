@@ -8,10 +8,12 @@
 // be pinned) and through libsanlock 5.1.1 in the C driver of
 // internal/debtree; TestRequestsAsLibsanlock checks with strace that the
 // raw requests are the library's, byte for byte. The expected answers in the tests are what 5.1.1
-// answered (docs/protocol.md "Commands of 3.9.5 and 5.1.1"); work on our
-// daemon can check itself against the same cases (TestOursBeside511
-// prints ours next to them). TestTrixie395 pins what 3.9.5 answers to
-// the same requests.
+// answered (docs/protocol.md "Commands of 3.9.5 and 5.1.1").
+// TestOursBeside511 sends the same cases to our daemon and requires the
+// same answers, except the differences docs/compat.md lists;
+// TestAcquire2Held runs ours and 5.1.1 in one lockspace. TestTrixie395
+// pins what 3.9.5 answers to the same requests; TestLibrariesLookAlike
+// shows that the 3.9.5 and 5.1.1 tools send the same bytes.
 //
 // The package has tests only. They need root and the sid tree
 // (scripts/debian-trees.sh); they are skipped without them unless

@@ -40,30 +40,42 @@ func leaseFiles(t *testing.T, names ...string) []string {
 // CLIENT records of STATUS.
 func clientIndex(t *testing.T, d *debtree.Daemon, pid int) uint32 {
 	t.Helper()
-	cl, err := client.Dial(d.HostRunDir())
+	return clientIndexIn(t, d.HostRunDir(), pid)
+}
+
+// clientIndexIn is clientIndex of the daemon whose run directory is dir.
+// REGISTER has no reply: the record is waited for (up to 5 s).
+func clientIndexIn(t *testing.T, dir string, pid int) uint32 {
+	t.Helper()
+	cl, err := client.Dial(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := cl.Status(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		f := map[string]string{}
-		for _, w := range strings.Fields(r.Text) {
-			k, v, _ := strings.Cut(w, "=")
-			f[k] = v
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		recs, err := cl.Status(0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if f["pid"] == strconv.Itoa(pid) {
-			ci, err := strconv.ParseUint(f["ci"], 10, 32)
-			if err != nil {
-				t.Fatalf("CLIENT record %q", r.Text)
+		for _, r := range recs {
+			f := map[string]string{}
+			for _, w := range strings.Fields(r.Text) {
+				k, v, _ := strings.Cut(w, "=")
+				f[k] = v
 			}
-			return uint32(ci)
+			if f["pid"] == strconv.Itoa(pid) {
+				ci, err := strconv.ParseUint(f["ci"], 10, 32)
+				if err != nil {
+					t.Fatalf("CLIENT record %q", r.Text)
+				}
+				return uint32(ci)
+			}
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no CLIENT record with pid %d", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("no CLIENT record with pid %d", pid)
-	return 0
 }
 
 // waitLive waits (up to 90 s) until the daemon on sock lists hostID as

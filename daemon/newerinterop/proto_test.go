@@ -26,6 +26,7 @@ const (
 	cmdRelease        = 8
 	cmdInquire        = 9
 	cmdWriteLockspace = 18
+	cmdConvert        = 27
 	cmdWriteResource  = 19
 	cmdReadLockspace  = 20
 	cmdGetLockspaces  = 22
@@ -145,8 +146,9 @@ type reply struct {
 	header
 	Body []byte
 	// NoReply: nothing within the wait; Closed: the daemon closed the
-	// connection without a header.
-	NoReply, Closed bool
+	// connection without a header; Short: the payload ended before the
+	// length the header announced.
+	NoReply, Closed, Short bool
 }
 
 func (r reply) String() string {
@@ -191,8 +193,12 @@ func exchangeOn(t testing.TB, c net.Conn, req []byte, wait time.Duration) reply 
 	}
 	if r.Length > 32 && r.Length < 1<<16 {
 		r.Body = make([]byte, r.Length-32)
-		if _, err := io.ReadFull(c, r.Body); err != nil {
-			t.Fatalf("cmd %d: reply body of %d bytes: %v", r.Cmd, r.Length-32, err)
+		n, err := io.ReadFull(c, r.Body)
+		if err != nil {
+			// 5.1.1 announces a payload it does not send in one case
+			// (GET_HOSTS LOCAL of an unknown lockspace).
+			t.Logf("cmd %d: reply body of %d bytes: %d read: %v", r.Cmd, r.Length-32, n, err)
+			r.Body, r.Short = r.Body[:n], true
 		}
 	}
 	t.Logf("cmd %d flags %#x data %d data2 %#x -> %s %s", le.Uint32(req[8:]), le.Uint32(req[12:]),

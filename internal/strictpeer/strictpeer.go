@@ -39,7 +39,13 @@ const selfPid = 0xffffffff
 func PolicyOf(q *wire.Request) Policy {
 	h := q.Header
 	switch h.Cmd {
-	case wire.CmdAcquire:
+	case wire.CmdAcquire, wire.CmdAcquire2, wire.CmdRelease, wire.CmdInquire, wire.CmdConvert:
+		if h.CmdFlags&wire.ForClientID != 0 {
+			return PrivOnly // data2 is a client index: acting for any client
+		}
+	}
+	switch h.Cmd {
+	case wire.CmdAcquire, wire.CmdAcquire2:
 		if h.CmdFlags&(wire.AcquireOrphan|wire.AcquireOrphanOnly) != 0 {
 			return PrivOnly // adopting a dead client's orphan
 		}
@@ -127,7 +133,7 @@ func Check(id Identity, gid int, holders Holders, q *wire.Request) error {
 	target := -1
 	if q.Header.Data2 != selfPid {
 		switch q.Header.Cmd {
-		case wire.CmdAcquire, wire.CmdRelease, wire.CmdKillpath:
+		case wire.CmdAcquire, wire.CmdAcquire2, wire.CmdRelease, wire.CmdKillpath:
 			target = int(int32(q.Header.Data2)) // for the log
 		}
 	}

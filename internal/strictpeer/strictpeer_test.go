@@ -22,6 +22,12 @@ func TestStrictPolicy(t *testing.T) {
 	}{
 		{req(wire.CmdAcquire, 0, 0), OwnPid},
 		{req(wire.CmdAcquire, wire.AcquireOrphan, 0), PrivOnly},
+		{req(wire.CmdAcquire2, 0, 0), OwnPid},
+		{req(wire.CmdAcquire2, wire.AcquireOrphan, 0), PrivOnly},
+		{req(wire.CmdAcquire, wire.ForClientID, 0), PrivOnly},
+		{req(wire.CmdRelease, wire.ForClientID, 0), PrivOnly},
+		{req(wire.CmdInquire, wire.ForClientID, 0), PrivOnly},
+		{req(wire.CmdConvert, wire.ForClientID, 0), PrivOnly},
 		{req(wire.CmdRelease, 0, 0), OwnPid},
 		{req(wire.CmdRelease, wire.RelOrphan, 0), PrivOnly},
 		{req(wire.CmdInquire, 0, 0), OwnPid},

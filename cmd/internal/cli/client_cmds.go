@@ -52,14 +52,14 @@ func (c *clientRun) shutdown(forceArg uint32, wait int) int {
 	return r
 }
 
-func (c *clientRun) addLockspace(ls client.Lockspace, ioTimeout int) int {
+func (c *clientRun) addLockspace(ls client.Lockspace, ioTimeout int, flags uint32) int {
 	if t := ioTimeout; t != diskfmt.DefaultIOTimeout {
 		c.printf("add_lockspace_timeout %d\n", t)
-		r := c.call(func() error { return c.cl.AddLockspace(&ls, 0, uint32(t)) })
+		r := c.call(func() error { return c.cl.AddLockspace(&ls, flags, uint32(t)) })
 		c.printf("add_lockspace_timeout done %d\n", r)
 		return r
 	}
-	return c.lockspaceCmd("add_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.AddLockspace(ls, 0, 0) })
+	return c.lockspaceCmd("add_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.AddLockspace(ls, flags, 0) })
 }
 
 func (c *clientRun) inqLockspace(ls client.Lockspace) int {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,12 +27,15 @@ func leaseArgs(o *options) LeaseArgs {
 	return LeaseArgs{Resources: o.resources, Persistent: o.persistent != 0, NumHosts: o.numHosts, Orphan: o.orphan != 0}
 }
 
-// CommandOptions is "client command -r RESOURCE ... -c PATH ARGS...".
+// CommandOptions is "client command -r RESOURCE ... [-h 0|1] -c PATH ARGS...".
 type CommandOptions struct {
 	IO *ClientIO
 	LeaseArgs
-	Path string   // -c: the program (empty: hold the leases forever)
-	Args []string // everything after -c's value
+	// Owner (-h nonzero, 5.x): acquire with ACQUIRE2 and print the owner
+	// of a lease held by another host.
+	Owner bool
+	Path  string   // -c: the program (empty: hold the leases forever)
+	Args  []string // everything after -c's value
 	// OutTTY says stdout is a terminal: the lines then show as they come,
 	// and otherwise stay in the buffer that exec discards, as sanlock
 	// 3.8.5's stdio does (docs/compat.md).
@@ -41,18 +45,53 @@ type CommandOptions struct {
 
 func NewCmdCommand(f *Factory, runF func(*CommandOptions) error) *cobra.Command {
 	return newClientCmd(f, "command", runF, commandRun, func(o *options, io *ClientIO) *CommandOptions {
-		return &CommandOptions{IO: io, LeaseArgs: leaseArgs(o), Path: o.command, Args: o.commandArgs,
+		return &CommandOptions{IO: io, LeaseArgs: leaseArgs(o), Owner: o.getHosts != 0, Path: o.command, Args: o.commandArgs,
 			OutTTY: f.OutTTY, Exec: f.Exec}
 	})
 }
 
 func commandRun(opts *CommandOptions) error { return exitWith(opts.IO.connect().command(opts)) }
 
-// AcquireOptions is "client acquire -r RESOURCE ... -p PID [--wait D]".
+// Target is the process a lease action is for: -p PID, or -C CLIENT_ID
+// (3.9.5+: the client index, ci= in status -D; sent with FOR_CLIENT_ID).
+type Target struct {
+	Pid       int  // -p (default -1)
+	ClientID  int  // -C
+	ForClient bool // -C given
+}
+
+func targetOf(o *options) Target {
+	return Target{Pid: o.pid, ClientID: o.clientID, ForClient: o.clientIDSet}
+}
+
+// id and flags are data2 and the cmd_flags bit of the target.
+func (t Target) id() int {
+	if t.ForClient {
+		return t.ClientID
+	}
+	return t.Pid
+}
+
+func (t Target) flags() uint32 {
+	if t.ForClient {
+		return client.ForClientID
+	}
+	return 0
+}
+
+// String is what the tool prints after the action's name.
+func (t Target) String() string {
+	if t.ForClient {
+		return fmt.Sprintf("client_id %d", t.ClientID)
+	}
+	return fmt.Sprintf("pid %d", t.Pid)
+}
+
+// AcquireOptions is "client acquire -r RESOURCE ... -p PID|-C CLIENT_ID [--wait D]".
 type AcquireOptions struct {
 	IO *ClientIO
 	LeaseArgs
-	Pid int // -p (default -1)
+	Target
 	// Wait is our --wait: retry a busy lease until then (0: one attempt).
 	Wait  time.Duration
 	Debug bool // -D: a line on stderr per retry
@@ -60,7 +99,7 @@ type AcquireOptions struct {
 
 func NewCmdAcquire(f *Factory, runF func(*AcquireOptions) error) *cobra.Command {
 	return newClientCmd(f, "acquire", runF, acquireRun, func(o *options, io *ClientIO) *AcquireOptions {
-		return &AcquireOptions{IO: io, LeaseArgs: leaseArgs(o), Pid: o.pid, Wait: o.acquireWait, Debug: o.debug}
+		return &AcquireOptions{IO: io, LeaseArgs: leaseArgs(o), Target: targetOf(o), Wait: o.acquireWait, Debug: o.debug}
 	})
 }
 
@@ -70,54 +109,54 @@ func acquireRun(opts *AcquireOptions) error {
 	return rvExit(c.acquire(opts))
 }
 
-// ConvertOptions is "client convert -r RESOURCE -p PID".
+// ConvertOptions is "client convert -r RESOURCE -p PID|-C CLIENT_ID".
 type ConvertOptions struct {
 	IO       *ClientIO
 	Resource *client.Resource // the first -r; nil without one
-	Pid      int              // -p (default -1)
+	Target
 }
 
 func NewCmdConvert(f *Factory, runF func(*ConvertOptions) error) *cobra.Command {
 	return newClientCmd(f, "convert", runF, convertRun, func(o *options, io *ClientIO) *ConvertOptions {
-		return &ConvertOptions{IO: io, Resource: firstResource(o), Pid: o.pid}
+		return &ConvertOptions{IO: io, Resource: firstResource(o), Target: targetOf(o)}
 	})
 }
 
 func convertRun(opts *ConvertOptions) error {
-	return rvExit(opts.IO.connect().convert(opts.Pid, opts.Resource))
+	return rvExit(opts.IO.connect().convert(opts.Target, opts.Resource))
 }
 
-// ReleaseOptions is "client release -r RESOURCE ... -p PID", or all leases
+// ReleaseOptions is "client release -r RESOURCE ... -p PID|-C CLIENT_ID", or all leases
 // (-a 1), or orphans (-O 1, of -r or of the -s lockspace).
 type ReleaseOptions struct {
 	IO        *ClientIO
 	Resources []client.Resource // every -r
 	Lockspace string            // -s name (orphans of a lockspace)
-	Pid       int               // -p (default -1)
-	All       bool              // -a nonzero
-	Orphan    bool              // -O nonzero
+	Target
+	All    bool // -a nonzero
+	Orphan bool // -O nonzero
 }
 
 func NewCmdRelease(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
 	return newClientCmd(f, "release", runF, releaseRun, func(o *options, io *ClientIO) *ReleaseOptions {
-		return &ReleaseOptions{IO: io, Resources: o.resources, Lockspace: o.lockspace.Name, Pid: o.pid,
+		return &ReleaseOptions{IO: io, Resources: o.resources, Lockspace: o.lockspace.Name, Target: targetOf(o),
 			All: o.all != 0, Orphan: o.orphan != 0}
 	})
 }
 
 func releaseRun(opts *ReleaseOptions) error { return rvExit(opts.IO.connect().release(opts)) }
 
-// InquireOptions is "client inquire -p PID [-D] [--json]".
+// InquireOptions is "client inquire -p PID|-C CLIENT_ID [-D] [--json]".
 type InquireOptions struct {
-	IO    *ClientIO
-	Pid   int  // -p (default -1)
+	IO *ClientIO
+	Target
 	Debug bool // -D: the state string parsed and rebuilt
 	JSON  bool
 }
 
 func NewCmdInquire(f *Factory, runF func(*InquireOptions) error) *cobra.Command {
 	return newClientCmd(f, "inquire", runF, inquireRun, func(o *options, io *ClientIO) *InquireOptions {
-		return &InquireOptions{IO: io, Pid: o.pid, Debug: o.debug, JSON: o.json}
+		return &InquireOptions{IO: io, Target: targetOf(o), Debug: o.debug, JSON: o.json}
 	})
 }
 
@@ -125,9 +164,9 @@ func inquireRun(opts *InquireOptions) error {
 	c := opts.IO.connect()
 	c.debug = opts.Debug
 	if opts.JSON {
-		return exitWith(c.inquireJSON(opts.Pid))
+		return exitWith(c.inquireJSON(opts.Target))
 	}
-	return rvExit(c.inquire(opts.Pid))
+	return rvExit(c.inquire(opts.Target))
 }
 
 // RequestOptions is "client request -r RESOURCE -f FORCE_MODE".

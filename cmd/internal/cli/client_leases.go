@@ -37,13 +37,14 @@ func (o LeaseArgs) request() ([]client.Resource, uint32) {
 }
 
 func (c *clientRun) acquire(o *AcquireOptions) int {
-	c.printf("acquire pid %d\n", o.Pid)
+	c.printf("acquire %s\n", o.Target)
 	res, flags := o.request()
+	flags |= o.Target.flags()
 	var r int
 	if o.Wait > 0 {
-		r = c.acquireWait(o.Pid, res, flags, o.Wait)
+		r = c.acquireWait(o.Target.id(), res, flags, o.Wait)
 	} else {
-		r = c.call(func() error { return c.cl.Acquire(o.Pid, res, flags, nil) })
+		r = c.call(func() error { return c.cl.Acquire(o.Target.id(), res, flags, nil) })
 	}
 	c.printf("acquire done %d\n", r)
 	return r
@@ -85,26 +86,26 @@ func (c *clientRun) acquireWait(pid int, res []client.Resource, flags uint32, wa
 	}
 }
 
-func (c *clientRun) convert(pid int, resource *client.Resource) int {
-	c.printf("convert pid %d\n", pid)
+func (c *clientRun) convert(t Target, resource *client.Resource) int {
+	c.printf("convert %s\n", t)
 	r := int(client.RvEINVAL)
 	if resource != nil {
 		res := *resource
-		r = c.call(func() error { return c.cl.Convert(pid, &res, 0) })
+		r = c.call(func() error { return c.cl.Convert(t.id(), &res, t.flags()) })
 	}
 	c.printf("convert done %d\n", r)
 	return r
 }
 
 func (c *clientRun) release(o *ReleaseOptions) int {
-	c.printf("release pid %d\n", o.Pid)
+	c.printf("release %s\n", o.Target)
 	var res []client.Resource
-	var flags uint32
+	flags := o.Target.flags()
 	switch {
 	case o.All:
-		flags = client.RelAll
+		flags |= client.RelAll
 	case o.Orphan:
-		flags = client.RelOrphan
+		flags |= client.RelOrphan
 		if len(o.Resources) > 0 {
 			res = o.Resources[:1]
 		} else {
@@ -114,7 +115,7 @@ func (c *clientRun) release(o *ReleaseOptions) int {
 		res = o.Resources
 	}
 	var n int
-	r := c.call(func() (err error) { n, err = c.cl.Release(o.Pid, res, flags); return err })
+	r := c.call(func() (err error) { n, err = c.cl.Release(o.Target.id(), res, flags); return err })
 	if r == 0 {
 		r = n
 	}
@@ -122,11 +123,11 @@ func (c *clientRun) release(o *ReleaseOptions) int {
 	return r
 }
 
-func (c *clientRun) inquire(pid int) int {
-	c.printf("inquire pid %d\n", pid)
+func (c *clientRun) inquire(t Target) int {
+	c.printf("inquire %s\n", t)
 	var state string
 	var count int
-	r := c.call(func() (err error) { state, count, err = c.cl.Inquire(pid); return err })
+	r := c.call(func() (err error) { state, count, err = inquireTarget(c.cl, t); return err })
 	c.printf("inquire done %d res_count %d\n", r, count)
 	if r < 0 {
 		return r
@@ -204,8 +205,20 @@ func (c *clientRun) command(o *CommandOptions) int {
 	printf("register done %d\n", fd)
 	printf("acquire fd %d\n", fd)
 	res, flags := o.request()
-	r = rv(reg.Acquire(res, flags, nil))
+	var held *client.HeldBy
+	if o.Owner {
+		var err error
+		held, err = reg.Acquire2(res, flags, nil)
+		r = rv(err)
+	} else {
+		r = rv(reg.Acquire(res, flags, nil))
+	}
 	printf("acquire done %d\n", r)
+	if held != nil {
+		// The owner ACQUIRE2 named (5.1.1's line).
+		printf("owner: host_id %d generation %d timestamp %d state %s name %s\n",
+			held.Host.HostID, held.Host.Generation, held.Host.Timestamp, held.Host.StateName(), held.Name)
+	}
 	if r < 0 {
 		return 1
 	}
@@ -249,4 +262,12 @@ func errText(err error) string {
 		}
 	}
 	return err.Error()
+}
+
+// inquireTarget is INQUIRE of a pid or, with -C, of a client index.
+func inquireTarget(cl *client.Client, t Target) (string, int, error) {
+	if t.ForClient {
+		return cl.InquireClient(t.ClientID)
+	}
+	return cl.Inquire(t.Pid)
 }

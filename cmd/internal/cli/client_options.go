@@ -80,6 +80,8 @@ func newClientActionCmd(f *Factory, name string) *cobra.Command {
 		return NewCmdRead(f, nil)
 	case "add_lockspace":
 		return NewCmdAddLockspace(f, nil)
+	case "init_host":
+		return NewCmdInitHost(f, nil)
 	case "inq_lockspace":
 		return NewCmdInqLockspace(f, nil)
 	case "rem_lockspace":
@@ -387,21 +389,26 @@ func alignRun(opts *AlignOptions) error { return rvExit(opts.IO.connect().align(
 
 // ---- lockspaces ----
 
-// AddLockspaceOptions is "client add_lockspace -s LOCKSPACE [-o SEC]".
+// AddLockspaceOptions is "client add_lockspace -s LOCKSPACE [-o SEC] [-N 1]".
 type AddLockspaceOptions struct {
 	IO        *ClientIO
 	Lockspace client.Lockspace
-	IOTimeout int // -o or the config file's io_timeout
+	IOTimeout int  // -o or the config file's io_timeout
+	NoDelay   bool // -N nonzero: NODELAY (5.x)
 }
 
 func NewCmdAddLockspace(f *Factory, runF func(*AddLockspaceOptions) error) *cobra.Command {
 	return newClientCmd(f, "add_lockspace", runF, addLockspaceRun, func(o *options, io *ClientIO) *AddLockspaceOptions {
-		return &AddLockspaceOptions{IO: io, Lockspace: o.lockspace, IOTimeout: o.cfg.IOTimeout}
+		return &AddLockspaceOptions{IO: io, Lockspace: o.lockspace, IOTimeout: o.cfg.IOTimeout, NoDelay: o.nodelay != 0}
 	})
 }
 
 func addLockspaceRun(opts *AddLockspaceOptions) error {
-	return rvExit(opts.IO.connect().addLockspace(opts.Lockspace, opts.IOTimeout))
+	var flags uint32
+	if opts.NoDelay {
+		flags = client.AddNoDelay
+	}
+	return rvExit(opts.IO.connect().addLockspace(opts.Lockspace, opts.IOTimeout, flags))
 }
 
 // InqLockspaceOptions is "client inq_lockspace -s LOCKSPACE".

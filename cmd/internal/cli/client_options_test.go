@@ -235,6 +235,7 @@ func TestNewCmdCommand(t *testing.T) {
 		{name: "-P", args: []string{"-P", "1"}, want: &CommandOptions{LeaseArgs: LeaseArgs{Persistent: true}}},
 		{name: "-n", args: []string{"-n", "3"}, want: &CommandOptions{LeaseArgs: LeaseArgs{NumHosts: 3}}},
 		{name: "-O", args: []string{"-O", "1"}, want: &CommandOptions{LeaseArgs: LeaseArgs{Orphan: true}}},
+		{name: "-h", args: []string{"-h", "1"}, want: &CommandOptions{Owner: true}},
 		{name: "-c ends the scan", args: []string{"-c", "/bin/echo", "-p", "x", "-Dx"},
 			want: &CommandOptions{Path: "/bin/echo", Args: []string{"-p", "x", "-Dx"}}},
 		badLetter[CommandOptions](),
@@ -243,16 +244,17 @@ func TestNewCmdCommand(t *testing.T) {
 
 func TestNewCmdAcquire(t *testing.T) {
 	testParse(t, NewCmdAcquire, []parseCase[AcquireOptions]{
-		{name: "none", want: &AcquireOptions{Pid: -1}},
+		{name: "none", want: &AcquireOptions{Target: Target{Pid: -1}}},
 		{name: "-r", args: []string{"-r", "LS:R:/p:1048576"},
-			want: &AcquireOptions{LeaseArgs: LeaseArgs{Resources: []client.Resource{res(t, "LS:R:/p:1048576")}}, Pid: -1}},
-		{name: "-p", args: []string{"-p", "12"}, want: &AcquireOptions{Pid: 12}},
-		{name: "-P", args: []string{"-P", "1"}, want: &AcquireOptions{LeaseArgs: LeaseArgs{Persistent: true}, Pid: -1}},
-		{name: "-n", args: []string{"-n", "2"}, want: &AcquireOptions{LeaseArgs: LeaseArgs{NumHosts: 2}, Pid: -1}},
-		{name: "-O", args: []string{"-O", "1"}, want: &AcquireOptions{LeaseArgs: LeaseArgs{Orphan: true}, Pid: -1}},
-		{name: "--wait", args: []string{"--wait", "2s"}, want: &AcquireOptions{Pid: -1, Wait: 2 * time.Second}},
-		{name: "--wait seconds", args: []string{"--wait", "3"}, want: &AcquireOptions{Pid: -1, Wait: 3 * time.Second}},
-		{name: "-D", args: []string{"-D"}, want: &AcquireOptions{Pid: -1, Debug: true}},
+			want: &AcquireOptions{LeaseArgs: LeaseArgs{Resources: []client.Resource{res(t, "LS:R:/p:1048576")}}, Target: Target{Pid: -1}}},
+		{name: "-p", args: []string{"-p", "12"}, want: &AcquireOptions{Target: Target{Pid: 12}}},
+		{name: "-C", args: []string{"-C", "5"}, want: &AcquireOptions{Target: Target{Pid: -1, ClientID: 5, ForClient: true}}},
+		{name: "-P", args: []string{"-P", "1"}, want: &AcquireOptions{LeaseArgs: LeaseArgs{Persistent: true}, Target: Target{Pid: -1}}},
+		{name: "-n", args: []string{"-n", "2"}, want: &AcquireOptions{LeaseArgs: LeaseArgs{NumHosts: 2}, Target: Target{Pid: -1}}},
+		{name: "-O", args: []string{"-O", "1"}, want: &AcquireOptions{LeaseArgs: LeaseArgs{Orphan: true}, Target: Target{Pid: -1}}},
+		{name: "--wait", args: []string{"--wait", "2s"}, want: &AcquireOptions{Target: Target{Pid: -1}, Wait: 2 * time.Second}},
+		{name: "--wait seconds", args: []string{"--wait", "3"}, want: &AcquireOptions{Target: Target{Pid: -1}, Wait: 3 * time.Second}},
+		{name: "-D", args: []string{"-D"}, want: &AcquireOptions{Target: Target{Pid: -1}, Debug: true}},
 		{name: "--wait needs a value", args: []string{"--wait"}, out: "option '--wait' requires arg\n"},
 		badLetter[AcquireOptions](),
 	})
@@ -260,19 +262,19 @@ func TestNewCmdAcquire(t *testing.T) {
 
 func TestNewCmdConvert(t *testing.T) {
 	testParse(t, NewCmdConvert, []parseCase[ConvertOptions]{
-		{name: "-r", args: []string{"-r", "LS:R"}, want: &ConvertOptions{Resource: resp(t, "LS:R"), Pid: -1}},
-		{name: "-p", args: []string{"-p", "7"}, want: &ConvertOptions{Pid: 7}},
+		{name: "-r", args: []string{"-r", "LS:R"}, want: &ConvertOptions{Resource: resp(t, "LS:R"), Target: Target{Pid: -1}}},
+		{name: "-p", args: []string{"-p", "7"}, want: &ConvertOptions{Target: Target{Pid: 7}}},
 		badLetter[ConvertOptions](),
 	})
 }
 
 func TestNewCmdRelease(t *testing.T) {
 	testParse(t, NewCmdRelease, []parseCase[ReleaseOptions]{
-		{name: "-r", args: []string{"-r", "LS:R"}, want: &ReleaseOptions{Resources: []client.Resource{res(t, "LS:R")}, Pid: -1}},
-		{name: "-s", args: []string{"-s", "LS"}, want: &ReleaseOptions{Lockspace: "LS", Pid: -1}},
-		{name: "-p", args: []string{"-p", "7"}, want: &ReleaseOptions{Pid: 7}},
-		{name: "-a", args: []string{"-a", "1"}, want: &ReleaseOptions{Pid: -1, All: true}},
-		{name: "-O", args: []string{"-O", "1"}, want: &ReleaseOptions{Pid: -1, Orphan: true}},
+		{name: "-r", args: []string{"-r", "LS:R"}, want: &ReleaseOptions{Resources: []client.Resource{res(t, "LS:R")}, Target: Target{Pid: -1}}},
+		{name: "-s", args: []string{"-s", "LS"}, want: &ReleaseOptions{Lockspace: "LS", Target: Target{Pid: -1}}},
+		{name: "-p", args: []string{"-p", "7"}, want: &ReleaseOptions{Target: Target{Pid: 7}}},
+		{name: "-a", args: []string{"-a", "1"}, want: &ReleaseOptions{Target: Target{Pid: -1}, All: true}},
+		{name: "-O", args: []string{"-O", "1"}, want: &ReleaseOptions{Target: Target{Pid: -1}, Orphan: true}},
 		{name: "--wait is acquire's only", args: []string{"--wait", "1s"},
 			out: "unknown option --wait\nspace required before option value\n"},
 		badLetter[ReleaseOptions](),
@@ -281,9 +283,10 @@ func TestNewCmdRelease(t *testing.T) {
 
 func TestNewCmdInquire(t *testing.T) {
 	testParse(t, NewCmdInquire, []parseCase[InquireOptions]{
-		{name: "-p", args: []string{"-p", "7"}, want: &InquireOptions{Pid: 7}},
-		{name: "-D", args: []string{"-D"}, want: &InquireOptions{Pid: -1, Debug: true}},
-		{name: "--json", args: []string{"--json"}, want: &InquireOptions{Pid: -1, JSON: true}},
+		{name: "-p", args: []string{"-p", "7"}, want: &InquireOptions{Target: Target{Pid: 7}}},
+		{name: "-C", args: []string{"-C", "3"}, want: &InquireOptions{Target: Target{Pid: -1, ClientID: 3, ForClient: true}}},
+		{name: "-D", args: []string{"-D"}, want: &InquireOptions{Target: Target{Pid: -1}, Debug: true}},
+		{name: "--json", args: []string{"--json"}, want: &InquireOptions{Target: Target{Pid: -1}, JSON: true}},
 		badLetter[InquireOptions](),
 	})
 }

@@ -39,6 +39,7 @@ var directActionList = []directAction{
 	{use: "next_free <path>[:<offset>]", short: "print the offset of the first free lease area"},
 	{use: "acquire -r RESOURCE -i <host_id> -g <generation>", short: "run one paxos ballot for a resource lease"},
 	{use: "release -r RESOURCE", short: "free a resource lease written by host_id 0"},
+	{use: "init_host -s LOCKSPACE [-g <generation>] [-t <timestamp>] [-N 1] [-e <name>] [-Z 512|4096 -A 1M|2M|4M|8M] [-C 0|1]", short: "write one host's delta lease (5.x)"},
 	{use: "acquire_id -s LOCKSPACE [-e <host_name>]", short: "acquire a host_id lease (left to expire)"},
 	{use: "release_id -s LOCKSPACE", short: "free a host_id lease"},
 	{use: "renew_id -s LOCKSPACE", short: "renew a host_id lease once"},

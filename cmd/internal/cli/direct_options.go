@@ -57,6 +57,8 @@ func newDirectActionCmd(f *Factory, name string) *cobra.Command {
 	switch name {
 	case "init":
 		return NewCmdDirectInit(f, nil)
+	case "init_host":
+		return NewCmdDirectInitHost(f, nil)
 	case "read_leader":
 		return NewCmdDirectReadLeader(f, nil)
 	case "dump":

@@ -377,14 +377,14 @@ func (c *clientRun) renewalJSON(name string) int {
 	return 0
 }
 
-func (c *clientRun) inquireJSON(pid int) int {
+func (c *clientRun) inquireJSON(t Target) int {
 	var state string
 	var count int
-	r := c.call(func() (err error) { state, count, err = c.cl.Inquire(pid); return err })
+	r := c.call(func() (err error) { state, count, err = inquireTarget(c.cl, t); return err })
 	if r < 0 {
 		return c.jsonFail("inquire", r)
 	}
-	out := &InquireJSON{JSONHead: JSONHead{Action: "inquire"}, Pid: pid, ResCount: count, State: state,
+	out := &InquireJSON{JSONHead: JSONHead{Action: "inquire"}, Pid: t.Pid, ResCount: count, State: state,
 		Resources: []InquireResource{}}
 	res, _ := client.ParseState(state)
 	for i := range res {

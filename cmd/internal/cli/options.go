@@ -55,6 +55,12 @@ type options struct {
 	used       int // -u
 	usedSet    bool
 	file       string // -F
+	// -C: a client index (ci= of status -D) for acquire, convert,
+	// release and inquire (3.9.5+), 0|1 (CAW) for init and init_host.
+	clientID    int
+	clientIDSet bool
+	nodelay     int    // -N (add_lockspace: NODELAY; init_host: NO_TIMEOUT)
+	timestamp   uint64 // -t of init_host
 
 	lockspace    client.Lockspace
 	lockspaceSet bool
@@ -134,8 +140,15 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 		i++
 		v := args[i]
 		switch c {
-		case 'Q', 'R', 'H', 'L', 'S', 'U', 'G', 't', 'l', 'b':
+		case 'Q', 'R', 'H', 'L', 'S', 'U', 'G', 'l', 'b':
 			_ = o.cfg.ApplyOption(c, v)
+		case 't':
+			_ = o.cfg.ApplyOption(c, v)
+			o.timestamp, _ = strtoull(v, 0)
+		case 'C':
+			o.clientID, o.clientIDSet = atoi(v), true
+		case 'N':
+			o.nodelay = atoi(v)
 		case 'g':
 			if mode == "daemon" {
 				_ = o.cfg.ApplyOption(c, v)
@@ -156,7 +169,7 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			_ = o.cfg.ApplyOption(c, v)
 			o.wait = atoi(v)
 		case 'h':
-			if mode == "client" && (action == "gets" || action == "read") {
+			if mode == "client" && (action == "gets" || action == "read" || action == "command") {
 				o.getHosts = atoi(v)
 			} else {
 				_ = o.cfg.ApplyOption(c, v)
