@@ -174,46 +174,6 @@ func (d *device) closeQuiet() {
 	d.wd = nil
 }
 
-// arm opens the first usable candidate and sets its timeout to fire
-// seconds, as wdmd 3.8.5 does at its start (docs/wdmd.md "Device
-// selection"). The device stays open.
-func arm(drv Driver, candidates []string, fire int, log *zap.Logger) (*device, error) {
-	for _, p := range candidates {
-		if drv.Stat(p) != nil {
-			continue
-		}
-		wd, err := drv.Open(p)
-		if err != nil {
-			log.Error(fmt.Sprintf("open %s error %d", p, errno(err)))
-			continue
-		}
-		d := &device{drv: drv, path: p, wd: wd, log: log, fire: fire}
-		t, err := wd.GetTimeout()
-		if err != nil {
-			log.Error(fmt.Sprintf("%s failed to report timeout", p))
-			d.closeClean()
-			continue
-		}
-		if t != fire {
-			t, err = wd.SetTimeout(fire)
-			if err != nil {
-				log.Error(fmt.Sprintf("%s failed to set timeout", p))
-				d.closeClean()
-				continue
-			}
-			if t != fire {
-				log.Error(fmt.Sprintf("%s failed to set new timeout", p))
-				d.closeClean()
-				continue
-			}
-		}
-		log.Error(fmt.Sprintf("%s armed with fire_timeout %d", p, fire))
-		return d, nil
-	}
-	log.Error(ErrNoDevice.Error())
-	return nil, ErrNoDevice
-}
-
 func (d *device) isOpen() bool { return d.wd != nil }
 
 // ping is WDIOC_KEEPALIVE; last_keepalive moves even if it fails.

@@ -202,19 +202,6 @@ func (m *Monitor) setTiming(fire int) {
 	m.interval = m.normal
 }
 
-// Arm selects and arms the watchdog device at start, as wdmd 3.8.5 does
-// (docs/wdmd.md "Device selection"): the device stays open until the
-// daemon stops. It fails with ErrNoDevice when no candidate works.
-func (m *Monitor) Arm() error {
-	d, err := arm(m.cfg.Driver, Candidates(m.cfg.FirstDevice), m.cfg.FireTimeout, m.log)
-	if err != nil {
-		return err
-	}
-	m.dev = d
-	m.lazy = false
-	return nil
-}
-
 // Select finds the watchdog device at start without arming it, as wdmd
 // 3.9 and later do (docs/wdmd.md "Opening the device on demand"): the
 // device is opened by the first OPEN_WATCHDOG, or by the REGISTER of a
