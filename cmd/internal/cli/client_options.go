@@ -88,6 +88,8 @@ func newClientActionCmd(f *Factory, name string) *cobra.Command {
 		return NewCmdRemLockspace(f, nil)
 	case "command":
 		return NewCmdCommand(f, nil)
+	case "spawn":
+		return NewCmdSpawn(f, nil)
 	case "acquire":
 		return NewCmdAcquire(f, nil)
 	case "convert":

@@ -49,6 +49,7 @@ var clientActionList = []clientAction{
 		listed: true},
 	{use: "command -r RESOURCE -c <path> <args>", short: "acquire leases, then run a program that holds them (-h 1: with acquire2, printing the owner of a lease held elsewhere)",
 		listed: true},
+	{use: "spawn -r RESOURCE [-h 0|1] [-O 0|1] [-P 0|1] [-d 0|1] -c COUNT CMD [ARG...] [-c COUNT CMD [ARG...]]", short: "acquire leases, run programs one after another as children while holding them, then release (5.x)"},
 	{use: "acquire -r RESOURCE -p <pid>", short: "acquire leases for a process (-C <client_id>: for the client of that index)",
 		listed: true},
 	{use: "convert -r RESOURCE -p <pid>", short: "change a held lease between shared and exclusive (-C <client_id> as for acquire)",

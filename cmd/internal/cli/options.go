@@ -69,6 +69,9 @@ type options struct {
 	rindexSet    bool
 	command      string   // -c
 	commandArgs  []string // after -c's value
+	// spawns are the programs of "client spawn", one per -c COUNT: the
+	// COUNT words after it (the program and its arguments).
+	spawns [][]string
 
 	pathArg    string // direct dump / next_free
 	pathArgSet bool
@@ -169,7 +172,7 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			_ = o.cfg.ApplyOption(c, v)
 			o.wait = atoi(v)
 		case 'h':
-			if mode == "client" && (action == "gets" || action == "read" || action == "command") {
+			if mode == "client" && (action == "gets" || action == "read" || action == "command" || action == "spawn") {
 				o.getHosts = atoi(v)
 			} else {
 				_ = o.cfg.ApplyOption(c, v)
@@ -243,6 +246,20 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			}
 			_ = o.cfg.ApplyOption(c, v) // strict_peer, metrics_address (ours)
 		case 'c':
+			if mode == "client" && action == "spawn" {
+				// -c COUNT: the next COUNT words are one program and
+				// its arguments; scanning goes on after them.
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return usageErr("spawn -c COUNT must be a positive number: " + v)
+				}
+				if n > len(args)-1-i {
+					return usageErr("spawn -c COUNT past the end of arguments")
+				}
+				o.spawns = append(o.spawns, append([]string(nil), args[i+1:i+1+n]...))
+				i += n
+				continue
+			}
 			o.command = v
 			o.commandArgs = append([]string(nil), args[i+1:]...)
 			i = len(args)
