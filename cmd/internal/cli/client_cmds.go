@@ -131,8 +131,27 @@ func (c *clientRun) readLockspace(req client.Lockspace, sizeFlags uint32) int {
 		c.printf("io_timeout %d\n", ioTimeout)
 		c.printf("sector_size %d\n", diskfmt.SectorFromFlags(ls.Flags))
 		c.printf("align_size %d\n", diskfmt.AlignFromFlags(ls.Flags))
+		// The tool of a 5.x release adds whether the host's delta lease
+		// is NO_TIMEOUT; printed for a daemon that says it is 5.x, so
+		// that the lines stay 3.8.5's with any other.
+		if c.daemonAtLeast5() {
+			nt := 0
+			if ls.Flags&client.LSFNoTimeout != 0 {
+				nt = 1
+			}
+			c.printf("no_timeout %d\n", nt)
+		}
 	}
 	return 0
+}
+
+// daemonAtLeast5 says whether the daemon reports a 5.x or later version.
+func (c *clientRun) daemonAtLeast5() bool {
+	var v uint32
+	if c.call(func() (err error) { v, _, err = c.cl.Version(); return err }) < 0 {
+		return false
+	}
+	return v>>24 >= 5
 }
 
 func (c *clientRun) readResource(req client.Resource, sizeFlags uint32, owners bool) int {
