@@ -12,15 +12,16 @@ const (
 )
 
 // RestrictSignal is the signal a client with the given restrict flags gets
-// when sig is due: RestrictSigkill turns SIGKILL into SIGTERM,
-// RestrictSigterm turns SIGTERM into SIGKILL, and any other signal is sent
-// as it is.
+// when sig is due. The two substitutions apply in order, as sanlock
+// applies them: RestrictSigkill turns SIGKILL into SIGTERM, then
+// RestrictSigterm turns SIGTERM into SIGKILL; so with both flags every
+// kill is a SIGKILL. Any other signal is sent as it is.
 func RestrictSignal(restrict uint32, sig syscall.Signal) syscall.Signal {
-	switch {
-	case sig == syscall.SIGKILL && restrict&RestrictSigkill != 0:
-		return syscall.SIGTERM
-	case sig == syscall.SIGTERM && restrict&RestrictSigterm != 0:
-		return syscall.SIGKILL
+	if sig == syscall.SIGKILL && restrict&RestrictSigkill != 0 {
+		sig = syscall.SIGTERM
+	}
+	if sig == syscall.SIGTERM && restrict&RestrictSigterm != 0 {
+		sig = syscall.SIGKILL
 	}
 	return sig
 }

@@ -17,7 +17,7 @@ func TestRestrictSignal(t *testing.T) {
 		{RestrictSigkill, syscall.SIGTERM, syscall.SIGTERM},
 		{RestrictSigterm, syscall.SIGTERM, syscall.SIGKILL},
 		{RestrictSigterm, syscall.SIGKILL, syscall.SIGKILL},
-		{RestrictSigkill | RestrictSigterm, syscall.SIGKILL, syscall.SIGTERM},
+		{RestrictSigkill | RestrictSigterm, syscall.SIGKILL, syscall.SIGKILL},
 		{RestrictSigkill | RestrictSigterm, syscall.SIGTERM, syscall.SIGKILL},
 		{RestrictAll, syscall.SIGKILL, syscall.SIGKILL},
 		{RestrictSigkill | RestrictSigterm, syscall.SIGUSR1, syscall.SIGUSR1},
