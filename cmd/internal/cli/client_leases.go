@@ -204,21 +204,7 @@ func (c *clientRun) command(o *CommandOptions) int {
 	}
 	printf("register done %d\n", fd)
 	printf("acquire fd %d\n", fd)
-	res, flags := o.request()
-	var held *client.HeldBy
-	if o.Owner {
-		var err error
-		held, err = reg.Acquire2(res, flags, nil)
-		r = rv(err)
-	} else {
-		r = rv(reg.Acquire(res, flags, nil))
-	}
-	printf("acquire done %d\n", r)
-	if held != nil {
-		// The owner ACQUIRE2 named (5.1.1's line).
-		printf("owner: host_id %d generation %d timestamp %d state %s name %s\n",
-			held.Host.HostID, held.Host.Generation, held.Host.Timestamp, held.Host.StateName(), held.Name)
-	}
+	r = acquireLines(reg, o.LeaseArgs, o.Owner, printf)
 	if r < 0 {
 		return 1
 	}
@@ -270,4 +256,27 @@ func inquireTarget(cl *client.Client, t Target) (string, int, error) {
 		return cl.InquireClient(t.ClientID)
 	}
 	return cl.Inquire(t.Pid)
+}
+
+// acquireLines is the acquire of `client command` and `client spawn` on
+// the registered connection reg, with its lines: ACQUIRE, or ACQUIRE2
+// when owner is set (-h 1), then "acquire done N" and, for a lease held
+// by another host, 5.1.1's owner line. It returns the result.
+func acquireLines(reg *client.Reg, a LeaseArgs, owner bool, printf func(string, ...any)) int {
+	res, flags := a.request()
+	var held *client.HeldBy
+	var r int
+	if owner {
+		var err error
+		held, err = reg.Acquire2(res, flags, nil)
+		r = rv(err)
+	} else {
+		r = rv(reg.Acquire(res, flags, nil))
+	}
+	printf("acquire done %d\n", r)
+	if held != nil {
+		printf("owner: host_id %d generation %d timestamp %d state %s name %s\n",
+			held.Host.HostID, held.Host.Generation, held.Host.Timestamp, held.Host.StateName(), held.Name)
+	}
+	return r
 }

@@ -86,21 +86,7 @@ func (c *clientRun) spawn(o *SpawnOptions) int {
 		return 1
 	}
 	printf("acquire fd %d\n", fd)
-	res, flags := o.request()
-	var held *client.HeldBy
-	if o.Owner {
-		var err error
-		held, err = reg.Acquire2(res, flags, nil)
-		r = rv(err)
-	} else {
-		r = rv(reg.Acquire(res, flags, nil))
-	}
-	printf("acquire done %d\n", r)
-	if held != nil {
-		printf("owner: host_id %d generation %d timestamp %d state %s name %s\n",
-			held.Host.HostID, held.Host.Generation, held.Host.Timestamp, held.Host.StateName(), held.Name)
-	}
-	if r < 0 {
+	if r = acquireLines(reg, o.LeaseArgs, o.Owner, printf); r < 0 {
 		fmt.Fprintf(c.stderr, "spawn: acquire failed (%d): no program run\n", r)
 		return 1
 	}
