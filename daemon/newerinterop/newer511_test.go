@@ -2,6 +2,7 @@ package newerinterop
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,9 +18,17 @@ import (
 // /var/tmp (the same path inside the trees), removed at cleanup.
 func leaseFiles(t *testing.T, names ...string) []string {
 	t.Helper()
-	dir, err := os.MkdirTemp("/var/tmp", "newer")
-	if err != nil {
-		t.Fatal(err)
+	// A name of fixed length: the paths show in replies that the tests
+	// compare by length between two daemons.
+	var dir string
+	for i := 0; dir == ""; i++ {
+		d := fmt.Sprintf("/var/tmp/newer%08x", rand.Uint32())
+		switch err := os.Mkdir(d, 0o755); {
+		case err == nil:
+			dir = d
+		case !os.IsExist(err) || i > 100:
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	var paths []string

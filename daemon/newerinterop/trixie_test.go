@@ -60,7 +60,8 @@ func TestTrixie395(t *testing.T) {
 
 	// What 3.9.5 answered: NODELAY, LOCAL, IO_TIMEOUT and LS_FLAGS are
 	// not known yet (the join took the full 21 s; GET_HOSTS answers as
-	// without the flag, -11 before the first renewal; LS_FLAGS with flags
+	// without the flag: -11 before the first renewal read, the hosts
+	// after it, so either is accepted; LS_FLAGS with flags
 	// 0 formats the area), FOR_CLIENT_ID is, and 41-44 get no reply.
 	want := []struct {
 		name    string
@@ -84,6 +85,9 @@ func TestTrixie395(t *testing.T) {
 	for _, w := range want {
 		r := results[w.name]
 		tab.WriteString(w.name + ": " + r.String() + "\n")
+		if w.name == "get_hosts 0x1" && r.result() == 0 && !r.NoReply && !r.Closed {
+			continue // the hosts, once the first renewal has read them
+		}
 		if r.NoReply != w.noReply || r.Closed || (!w.noReply && r.result() != w.result) {
 			t.Errorf("%s: 3.9.5 answered %s, want %d (no reply: %v)", w.name, r, w.result, w.noReply)
 		}

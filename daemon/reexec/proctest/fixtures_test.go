@@ -3,6 +3,7 @@ package proctest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,10 +56,12 @@ func startProcDaemonBin(t *testing.T, src string, env []string, args ...string) 
 	logf, err := os.Create(filepath.Join(d.dir, "daemon.out"))
 	require.NoError(t, err)
 	t.Cleanup(func() { logf.Close() })
-	cmd := exec.Command(bin, append([]string{"daemon", "-D", "-l", "0"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "SANLOCK_RUN_DIR="+d.dir, "SANLOCK_PRIVILEGED=0"), env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
+	cmd := startBusy(t, func() *exec.Cmd {
+		cmd := exec.Command(bin, append([]string{"daemon", "-D", "-l", "0"}, args...)...)
+		cmd.Env = append(append(os.Environ(), "SANLOCK_RUN_DIR="+d.dir, "SANLOCK_PRIVILEGED=0"), env...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		return cmd
+	})
 	go func() { _ = cmd.Wait() }()
 	t.Cleanup(func() {
 		if p := d.pid(); p > 0 {
@@ -288,3 +291,22 @@ func gone(pid int) bool {
 
 // reexecBinary is our sanlock binary (testutil.SanlockBinary).
 func reexecBinary(t *testing.T) string { return testutil.SanlockBinary(t) }
+
+// startBusy starts the command mk makes, again while the binary it names
+// is busy (ETXTBSY): a binary just written can be held open for writing
+// for a moment by a child that another test's fork made meanwhile, until
+// that child execs.
+func startBusy(t *testing.T, mk func() *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	for i := 0; ; i++ {
+		cmd := mk()
+		err := cmd.Start()
+		if err == nil {
+			return cmd
+		}
+		if !errors.Is(err, syscall.ETXTBSY) || i == 100 {
+			require.NoError(t, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -40,10 +40,12 @@ func TestReexecProcess(t *testing.T) {
 	logf, err := os.Create(filepath.Join(dir, "daemon.out"))
 	require.NoError(t, err)
 	defer logf.Close()
-	cmd := exec.Command(bin, "daemon", "-D", "-w", "0", "-l", "0")
-	cmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+dir, "SANLOCK_PRIVILEGED=0")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
+	cmd := startBusy(t, func() *exec.Cmd {
+		cmd := exec.Command(bin, "daemon", "-D", "-w", "0", "-l", "0")
+		cmd.Env = append(os.Environ(), "SANLOCK_RUN_DIR="+dir, "SANLOCK_PRIVILEGED=0")
+		cmd.Stdout, cmd.Stderr = logf, logf
+		return cmd
+	})
 	go func() { _ = cmd.Wait() }()
 	pidOf := func() int {
 		b, _ := os.ReadFile(filepath.Join(dir, daemon.PidFileName))
