@@ -8,7 +8,7 @@ FUZZTIME ?= 3s
 
 all: build
 
-# sanlock is built without cgo (docs/performance.md "Memory (session 6)"):
+# sanlock is built without cgo (docs/performance.md "Build without cgo"):
 # libc costs an idle daemon 1.7 MB of RSS, and cgo served only os/user
 # and the net resolver. User and group names (-U, -G, the "sanlock" user)
 # are then read from /etc/passwd and /etc/group, not through NSS.
@@ -40,13 +40,12 @@ build:
 #     mixed-version clusters on the Debian trees, escalation) and the
 #     short fault battery: they measure holdings per second and timelines,
 #     which two loaded cores beside other test binaries starve
-#     (TestMixedCluster fell from 26 to 8 holdings/s).
+#     (TestMixedCluster: 26 holdings/s alone, 8 beside them).
 #
 # The simulator runs once, at full size (100,000 simulated lease
-# operations), without -race (under -race it ran 10 seeds, 17-19 s of CPU,
-# before the 200 of the full run; what that gave up is the race detector
-# on the simulator's own code, its tests running on one P; paxos and delta
-# keep their own race runs). The tests that need our sanlock binary take
+# operations), without -race: a race run of 10 seeds costs 17-19 s of CPU
+# and would only cover the simulator's own code, whose tests run on one P;
+# paxos and delta have their own race runs. The tests that need our sanlock binary take
 # the bin/sanlock built here ($GOSANLOCK_TEST_SANLOCK) instead of linking
 # their own (in the race step: daemon/reexec/proctest, the reexec tests
 # with real daemon processes).
