@@ -1,4 +1,4 @@
-package diskfmt
+package diskio
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func TestAIOConcurrentSelfReap(t *testing.T) {
 	if ok, _ := AIOStatus(); !ok {
 		t.Skip("no native AIO")
 	}
-	dir, err := os.MkdirTemp("/var/tmp", "gs-diskfmt-")
+	dir, err := os.MkdirTemp("/var/tmp", "gs-diskio-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	const workers, rounds = 8, 40

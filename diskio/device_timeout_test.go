@@ -1,4 +1,4 @@
-package diskfmt
+package diskio
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
@@ -45,7 +46,7 @@ func TestRunTimeoutAbandonsBuffer(t *testing.T) {
 }
 
 func TestFileReadWriteAndShortRead(t *testing.T) {
-	dir, err := os.MkdirTemp("/var/tmp", "gs-diskfmt-")
+	dir, err := os.MkdirTemp("/var/tmp", "gs-diskio-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "leases")
@@ -75,7 +76,7 @@ func TestFileReadWriteAndShortRead(t *testing.T) {
 		r[i] = 0xFF
 	}
 	err = d.ReadAt(ctx, r, 7680)
-	require.True(t, IsShortRead(err), "err = %v", err)
+	require.True(t, diskfmt.IsShortRead(err), "err = %v", err)
 	require.Equal(t, make([]byte, 512), r[512:])
 
 	// Unaligned I/O is refused by O_DIRECT with EINVAL (-22).
@@ -88,7 +89,7 @@ func TestFileReadWriteAndShortRead(t *testing.T) {
 }
 
 // hangDevice blocks every I/O until its context ends.
-type hangDevice struct{ Device }
+type hangDevice struct{ diskfmt.Device }
 
 func (hangDevice) ReadAt(ctx context.Context, _ []byte, _ int64) error {
 	<-ctx.Done()
@@ -153,7 +154,7 @@ func TestCloseDoesNotWaitForAbandonedIO(t *testing.T) {
 // TestFileSyncFallback: the synchronous fallback reads and writes like the
 // AIO path.
 func TestFileSyncFallback(t *testing.T) {
-	dir, err := os.MkdirTemp("/var/tmp", "gs-diskfmt-")
+	dir, err := os.MkdirTemp("/var/tmp", "gs-diskio-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "leases")
@@ -172,7 +173,7 @@ func TestFileSyncFallback(t *testing.T) {
 		require.Equal(t, w, b.Bytes())
 		b.Release()
 		_, err = ReadBuf(ctx, d, 1024, 7680)
-		require.True(t, IsShortRead(err), "err = %v", err)
+		require.True(t, diskfmt.IsShortRead(err), "err = %v", err)
 		// A misaligned buffer length fails with EINVAL on both paths.
 		err = d.WriteAt(ctx, make([]byte, 100), 0)
 		require.Equal(t, rescode.ErrEINVAL, rescode.CodeOf(err))

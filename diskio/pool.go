@@ -1,4 +1,4 @@
-package diskfmt
+package diskio
 
 import (
 	"context"
@@ -199,7 +199,7 @@ func (b *Buf) Release() {
 // the kernel zeroed each one (two thirds of the idle daemon's CPU time,
 // docs/performance.md "Idle cost (session 10)"), and the unmapped ones
 // stayed resident until the next collection. So a background read of the
-// large classes (diskfmt.Background: renewals only) first takes one of
+// large classes (Background: renewals only) first takes one of
 // bgReadTurns turns, waiting for one up to bgReadWait, and gives it back
 // with its buffer: a burst then cycles through two or three pooled buffers,
 // a read of a few milliseconds each. The wait is bounded, so storage that
