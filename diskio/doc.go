@@ -13,6 +13,6 @@
 //   - hugebuf.go: huge-page regions behind the large buffer classes.
 //
 // Native AIO is off for the whole process when GOSANLOCK_SYNC_IO=1 is in
-// the environment at the first OpenFile; OpenFileSync selects the
-// synchronous fallback for one device.
+// the environment at the engine's first use (OpenFile, AIOStatus);
+// OpenFileSync selects the synchronous fallback for one device.
 package diskio
