@@ -334,7 +334,9 @@ func (c *Conn) dispatch(q *wire.Request) error {
 	if cmd != wire.CmdRegister && s.cfg.DebugCmd(cmd) {
 		s.lg.Debug("cmd_"+cmd.DebugName(), zap.Int("ci", c.slot), zap.Int("fd", c.fd))
 	}
-	s.deps.Procs.Begin()
+	if s.deps.Tuning != nil {
+		s.deps.Tuning.RequestBegin()
+	}
 	end := s.metricsOf().Begin(q)
 	var err error
 	if reexec.Restartable(q) {
@@ -343,7 +345,9 @@ func (c *Conn) dispatch(q *wire.Request) error {
 		err = r.h(s.ctx, c, q)
 	}
 	end()
-	s.deps.Procs.End()
+	if s.deps.Tuning != nil {
+		s.deps.Tuning.RequestEnd()
+	}
 	c.mu.Lock()
 	c.cmdActive = 0
 	c.mu.Unlock()

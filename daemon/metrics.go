@@ -40,15 +40,15 @@ func (s *Server) metricsOf() *metrics.Endpoint {
 type metricsRef = atomic.Pointer[metrics.Endpoint]
 
 // renewalHook returns the delta.Config.OnRenewal of lockspace space.
-// It also calls Deps.Settled once, at the lockspace's second renewal: by
+// It also calls Tuning.Settled once, at the lockspace's second renewal: by
 // then the join (or the adoption at a reexec) is over and the renewal
 // path has run.
 func (s *Server) renewalHook(space string) func(error, int64, int64) {
 	var n atomic.Int32
 	return func(err error, readMs, writeMs int64) {
 		s.metricsOf().Renewal(space, err, readMs, writeMs)
-		if s != nil && s.deps.Settled != nil && n.Load() < 2 && n.Add(1) == 2 {
-			s.deps.Settled()
+		if s != nil && s.deps.Tuning != nil && n.Load() < 2 && n.Add(1) == 2 {
+			s.deps.Tuning.Settled()
 		}
 	}
 }

@@ -153,11 +153,11 @@ func targetConn(c *Conn, q *wire.Request) (manager.ClientID, int32) {
 	return 0, rescode.RvESRCH
 }
 
-// leaseWork counts an acquire or a release and calls Deps.Settled after
+// leaseWork counts an acquire or a release and calls Tuning.Settled after
 // every leaseBurst of them.
 func (s *Server) leaseWork() {
-	if s.deps.Settled != nil && s.leaseOps.Add(1)%leaseBurst == 0 {
-		s.deps.Settled()
+	if s.deps.Tuning != nil && s.leaseOps.Add(1)%leaseBurst == 0 {
+		s.deps.Tuning.Settled()
 	}
 }
 

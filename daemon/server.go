@@ -21,7 +21,6 @@ import (
 	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/daemon/reexec"
 	"github.com/gosanlock/gosanlock/internal/process"
-	"github.com/gosanlock/gosanlock/internal/procs"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -54,20 +53,31 @@ type Deps struct {
 	// OnClientDead, when set, runs after ResourceManager.ClientDead for
 	// every registered connection that ends while the daemon is running.
 	OnClientDead func(*ClientInfo)
-	// Procs, when set, follows the requests in flight to size GOMAXPROCS
-	// (the daemon process only: it changes the whole process).
-	Procs *procs.Governor
-	// Settled, when set, runs when a lockspace that was joined (or adopted
-	// at a reexec) has renewed twice, on the renewal's goroutine, and after
-	// every leaseBurst-th acquire or release, on the handler's goroutine: it
-	// must return at once. The daemon process uses it to drop, once the
-	// calls stop, its mappings of the binary that the joins or the acquires
-	// needed, and the heap their garbage left (docs/performance.md "Memory
-	// (session 7)", "Held leases (session 9)").
-	Settled func()
+	// Tuning, when set, is told when each client request begins and ends
+	// and when a burst of work has settled, so that the daemon process can
+	// fit its memory and processor use to it (internal/memtune; the daemon
+	// process only: it changes the whole process).
+	Tuning Tuning
 }
 
-// leaseBurst: acquires and releases between two calls of Deps.Settled.
+// Tuning is what the daemon tells the process's tuning about its work.
+// Every method must return at once.
+type Tuning interface {
+	// RequestBegin and RequestEnd bracket every client request, on the
+	// connection's goroutine.
+	RequestBegin()
+	RequestEnd()
+	// Settled runs when a lockspace that was joined (or adopted at a
+	// reexec) has renewed twice, on the renewal's goroutine, and after every
+	// leaseBurst-th acquire or release, on the handler's goroutine. The
+	// daemon process then drops, once the calls stop, its mappings of the
+	// binary that the joins or the acquires needed, and the heap their
+	// garbage left (docs/performance.md "Memory (session 7)", "Held leases
+	// (session 9)").
+	Settled()
+}
+
+// leaseBurst: acquires and releases between two calls of Tuning.Settled.
 // Small enough that a burst of a few dozen calls (a host starting its
 // guests) is followed by a trim, large enough that a steady load calls it
 // a few times a second at most.

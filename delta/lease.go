@@ -10,6 +10,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
@@ -18,7 +19,7 @@ import (
 // Its methods are thin drivers (read, decide, write, sleep); the decisions
 // are the pure functions in acquire.go, renew.go and release.go.
 //
-// Every read lands in a pooled aligned buffer (diskfmt.ReadBuf; a buffer
+// Every read lands in a pooled aligned buffer (diskio.ReadBuf; a buffer
 // whose read timed out is never pooled again) and every I/O gets its own
 // context whose deadline is the spec's per-I/O timeout (docs/timing.md "Per-I/O timeouts"). I/O
 // contexts are detached from the caller's cancellation: an I/O that has started runs until it
@@ -62,11 +63,11 @@ func ioContext(ctx context.Context, timeout time.Duration) (context.Context, con
 // read reads n bytes at off into a pooled buffer that the caller
 // releases. After a failure there is no buffer: a device that timed out may
 // still be filling it.
-func (l *Lease) read(ctx context.Context, n int, off int64, timeout time.Duration) (*diskfmt.Buf, time.Duration, error) {
+func (l *Lease) read(ctx context.Context, n int, off int64, timeout time.Duration) (*diskio.Buf, time.Duration, error) {
 	ioctx, cancel := ioContext(ctx, timeout)
 	defer cancel()
 	start := l.Clock.Now()
-	b, err := diskfmt.ReadBuf(ioctx, l.Dev, n, off)
+	b, err := diskio.ReadBuf(ioctx, l.Dev, n, off)
 	took := l.Clock.Now() - start
 	if err != nil {
 		return nil, took, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
@@ -367,9 +368,9 @@ func (r *renewer) renew(ctx context.Context) {
 	ls.mu.Unlock()
 
 	// Renewals are background I/O: their latency does not matter, their
-	// wake-ups of an idle process do (diskfmt.Background).
+	// wake-ups of an idle process do (diskio.Background).
 	if r.ioCtx == nil {
-		r.ioCtx = context.WithoutCancel(diskfmt.Background(ctx))
+		r.ioCtx = context.WithoutCancel(diskio.Background(ctx))
 	}
 	// A new io_timeout (SetIOTimeout): a lower one rules our deadlines
 	// before the lease says it, a higher one after.

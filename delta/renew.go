@@ -9,6 +9,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
@@ -48,7 +49,7 @@ type RenewOutput struct {
 	// read failed. It is AreaBuf's bytes and belongs to the caller, who
 	// may give AreaBuf back to the pool once nothing uses Area any more.
 	Area    []byte
-	AreaBuf *diskfmt.Buf
+	AreaBuf *diskio.Buf
 	// Leader is the record written (valid on success).
 	Leader diskfmt.Leader
 	// Timestamp is the new timestamp (valid on success).

@@ -1,5 +1,8 @@
 // Package diskfmt is the on-disk format of sanlock 3.8.5 leases, byte for
-// byte, plus the Device abstraction that reads and writes it.
+// byte (docs/ondisk.md), the Device interface it is read and written
+// through, and the helpers that read, check and write whole records over a
+// Device. It does no I/O of its own: package diskio has the device over real
+// disks, package testdisk the ones of the tests.
 //
 // All integers are little-endian. Every structure is encoded and decoded
 // field by field at fixed offsets; nothing depends on Go memory layout.
@@ -34,8 +37,9 @@
 //
 // The checksum covers bytes [0,168); io_timeout and the write_* fields are
 // outside it. Versions are major<<16|minor; delta majors 3, 4, 5 and paxos
-// majors 6, 7 share this layout (docs/ondisk.md "Format versions"). In a delta lease write_id/write_generation/write_timestamp
-// carry the host event (generation, event, data).
+// majors 6, 7 share this layout (docs/ondisk.md "Format versions"). In a
+// delta lease write_id/write_generation/write_timestamp carry the host
+// event (generation, event, data).
 //
 // # Checksum
 //

@@ -193,3 +193,11 @@ func GeometryFromLeader(l *Leader) (Geometry, error) {
 	}
 	return g, nil
 }
+
+// roundUp rounds n up to a multiple of to (to for n <= 0).
+func roundUp(n, to int) int {
+	if n <= 0 {
+		return to
+	}
+	return (n + to - 1) / to * to
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 )
 
 // Resource names a resource lease: a paxos lease of Lockspace stored at
@@ -305,7 +306,7 @@ func (l *Lease) requested() (bool, error) {
 	tok := l.token
 	l.mu.Unlock()
 	d := l.res.Disks[0]
-	f, err := diskfmt.OpenFile(d.Path)
+	f, err := diskio.OpenFile(d.Path)
 	if err != nil {
 		return false, err
 	}

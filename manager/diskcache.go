@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 )
 
 // diskCache shares one open device per path among the resource leases of
@@ -12,7 +13,7 @@ import (
 // (sanlock 3.8.5 holds 1,500 leases on one file with 11 descriptors). A
 // device is opened by its first user and closed with its last: every open
 // returns the same *sharedDisk, and every Close of it drops one
-// reference. A device is safe for concurrent use (diskfmt.File is), and
+// reference. A device is safe for concurrent use (diskio.File is), and
 // its own per-device bounds (in-flight requests, stuck requests) then apply
 // to the disk as a whole, which is what they are meant for.
 type diskCache struct {
@@ -23,7 +24,7 @@ type diskCache struct {
 }
 
 // sharedDisk is one open device and its users. It implements
-// diskfmt.Device (and diskfmt.BufReader, so pooled reads stay copy-free);
+// diskfmt.Device (and diskio.BufReader, so pooled reads stay copy-free);
 // Close releases one reference.
 type sharedDisk struct {
 	c     *diskCache
@@ -59,7 +60,7 @@ func (c *diskCache) get(path string) (diskfmt.Device, error) {
 
 	d.dev, d.err = c.open(path)
 	if d.err != nil {
-		d.dev = nil // may be a typed nil (a nil *diskfmt.File)
+		d.dev = nil // may be a typed nil (a nil *diskio.File)
 		c.mu.Lock()
 		if c.disks[path] == d {
 			delete(c.disks, path) // later users try again
@@ -104,8 +105,8 @@ func (d *sharedDisk) WriteAt(ctx context.Context, p []byte, off int64) error {
 	return d.dev.WriteAt(ctx, p, off)
 }
 
-func (d *sharedDisk) ReadBuf(ctx context.Context, n int, off int64) (*diskfmt.Buf, error) {
-	return diskfmt.ReadBuf(ctx, d.dev, n, off)
+func (d *sharedDisk) ReadBuf(ctx context.Context, n int, off int64) (*diskio.Buf, error) {
+	return diskio.ReadBuf(ctx, d.dev, n, off)
 }
 
 func (d *sharedDisk) SectorSize() int { return d.dev.SectorSize() }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
@@ -18,8 +19,8 @@ func TestDiskCache(t *testing.T) {
 	c := newDiskCache(func(p string) (diskfmt.Device, error) {
 		opens++
 		if fail {
-			var f *diskfmt.File
-			return f, os.ErrNotExist // a typed nil, as diskfmt.OpenFile returns
+			var f *diskio.File
+			return f, os.ErrNotExist // a typed nil, as diskio.OpenFile returns
 		}
 		return &countClose{Mem: testdisk.NewMem(1<<20, 512), closes: &closes}, nil
 	})

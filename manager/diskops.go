@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -42,7 +43,7 @@ const sizeFlagBits = diskfmt.FlagSector512 | diskfmt.FlagSector4K | diskfmt.Flag
 // there is one (so tests can inject devices). An open failure is returned
 // as its -errno result code (sanlock logs "open error -2 <path>").
 func (d *DiskOps) openRaw(path string) (diskfmt.Device, error) {
-	open := func(p string) (diskfmt.Device, error) { return diskfmt.OpenFile(p) }
+	open := func(p string) (diskfmt.Device, error) { return diskio.OpenFile(p) }
 	if d.ls != nil {
 		open = d.ls.Open
 	}
@@ -68,7 +69,7 @@ func (d *DiskOps) bound(dev diskfmt.Device, ioTimeout int) diskfmt.Device {
 	if ioTimeout <= 0 {
 		ioTimeout = DefaultIOTimeout
 	}
-	return diskfmt.WithIOTimeout(dev, time.Duration(ioTimeout)*time.Second)
+	return diskio.WithIOTimeout(dev, time.Duration(ioTimeout)*time.Second)
 }
 
 // open is openRaw plus bound.
@@ -280,7 +281,7 @@ func (d *DiskOps) Align(path string) (int, error) {
 	if path == "" {
 		return 0, rescode.ErrENODEV
 	}
-	f, err := diskfmt.OpenFile(path)
+	f, err := diskio.OpenFile(path)
 	if err != nil {
 		return 0, rescode.ErrENODEV
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/sanlog"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -27,7 +28,7 @@ type LockspacesConfig struct {
 	// Clock is the monotonic clock of every lockspace (nil:
 	// clock.NewSystem(), i.e. CLOCK_MONOTONIC).
 	Clock clock.Clock
-	// Open opens a lockspace path (nil: diskfmt.OpenFile, O_DIRECT|O_SYNC).
+	// Open opens a lockspace path (nil: diskio.OpenFile, O_DIRECT|O_SYNC).
 	// Any error makes add_lockspace fail with -ENODEV.
 	Open func(path string) (diskfmt.Device, error)
 	// Kill sends a signal to a lease holder (nil: kill(2)).
@@ -153,7 +154,7 @@ func newLockspaces(cfg LockspacesConfig) *Lockspaces {
 		cfg.Clock = clock.NewSystem()
 	}
 	if cfg.Open == nil {
-		cfg.Open = func(p string) (diskfmt.Device, error) { return diskfmt.OpenFile(p) }
+		cfg.Open = func(p string) (diskfmt.Device, error) { return diskio.OpenFile(p) }
 	}
 	if cfg.Kill == nil {
 		cfg.Kill = func(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }

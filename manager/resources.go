@@ -15,6 +15,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/sanlog"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -24,7 +25,7 @@ import (
 // ResourcesConfig holds what the resource manager takes from outside. Zero
 // values select the production choices.
 type ResourcesConfig struct {
-	// Open opens a resource disk (nil: diskfmt.OpenFile, O_DIRECT|O_SYNC).
+	// Open opens a resource disk (nil: diskio.OpenFile, O_DIRECT|O_SYNC).
 	Open func(path string) (diskfmt.Device, error)
 	// Kill sends a signal to a lease holder (nil: kill(2)).
 	Kill func(pid int, sig syscall.Signal) error
@@ -143,7 +144,7 @@ type spaceView interface {
 // newResources returns an empty resource table.
 func newResources(cfg ResourcesConfig) *Resources {
 	if cfg.Open == nil {
-		cfg.Open = func(p string) (diskfmt.Device, error) { return diskfmt.OpenFile(p) }
+		cfg.Open = func(p string) (diskfmt.Device, error) { return diskio.OpenFile(p) }
 	}
 	if cfg.Kill == nil {
 		cfg.Kill = func(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }

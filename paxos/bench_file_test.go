@@ -9,6 +9,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 )
 
 // BenchmarkAcquireReleaseFile is one uncontended exclusive acquire + release
@@ -34,8 +35,8 @@ func BenchmarkAcquireReleaseFile(b *testing.B) {
 	}
 	for _, mode := range []struct {
 		name string
-		open func(string) (*diskfmt.File, error)
-	}{{"aio", diskfmt.OpenFile}, {"sync", diskfmt.OpenFileSync}} {
+		open func(string) (*diskio.File, error)
+	}{{"aio", diskio.OpenFile}, {"sync", diskio.OpenFileSync}} {
 		b.Run(mode.name, func(b *testing.B) {
 			dev, err := mode.open(path)
 			if err != nil {

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // This file is the multi-disk I/O of a lease (docs/paxos.md "Several disks"). Every I/O is
 // issued alone, in disk order, with a context whose deadline is our
-// io_timeout. Reads land in pooled aligned buffers (diskfmt.ReadBuf) that
+// io_timeout. Reads land in pooled aligned buffers (diskio.ReadBuf) that
 // are released once decoded; a buffer whose read failed is never seen
 // again, and one whose read timed out is never pooled again, so a late
 // completion cannot corrupt later data.
@@ -32,7 +33,7 @@ func ioErr(err error, code rescode.Code) error {
 
 // read reads n bytes at rel on one disk into a pooled buffer, which the
 // caller releases once it has decoded what it needs.
-func (l *Lease) read(ctx context.Context, disk int, n int, rel int64) (*diskfmt.Buf, error) {
+func (l *Lease) read(ctx context.Context, disk int, n int, rel int64) (*diskio.Buf, error) {
 	return readDisk(ctx, l.Disks[disk], n, rel, l.Host.ioTimeout())
 }
 
@@ -42,10 +43,10 @@ func (l *Lease) write(ctx context.Context, disk int, buf []byte, rel int64) erro
 
 // readDisk reads n bytes at rel on d with its own io_timeout deadline (a
 // cancelled ctx does not cut an I/O short: the deadline does).
-func readDisk(ctx context.Context, d Disk, n int, rel int64, timeout time.Duration) (*diskfmt.Buf, error) {
+func readDisk(ctx context.Context, d Disk, n int, rel int64, timeout time.Duration) (*diskio.Buf, error) {
 	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	return diskfmt.ReadBuf(ioctx, d.Dev, n, d.Offset+rel)
+	return diskio.ReadBuf(ioctx, d.Dev, n, d.Offset+rel)
 }
 
 // A write refused by ctx's WriteGuard (guard.go) is not issued.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/delta"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
@@ -66,7 +67,7 @@ func ReadResourceOwners(ctx context.Context, dev diskfmt.Device, off int64, spac
 		align = diskfmt.LegacyAlign(ss)
 	}
 	for pass := 0; ; pass++ {
-		b, err := diskfmt.ReadBuf(ctx, dev, align, off)
+		b, err := diskio.ReadBuf(ctx, dev, align, off)
 		if err != nil {
 			return Owners{}, wrap("read_resource_owners", ioErr(err, rescode.ErrEIO), nil)
 		}

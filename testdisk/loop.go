@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 )
 
 // loopLockPath serialises losetup across test processes: `go test ./...`
@@ -69,7 +70,7 @@ func Loop(t testing.TB, backing string, sector int) string {
 			}
 		})
 	})
-	d, err := diskfmt.OpenFile(dev)
+	d, err := diskio.OpenFile(dev)
 	if err != nil {
 		t.Fatalf("open %s: %v", dev, err)
 	}

@@ -36,6 +36,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 )
 
 const realSanlock = "/usr/sbin/sanlock"
@@ -183,7 +184,7 @@ func newTarget(t *testing.T, dir, name, kind string, size int64, content []byte)
 // readAll reads a target with O_DIRECT, as sanlock sees it.
 func readAll(t *testing.T, tg target) []byte {
 	t.Helper()
-	d, err := diskfmt.OpenFile(tg.path)
+	d, err := diskio.OpenFile(tg.path)
 	require.NoError(t, err)
 	defer d.Close()
 	b := make([]byte, tg.size)
@@ -194,7 +195,7 @@ func readAll(t *testing.T, tg target) []byte {
 // writeAll overwrites a target from offset 0 with O_DIRECT.
 func writeAll(t *testing.T, path string, b []byte) {
 	t.Helper()
-	d, err := diskfmt.OpenFile(path)
+	d, err := diskio.OpenFile(path)
 	require.NoError(t, err)
 	defer d.Close()
 	require.NoError(t, d.WriteAt(context.Background(), b, 0))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -281,7 +282,7 @@ func TestDkDiskDiffs(t *testing.T) {
 // given host_ids (generation = host_id + 7).
 func dkCraftOwners(t *testing.T, path string, off int64, exOwner uint64, shared ...uint64) {
 	t.Helper()
-	f, err := diskfmt.OpenFile(path)
+	f, err := diskio.OpenFile(path)
 	require.NoError(t, err)
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -601,7 +602,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	gate := new(atomic.Bool)
 	blocked, release := make(chan struct{}, 1), make(chan struct{})
 	open := func(p string) (diskfmt.Device, error) {
-		f, err := diskfmt.OpenFile(p)
+		f, err := diskio.OpenFile(p)
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -187,7 +188,7 @@ func assertReleased(t *testing.T, path, space string, hostID uint64) {
 
 func readDelta(t *testing.T, path, space string, hostID uint64) diskfmt.Leader {
 	t.Helper()
-	dev, err := diskfmt.OpenFile(path)
+	dev, err := diskio.OpenFile(path)
 	require.NoError(t, err)
 	defer dev.Close()
 	g := diskfmt.Geometry{SectorSize: 512, AlignSize: 1 << 20, MaxHosts: 2000}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -110,7 +111,7 @@ func TestLogLinesResourceFailures(t *testing.T) {
 		case hungPath:
 			return faultDev{mode: hang}, nil
 		}
-		return diskfmt.OpenFile(p)
+		return diskio.OpenFile(p)
 	}}})
 	td := rc.tds[0]
 	reg, err := td.cl.Register()
@@ -150,7 +151,7 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 	good := testutil.LeaseFile(t, 1<<20)
 	mode := &atomic.Int32{}
 	open := func(p string) (diskfmt.Device, error) {
-		dev, err := diskfmt.OpenFile(p)
+		dev, err := diskio.OpenFile(p)
 		if err != nil || p != good {
 			return dev, err
 		}

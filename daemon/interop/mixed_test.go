@@ -19,6 +19,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -51,7 +52,7 @@ func (d crashDev) WriteAt(ctx context.Context, p []byte, off int64) error {
 func crashable() (func(string) (diskfmt.Device, error), *atomic.Bool) {
 	dead := new(atomic.Bool)
 	return func(p string) (diskfmt.Device, error) {
-		d, err := diskfmt.OpenFile(p)
+		d, err := diskio.OpenFile(p)
 		if err != nil {
 			return nil, err
 		}

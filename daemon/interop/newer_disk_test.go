@@ -16,6 +16,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/debtree"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
@@ -87,7 +88,7 @@ func TestNewerFormatCluster(t *testing.T) {
 		return acquireLine(string(out))
 	}
 	leader := func() diskfmt.Leader {
-		dev, err := diskfmt.OpenFile(path)
+		dev, err := diskio.OpenFile(path)
 		require.NoError(t, err)
 		defer dev.Close()
 		b := make([]byte, 512)
@@ -187,7 +188,7 @@ func TestNewerNoTimeoutDeadExt(t *testing.T) {
 		require.NoError(t, err, "%v: %s", args, out)
 	}
 	leader := func() diskfmt.Leader {
-		dev, err := diskfmt.OpenFile(path)
+		dev, err := diskio.OpenFile(path)
 		require.NoError(t, err)
 		defer dev.Close()
 		b := make([]byte, 512)
@@ -214,7 +215,7 @@ func TestNewerNoTimeoutDeadExt(t *testing.T) {
 		c.OurHostName = "go-host2"
 		c.WatchdogFireTimeout = 10
 		deps.Manager = manager.New(manager.Config{Lockspaces: manager.LockspacesConfig{Open: func(p string) (diskfmt.Device, error) {
-			dev, err := diskfmt.OpenFile(p)
+			dev, err := diskio.OpenFile(p)
 			if err != nil {
 				return nil, err
 			}

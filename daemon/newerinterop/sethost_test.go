@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/debtree"
 )
 
 // slotAt reads and decodes the delta lease of hostID in the lockspace file.
 func slotAt(t *testing.T, path string, hostID uint64) diskfmt.Leader {
 	t.Helper()
-	dev, err := diskfmt.OpenFile(path)
+	dev, err := diskio.OpenFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -20,7 +21,7 @@ import (
 func ResourceFile(t testing.TB, nres int) string {
 	t.Helper()
 	path := LeaseFile(t, int64(nres+1)<<20)
-	dev, err := diskfmt.OpenFile(path)
+	dev, err := diskio.OpenFile(path)
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, diskfmt.WriteLockspace(ctx, dev, 0, 0, "LS", 1, 0))

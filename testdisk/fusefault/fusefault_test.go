@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
 
@@ -43,8 +43,8 @@ func TestViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	m1, m2 := mount(t, backing), mount(t, backing)
-	open := func(fs *fusefault.FS) *diskfmt.File {
-		d, err := diskfmt.OpenFile(fs.Path("lease"))
+	open := func(fs *fusefault.FS) *diskio.File {
+		d, err := diskio.OpenFile(fs.Path("lease"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
@@ -52,14 +52,14 @@ func TestHungDiskThreads(t *testing.T) {
 
 	for _, mode := range []struct {
 		name  string
-		open  func(string) (*diskfmt.File, error)
+		open  func(string) (*diskio.File, error)
 		extra int // threads the hang may add per disk
 	}{
-		{"aio", diskfmt.OpenFile, 0},
-		{"sync", diskfmt.OpenFileSync, 2},
+		{"aio", diskio.OpenFile, 0},
+		{"sync", diskio.OpenFileSync, 2},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			var devs []*diskfmt.File
+			var devs []*diskio.File
 			for i := range disks {
 				d, err := mode.open(fs.Path(fmt.Sprintf("d%d", i)))
 				if err != nil {
@@ -69,13 +69,13 @@ func TestHungDiskThreads(t *testing.T) {
 				devs = append(devs, d)
 			}
 			if mode.name == "aio" && !devs[0].AIO() {
-				_, err := diskfmt.AIOStatus()
+				_, err := diskio.AIOStatus()
 				t.Skipf("no native AIO: %v", err)
 			}
-			renew := func(d *diskfmt.File, timeout time.Duration) error {
+			renew := func(d *diskio.File, timeout time.Duration) error {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
-				b, err := diskfmt.ReadBuf(ctx, d, 1<<20, 0)
+				b, err := diskio.ReadBuf(ctx, d, 1<<20, 0)
 				if err != nil {
 					return err
 				}

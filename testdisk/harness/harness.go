@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/debtree"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
@@ -329,7 +330,7 @@ func (c *Cluster) Close() error {
 // applies). For a lockspace file, the delta lease of host_id H is at
 // (H-1)*512; a resource's paxos leader is at its offset.
 func (c *Cluster) ReadLeader(file string, off int64) (diskfmt.Leader, error) {
-	d, err := diskfmt.OpenFile(c.BackingPath(file))
+	d, err := diskio.OpenFile(c.BackingPath(file))
 	if err != nil {
 		return diskfmt.Leader{}, err
 	}

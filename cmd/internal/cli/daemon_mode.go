@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosanlock/gosanlock/daemon"
-	"github.com/gosanlock/gosanlock/internal/procs"
+	"github.com/gosanlock/gosanlock/internal/memtune"
 	"github.com/gosanlock/gosanlock/internal/sdnotify"
 )
 
@@ -51,10 +51,9 @@ func runDaemon(opts *DaemonOptions) int {
 			return 0
 		}
 	}
-	setGCPolicy()
-	trim := startBinaryTrim()
+	tuning := memtune.Start()
 	startPprof(opts.ErrOut)
-	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Procs: procs.Start(), Settled: trim.settled}); err != nil {
+	if err := daemon.Run(context.Background(), cfg, daemon.Deps{Stderr: opts.ErrOut, Tuning: tuning}); err != nil {
 		return 1
 	}
 	return 0

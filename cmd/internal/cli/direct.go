@@ -11,6 +11,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
 )
@@ -34,7 +35,7 @@ func (d *direct) open(path string) (diskfmt.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return diskfmt.WithIOTimeout(dev, time.Duration(d.ioTimeout)*time.Second), nil
+	return diskio.WithIOTimeout(dev, time.Duration(d.ioTimeout)*time.Second), nil
 }
 
 // monotonicSeconds is the writer's monotonic clock in whole seconds, as
@@ -48,7 +49,7 @@ func monotonicSeconds() uint64 {
 }
 
 // ioContext is the context of a disk operation; each I/O adds its own
-// io_timeout deadline (diskfmt.WithIOTimeout).
+// io_timeout deadline (diskio.WithIOTimeout).
 func (d *direct) ioContext() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 )
 
 // TestReadLeaderDisksVsC: "direct read_leader -r" of a resource on several
@@ -89,7 +89,7 @@ func changeDisks(t *testing.T, paths []string, set map[int]string) {
 		case "rm":
 			require.NoError(t, os.Remove(paths[i]))
 		case "":
-			dev, err := diskfmt.OpenFile(paths[i])
+			dev, err := diskio.OpenFile(paths[i])
 			require.NoError(t, err)
 			require.NoError(t, dev.WriteAt(context.Background(), make([]byte, 4096), 0))
 			dev.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 )
 
 // Factory is everything a command reaches outside its own arguments: the
@@ -59,7 +60,7 @@ func NewFactory(argv0 string, stdout, stderr io.Writer) *Factory {
 		// The client package reads SANLOCK_RUN_DIR on every Dial, like
 		// libsanlock reads it for every connection.
 		Dial:             func() (*client.Client, error) { return client.Dial("") },
-		OpenDevice:       func(path string) (diskfmt.Device, error) { return diskfmt.OpenFile(path) },
+		OpenDevice:       func(path string) (diskfmt.Device, error) { return diskio.OpenFile(path) },
 		Clock:            func() clock.Clock { return clock.NewSystem() },
 		MonotonicSeconds: monotonicSeconds,
 		Exec:             syscall.Exec,

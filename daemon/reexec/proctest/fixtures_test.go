@@ -19,6 +19,7 @@ import (
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -165,7 +166,7 @@ func (d *procDaemon) renewals(name string) []uint64 {
 func lockspaceFile(t *testing.T, n int) string {
 	t.Helper()
 	path := testutil.LeaseFile(t, int64(n+1)<<20)
-	dev, err := diskfmt.OpenFile(path)
+	dev, err := diskio.OpenFile(path)
 	require.NoError(t, err)
 	defer dev.Close()
 	ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -86,7 +87,7 @@ func TestReexecLockspaceProcess(t *testing.T) {
 	checkHistory()
 
 	// The lease on disk: ours, generation 1, live.
-	dev, err := diskfmt.OpenFile(path)
+	dev, err := diskio.OpenFile(path)
 	require.NoError(t, err)
 	defer dev.Close()
 	g, _ := diskfmt.LookupGeometry(512, diskfmt.Align1M)

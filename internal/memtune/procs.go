@@ -1,5 +1,5 @@
-// Package procs sizes the Go runtime's processor count (GOMAXPROCS) to
-// what the daemon is doing (docs/performance.md "Idle cost (session 6)").
+// The processor count (GOMAXPROCS) follows what the daemon is doing
+// (docs/performance.md "Idle cost (session 6)").
 //
 // An idle daemon's work is a few renewals a second, each a wake-up for a
 // timer and one for each I/O completion. With more than one P, every such
@@ -9,10 +9,11 @@
 // One P has none of that, and one core is far more than an idle daemon
 // uses. Client requests are another matter: two or more at once can use
 // every core (ballot evaluation, decoding, the socket work). So the
-// Governor runs the process with one P while at most one request is in
+// governor runs the process with one P while at most one request is in
 // flight, raises it to the full count as soon as a second one starts, and
-// lowers it again once no request has been in flight for IdleAfter.
-package procs
+// lowers it again once no request has been in flight for procsIdleAfter.
+
+package memtune
 
 import (
 	"os"
@@ -22,13 +23,13 @@ import (
 	"time"
 )
 
-// IdleAfter is how long the process stays at the full count after the
+// procsIdleAfter is how long the process stays at the full count after the
 // last request ended.
-const IdleAfter = 5 * time.Second
+const procsIdleAfter = 5 * time.Second
 
-// Governor switches GOMAXPROCS between 1 and max. A nil Governor does
+// governor switches GOMAXPROCS between 1 and max. A nil governor does
 // nothing (GOMAXPROCS set in the environment, or one CPU).
-type Governor struct {
+type governor struct {
 	max       int
 	idleAfter time.Duration
 	set       func(int) // runtime.GOMAXPROCS, replaced in tests
@@ -39,10 +40,10 @@ type Governor struct {
 	timer    *time.Timer
 }
 
-// Start returns a Governor that has set GOMAXPROCS to 1, or nil when the
-// count must not be managed: GOMAXPROCS is set in the environment (the
-// user's choice stands) or the runtime has a single P anyway.
-func Start() *Governor {
+// startGovernor returns a governor that has set GOMAXPROCS to 1, or nil
+// when the count must not be managed: GOMAXPROCS is set in the environment
+// (the user's choice stands) or the runtime has a single P anyway.
+func startGovernor() *governor {
 	if _, ok := os.LookupEnv("GOMAXPROCS"); ok {
 		return nil
 	}
@@ -50,18 +51,18 @@ func Start() *Governor {
 	if max <= 1 {
 		return nil
 	}
-	return newGovernor(max, IdleAfter, func(n int) { runtime.GOMAXPROCS(n) })
+	return newGovernor(max, procsIdleAfter, func(n int) { runtime.GOMAXPROCS(n) })
 }
 
-func newGovernor(max int, idleAfter time.Duration, set func(int)) *Governor {
-	g := &Governor{max: max, idleAfter: idleAfter, set: set}
+func newGovernor(max int, idleAfter time.Duration, set func(int)) *governor {
+	g := &governor{max: max, idleAfter: idleAfter, set: set}
 	g.set(1)
 	return g
 }
 
 // Begin records a request starting; with another one in flight it raises
 // the count to max.
-func (g *Governor) Begin() {
+func (g *governor) Begin() {
 	if g == nil {
 		return
 	}
@@ -77,7 +78,7 @@ func (g *Governor) Begin() {
 
 // End records a request ending; when none is left in flight and the count
 // is high, it arms the return to one P after idleAfter.
-func (g *Governor) End() {
+func (g *governor) End() {
 	if g == nil {
 		return
 	}
@@ -94,7 +95,7 @@ func (g *Governor) End() {
 }
 
 // lower returns to one P if no request is in flight.
-func (g *Governor) lower() {
+func (g *governor) lower() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.inflight.Load() == 0 && g.high.Load() {
@@ -103,8 +104,8 @@ func (g *Governor) lower() {
 	}
 }
 
-// Procs is the count the Governor last set (tests, status).
-func (g *Governor) Procs() int {
+// Procs is the count the governor last set (tests, status).
+func (g *governor) Procs() int {
 	if g == nil {
 		return runtime.GOMAXPROCS(0)
 	}

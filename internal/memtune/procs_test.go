@@ -1,4 +1,4 @@
-package procs
+package memtune
 
 import (
 	"sync"
@@ -52,7 +52,7 @@ func TestGovernor(t *testing.T) {
 }
 
 func TestNilGovernor(t *testing.T) {
-	var g *Governor
+	var g *governor
 	g.Begin()
 	g.End()
 	require.GreaterOrEqual(t, g.Procs(), 1)

@@ -1,4 +1,4 @@
-package diskfmt
+package diskio
 
 import (
 	"context"

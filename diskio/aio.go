@@ -1,4 +1,4 @@
-package diskfmt
+package diskio
 
 import (
 	"context"
@@ -118,6 +118,9 @@ type aioEngine struct {
 	// system call first (see submit); cleared for good when the kernel or
 	// the file system rejects the flag.
 	nowait atomic.Bool
+	// selfReapOn: callers collect completions themselves when no one else
+	// does (the fast path of do); without it only the reaper does.
+	selfReapOn bool
 }
 
 // Background marks the I/O done under ctx as background work whose
@@ -150,41 +153,38 @@ const quietPoll = 10 * time.Millisecond
 // this long (see collect).
 const selfReapMax = 20 * time.Millisecond
 
-// selfReapOn enables the fast path of do (tests turn it off to cover the
-// reaper-only path and to compare both).
-var selfReapOn = true
-
 var (
 	aioOnce sync.Once
 	aioEng  *aioEngine
 	aioErr  error
 )
 
-// aioDisabled turns native AIO off for the process (GOSANLOCK_SYNC_IO=1):
-// every device then uses the synchronous fallback.
-var aioDisabled = os.Getenv("GOSANLOCK_SYNC_IO") == "1"
-
 // sharedAIO returns the process-wide AIO engine, set up on first use, or
 // nil when native AIO is unavailable (io_setup failing with EAGAIN because
-// fs.aio-max-nr is used up, ENOSYS, or disabled).
+// fs.aio-max-nr is used up, ENOSYS) or turned off for the process
+// (GOSANLOCK_SYNC_IO=1 in the environment at the first use): every device
+// then uses the synchronous fallback.
 func sharedAIO() *aioEngine {
-	if aioDisabled {
-		return nil
-	}
-	aioOnce.Do(func() { aioEng, aioErr = newAIOEngine(aioSlots) })
+	aioOnce.Do(func() {
+		if os.Getenv("GOSANLOCK_SYNC_IO") == "1" {
+			aioErr = errors.New("disabled by GOSANLOCK_SYNC_IO=1")
+			return
+		}
+		aioEng, aioErr = newAIOEngine(aioSlots, true)
+	})
 	return aioEng
 }
 
 // AIOStatus reports whether devices use native AIO and, if not, why.
 func AIOStatus() (bool, error) {
-	if aioDisabled {
-		return false, fmt.Errorf("disabled by GOSANLOCK_SYNC_IO=1")
-	}
 	e := sharedAIO()
 	return e != nil, aioErr
 }
 
-func newAIOEngine(n int) (*aioEngine, error) {
+// newAIOEngine sets up an AIO context of n slots and starts its reaper.
+// selfReapOn enables the fast path of do (a caller collecting its own
+// completion); the process's engine has it, a test may make one without.
+func newAIOEngine(n int, selfReapOn bool) (*aioEngine, error) {
 	var id uintptr
 	if _, _, errno := unix.Syscall(unix.SYS_IO_SETUP, uintptr(n), uintptr(unsafe.Pointer(&id)), 0); errno != 0 {
 		return nil, fmt.Errorf("io_setup: %w", errno)
@@ -195,11 +195,12 @@ func newAIOEngine(n int) (*aioEngine, error) {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
 	e := &aioEngine{
-		id:    id,
-		efd:   os.NewFile(uintptr(efd), "aio-eventfd"), // non-blocking: served by the runtime poller
-		efdNo: efd,
-		slots: make(chan int32, n),
-		reqs:  make([]aioReq, n),
+		selfReapOn: selfReapOn,
+		id:         id,
+		efd:        os.NewFile(uintptr(efd), "aio-eventfd"), // non-blocking: served by the runtime poller
+		efdNo:      efd,
+		slots:      make(chan int32, n),
+		reqs:       make([]aioReq, n),
 	}
 	// aio_rw_flags is the second 32-bit word of the iocb only on
 	// little-endian machines (see iocb); elsewhere no RWF_NOWAIT.
@@ -271,7 +272,7 @@ func (e *aioEngine) reap() {
 // selfReap is collect for a request submitted with IOCB_FLAG_RESFD, when
 // no one else is collecting completions.
 func (e *aioEngine) selfReap(ctx context.Context, r *aioReq) bool {
-	if !selfReapOn || !e.reapMu.TryLock() {
+	if !e.selfReapOn || !e.reapMu.TryLock() {
 		return false
 	}
 	return e.collect(ctx, r)
@@ -396,7 +397,7 @@ func (e *aioEngine) do(ctx context.Context, d *File, write bool, b *Buf, off int
 	// collector before submitting, and the request need not signal the
 	// eventfd (no wake-up of the background reaper per I/O).
 	bg := isBackground(ctx)
-	quiet := selfReapOn && !bg && e.reapMu.TryLock()
+	quiet := e.selfReapOn && !bg && e.reapMu.TryLock()
 	r.cb = iocb{
 		data:   uint64(s) + 1,
 		opcode: iocbCmdPread,

@@ -1,4 +1,4 @@
-package cli
+package memtune
 
 import (
 	"bufio"
@@ -28,13 +28,13 @@ import (
 // Joining a lockspace is start-up work of the same kind: the join's code
 // and the stack copies of its goroutines touch megabytes of the binary that
 // renewals never use again. So the drop is also done once more each time
-// joins settle (daemon.Deps.Settled: a joined lockspace renewed twice),
+// joins settle (Tuner.Settled: a joined lockspace renewed twice),
 // settleDelay after the last of a burst of joins; the renewal path maps back
 // what it uses at its next renewal and keeps it.
 //
 // A burst of acquires or releases is the same (docs/performance.md "Held
-// leases (session 9)"): the daemon calls settled after every few dozen of
-// them, and settleDelay after the last call the drop runs. It also returns
+// leases (session 9)"): the daemon calls Tuner.Settled after every few dozen
+// of them, and settleDelay after the last call the drop runs. It also returns
 // the heap's free pages to the kernel then (debug.FreeOSMemory: one
 // collection, then every free span released): the garbage of a burst of
 // acquires leaves the heap at its collection goal, megabytes above what the
@@ -46,7 +46,7 @@ const (
 )
 
 // binaryTrim drops the executable's read-only mappings. startBinaryTrim
-// makes the daemon's; a test makes its own.
+// makes the daemon's (Start); a test makes its own.
 type binaryTrim struct {
 	mu     sync.Mutex
 	ranges [][2]uintptr // the executable's read-only mappings

@@ -1,4 +1,4 @@
-package diskfmt
+package diskio
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // file, which ext4 answers with EAGAIN under RWF_NOWAIT) is submitted again
 // the ordinary way and succeeds; reads and in-place writes work as before.
 func TestAIONowaitRetry(t *testing.T) {
-	dir, err := os.MkdirTemp("/var/tmp", "gs-diskfmt-")
+	dir, err := os.MkdirTemp("/var/tmp", "gs-diskio-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "grow")

@@ -1,4 +1,4 @@
-package diskfmt
+package diskio
 
 import (
 	"context"
@@ -28,9 +28,9 @@ type Buf struct {
 	// region is the huge-page mapping b lies in (hugebuf.go), nil for a
 	// heap block: it keeps the mapping alive.
 	region *hugeRegion
-	// turn: b holds one of the background reads' turns (getBufFor) until
-	// it is released or abandoned.
-	turn bool
+	// turn: the background reads' turns b holds one of (getBufFor) until
+	// it is released or abandoned; nil: none.
+	turn *readTurns
 }
 
 const (
@@ -194,50 +194,69 @@ func (b *Buf) Release() {
 // area (1 MiB, 8 MiB with 4 KiB sectors), and the lockspaces of a daemon
 // joined together renew together: a hundred at io_timeout 10 fall into the
 // four phases of a second (delta/renewloop.go), about 25 renewals at one
-// instant. Each used to take a buffer of its own, so every renewal burst
-// mapped some twenty fresh huge pages beyond the few the pool keeps, and
-// the kernel zeroed each one (two thirds of the idle daemon's CPU time,
+// instant. If each took a buffer of its own, every renewal burst would map
+// some twenty fresh huge pages beyond the few the pool keeps, the kernel
+// would zero each one (two thirds of an idle daemon's CPU time,
 // docs/performance.md "Idle cost (session 10)"), and the unmapped ones
-// stayed resident until the next collection. So a background read of the
-// large classes (diskfmt.Background: renewals only) first takes one of
+// would stay resident until the next collection. So a background read of
+// the large classes (Background: renewals only) first takes one of
 // bgReadTurns turns, waiting for one up to bgReadWait, and gives it back
 // with its buffer: a burst then cycles through two or three pooled buffers,
 // a read of a few milliseconds each. The wait is bounded, so storage that
 // hangs costs the other lockspaces' renewals at most bgReadWait each (and
 // a fresh buffer), never a renewal: a read that finds no turn in time goes
 // on without one.
-const bgReadTurns = 2
-
-var (
-	bgReads    = make(chan struct{}, bgReadTurns)
-	bgReadWait = 100 * time.Millisecond // a variable for the tests
+const (
+	bgReadTurns = 2
+	bgReadWait  = 100 * time.Millisecond
 )
 
+// readTurns are the turns of background reads: a token in ch is a turn
+// taken, and a read waits for one up to wait.
+type readTurns struct {
+	ch   chan struct{}
+	wait time.Duration
+}
+
+func newReadTurns(n int, wait time.Duration) *readTurns {
+	return &readTurns{ch: make(chan struct{}, n), wait: wait}
+}
+
+// bgTurns are the process's turns, shared by every device.
+var bgTurns = newReadTurns(bgReadTurns, bgReadWait)
+
 // getBufFor is GetBuf for a read under ctx: a background read of the large
-// classes takes a turn first (see bgReadTurns). Its wait is also at most a
-// twentieth of the time left before ctx's deadline, which bounds the read.
+// classes takes a turn first (see bgReadTurns).
 func getBufFor(ctx context.Context, n int) *Buf {
+	return bgTurns.getBuf(ctx, n)
+}
+
+// getBuf is GetBuf for a read under ctx that takes one of t's turns first
+// when it is a background read of the large classes. Its wait is also at
+// most a twentieth of the time left before ctx's deadline, which bounds the
+// read.
+func (t *readTurns) getBuf(ctx context.Context, n int) *Buf {
 	if classOf(n) < hugeMinClass || !isBackground(ctx) {
 		return GetBuf(n)
 	}
-	turn := false
+	var turn *readTurns
 	select {
-	case bgReads <- struct{}{}:
-		turn = true
+	case t.ch <- struct{}{}:
+		turn = t
 	default:
-		wait := bgReadWait
+		wait := t.wait
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl)/20)
 		}
 		if wait > 0 {
-			t := time.NewTimer(wait)
+			tm := time.NewTimer(wait)
 			select {
-			case bgReads <- struct{}{}:
-				turn = true
-			case <-t.C:
+			case t.ch <- struct{}{}:
+				turn = t
+			case <-tm.C:
 			case <-ctx.Done():
 			}
-			t.Stop()
+			tm.Stop()
 		}
 	}
 	b := GetBuf(n)
@@ -248,9 +267,9 @@ func getBufFor(ctx context.Context, n int) *Buf {
 // endTurn gives back b's background-read turn, if it holds one. Release
 // calls it; so does a device that abandons b after a timed-out read.
 func (b *Buf) endTurn() {
-	if b.turn {
-		b.turn = false
-		<-bgReads
+	if t := b.turn; t != nil {
+		b.turn = nil
+		<-t.ch
 	}
 }
 

@@ -1,4 +1,4 @@
-package diskfmt
+package diskio
 
 import (
 	"bytes"
@@ -23,21 +23,26 @@ func TestAIOConcurrentSelfReap(t *testing.T) {
 	if ok, _ := AIOStatus(); !ok {
 		t.Skip("no native AIO")
 	}
-	dir, err := os.MkdirTemp("/var/tmp", "gs-diskfmt-")
+	dir, err := os.MkdirTemp("/var/tmp", "gs-diskio-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	const workers, rounds = 8, 40
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprintf("selfReap=%v", on), func(t *testing.T) {
-			old := selfReapOn
-			selfReapOn = on
-			t.Cleanup(func() { selfReapOn = old })
+			// The process's engine has the fast path; one of the test's
+			// own has not (its context stays until the process ends).
+			eng := sharedAIO()
+			if !on {
+				eng, err = newAIOEngine(4*workers, false)
+				require.NoError(t, err)
+			}
 			var devs [2]*File
 			for i := range devs {
 				p := filepath.Join(dir, fmt.Sprintf("d%d-%v", i, on))
 				require.NoError(t, os.WriteFile(p, make([]byte, workers*4096), 0o644))
-				devs[i], err = OpenFile(p)
+				devs[i], err = openFile(p)
 				require.NoError(t, err)
+				devs[i].aio = eng
 			}
 			var wg sync.WaitGroup
 			errs := make(chan error, 2*workers)
@@ -78,7 +83,7 @@ func TestAIOConcurrentSelfReap(t *testing.T) {
 				require.NoError(t, d.Close())
 			}
 			// Every quiet request (no eventfd signal) was accounted for.
-			require.Zero(t, sharedAIO().quiet.Load())
+			require.Zero(t, eng.quiet.Load())
 		})
 	}
 }
