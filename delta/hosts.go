@@ -217,8 +217,8 @@ func (t *HostTable) Process(now uint64, area []byte, g diskfmt.Geometry, space s
 // leave a host's name, generation or bad-lease count stale in the table
 // until its timestamp next changes: liveness is read from timestamps, which are
 // always compared, and the owner of a lease is always checked on disk
-// (docs/paxos.md "Owner liveness"). docs/performance.md "Idle cost
-// (session 9)" has the figures.
+// (docs/paxos.md "Owner liveness"). docs/performance.md "Host table
+// staging" has the figures.
 func (t *HostTable) Stage(area []byte, g diskfmt.Geometry, space string, ourID uint64) {
 	ss := g.SectorSize
 	t.staged, t.ourID = true, ourID

@@ -128,7 +128,7 @@ type aioEngine struct {
 // collected without a single system call that enters the runtime's
 // syscall state, so an idle daemon's renewals do not wake the runtime's
 // sysmon thread, which then polls every 20 µs until the process is idle
-// again (docs/performance.md "Idle cost (session 6)"). The caller waits
+// again (docs/performance.md "Background I/O"). The caller waits
 // on its channel, the background reaper collects the completion.
 func Background(ctx context.Context) context.Context {
 	return context.WithValue(ctx, backgroundKey{}, true)
@@ -319,7 +319,7 @@ func (e *aioEngine) collect(ctx context.Context, r *aioReq) bool {
 		// completion wakes a thread that must first get a P back: on a
 		// virtual machine that costs more than the rest of the I/O path.
 		// Held this way, the P waits with us for at most selfReapMax;
-		// the other Ps (docs/performance.md "Idle cost (session 6)":
+		// the other Ps (docs/performance.md "One P while idle":
 		// there are several whenever more than one request is in
 		// flight) and the background reaper go on. A signal (the
 		// runtime's preemption included) ends the wait with EINTR.

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Huge-page buffers (docs/performance.md "Huge-page buffers (session 7)").
+// Huge-page buffers (docs/performance.md "Huge-page buffers").
 // An O_DIRECT read of 1 MiB into ordinary 4 KiB pages makes the kernel pin
 // 256 pages and hand the device 256 segments; into one 2 MiB transparent
 // huge page it pins one folio and the segments merge. Measured here, that
@@ -34,7 +34,7 @@ const (
 )
 
 // hugeOff is set once mapping a region failed: the pool then allocates
-// from the heap as before.
+// from the heap.
 var hugeOff atomic.Bool
 
 // hugeRegion owns one mapping; every Buf cut from it refers to it.

@@ -61,16 +61,16 @@ type bufClass struct {
 // lockspace at a long io_timeout, renewing once a minute, or of the
 // acquire path after a burst of acquires ended) keeps its free buffers'
 // pages in the pool: mebibytes of RSS that do nothing (docs/performance.md
-// "Memory (session 6)"). So when the releases of a large class come
-// further apart than coldGap, the class is in sparse use, and Release gives
-// the pages of every buffer in its free list back to the system
-// (MADV_DONTNEED): the buffers stay pooled, and the next I/O into one faults
+// "Buffer pool"). So when the releases of a large class come further apart
+// than coldGap, the class is in sparse use, and Release gives the pages of
+// its free buffers back to the system (MADV_DONTNEED), whole huge-page
+// regions only (dropPagesLocked): the buffers stay pooled, and the next I/O into one faults
 // in fresh zeroed pages (contents are undefined anyway). A class in steady
 // use never goes cold and keeps its pages: acquires, and lockspaces at a
 // short io_timeout, which renew every 2 s and would otherwise fault in
 // (zero) a fresh mebibyte per renewal; hence a gap of 45 s, more than the
-// renewal period up to io_timeout 20 (docs/performance.md "Idle cost
-// (session 9)": with 5 s, lockspaces at the default io_timeout 10, which
+// renewal period up to io_timeout 20 (docs/performance.md "Pool page
+// rules": with 5 s, lockspaces at the default io_timeout 10, which
 // renew every 20.5 s, found their buffers dropped at every renewal,
 // faulted in a zeroed mebibyte of small pages per renewal and read its
 // records through a TLB miss per page).
@@ -197,7 +197,7 @@ func (b *Buf) Release() {
 // instant. If each took a buffer of its own, every renewal burst would map
 // some twenty fresh huge pages beyond the few the pool keeps, the kernel
 // would zero each one (two thirds of an idle daemon's CPU time,
-// docs/performance.md "Idle cost (session 10)"), and the unmapped ones
+// docs/performance.md "Background read turns"), and the unmapped ones
 // would stay resident until the next collection. So a background read of
 // the large classes (Background: renewals only) first takes one of
 // bgReadTurns turns, waiting for one up to bgReadWait, and gives it back

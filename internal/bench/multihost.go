@@ -22,7 +22,7 @@ func (r *runner) multiHostCase(ctx context.Context) ([]*Table, error) {
 	c := &r.cfg
 	t := newTable(CaseMultiHost, fmt.Sprintf("H daemons on one lockspace and one resource, io_timeout %d: idle %s (from %s after the joins), then one client per host contends for %s", c.IOTimeout, c.MHIdle, c.MHSettle, c.MHContend), r.cols)
 	t.note("idle CPU: sum over the H daemons, %% of one core; daemon CPU per attempt: CPU of all daemons during contention / acquire attempts")
-	t.note("max/min: acquisitions of the luckiest host / the unluckiest (inf when some host never got it); issue 18 item 3 wants every host at least once and max/min <= 10 at H=32 in 60 s")
+	t.note("max/min: acquisitions of the luckiest host / the unluckiest (inf when some host never got it); the goal is every host at least once and max/min <= 10 at H=32 in 60 s")
 	for run := 0; run < c.Runs; run++ {
 		for _, h := range c.Hosts {
 			for _, im := range r.order(run) {

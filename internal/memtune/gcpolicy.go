@@ -7,8 +7,8 @@ import (
 	"runtime/metrics"
 )
 
-// The daemon's garbage collection target (docs/performance.md "Memory
-// (session 5)"). The runtime keeps the heap resident up to about its goal,
+// The daemon's garbage collection target (docs/performance.md "Garbage
+// collection target"). The runtime keeps the heap resident up to about its goal,
 // live × (1 + GOGC/100): with the Go default (GOGC=100) that is twice the
 // live data, and with 1000 held leases (about 1.5 KiB of live heap each)
 // 8.4 KiB of RSS per lease. At GOGC=50 it is 1.5 times the live data (5.0

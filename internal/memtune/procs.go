@@ -1,5 +1,5 @@
 // The processor count (GOMAXPROCS) follows what the daemon is doing
-// (docs/performance.md "Idle cost (session 6)").
+// (docs/performance.md "One P while idle").
 //
 // An idle daemon's work is a few renewals a second, each a wake-up for a
 // timer and one for each I/O completion. With more than one P, every such

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Pages of the binary (docs/performance.md "Memory (session 6)"). Package
+// Pages of the binary (docs/performance.md "Binary pages"). Package
 // initialisation and start-up touch code, read-only data and function
 // tables all over the executable, and the kernel maps whole page-cache
 // folios (up to megabytes of the file) around each touch; a running daemon
@@ -33,7 +33,7 @@ import (
 // what it uses at its next renewal and keeps it.
 //
 // A burst of acquires or releases is the same (docs/performance.md "Held
-// leases (session 9)"): the daemon calls Tuner.Settled after every few dozen
+// leases"): the daemon calls Tuner.Settled after every few dozen
 // of them, and settleDelay after the last call the drop runs. It also returns
 // the heap's free pages to the kernel then (debug.FreeOSMemory: one
 // collection, then every free span released): the garbage of a burst of

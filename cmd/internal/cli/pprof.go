@@ -20,7 +20,7 @@ import (
 // The handlers are a small subset of net/http/pprof's, on the same paths,
 // written over runtime/pprof: linking net/http/pprof (and with it
 // internal/profile) cost every daemon 0.8 MB of RSS for a switch that is
-// off (docs/performance.md "Memory (session 6)").
+// off (docs/performance.md "Profiles over runtime/pprof").
 const EnvPprof = "SANLOCK_PPROF"
 
 // startPprof serves the profiles on $SANLOCK_PPROF when it is set to a
