@@ -7,6 +7,7 @@
 package testutil
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -79,7 +80,7 @@ func Code(err error) int { return client.ErrorCode(err) }
 // daemon and protocol versions.
 func MustVersion(t testing.TB, cl *client.Client) {
 	t.Helper()
-	v, proto, err := cl.Version()
+	v, proto, err := cl.Version(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, wire.DaemonVersion, v)
 	require.Equal(t, wire.ProtoVersion, proto)
