@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gosanlock/gosanlock/internal/testenv"
 )
 
 const realSanlock = "/usr/sbin/sanlock"
@@ -19,12 +21,8 @@ const realSanlock = "/usr/sbin/sanlock"
 // client for it. The daemon is killed by pid in t.Cleanup.
 func startRealDaemon(t *testing.T) (*Client, <-chan struct{}) {
 	t.Helper()
-	if _, err := os.Stat(realSanlock); err != nil {
-		t.Skip("real sanlock not installed")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.NeedBinary(t, realSanlock)
+	testenv.NeedRoot(t, "sanlock 3.8.5 runs as a real daemon")
 	// A short path: sun_path is limited to 108 bytes.
 	runDir, err := os.MkdirTemp("", "gslk")
 	if err != nil {
@@ -298,7 +296,7 @@ func TestAgainstRealDaemon(t *testing.T) {
 		t.Errorf("Release: %v", err)
 	}
 	if inq, err := reg.Inquire(context.Background()); err != nil || inq.Count != 0 {
-		t.Errorf("Inquire after release: %d %v", n, err)
+		t.Errorf("Inquire after release: %d %v", inq.Count, err)
 	}
 	_, err = reg.Release(context.Background(), []Resource{res}, 0)
 	wantCode(t, "Release(not held)", err, RvEPERM)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -211,11 +212,9 @@ func goCalls(t *testing.T, c *Client) {
 }
 
 func TestRequestsMatchLibsanlock(t *testing.T) {
-	if _, err := os.Stat(pyPath); err != nil {
-		t.Skip("no python3")
-	}
+	testenv.NeedBinary(t, pyPath)
 	if err := exec.Command(pyPath, "-c", "import sanlock").Run(); err != nil {
-		t.Skip("python3-sanlock not installed")
+		testenv.Missing(t, "python3-sanlock not installed")
 	}
 	dir, err := os.MkdirTemp("", "gslkpy")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/lease"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
@@ -24,11 +25,11 @@ import (
 // with A's old token. Runs with A = ours / B = sanlock 3.8.5 and the other
 // way round.
 func TestLossTwoHosts(t *testing.T) {
-	testutil.NeedRoot(t, "real daemons, with a FUSE fault layer under host A")
+	testenv.NeedRoot(t, "real daemons, with a FUSE fault layer under host A")
 	goSanlock := testutil.SanlockBinary(t)
 	kinds := [][2]harness.Kind{{harness.Go, harness.C}, {harness.C, harness.Go}}
 	if _, err := os.Stat(realSanlock); err != nil {
-		if testutil.InCI() {
+		if testenv.InCI() {
 			t.Fatalf("CI: %s missing", realSanlock)
 		}
 		kinds = [][2]harness.Kind{{harness.Go, harness.Go}}

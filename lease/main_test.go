@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
-	"github.com/gosanlock/gosanlock/internal/testutil"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/internal/testutil/inproc"
 	"github.com/gosanlock/gosanlock/lease"
 )
@@ -66,8 +66,8 @@ func inprocDaemon(t *testing.T) *testDaemon {
 
 // realDaemon starts sanlock 3.8.5 as a real daemon; it needs root.
 func realDaemon(t *testing.T) *testDaemon {
-	testutil.NeedRoot(t, "sanlock 3.8.5 runs as a real daemon")
-	testutil.NeedBinary(t, realSanlock)
+	testenv.NeedRoot(t, "sanlock 3.8.5 runs as a real daemon")
+	testenv.NeedBinary(t, realSanlock)
 	d, err := startDaemon(realSanlock)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -37,9 +38,7 @@ func TestManyLeasesOneFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 acquires")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("loop devices need root")
-	}
+	testenv.NeedRoot(t, "loop devices")
 	g := diskfmt.Geometry{SectorSize: 512, AlignSize: diskfmt.Align1M, MaxHosts: 2000}
 	img := make([]byte, base+n*stride+diskfmt.Align1M)
 	area, commit, err := diskfmt.InitDeltaArea(diskfmt.DeltaInit{Geometry: g, SpaceName: "LS", IOTimeout: 1})

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -114,7 +115,7 @@ func PythonSanlock(t testing.TB) string {
 			return py
 		}
 	}
-	t.Skip("python3-sanlock not installed")
+	testenv.Missing(t, "python3-sanlock not installed")
 	return ""
 }
 

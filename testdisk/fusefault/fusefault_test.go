@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
 
@@ -31,9 +32,7 @@ func mount(t *testing.T, backing string) *fusefault.FS {
 // O_DIRECT I/O (no cache in either mount), and faults of one mount do not
 // touch the other.
 func TestViews(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("FUSE mounts need root")
-	}
+	testenv.NeedRoot(t, "FUSE mounts")
 	backing, err := os.MkdirTemp("/var/tmp", "fusefault-test-")
 	if err != nil {
 		t.Fatal(err)
@@ -114,9 +113,7 @@ func TestViews(t *testing.T) {
 // TestCloseWithHungRequest: Close fails a held request and unmounts even
 // while a file is open.
 func TestCloseWithHungRequest(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("FUSE mounts need root")
-	}
+	testenv.NeedRoot(t, "FUSE mounts")
 	backing := t.TempDir()
 	if err := os.WriteFile(backing+"/f", make([]byte, 4096), 0o600); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/testdisk/harness"
 )
 
@@ -40,7 +41,7 @@ func TestReexecMixed(t *testing.T) {
 		}
 	}
 	if py == "" {
-		t.Skip("python3-sanlock not installed")
+		testenv.Missing(t, "python3-sanlock not installed")
 	}
 	const ls = "lsm"
 	if err := c.InitLockspace("ls", ls, 1); err != nil {

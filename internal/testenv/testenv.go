@@ -1,4 +1,7 @@
-package testutil
+// Package testenv decides what a test does when something it needs is
+// missing (root, a program): it skips, or fails when the tests run in CI.
+// It imports nothing of the module, so that any package's tests can use it.
+package testenv
 
 import (
 	"fmt"
