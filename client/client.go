@@ -59,6 +59,11 @@ type Client struct {
 	// Timeout, when non-zero, bounds each call's I/O (libsanlock has no
 	// timeout; a non-async ADD_LOCKSPACE takes about 2 x io_timeout).
 	Timeout time.Duration
+	// Dialer, when set, makes the connections instead of dialing SockPath
+	// (tests: a daemon served over in-memory connections). A connection
+	// that is not a Unix socket cannot be handed to another process
+	// (Reg.Conn returns nil) nor be an event listener.
+	Dialer func(ctx context.Context) (net.Conn, error)
 }
 
 // Dial returns a client for the daemon whose run directory is runDir ("" =
@@ -95,7 +100,13 @@ const busyRetry = time.Millisecond
 // Go dial is non-blocking and fails with EAGAIN instead, so a dial that
 // gets EAGAIN is tried again (until ctx ends, or for Timeout when set).
 // It is the one dial of the package: calls, Register and RegEvent.
-func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	if c.Dialer != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return c.Dialer(ctx)
+	}
 	var deadline time.Time
 	if c.Timeout > 0 {
 		deadline = time.Now().Add(c.Timeout)
@@ -104,7 +115,7 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 	for {
 		nc, err := d.DialContext(ctx, "unix", c.SockPath)
 		if err == nil {
-			return nc.(*net.UnixConn), nil
+			return nc, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -123,7 +134,7 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 }
 
 // connect dials for one call; Timeout, when set, bounds the call's I/O.
-func (c *Client) connect(ctx context.Context) (*net.UnixConn, error) {
+func (c *Client) connect(ctx context.Context) (net.Conn, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,11 @@ func (c *Client) RegEvent(ctx context.Context, ls string) (*EventConn, error) {
 	q := NewRequest(CmdRegEvent, 0, 0, 0)
 	q.Lockspace = lsName(ls)
 	q.HostEvent = &HostEvent{}
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		conn.Close()
+		return nil, errors.New("client: an event listener needs a Unix socket connection")
+	}
 	stop := interruptOnDone(ctx, conn)
 	p, err := exchange(conn, q)
 	if stop() && err != nil {
@@ -37,7 +42,7 @@ func (c *Client) RegEvent(ctx context.Context, ls string) (*EventConn, error) {
 		conn.Close()
 		return nil, err
 	}
-	return &EventConn{conn: conn, ls: ls}, nil
+	return &EventConn{conn: uc, ls: ls}, nil
 }
 
 // Conn returns the listener connection (to poll it).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -180,4 +181,57 @@ func TestInProcessContext(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.NoError(t, c.RemLockspace(ctx, ls, 0))
+}
+
+// TestInMemory runs the lease calls over in-memory connections in
+// simulated time (testing/synctest): a join that takes a few seconds of
+// the daemon's timers takes none, and a context's deadline falls at an
+// exact point of the daemon's work.
+func TestInMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := inproc.StartInMemory(t, 1)
+		c := d.Client()
+		ctx := context.Background()
+		ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: d.Path}}
+
+		// A join outlives a one-second context (it waits 2 x io_timeout
+		// and more); the daemon completes it anyway.
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		start := time.Now()
+		require.ErrorIs(t, c.AddLockspace(short, ls, 0, 1), context.DeadlineExceeded)
+		assert.Equal(t, time.Second, time.Since(start), "simulated time: the call ends with its context")
+		require.NoError(t, c.InqLockspace(ctx, ls, client.InqWait))
+
+		reg, err := c.Register(ctx)
+		require.NoError(t, err)
+		defer reg.Close()
+		assert.Nil(t, reg.Conn(), "not a Unix socket")
+		res := client.Resource{LockspaceName: "LS", Name: "R1", Disks: []client.Disk{{Path: d.Path, Offset: 1 * mib}}}
+		require.NoError(t, reg.Acquire(ctx, []client.Resource{res}, 0, nil))
+		inq, err := reg.Inquire(ctx)
+		require.NoError(t, err)
+		held, err := inq.Resources()
+		require.NoError(t, err)
+		require.Len(t, held, 1)
+		assert.Equal(t, "R1", held[0].Name)
+
+		// A second registered connection of this process finds it held.
+		reg2, err := c.Register(ctx)
+		require.NoError(t, err)
+		defer reg2.Close()
+		err = reg2.Acquire(ctx, []client.Resource{res}, client.AcquireNoWait, nil)
+		assert.Error(t, err, "held by the first connection")
+
+		n, err := reg.Release(ctx, []client.Resource{res}, 0)
+		require.NoError(t, err)
+		assert.Zero(t, n)
+		require.NoError(t, reg2.Acquire(ctx, []client.Resource{res}, 0, nil), "free once released")
+		_, err = reg2.Release(ctx, nil, client.ReleaseAll)
+		require.NoError(t, err)
+
+		_, err = c.RegEvent(ctx, "LS")
+		assert.Error(t, err, "event listeners need a socket")
+		require.NoError(t, c.RemLockspace(ctx, ls, 0))
+	})
 }

@@ -106,7 +106,7 @@ type Reg struct {
 // context ends.
 type regState struct {
 	sem  chan struct{}
-	conn *net.UnixConn
+	conn net.Conn
 }
 
 // Register connects and sends REGISTER (no reply is read, docs/protocol.md
@@ -126,8 +126,11 @@ func (c *Client) Register(ctx context.Context) (*Reg, error) {
 }
 
 // Conn returns the underlying connection (e.g. to pass the fd to a child
-// with File()).
-func (g *Reg) Conn() *net.UnixConn { return g.st.conn }
+// with File()); nil when it is not a Unix socket (Client.Dialer).
+func (g *Reg) Conn() *net.UnixConn {
+	uc, _ := g.st.conn.(*net.UnixConn)
+	return uc
+}
 
 // Close closes the registered connection; the daemon then releases the
 // leases (persistent ones become orphans).

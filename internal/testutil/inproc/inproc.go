@@ -9,6 +9,11 @@
 // Daemon.Path exists but stays empty (a release checks that its disk is
 // still there); every read and write of that path goes to Daemon.Disk.
 // Other paths are opened as real files.
+//
+// Start serves on a Unix socket, in real time. StartInMemory serves over
+// in-memory connections instead, for tests inside a synctest bubble: the
+// daemon's timers then run on the bubble's clock, so a join that takes
+// seconds takes none.
 package inproc
 
 import (
@@ -19,6 +24,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/gosanlock/gosanlock/client"
@@ -42,6 +48,8 @@ type Daemon struct {
 	dir    string
 	stop   context.CancelFunc
 	served chan error
+	// ln, when set, is the in-memory listener (StartInMemory).
+	ln *pipeListener
 }
 
 // mib is the distance between two resources of the layout.
@@ -86,9 +94,12 @@ func (d *Daemon) start(nres int) error {
 	if err := format(d.Disk, nres); err != nil {
 		return err
 	}
-	ln, err := net.Listen("unix", filepath.Join(d.RunDir, client.SockName))
-	if err != nil {
-		return err
+	var ln net.Listener = d.ln
+	if d.ln == nil {
+		var err error
+		if ln, err = net.Listen("unix", filepath.Join(d.RunDir, client.SockName)); err != nil {
+			return err
+		}
 	}
 	srv := newServer(d.RunDir, d.open)
 	ctx, stop := context.WithCancel(context.Background())
@@ -143,14 +154,84 @@ type keepOpen struct{ *testdisk.Mem }
 
 func (keepOpen) Close() error { return nil }
 
+// StartInMemory is StartT over in-memory connections (net.Pipe), for a
+// test inside a synctest bubble (call it there). The daemon takes every
+// connection for one of this process: REGISTER registers it. Event
+// listeners need a socket and are refused.
+func StartInMemory(t testing.TB, nres int) *Daemon {
+	t.Helper()
+	dir := t.TempDir()
+	d := &Daemon{RunDir: filepath.Join(dir, "run"), Path: filepath.Join(dir, "leases"), dir: dir,
+		Disk: testdisk.NewMem(int64(nres+1)*mib, 512), served: make(chan error, 1), ln: newPipeListener()}
+	if err := d.start(nres); err != nil {
+		t.Fatalf("in-memory daemon: %v", err)
+	}
+	t.Cleanup(d.Stop)
+	return d
+}
+
 // Client returns a client of the daemon.
 func (d *Daemon) Client() *client.Client {
 	cl, err := client.Dial(d.RunDir)
 	if err != nil {
 		panic(err) // the run directory is short enough by construction
 	}
+	if d.ln != nil {
+		cl.Dialer = d.ln.dial
+	}
 	return cl
 }
+
+// pipeListener hands the daemon the far ends of in-memory connections.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// peerConn is the daemon's end: it names this process as the peer (the
+// daemon asks a connection that is not a Unix socket for PeerPid).
+type peerConn struct{ net.Conn }
+
+func (peerConn) PeerPid() int { return os.Getpid() }
+
+// dial is the client's Dialer.
+func (l *pipeListener) dial(ctx context.Context) (net.Conn, error) {
+	ours, theirs := net.Pipe()
+	select {
+	case l.conns <- peerConn{theirs}:
+		return ours, nil
+	case <-l.done:
+		return nil, &client.Error{Code: client.RvECONNREFUSED}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
 
 // Stop stops the daemon (its connections are closed: registered clients
 // see the daemon gone) and removes its directory. It may be called more
