@@ -18,6 +18,8 @@
 // [Reg]). Flags that have a type of their own are passed typed
 // ([AcquireFlags], [ReleaseFlags], [AddFlags], [RemFlags], [ForceMode]),
 // and results are typed ([Inquiry], [HeldBy], records and structures).
+// Only what never waits takes no context: [EventConn.GetEvent] and the
+// accessors (Conn, Close).
 //
 // Programs that hold leases should normally use the lease package, which
 // builds sessions, blocking acquire, fencing tokens and loss notices on top

@@ -104,7 +104,7 @@ func TestRegAbandonedAcquire(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := reg.Acquire(ctx, res, AcquireNoWait, nil); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("AcquireCtx = %v, want DeadlineExceeded", err)
+		t.Fatalf("Acquire = %v, want DeadlineExceeded", err)
 	}
 	close(answer) // the daemon grants it after all
 	select {
