@@ -13,11 +13,13 @@
 // which matches the per-code sentinels ([ErrAcquireIDLive], [ErrNotFound],
 // ...) and syscall.Errno values with errors.Is.
 //
-// Contexts: [Client.WithContext] and [Reg.WithContext] return views whose
-// calls are bounded by a context (dial, send, wait for the reply); the *Ctx
-// methods ([Reg.AcquireCtx], [Client.AddLockspaceCtx], ...) take the context
-// and typed flags ([AcquireFlags], [ReleaseFlags], [AddFlags], [RemFlags],
-// [ForceMode]) directly. The older uint32-flag methods are unchanged.
+// Every call takes a context first, which bounds it: dialing, sending and
+// waiting for the reply ([Client.Do]; on a registered connection, see
+// [Reg]). Flags that have a type of their own are passed typed
+// ([AcquireFlags], [ReleaseFlags], [AddFlags], [RemFlags], [ForceMode]),
+// and results are typed ([Inquiry], [HeldBy], records and structures).
+// Only what never waits takes no context: [EventConn.GetEvent] and the
+// accessors (Conn, Close).
 //
 // Programs that hold leases should normally use the lease package, which
 // builds sessions, blocking acquire, fencing tokens and loss notices on top
@@ -59,10 +61,11 @@ type Client struct {
 	// Timeout, when non-zero, bounds each call's I/O (libsanlock has no
 	// timeout; a non-async ADD_LOCKSPACE takes about 2 x io_timeout).
 	Timeout time.Duration
-
-	// ctx, when set by WithContext, bounds every call made through this
-	// copy: dialing, sending and waiting for the reply.
-	ctx context.Context
+	// Dialer, when set, makes the connections instead of dialing SockPath
+	// (tests: a daemon served over in-memory connections). A connection
+	// that is not a Unix socket cannot be handed to another process
+	// (Reg.Conn returns nil) nor be an event listener.
+	Dialer func(ctx context.Context) (net.Conn, error)
 }
 
 // Dial returns a client for the daemon whose run directory is runDir ("" =
@@ -99,7 +102,13 @@ const busyRetry = time.Millisecond
 // Go dial is non-blocking and fails with EAGAIN instead, so a dial that
 // gets EAGAIN is tried again (until ctx ends, or for Timeout when set).
 // It is the one dial of the package: calls, Register and RegEvent.
-func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	if c.Dialer != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return c.Dialer(ctx)
+	}
 	var deadline time.Time
 	if c.Timeout > 0 {
 		deadline = time.Now().Add(c.Timeout)
@@ -108,7 +117,7 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 	for {
 		nc, err := d.DialContext(ctx, "unix", c.SockPath)
 		if err == nil {
-			return nc.(*net.UnixConn), nil
+			return nc, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -127,8 +136,8 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 }
 
 // connect dials for one call; Timeout, when set, bounds the call's I/O.
-func (c *Client) connect() (*net.UnixConn, error) {
-	conn, err := c.dial(c.context())
+func (c *Client) connect(ctx context.Context) (net.Conn, error) {
+	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,25 +168,28 @@ func exchange(conn net.Conn, q *Request) (*Reply, error) {
 
 // Do sends q on a new connection, reads the reply, and closes the
 // connection. It returns transport errors only; the result code is in the
-// reply.
-func (c *Client) Do(q *Request) (*Reply, error) {
-	conn, err := c.connect()
+// reply. Dialing, sending and waiting for the reply stop when ctx ends,
+// and Do then returns ctx.Err(); the daemon may still carry out a command
+// whose reply was abandoned (an ADD_LOCKSPACE keeps joining, for
+// example), and the caller decides what to undo.
+func (c *Client) Do(ctx context.Context, q *Request) (*Reply, error) {
+	conn, err := c.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	stop := interruptOnDone(c.context(), conn)
+	stop := interruptOnDone(ctx, conn)
 	p, err := exchange(conn, q)
 	if stop() && err != nil {
 		// The context ended the exchange: report that, not the I/O error.
-		return p, c.context().Err()
+		return p, ctx.Err()
 	}
 	return p, err
 }
 
 // result runs q and converts a negative result into *Error.
-func (c *Client) result(q *Request) (*Reply, error) {
-	p, err := c.Do(q)
+func (c *Client) result(ctx context.Context, q *Request) (*Reply, error) {
+	p, err := c.Do(ctx, q)
 	if err != nil {
 		return p, err
 	}

@@ -8,33 +8,6 @@ import (
 	"time"
 )
 
-// WithContext returns a copy of c whose calls are bounded by ctx: dialing,
-// sending the request and waiting for the reply all stop when ctx ends, and
-// the call then returns ctx.Err(). The daemon may still carry out a command
-// whose reply was abandoned (an ADD_LOCKSPACE keeps joining, for example);
-// the caller decides what to undo.
-//
-// Every method of Client honours the context this way, so
-//
-//	err := cl.WithContext(ctx).AddLockspace(ls, 0, 1)
-//
-// is the context-aware form of AddLockspace. c itself is not changed.
-func (c *Client) WithContext(ctx context.Context) *Client {
-	if ctx == nil {
-		panic("client: nil context")
-	}
-	c2 := *c
-	c2.ctx = ctx
-	return &c2
-}
-
-func (c *Client) context() context.Context {
-	if c.ctx == nil {
-		return context.Background()
-	}
-	return c.ctx
-}
-
 // interruptOnDone makes I/O on conn fail at once when ctx ends. The returned
 // stop function disarms it and reports whether the context fired.
 func interruptOnDone(ctx context.Context, conn net.Conn) (stop func() bool) {
@@ -52,36 +25,10 @@ func interruptOnDone(ctx context.Context, conn net.Conn) (stop func() bool) {
 	}
 }
 
-// WithContext returns a Reg for the same registered connection whose calls
-// are bounded by ctx.
-//
-// A registered connection carries one exchange at a time and cannot be
-// interrupted without losing every lease on it, so ctx works like this:
-// waiting for an earlier call to finish stops when ctx ends; once the
-// request is sent, an ended ctx makes the call return ctx.Err() at once
-// while the reply is still read in the background (and the next call waits
-// for it). An Acquire abandoned that way whose reply turns out to be a
-// success is released again, so an abandoned Acquire never leaves a lease
-// the caller does not know about.
-func (g *Reg) WithContext(ctx context.Context) *Reg {
-	if ctx == nil {
-		panic("client: nil context")
-	}
-	return &Reg{st: g.st, ctx: ctx}
-}
-
-func (g *Reg) context() context.Context {
-	if g.ctx == nil {
-		return context.Background()
-	}
-	return g.ctx
-}
-
 // doLate runs one exchange on the registered connection. late, when not
 // nil, is called (still holding the connection) with the reply of an
 // exchange the caller abandoned because its context ended.
-func (g *Reg) doLate(q *Request, late func(*Reply)) (*Reply, error) {
-	ctx := g.context()
+func (g *Reg) doLate(ctx context.Context, q *Request, late func(*Reply)) (*Reply, error) {
 	select {
 	case g.st.sem <- struct{}{}:
 	case <-ctx.Done():

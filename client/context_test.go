@@ -46,9 +46,9 @@ func reply(t *testing.T, conn net.Conn, q *Request, result int32) {
 	}
 }
 
-// TestClientWithContext: a call whose context ends while the daemon has
+// TestClientContext: a call whose context ends while the daemon has
 // not answered returns the context's error at once.
-func TestClientWithContext(t *testing.T) {
+func TestClientContext(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	c := ctxDaemon(t, func(conn net.Conn) {
@@ -59,13 +59,13 @@ func TestClientWithContext(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- c.WithContext(ctx).AddLockspace(&Lockspace{Name: "LS", HostID: 1}, 0, 1) }()
+	go func() { errc <- c.AddLockspace(ctx, &Lockspace{Name: "LS", HostID: 1}, 0, 1) }()
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("AddLockspace with a cancelled context = %v, want context.Canceled", err)
 	}
 	// An already ended context stops the call before dialing.
-	if _, _, err := c.WithContext(ctx).Version(); !errors.Is(err, context.Canceled) {
+	if _, _, err := c.Version(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Version with an ended context = %v", err)
 	}
 }
@@ -95,7 +95,7 @@ func TestRegAbandonedAcquire(t *testing.T) {
 			}
 		}
 	})
-	reg, err := c.Register()
+	reg, err := c.Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +103,8 @@ func TestRegAbandonedAcquire(t *testing.T) {
 	res := []Resource{{LockspaceName: "LS", Name: "R1", Disks: []Disk{{Path: "/x"}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := reg.AcquireCtx(ctx, res, AcquireNoWait, nil); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("AcquireCtx = %v, want DeadlineExceeded", err)
+	if err := reg.Acquire(ctx, res, AcquireNoWait, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire = %v, want DeadlineExceeded", err)
 	}
 	close(answer) // the daemon grants it after all
 	select {
@@ -116,7 +116,7 @@ func TestRegAbandonedAcquire(t *testing.T) {
 		t.Fatal("late grant was not released")
 	}
 	// The connection is in step: Restrict gets its own result (7).
-	p, err := reg.do(NewRequest(CmdRestrict, 0, 0, self))
+	p, err := reg.do(context.Background(), NewRequest(CmdRestrict, 0, 0, self))
 	if err != nil || p.Result() != 7 {
 		t.Fatalf("next call on the registered connection: %+v %v", p, err)
 	}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func TestDialRetriesBusyBacklog(t *testing.T) {
 	cl, err := Dial(dir)
 	require.NoError(t, err)
 	cl.Timeout = 50 * time.Millisecond
-	_, err = cl.connect()
+	_, err = cl.connect(context.Background())
 	require.ErrorIs(t, err, syscall.EAGAIN)
 	require.Equal(t, -int(syscall.EAGAIN), ErrorCode(err))
 
@@ -63,7 +64,7 @@ func TestDialRetriesBusyBacklog(t *testing.T) {
 		}
 		accepted <- err
 	}()
-	conn, err := cl.connect()
+	conn, err := cl.connect(context.Background())
 	require.NoError(t, err)
 	conn.Close()
 	require.NoError(t, <-accepted)

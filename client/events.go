@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -16,8 +17,7 @@ type EventConn struct {
 }
 
 // RegEvent registers an event listener for lockspace ls.
-func (c *Client) RegEvent(ls string) (*EventConn, error) {
-	ctx := c.context()
+func (c *Client) RegEvent(ctx context.Context, ls string) (*EventConn, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -25,6 +25,11 @@ func (c *Client) RegEvent(ls string) (*EventConn, error) {
 	q := NewRequest(CmdRegEvent, 0, 0, 0)
 	q.Lockspace = lsName(ls)
 	q.HostEvent = &HostEvent{}
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		conn.Close()
+		return nil, errors.New("client: an event listener needs a Unix socket connection")
+	}
 	stop := interruptOnDone(ctx, conn)
 	p, err := exchange(conn, q)
 	if stop() && err != nil {
@@ -37,7 +42,7 @@ func (c *Client) RegEvent(ls string) (*EventConn, error) {
 		conn.Close()
 		return nil, err
 	}
-	return &EventConn{conn: conn, ls: ls}, nil
+	return &EventConn{conn: uc, ls: ls}, nil
 }
 
 // Conn returns the listener connection (to poll it).
@@ -84,16 +89,20 @@ func (e *EventConn) GetEvent() (EventCB, error) {
 	return ev, nil
 }
 
-// WaitEvent blocks until an event arrives or the timeout passes (0 = no
-// timeout).
-func (e *EventConn) WaitEvent(timeout time.Duration) (EventCB, error) {
+// WaitEvent blocks until an event arrives or ctx ends (it then returns
+// ctx.Err()).
+func (e *EventConn) WaitEvent(ctx context.Context) (EventCB, error) {
 	var ev EventCB
-	if timeout > 0 {
-		_ = e.conn.SetReadDeadline(time.Now().Add(timeout))
-		defer e.conn.SetReadDeadline(time.Time{})
-	}
+	stop := interruptOnDone(ctx, e.conn)
 	var buf [EventCBSize]byte
-	if _, err := io.ReadFull(e.conn, buf[:]); err != nil {
+	_, err := io.ReadFull(e.conn, buf[:])
+	if stop() {
+		_ = e.conn.SetDeadline(time.Time{})
+		if err != nil {
+			return ev, ctx.Err()
+		}
+	}
+	if err != nil {
 		return ev, err
 	}
 	_ = ev.UnmarshalBinary(buf[:])
@@ -102,7 +111,7 @@ func (e *EventConn) WaitEvent(timeout time.Duration) (EventCB, error) {
 
 // EndEvent ends a listener as libsanlock does: write the 4-byte value 1 on
 // the listener, close it, then send END_EVENT on a new connection.
-func (c *Client) EndEvent(e *EventConn) error {
+func (c *Client) EndEvent(ctx context.Context, e *EventConn) error {
 	var one [4]byte
 	binary.LittleEndian.PutUint32(one[:], 1)
 	_, werr := e.conn.Write(one[:])
@@ -112,6 +121,6 @@ func (c *Client) EndEvent(e *EventConn) error {
 	}
 	q := NewRequest(CmdEndEvent, 0, 0, 0)
 	q.Lockspace = lsName(e.ls)
-	_, err := c.result(q)
+	_, err := c.result(ctx, q)
 	return err
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gosanlock/gosanlock/internal/testenv"
 )
 
 const realSanlock = "/usr/sbin/sanlock"
@@ -18,12 +21,8 @@ const realSanlock = "/usr/sbin/sanlock"
 // client for it. The daemon is killed by pid in t.Cleanup.
 func startRealDaemon(t *testing.T) (*Client, <-chan struct{}) {
 	t.Helper()
-	if _, err := os.Stat(realSanlock); err != nil {
-		t.Skip("real sanlock not installed")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.NeedBinary(t, realSanlock)
+	testenv.NeedRoot(t, "sanlock 3.8.5 runs as a real daemon")
 	// A short path: sun_path is limited to 108 bytes.
 	runDir, err := os.MkdirTemp("", "gslk")
 	if err != nil {
@@ -60,7 +59,7 @@ func startRealDaemon(t *testing.T) (*Client, <-chan struct{}) {
 	c.Timeout = 30 * time.Second
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, _, err := c.Version(); err == nil {
+		if _, _, err := c.Version(context.Background()); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("daemon did not come up: %v", err)
@@ -107,13 +106,13 @@ func TestAgainstRealDaemon(t *testing.T) {
 	}
 
 	// Version.
-	v, proto, err := c.Version()
+	v, proto, err := c.Version(context.Background())
 	if err != nil || v != DaemonVersion || proto != ProtoVersion {
 		t.Fatalf("Version = %#x %#x %v", v, proto, err)
 	}
 
 	// ReadLockspace of the lockspace written by direct init.
-	got, iot, err := c.ReadLockspace(&Lockspace{Disk: Disk{Path: leases}})
+	got, iot, err := c.ReadLockspace(context.Background(), &Lockspace{Disk: Disk{Path: leases}})
 	if err != nil {
 		t.Fatalf("ReadLockspace: %v", err)
 	}
@@ -124,33 +123,33 @@ func TestAgainstRealDaemon(t *testing.T) {
 	// Rewrite LS with io_timeout 1 through WRITE_LOCKSPACE: the add delay
 	// depends on the io_timeout stored in the lease (docs/timing.md "Mixed io_timeouts").
 	lsw := &Lockspace{Name: "LS", Flags: ResAlign1M | ResSector512, Disk: Disk{Path: leases}}
-	if err := c.WriteLockspace(lsw, 0, 1); err != nil {
+	if err := c.WriteLockspace(context.Background(), lsw, 0, 1); err != nil {
 		t.Fatalf("WriteLockspace: %v", err)
 	}
-	got, iot, err = c.ReadLockspace(&Lockspace{Disk: Disk{Path: leases}})
+	got, iot, err = c.ReadLockspace(context.Background(), &Lockspace{Disk: Disk{Path: leases}})
 	if err != nil || got.Name != "LS" || iot != 1 {
 		t.Errorf("ReadLockspace after write = %+v %d %v", got, iot, err)
 	}
 	// Reading an uninitialised area: no lease.
-	_, _, err = c.ReadLockspace(&Lockspace{Disk: Disk{Path: leases, Offset: 6 * mib}})
+	_, _, err = c.ReadLockspace(context.Background(), &Lockspace{Disk: Disk{Path: leases, Offset: 6 * mib}})
 	wantCode(t, "ReadLockspace(empty)", err, SanlkLeaderMagic)
 
 	// Lockspace not joined yet.
 	ls := &Lockspace{Name: "LS", HostID: 1, Disk: Disk{Path: leases}}
-	wantCode(t, "InqLockspace(before)", c.InqLockspace(ls, 0), RvENOENT)
+	wantCode(t, "InqLockspace(before)", c.InqLockspace(context.Background(), ls, 0), RvENOENT)
 
 	// AddLockspace with io_timeout 1 in header.data.
 	t0 := time.Now()
-	if err := c.AddLockspace(ls, 0, 1); err != nil {
+	if err := c.AddLockspace(context.Background(), ls, 0, 1); err != nil {
 		t.Fatalf("AddLockspace: %v", err)
 	}
 	t.Logf("add_lockspace took %v", time.Since(t0))
-	wantCode(t, "AddLockspace(again)", c.AddLockspace(ls, 0, 1), RvEEXIST)
-	if err := c.InqLockspace(ls, 0); err != nil {
+	wantCode(t, "AddLockspace(again)", c.AddLockspace(context.Background(), ls, 0, 1), RvEEXIST)
+	if err := c.InqLockspace(context.Background(), ls, 0); err != nil {
 		t.Errorf("InqLockspace: %v", err)
 	}
 
-	lss, err := c.GetLockspaces()
+	lss, err := c.GetLockspaces(context.Background())
 	if err != nil || len(lss) != 1 || lss[0].Name != "LS" || lss[0].HostID != 1 ||
 		lss[0].Disk.Path != leases || lss[0].Flags != 0 {
 		t.Errorf("GetLockspaces = %+v %v", lss, err)
@@ -159,7 +158,7 @@ func TestAgainstRealDaemon(t *testing.T) {
 	// Hosts: retry while the daemon has no host data yet (-EAGAIN).
 	var hosts []Host
 	for i := 0; i < 50; i++ {
-		hosts, err = c.GetHosts("LS", 0)
+		hosts, err = c.GetHosts(context.Background(), "LS", 0)
 		if ErrorCode(err) != RvEAGAIN {
 			break
 		}
@@ -169,18 +168,18 @@ func TestAgainstRealDaemon(t *testing.T) {
 		hosts[0].StateName() != "LIVE" {
 		t.Errorf("GetHosts = %+v %v", hosts, err)
 	}
-	_, err = c.GetHosts("NOPE", 0)
+	_, err = c.GetHosts(context.Background(), "NOPE", 0)
 	wantCode(t, "GetHosts(unknown)", err, RvENOENT)
 
-	hrecs, err := c.HostStatus("LS")
+	hrecs, err := c.HostStatus(context.Background(), "LS")
 	if err != nil || len(hrecs) < 1 || hrecs[0].Type != StateHost || hrecs[0].Data32 != 1 ||
 		!strings.Contains(hrecs[0].Text, "owner_id=1") {
 		t.Errorf("HostStatus = %+v %v", hrecs, err)
 	}
-	_, err = c.HostStatus("NOPE")
+	_, err = c.HostStatus(context.Background(), "NOPE")
 	wantCode(t, "HostStatus(unknown)", err, RvENOSPC)
 
-	ren, err := c.Renewal("LS")
+	ren, err := c.Renewal(context.Background(), "LS")
 	if err != nil {
 		t.Errorf("Renewal: %v", err)
 	}
@@ -192,23 +191,24 @@ func TestAgainstRealDaemon(t *testing.T) {
 
 	// Resource lease at 2 MiB.
 	res := Resource{LockspaceName: "LS", Name: "R1", Disks: []Disk{{Path: leases, Offset: 2 * mib}}}
-	if err := c.WriteResource(&res, 0, 0, 0); err != nil {
+	if err := c.WriteResource(context.Background(), &res, 0, 0, 0); err != nil {
 		t.Fatalf("WriteResource: %v", err)
 	}
-	rr, err := c.ReadResource(&Resource{Disks: []Disk{{Path: leases, Offset: 2 * mib}}})
+	rr, err := c.ReadResource(context.Background(), &Resource{Disks: []Disk{{Path: leases, Offset: 2 * mib}}})
 	if err != nil || rr.LockspaceName != "LS" || rr.Name != "R1" || rr.LVer != 0 {
 		t.Errorf("ReadResource = %+v %v", rr, err)
 	}
 
-	reg, err := c.Register()
+	reg, err := c.Register(context.Background())
 	if err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	defer reg.Close()
-	if err := reg.Acquire([]Resource{res}, AcquireLVB, &Options{OwnerName: "gotest"}); err != nil {
+	if err := reg.Acquire(context.Background(), []Resource{res}, AcquireLVB, &Options{OwnerName: "gotest"}); err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
-	state, n, err := reg.Inquire()
+	inq, err := reg.Inquire(context.Background())
+	state, n := inq.State, inq.Count
 	wantState := "LS:R1:" + EscapePath(leases) + ":2097152:1"
 	if err != nil || n != 1 || state != wantState {
 		t.Errorf("Inquire = %q %d %v, want %q", state, n, err, wantState)
@@ -217,40 +217,41 @@ func TestAgainstRealDaemon(t *testing.T) {
 		t.Errorf("ParseState(%q) = %+v %v", state, parsed, err)
 	}
 	// The same through data2 = pid on a fresh connection.
-	state2, n2, err := c.Inquire(os.Getpid())
+	inq, err = c.Inquire(context.Background(), os.Getpid())
+	state2, n2 := inq.State, inq.Count
 	if err != nil || n2 != 1 || state2 != state {
 		t.Errorf("Inquire(pid) = %q %d %v", state2, n2, err)
 	}
-	_, _, err = c.Inquire(1)
+	_, err = c.Inquire(context.Background(), 1)
 	wantCode(t, "Inquire(pid 1)", err, RvESRCH)
 
 	// Convert to shared and back; converting to the current mode is -EALREADY.
 	shr := res
 	shr.Flags = ResShared
-	if err := reg.Convert(&shr, 0); err != nil {
+	if err := reg.Convert(context.Background(), &shr, 0); err != nil {
 		t.Errorf("Convert(SH): %v", err)
 	}
-	if st, _, err := reg.Inquire(); err != nil || !strings.HasSuffix(st, ":SH") {
-		t.Errorf("Inquire after convert = %q %v", st, err)
+	if inq, err := reg.Inquire(context.Background()); err != nil || !strings.HasSuffix(inq.State, ":SH") {
+		t.Errorf("Inquire after convert = %q %v", inq.State, err)
 	}
-	wantCode(t, "Convert(SH again)", reg.Convert(&shr, 0), RvEALREADY)
-	if err := c.Convert(os.Getpid(), &res, 0); err != nil {
+	wantCode(t, "Convert(SH again)", reg.Convert(context.Background(), &shr, 0), RvEALREADY)
+	if err := c.Convert(context.Background(), os.Getpid(), &res, 0); err != nil {
 		t.Errorf("Convert(EX) by pid: %v", err)
 	}
-	if err := c.ExamineResource(&res); err != nil {
+	if err := c.ExamineResource(context.Background(), &res); err != nil {
 		t.Errorf("ExamineResource: %v", err)
 	}
-	if err := c.SetLVB(&res, []byte("hello")); err != nil {
+	if err := c.SetLVB(context.Background(), &res, []byte("hello")); err != nil {
 		t.Errorf("SetLVB: %v", err)
 	}
-	lvb, err := c.GetLVB(&res, 8)
+	lvb, err := c.GetLVB(context.Background(), &res, 8)
 	if err != nil || string(lvb) != "hello\x00\x00\x00" {
 		t.Errorf("GetLVB = %q %v", lvb, err)
 	}
-	owner, owners, err := c.ReadResourceOwners(&res)
+	owner, owners, err := c.ReadResourceOwners(context.Background(), &res)
 	ro := res
 	ro.Flags = ResAlign1M | ResSector512
-	owner2, _, err2 := c.ReadResourceOwners(&ro)
+	owner2, _, err2 := c.ReadResourceOwners(context.Background(), &ro)
 	// Observed on 3.8.5: READ_RESOURCE reports the detected align/sector
 	// flags, READ_RESOURCE_OWNERS only echoes those of the request.
 	if rr.Flags != ResAlign1M|ResSector512 || owner.Flags != 0 || err2 != nil || owner2.Flags != ResAlign1M|ResSector512 {
@@ -260,7 +261,7 @@ func TestAgainstRealDaemon(t *testing.T) {
 		t.Errorf("ReadResourceOwners = %+v %+v %v", owner, owners, err)
 	}
 
-	recs, err := c.Status(0)
+	recs, err := c.Status(context.Background(), 0)
 	if err != nil {
 		t.Fatalf("Status: %v", err)
 	}
@@ -286,60 +287,60 @@ func TestAgainstRealDaemon(t *testing.T) {
 		t.Errorf("Status: daemon %v lockspace %v resource %v client %v; records %+v", sawDaemon, sawLS, sawRes, sawMe, recs)
 	}
 	// Detail level 1: only the daemon record.
-	if recs, err := c.Status(StateDaemon); err != nil || len(recs) != 1 || recs[0].Type != StateDaemon {
+	if recs, err := c.Status(context.Background(), StateDaemon); err != nil || len(recs) != 1 || recs[0].Type != StateDaemon {
 		t.Errorf("Status(1) = %d records %v", len(recs), err)
 	}
 
-	wantCode(t, "RemLockspace(unused)", c.RemLockspace(ls, RemUnused), RvEBUSY)
-	if _, err := reg.Release([]Resource{res}, 0); err != nil {
+	wantCode(t, "RemLockspace(unused)", c.RemLockspace(context.Background(), ls, RemUnused), RvEBUSY)
+	if _, err := reg.Release(context.Background(), []Resource{res}, 0); err != nil {
 		t.Errorf("Release: %v", err)
 	}
-	if _, n, err := reg.Inquire(); err != nil || n != 0 {
-		t.Errorf("Inquire after release: %d %v", n, err)
+	if inq, err := reg.Inquire(context.Background()); err != nil || inq.Count != 0 {
+		t.Errorf("Inquire after release: %d %v", inq.Count, err)
 	}
-	_, err = reg.Release([]Resource{res}, 0)
+	_, err = reg.Release(context.Background(), []Resource{res}, 0)
 	wantCode(t, "Release(not held)", err, RvEPERM)
 
 	// Misc admin commands.
-	if a, err := c.Align(&Disk{Path: leases}); err != nil || a != mib {
+	if a, err := c.Align(context.Background(), &Disk{Path: leases}); err != nil || a != mib {
 		t.Errorf("Align = %d %v", a, err)
 	}
-	if err := c.SetConfig("LS", ConfigUsed); err != nil {
+	if err := c.SetConfig(context.Background(), "LS", ConfigUsed); err != nil {
 		t.Errorf("SetConfig: %v", err)
 	}
-	wantCode(t, "SetConfig(0)", c.SetConfig("LS", 0), RvEINVAL)
-	wantCode(t, "SetConfig(unknown)", c.SetConfig("NOPE", ConfigUsed), RvENOENT)
+	wantCode(t, "SetConfig(0)", c.SetConfig(context.Background(), "LS", 0), RvEINVAL)
+	wantCode(t, "SetConfig(unknown)", c.SetConfig(context.Background(), "NOPE", ConfigUsed), RvENOENT)
 	// USED blocks lockspace removal; undo it.
-	if err := c.SetConfig("LS", ConfigUnused); err != nil {
+	if err := c.SetConfig(context.Background(), "LS", ConfigUnused); err != nil {
 		t.Errorf("SetConfig(unused): %v", err)
 	}
-	ev, err := c.RegEvent("LS")
+	ev, err := c.RegEvent(context.Background(), "LS")
 	if err != nil {
 		t.Fatalf("RegEvent: %v", err)
 	}
 	if _, err := ev.GetEvent(); ErrorCode(err) != RvEAGAIN {
 		t.Errorf("GetEvent = %v, want EAGAIN", err)
 	}
-	if err := c.SetEvent("LS", HostEvent{HostID: 1, Event: 5, Data: 7}, 0); err != nil {
+	if err := c.SetEvent(context.Background(), "LS", HostEvent{HostID: 1, Event: 5, Data: 7}, 0); err != nil {
 		t.Errorf("SetEvent: %v", err)
 	}
-	wantCode(t, "SetEvent(again)", c.SetEvent("LS", HostEvent{HostID: 1, Event: 6, Data: 7}, 0), RvEBUSY)
-	if err := c.EndEvent(ev); err != nil {
+	wantCode(t, "SetEvent(again)", c.SetEvent(context.Background(), "LS", HostEvent{HostID: 1, Event: 6, Data: 7}, 0), RvEBUSY)
+	if err := c.EndEvent(context.Background(), ev); err != nil {
 		t.Errorf("EndEvent: %v", err)
 	}
-	if log, err := c.LogDump(); err != nil || !bytes.Contains(log, []byte("add_lockspace")) {
+	if log, err := c.LogDump(context.Background()); err != nil || !bytes.Contains(log, []byte("add_lockspace")) {
 		t.Errorf("LogDump: %d bytes %v", len(log), err)
 	}
 
-	wantCode(t, "ShutdownWait(busy)", c.ShutdownWait(false), RvEBUSY)
-	if err := c.RemLockspace(ls, 0); err != nil {
+	wantCode(t, "ShutdownWait(busy)", c.ShutdownWait(context.Background(), false), RvEBUSY)
+	if err := c.RemLockspace(context.Background(), ls, 0); err != nil {
 		t.Errorf("RemLockspace: %v", err)
 	}
-	wantCode(t, "InqLockspace(after)", c.InqLockspace(ls, 0), RvENOENT)
-	wantCode(t, "RemLockspace(again)", c.RemLockspace(ls, 0), RvENOENT)
+	wantCode(t, "InqLockspace(after)", c.InqLockspace(context.Background(), ls, 0), RvENOENT)
+	wantCode(t, "RemLockspace(again)", c.RemLockspace(context.Background(), ls, 0), RvENOENT)
 	reg.Close()
 
-	if err := c.ShutdownWait(false); err != nil {
+	if err := c.ShutdownWait(context.Background(), false); err != nil {
 		t.Errorf("ShutdownWait: %v", err)
 	}
 	select {
@@ -348,7 +349,7 @@ func TestAgainstRealDaemon(t *testing.T) {
 		t.Fatal("daemon did not exit after ShutdownWait")
 	}
 	// The socket file is left behind (docs/protocol.md "Transport"): connect is refused.
-	if _, _, err := c.Version(); !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+	if _, _, err := c.Version(context.Background()); !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("Version after shutdown: %v", err)
 	}
 	t.Logf("total %v", time.Since(start))

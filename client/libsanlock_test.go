@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -167,54 +169,52 @@ func goCalls(t *testing.T, c *Client) {
 			t.Fatal(err)
 		}
 	}
-	reg, err := c.Register()
+	reg, err := c.Register(context.Background())
 	must(err)
 	defer reg.Close()
-	must(c.AddLockspace(ls, AddAsync, 5))
-	must(c.InqLockspace(ls, InqWait))
-	must(c.RemLockspace(ls, RemAsync|RemUnused))
-	must(c.WriteLockspace(&Lockspace{Name: "LS", Flags: ResAlign2M | ResSector512, Disk: Disk{Path: P}}, 0, 7))
-	_, _, err = c.ReadLockspace(&Lockspace{Flags: ResAlign1M | ResSector512, Disk: Disk{Path: P}})
+	must(c.AddLockspace(context.Background(), ls, AddAsync, 5))
+	must(c.InqLockspace(context.Background(), ls, InqWait))
+	must(c.RemLockspace(context.Background(), ls, RemAsync|RemUnused))
+	must(c.WriteLockspace(context.Background(), &Lockspace{Name: "LS", Flags: ResAlign2M | ResSector512, Disk: Disk{Path: P}}, 0, 7))
+	_, _, err = c.ReadLockspace(context.Background(), &Lockspace{Flags: ResAlign1M | ResSector512, Disk: Disk{Path: P}})
 	must(err)
 	wr := res
 	wr.Flags = ResAlign1M | ResSector512
-	must(c.WriteResource(&wr, 0, 3, WriteClear))
-	_, err = c.ReadResource(&Resource{Flags: ResAlign1M | ResSector512, Disks: d})
+	must(c.WriteResource(context.Background(), &wr, 0, 3, WriteClear))
+	_, err = c.ReadResource(context.Background(), &Resource{Flags: ResAlign1M | ResSector512, Disks: d})
 	must(err)
 	sh := res
 	sh.Flags = ResShared
-	must(reg.Acquire([]Resource{sh}, 0, nil))
-	_, _, err = reg.Inquire()
+	must(reg.Acquire(context.Background(), []Resource{sh}, 0, nil))
+	_, err = reg.Inquire(context.Background())
 	must(err)
-	_, err = reg.Release([]Resource{res}, 0)
+	_, err = reg.Release(context.Background(), []Resource{res}, 0)
 	must(err)
 	lv := res
 	lv.Flags, lv.LVer = ResLVer, 9
-	must(c.Acquire(4242, []Resource{lv}, AcquireLVB, nil))
+	must(c.Acquire(context.Background(), 4242, []Resource{lv}, AcquireLVB, nil))
 	rq := res
 	rq.Flags, rq.LVer = ResLVer, 3
-	must(c.Request(&rq, 0, ReqForce))
-	must(c.SetEvent("LS", HostEvent{HostID: 2, Generation: 3, Event: 4, Data: 5}, 0))
-	_, err = c.GetLockspaces()
+	must(c.Request(context.Background(), &rq, 0, ReqForce))
+	must(c.SetEvent(context.Background(), "LS", HostEvent{HostID: 2, Generation: 3, Event: 4, Data: 5}, 0))
+	_, err = c.GetLockspaces(context.Background())
 	must(err)
-	_, err = c.GetHosts("LS", 0)
+	_, err = c.GetHosts(context.Background(), "LS", 0)
 	must(err)
-	must(reg.Killpath("/bin/k", "a", 0))
-	must(c.SetLVB(&res, []byte("hello")))
-	_, err = c.GetLVB(&res, 8)
+	must(reg.Killpath(context.Background(), "/bin/k", "a", 0))
+	must(c.SetLVB(context.Background(), &res, []byte("hello")))
+	_, err = c.GetLVB(context.Background(), &res, 8)
 	must(err)
 	ro := res
 	ro.Flags = ResAlign1M | ResSector512
-	_, _, err = c.ReadResourceOwners(&ro)
+	_, _, err = c.ReadResourceOwners(context.Background(), &ro)
 	must(err)
 }
 
 func TestRequestsMatchLibsanlock(t *testing.T) {
-	if _, err := os.Stat(pyPath); err != nil {
-		t.Skip("no python3")
-	}
+	testenv.NeedBinary(t, pyPath)
 	if err := exec.Command(pyPath, "-c", "import sanlock").Run(); err != nil {
-		t.Skip("python3-sanlock not installed")
+		testenv.Missing(t, "python3-sanlock not installed")
 	}
 	dir, err := os.MkdirTemp("", "gslkpy")
 	if err != nil {

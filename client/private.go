@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,17 +22,21 @@ var ErrNotGosanlock = errors.New("the daemon does not answer gosanlock's private
 // (CmdHello): nil when it answers, ErrNotGosanlock when no answer comes
 // within wait or the connection is closed without one, another error
 // when the daemon cannot be reached.
-func (c *Client) Hello(wait time.Duration) error {
+func (c *Client) Hello(ctx context.Context, wait time.Duration) error {
 	cc := *c
 	if cc.Timeout == 0 || cc.Timeout > wait {
 		cc.Timeout = wait
 	}
-	conn, err := cc.connect()
+	conn, err := cc.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	stop := interruptOnDone(ctx, conn)
 	p, err := exchange(conn, NewRequest(CmdHello, 0, 0, 0))
+	if stop() && err != nil {
+		return ctx.Err()
+	}
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
@@ -50,9 +55,9 @@ func (c *Client) Hello(wait time.Duration) error {
 // is a private command (docs/protocol.md "Private commands"): a sanlock
 // daemon never answers it, and the call then fails when the
 // connection's deadline (if any) passes.
-func (c *Client) Reexec() error {
+func (c *Client) Reexec(ctx context.Context) error {
 	q := NewRequest(CmdReexec, 0, 0, 0)
-	p, err := c.result(q)
+	p, err := c.result(ctx, q)
 	if err != nil && p != nil && len(p.Records) > 0 && p.Records[0].Text != "" {
 		return fmt.Errorf("%w: %s", err, p.Records[0].Text)
 	}

@@ -6,15 +6,15 @@ import (
 )
 
 // acquireReq builds ACQUIRE for data2 (pid, or -1 for self).
-func acquireReq(data2 uint32, res []Resource, flags uint32, opt *Options) *Request {
-	q := NewRequest(CmdAcquire, flags, uint32(len(res)), data2)
+func acquireReq(data2 uint32, res []Resource, flags AcquireFlags, opt *Options) *Request {
+	q := NewRequest(CmdAcquire, uint32(flags), uint32(len(res)), data2)
 	q.Resources = res
 	q.Options = opt
 	return q
 }
 
-func releaseReq(data2 uint32, res []Resource, flags uint32) *Request {
-	q := NewRequest(CmdRelease, flags, uint32(len(res)), data2)
+func releaseReq(data2 uint32, res []Resource, flags ReleaseFlags) *Request {
+	q := NewRequest(CmdRelease, uint32(flags), uint32(len(res)), data2)
 	q.Resources = res
 	if flags&RelAll != 0 {
 		q.Resources = nil
@@ -29,44 +29,59 @@ func convertReq(data2 uint32, res *Resource, flags uint32) *Request {
 	return q
 }
 
-// inquireResult converts an INQUIRE reply to (state, count, err). For the
-// formatting errors the count is still reported (docs/protocol.md "Commands").
-func inquireResult(p *Reply, err error) (string, int, error) {
+// Inquiry is the answer to INQUIRE: the leases a client holds, as the
+// daemon's state string and count.
+type Inquiry struct {
+	// State is the state string as the daemon sent it (FormatState's form).
+	State string
+	// Count is the number of leases the daemon reported. It is also set
+	// when the daemon fails to format the state string (docs/protocol.md
+	// "Commands").
+	Count int
+}
+
+// Resources parses the state string: the held leases, LVer set for
+// exclusive ones and ResShared in Flags for shared ones.
+func (i Inquiry) Resources() ([]Resource, error) { return ParseState(i.State) }
+
+// inquiryOf converts an INQUIRE reply. For the formatting errors the
+// count is still reported with the error.
+func inquiryOf(p *Reply, err error) (Inquiry, error) {
 	if p == nil {
-		return "", 0, err
+		return Inquiry{}, err
 	}
 	if err == nil {
 		err = p.Err()
 	}
-	return string(p.Data), int(p.Header.Data2), err
+	return Inquiry{State: string(p.Data), Count: int(p.Header.Data2)}, err
 }
 
 // Acquire acquires leases for the registered process pid (on a new
 // connection, data2 = pid).
-func (c *Client) Acquire(pid int, res []Resource, flags uint32, opt *Options) error {
-	_, err := c.result(acquireReq(pidData(pid), res, flags, opt))
+func (c *Client) Acquire(ctx context.Context, pid int, res []Resource, flags AcquireFlags, opt *Options) error {
+	_, err := c.result(ctx, acquireReq(pidData(pid), res, flags, opt))
 	return err
 }
 
 // Release releases leases of process pid. With RelOrphan the result is the
 // number of orphans released.
-func (c *Client) Release(pid int, res []Resource, flags uint32) (int, error) {
-	p, err := c.result(releaseReq(pidData(pid), res, flags))
+func (c *Client) Release(ctx context.Context, pid int, res []Resource, flags ReleaseFlags) (int, error) {
+	p, err := c.result(ctx, releaseReq(pidData(pid), res, flags))
 	if p == nil || err != nil {
 		return 0, err
 	}
 	return int(p.Result()), nil
 }
 
-// Inquire returns the state string of the leases held by pid and their count.
-func (c *Client) Inquire(pid int) (string, int, error) {
-	return inquireResult(c.Do(NewRequest(CmdInquire, 0, 0, pidData(pid))))
+// Inquire returns the leases held by pid.
+func (c *Client) Inquire(ctx context.Context, pid int) (Inquiry, error) {
+	return inquiryOf(c.Do(ctx, NewRequest(CmdInquire, 0, 0, pidData(pid))))
 }
 
 // Convert changes the mode of a lease held by pid (ResShared in res.Flags
 // selects shared).
-func (c *Client) Convert(pid int, res *Resource, flags uint32) error {
-	_, err := c.result(convertReq(pidData(pid), res, flags))
+func (c *Client) Convert(ctx context.Context, pid int, res *Resource, flags uint32) error {
+	_, err := c.result(ctx, convertReq(pidData(pid), res, flags))
 	return err
 }
 
@@ -74,26 +89,30 @@ func (c *Client) Convert(pid int, res *Resource, flags uint32) error {
 // handle of this process. Leases acquired through it are released by the
 // daemon when it is closed. Calls are serialised.
 //
-// A Reg made by WithContext shares the connection and bounds each call by its
-// context (see WithContext).
+// A registered connection carries one exchange at a time and cannot be
+// interrupted without losing every lease on it, so the context of a call
+// works like this: waiting for an earlier call to finish stops when ctx
+// ends; once the request is sent, an ended ctx makes the call return
+// ctx.Err() at once while the reply is still read in the background (and
+// the next call waits for it). An Acquire abandoned that way whose reply
+// turns out to be a success is released again, so an abandoned Acquire
+// never leaves a lease the caller does not know about.
 type Reg struct {
-	st  *regState
-	ctx context.Context
+	st *regState
 }
 
-// regState is the connection shared by a Reg and its WithContext copies.
-// sem (capacity 1) serialises exchanges; unlike a mutex, waiting for it can
-// be abandoned when a context ends.
+// regState is the registered connection. sem (capacity 1) serialises
+// exchanges; unlike a mutex, waiting for it can be abandoned when a
+// context ends.
 type regState struct {
 	sem  chan struct{}
-	conn *net.UnixConn
+	conn net.Conn
 }
 
 // Register connects and sends REGISTER (no reply is read, docs/protocol.md
 // "Registration"). The daemon records this process (SO_PEERCRED) as the
 // owner of the connection.
-func (c *Client) Register() (*Reg, error) {
-	ctx := c.context()
+func (c *Client) Register(ctx context.Context) (*Reg, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -107,26 +126,32 @@ func (c *Client) Register() (*Reg, error) {
 }
 
 // Conn returns the underlying connection (e.g. to pass the fd to a child
-// with File()).
-func (g *Reg) Conn() *net.UnixConn { return g.st.conn }
+// with File()); nil when it is not a Unix socket (Client.Dialer).
+func (g *Reg) Conn() *net.UnixConn {
+	uc, _ := g.st.conn.(*net.UnixConn)
+	return uc
+}
 
 // Close closes the registered connection; the daemon then releases the
 // leases (persistent ones become orphans).
 func (g *Reg) Close() error { return g.st.conn.Close() }
 
-func (g *Reg) do(q *Request) (*Reply, error) { return g.doLate(q, nil) }
+func (g *Reg) do(ctx context.Context, q *Request) (*Reply, error) { return g.doLate(ctx, q, nil) }
 
-func (g *Reg) result(q *Request) (*Reply, error) {
-	p, err := g.do(q)
+func (g *Reg) result(ctx context.Context, q *Request) (*Reply, error) {
+	p, err := g.do(ctx, q)
 	if err != nil {
 		return p, err
 	}
 	return p, p.Err()
 }
 
-const self = 0xFFFFFFFF // Acquire acquires leases for this registered process.
-func (g *Reg) Acquire(res []Resource, flags uint32, opt *Options) error {
-	p, err := g.doLate(acquireReq(self, res, flags, opt), g.releaseLate(res))
+// self as data2 targets the process registered on the connection.
+const self = 0xFFFFFFFF
+
+// Acquire acquires leases for this registered process.
+func (g *Reg) Acquire(ctx context.Context, res []Resource, flags AcquireFlags, opt *Options) error {
+	p, err := g.doLate(ctx, acquireReq(self, res, flags, opt), g.releaseLate(res))
 	if err != nil {
 		return err
 	}
@@ -134,38 +159,38 @@ func (g *Reg) Acquire(res []Resource, flags uint32, opt *Options) error {
 }
 
 // Release releases leases of this process (see Client.Release).
-func (g *Reg) Release(res []Resource, flags uint32) (int, error) {
-	p, err := g.result(releaseReq(self, res, flags))
+func (g *Reg) Release(ctx context.Context, res []Resource, flags ReleaseFlags) (int, error) {
+	p, err := g.result(ctx, releaseReq(self, res, flags))
 	if p == nil || err != nil {
 		return 0, err
 	}
 	return int(p.Result()), nil
 }
 
-// Inquire returns the state string of the leases held and their count.
-func (g *Reg) Inquire() (string, int, error) {
-	return inquireResult(g.do(NewRequest(CmdInquire, 0, 0, self)))
+// Inquire returns the leases this process holds.
+func (g *Reg) Inquire(ctx context.Context) (Inquiry, error) {
+	return inquiryOf(g.do(ctx, NewRequest(CmdInquire, 0, 0, self)))
 }
 
 // Convert changes the mode of a held lease.
-func (g *Reg) Convert(res *Resource, flags uint32) error {
-	_, err := g.result(convertReq(self, res, flags))
+func (g *Reg) Convert(ctx context.Context, res *Resource, flags uint32) error {
+	_, err := g.result(ctx, convertReq(self, res, flags))
 	return err
 }
 
 // Killpath sets the program the daemon runs instead of SIGTERM (flags may be
 // KillpathPID). Only the registered connection itself can set it.
-func (g *Reg) Killpath(path, args string, flags uint32) error {
+func (g *Reg) Killpath(ctx context.Context, path, args string, flags uint32) error {
 	q := NewRequest(CmdKillpath, flags, 0, self)
 	q.Killpath = &Killpath{Path: path, Args: args}
-	_, err := g.result(q)
+	_, err := g.result(ctx, q)
 	return err
 }
 
 // Restrict sets restrict flags on this connection. After RestrictAll the
 // daemon ignores everything sent on it, so no reply would be read for later
 // commands.
-func (g *Reg) Restrict(flags uint32) error {
-	_, err := g.result(NewRequest(CmdRestrict, flags, 0, self))
+func (g *Reg) Restrict(ctx context.Context, flags uint32) error {
+	_, err := g.result(ctx, NewRequest(CmdRestrict, flags, 0, self))
 	return err
 }

@@ -12,7 +12,7 @@ func TestReleaseVariants(t *testing.T) {
 	// The resource as wire's tests' noDisks(sampleRes("R1", 1)).
 	r := Resource{LockspaceName: "LS", Name: "R1", LVer: 7, Flags: ResLVer, NumDisks: 1}
 	for _, tc := range []struct {
-		flags uint32
+		flags ReleaseFlags
 		res   []Resource
 		n     int
 	}{

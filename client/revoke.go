@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/signal"
@@ -44,7 +45,7 @@ var killBinaries = []string{"/bin/kill", "/usr/bin/kill"}
 // notice. Call it before acquiring: a lease keeps the kill program that
 // was set when it was acquired, for GRACEFUL requests. stop ends the watch and restores the default signal handling;
 // the kill program stays set.
-func (g *Reg) WatchRevocations() (notices <-chan Revocation, stop func(), err error) {
+func (g *Reg) WatchRevocations(ctx context.Context) (notices <-chan Revocation, stop func(), err error) {
 	kill := ""
 	for _, p := range killBinaries {
 		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
@@ -58,7 +59,7 @@ func (g *Reg) WatchRevocations() (notices <-chan Revocation, stop func(), err er
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, revocationSignal)
 	args := "-USR1 " + strconv.Itoa(os.Getpid())
-	if err := g.Killpath(kill, args, 0); err != nil {
+	if err := g.Killpath(ctx, kill, args, 0); err != nil {
 		signal.Stop(sigs)
 		return nil, nil, err
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -33,7 +34,7 @@ func expectClosed(t *testing.T, td *testDaemon, name string, b []byte) {
 func TestBadHeadersCloseConnection(t *testing.T) {
 	td := startDaemon(t, nil)
 	// A registered connection elsewhere must survive all of this.
-	reg, err := td.cl.Register()
+	reg, err := td.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer reg.Close()
 
@@ -70,7 +71,7 @@ func TestBadHeadersCloseConnection(t *testing.T) {
 		expectClosed(t, td, tc.name, tc.b)
 	}
 	// The registered connection was never disturbed.
-	require.NoError(t, reg.Restrict(0))
+	require.NoError(t, reg.Restrict(context.Background(), 0))
 	select {
 	case ci := <-td.deaths:
 		t.Fatalf("unexpected client death %+v", ci)
@@ -166,10 +167,10 @@ func TestStalledPayloadDoesNotBlockOthers(t *testing.T) {
 
 func TestRestrictAllIgnoresCommands(t *testing.T) {
 	td := startDaemon(t, nil)
-	reg, err := td.cl.Register()
+	reg, err := td.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer reg.Close()
-	require.NoError(t, reg.Restrict(wire.RestrictAll))
+	require.NoError(t, reg.Restrict(context.Background(), wire.RestrictAll))
 	c := reg.Conn()
 	_, err = c.Write(testutil.RawHeader(wire.Magic, 1, wire.CmdVersion, 0, 32, 0, 0, 0))
 	require.NoError(t, err)
@@ -194,7 +195,7 @@ func TestRandomMessages(t *testing.T) {
 		d.Lockspaces = ls
 		c.LogRingSize = 64 << 10
 	})
-	reg, err := td.cl.Register()
+	reg, err := td.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer reg.Close()
 
@@ -260,11 +261,11 @@ func TestRandomMessages(t *testing.T) {
 		}
 		if i%1000 == 0 {
 			td.mustVersion()
-			require.NoError(t, reg.Restrict(0), "registered client broken after message %d (seed %d)", i, seed)
+			require.NoError(t, reg.Restrict(context.Background(), 0), "registered client broken after message %d (seed %d)", i, seed)
 		}
 	}
 	td.mustVersion()
-	require.NoError(t, reg.Restrict(0))
+	require.NoError(t, reg.Restrict(context.Background(), 0))
 	select {
 	case <-td.srv.Done():
 		t.Fatal("daemon stopped")

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -57,12 +58,12 @@ func FuzzCommands(f *testing.F) {
 			f.Fatal(err)
 		}
 		rc := newResCluster(f, 1, 3, manager.Config{})
-		h, err := rc.tds[0].cl.Register()
+		h, err := rc.tds[0].cl.Register(context.Background())
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Cleanup(func() { h.Close() })
-		if err := h.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil); err != nil {
+		if err := h.Acquire(context.Background(), []wire.Resource{rc.res(0, 0)}, 0, nil); err != nil {
 			f.Fatal(err)
 		}
 		fuzzDaemon.td, fuzzDaemon.holder = rc.tds[0], h
@@ -111,7 +112,7 @@ func FuzzCommands(f *testing.F) {
 			t.Fatalf("the daemon stopped after cmd %d (private %v)", c, private)
 		default:
 		}
-		if _, _, err := holder.Inquire(); err != nil {
+		if _, err := holder.Inquire(context.Background()); err != nil {
 			t.Fatalf("after cmd %d (private %v): the registered client is not served: %v", c, private, err)
 		}
 	})

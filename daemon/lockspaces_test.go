@@ -35,7 +35,7 @@ func TestAddLockspaceErrors(t *testing.T) {
 	cl := td.cl
 	zero := testutil.LeaseFile(t, 1<<20)
 	good := testutil.LeaseFile(t, 1<<20)
-	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: good}}, 0, 1))
+	require.NoError(t, cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: good}}, 0, 1))
 	for _, tc := range []struct {
 		name string
 		ls   wire.Lockspace
@@ -49,12 +49,12 @@ func TestAddLockspaceErrors(t *testing.T) {
 		{"host_id too big", wire.Lockspace{Name: "LS", HostID: 2001, Disk: wire.Disk{Path: good}}, client.SanlkAddLSInvalidHostID},
 		{"wrong name", wire.Lockspace{Name: "LX", HostID: 1, Disk: wire.Disk{Path: good}}, client.SanlkLeaderLockspace},
 	} {
-		assert.Equal(t, tc.want, testutil.Code(cl.AddLockspace(&tc.ls, 0, 1)), tc.name)
+		assert.Equal(t, tc.want, testutil.Code(cl.AddLockspace(context.Background(), &tc.ls, 0, 1)), tc.name)
 	}
 	assert.Equal(t, 0, td.srv.deps.Lockspaces.Count())
-	_, _, err := cl.ReadLockspace(&wire.Lockspace{Disk: wire.Disk{Path: zero}})
+	_, _, err := cl.ReadLockspace(context.Background(), &wire.Lockspace{Disk: wire.Disk{Path: zero}})
 	t.Logf("read_lockspace of a zero file: %d", testutil.Code(err))
-	assert.Equal(t, rescode.RvENODEV, testutil.Code(cl.WriteLockspace(&wire.Lockspace{Name: "LS"}, 0, 1)))
+	assert.Equal(t, rescode.RvENODEV, testutil.Code(cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS"}, 0, 1)))
 }
 
 // hangDev is a device whose I/O blocks until the context ends.
@@ -87,12 +87,12 @@ func TestAddLockspaceDaemonIOTimeout(t *testing.T) {
 	path := testutil.LeaseFile(t, 1<<20)
 	ls := wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	// WRITE_LOCKSPACE with 0 writes it too (measured on 3.9.5 and 5.1.1).
-	require.NoError(t, td.cl.WriteLockspace(&ls, 0, 0))
-	_, io, err := td.cl.ReadLockspace(&ls)
+	require.NoError(t, td.cl.WriteLockspace(context.Background(), &ls, 0, 0))
+	_, io, err := td.cl.ReadLockspace(context.Background(), &ls)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(1), io, "io_timeout written by write_lockspace 0")
-	require.NoError(t, td.cl.AddLockspace(&ls, 0, 0))
-	recs, err := td.cl.Status(0)
+	require.NoError(t, td.cl.AddLockspace(context.Background(), &ls, 0, 0))
+	recs, err := td.cl.Status(context.Background(), 0)
 	require.NoError(t, err)
 	var text string
 	for _, r := range recs {
@@ -101,9 +101,9 @@ func TestAddLockspaceDaemonIOTimeout(t *testing.T) {
 		}
 	}
 	assert.Contains(t, text, " io_timeout=1 ")
-	hs, err := td.cl.HostStatus("LS")
+	hs, err := td.cl.HostStatus(context.Background(), "LS")
 	require.NoError(t, err)
 	require.Len(t, hs, 1)
 	assert.Contains(t, hs[0].Text, " io_timeout=1 ", "the io_timeout written into our delta lease")
-	require.NoError(t, td.cl.RemLockspace(&ls, 0))
+	require.NoError(t, td.cl.RemLockspace(context.Background(), &ls, 0))
 }

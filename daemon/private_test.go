@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"os"
@@ -162,6 +163,6 @@ func TestPrivateCommandsNeedTheirMagic(t *testing.T) {
 	for _, e := range f.td.logs.All() {
 		assert.NotContains(t, e.Message, "reexec", "a reexec was tried")
 	}
-	require.NoError(t, f.td.cl.Hello(5*time.Second))
+	require.NoError(t, f.td.cl.Hello(context.Background(), 5*time.Second))
 	f.intact(t)
 }

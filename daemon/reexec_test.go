@@ -33,11 +33,12 @@ type reexecFixture struct {
 func newReexecFixture(t *testing.T) *reexecFixture {
 	rc := newResCluster(t, 1, 3, manager.Config{})
 	td := rc.tds[0]
-	h, err := td.cl.Register()
+	h, err := td.cl.Register(context.Background())
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close() })
-	require.NoError(t, h.Acquire([]wire.Resource{rc.res(0, 0), rc.res(1, wire.ResShared)}, 0, nil))
-	state, n, err := h.Inquire()
+	require.NoError(t, h.Acquire(context.Background(), []wire.Resource{rc.res(0, 0), rc.res(1, wire.ResShared)}, 0, nil))
+	inq, err := h.Inquire(context.Background())
+	state, n := inq.State, inq.Count
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	return &reexecFixture{rc: rc, td: td, holder: h, state: state}
@@ -47,15 +48,16 @@ func newReexecFixture(t *testing.T) *reexecFixture {
 // lver, and that the daemon serves other clients.
 func (f *reexecFixture) intact(t *testing.T) {
 	t.Helper()
-	state, n, err := f.holder.Inquire()
+	inq, err := f.holder.Inquire(context.Background())
+	state, n := inq.State, inq.Count
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
 	assert.Equal(t, f.state, state)
-	other, err := f.td.cl.Register()
+	other, err := f.td.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer other.Close()
-	require.NoError(t, other.Acquire([]wire.Resource{f.rc.res(2, 0)}, 0, nil))
-	_, err = other.Release(nil, wire.RelAll)
+	require.NoError(t, other.Acquire(context.Background(), []wire.Resource{f.rc.res(2, 0)}, 0, nil))
+	_, err = other.Release(context.Background(), nil, wire.RelAll)
 	require.NoError(t, err)
 }
 
@@ -119,7 +121,7 @@ func TestReexecQuiesceResume(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := f.holder.Inquire()
+			_, err := f.holder.Inquire(context.Background())
 			done <- err
 		}()
 		select {
@@ -151,7 +153,7 @@ func TestReexecFails(t *testing.T) {
 		f.intact(t)
 	}
 	// The same through the command: the error and its reason come back.
-	err := f.td.cl.Reexec() // startExe is /bin/false here
+	err := f.td.cl.Reexec(context.Background()) // startExe is /bin/false here
 	assert.Equal(t, rescode.RvEAGAIN, testutil.Code(err))
 	assert.Contains(t, err.Error(), "handover to /bin/false failed at ready")
 	f.intact(t)
@@ -159,7 +161,7 @@ func TestReexecFails(t *testing.T) {
 	// it fails after the daemon quiesced and paused its renewals, and the
 	// daemon resumes with every lease (and renews on).
 	lastRenewal := func() uint64 {
-		recs, err := f.td.cl.Renewal("LS")
+		recs, err := f.td.cl.Renewal(context.Background(), "LS")
 		require.NoError(t, err)
 		var ts uint64
 		for _, r := range recs {

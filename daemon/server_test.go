@@ -110,14 +110,14 @@ func TestSingleInstance(t *testing.T) {
 
 func TestRegisterAndDeath(t *testing.T) {
 	td := startDaemon(t, nil)
-	reg, err := td.cl.Register()
+	reg, err := td.cl.Register(context.Background())
 	require.NoError(t, err)
 
 	// REGISTER has no reply: wait until the daemon has processed it.
 	me := strconv.Itoa(os.Getpid())
 	var mine *wire.StateRecord
 	require.Eventually(t, func() bool {
-		recs, err := td.cl.Status(0)
+		recs, err := td.cl.Status(context.Background(), 0)
 		if err != nil {
 			return false
 		}
@@ -133,7 +133,7 @@ func TestRegisterAndDeath(t *testing.T) {
 	assert.Contains(t, mine.Text, " pid="+me+" ")
 
 	// Commands on the registered connection still work.
-	require.NoError(t, reg.Restrict(0))
+	require.NoError(t, reg.Restrict(context.Background(), 0))
 
 	require.NoError(t, reg.Close())
 	select {
@@ -148,7 +148,7 @@ func TestRegisterAndDeath(t *testing.T) {
 
 func TestStatusRecords(t *testing.T) {
 	td := startDaemon(t, func(c *Config, _ *Deps) { c.OurHostName = "hostS" })
-	recs, err := td.cl.Status(0)
+	recs, err := td.cl.Status(context.Background(), 0)
 	require.NoError(t, err)
 	var lines []string
 	for _, r := range recs {
@@ -174,7 +174,7 @@ func TestStatusRecords(t *testing.T) {
 	}
 	assert.Equal(t, []string{"daemon hostS", "p -1 helper", "p -1 listener", "p -1 status"}, lines)
 
-	recs, err = td.cl.Status(wire.StateDaemon)
+	recs, err = td.cl.Status(context.Background(), wire.StateDaemon)
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	assert.Equal(t, uint32(wire.StateDaemon), recs[0].Type)
@@ -183,7 +183,7 @@ func TestStatusRecords(t *testing.T) {
 func TestLogDump(t *testing.T) {
 	td := startDaemon(t, nil)
 	td.mustVersion()
-	b, err := td.cl.LogDump()
+	b, err := td.cl.LogDump(context.Background())
 	require.NoError(t, err)
 	s := string(b)
 	assert.Contains(t, s, "sanlock daemon started 3.8.5 host ")
@@ -207,8 +207,8 @@ func TestShutdown(t *testing.T) {
 
 	// Refused while a lockspace exists: SHUTDOWN is silent, SHUTDOWN_WAIT
 	// gets -EBUSY (docs/cli.md "shutdown").
-	require.NoError(t, td.cl.Shutdown(false))
-	err := td.cl.ShutdownWait(false)
+	require.NoError(t, td.cl.Shutdown(context.Background(), false))
+	err := td.cl.ShutdownWait(context.Background(), false)
 	assert.Equal(t, rescode.RvEBUSY, client.ErrorCode(err))
 	td.mustVersion()
 	require.Eventually(t, func() bool {
@@ -229,13 +229,13 @@ func TestShutdown(t *testing.T) {
 
 func TestShutdownNoLockspaces(t *testing.T) {
 	td := startDaemon(t, nil)
-	require.NoError(t, td.cl.Shutdown(false))
+	require.NoError(t, td.cl.Shutdown(context.Background(), false))
 	select {
 	case <-td.srv.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("daemon did not exit")
 	}
-	_, _, err := td.cl.Version()
+	_, _, err := td.cl.Version(context.Background())
 	assert.Equal(t, rescode.RvECONNREFUSED, client.ErrorCode(err))
 }
 
@@ -247,15 +247,15 @@ func TestRunSignals(t *testing.T) {
 	go func() { errc <- Run(context.Background(), cfg, Deps{Lockspaces: ls}) }()
 	cl, err := client.Dial(dir)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { _, _, err := cl.Version(context.Background()); return err == nil }, 10*time.Second, 10*time.Millisecond)
 
 	// SIGTERM is ignored while a lockspace exists.
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 	require.Eventually(t, func() bool {
-		b, err := cl.LogDump()
+		b, err := cl.LogDump(context.Background())
 		return err == nil && strings.Contains(string(b), "ignore shutdown, lockspace exists")
 	}, 10*time.Second, 10*time.Millisecond)
-	_, _, err = cl.Version()
+	_, _, err = cl.Version(context.Background())
 	require.NoError(t, err)
 
 	ls.set(0)
@@ -279,7 +279,7 @@ func TestRunContextAndStartError(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- Run(ctx, testutil.DaemonConfig(dir), Deps{}) }()
 	cl, _ := client.Dial(dir)
-	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { _, _, err := cl.Version(context.Background()); return err == nil }, 10*time.Second, 10*time.Millisecond)
 	cancel()
 	require.NoError(t, <-errc)
 }
@@ -297,13 +297,13 @@ func TestConcurrentHandlers(t *testing.T) {
 		return c.Reply(q, 0)
 	})
 	errc := make(chan error, 1)
-	go func() { errc <- td.cl.ExamineLockspace(&wire.Lockspace{Name: "LS"}) }()
+	go func() { errc <- td.cl.ExamineLockspace(context.Background(), &wire.Lockspace{Name: "LS"}) }()
 	<-entered
 	// The slow handler blocks neither accept nor other connections.
 	for range 20 {
 		td.mustVersion()
 	}
-	recs, err := td.cl.Status(wire.StateClient)
+	recs, err := td.cl.Status(context.Background(), wire.StateClient)
 	require.NoError(t, err)
 	var names []string
 	for _, r := range recs[1:] {
@@ -319,7 +319,7 @@ func TestHandlerPanicIsolated(t *testing.T) {
 	td.srv.Handle(wire.CmdExamineResource, ClassWork, func(context.Context, *Conn, *wire.Request) error {
 		panic("boom")
 	})
-	err := td.cl.ExamineResource(&wire.Resource{LockspaceName: "LS", Name: "R"})
+	err := td.cl.ExamineResource(context.Background(), &wire.Resource{LockspaceName: "LS", Name: "R"})
 	require.Error(t, err)
 	td.mustVersion()
 	require.Equal(t, 1, td.logs.FilterMessage("connection panic").Len())
@@ -328,16 +328,16 @@ func TestHandlerPanicIsolated(t *testing.T) {
 
 func TestUnimplementedCommand(t *testing.T) {
 	td := startDaemon(t, nil)
-	err := td.cl.SetConfig("LS", 1)
+	err := td.cl.SetConfig(context.Background(), "LS", 1)
 	assert.Equal(t, -38, client.ErrorCode(err))
 	td.mustVersion()
 }
 
 func TestAlign(t *testing.T) {
 	td := startDaemon(t, nil)
-	n, err := td.cl.Align(&wire.Disk{})
+	n, err := td.cl.Align(context.Background(), &wire.Disk{})
 	assert.Equal(t, rescode.RvENODEV, client.ErrorCode(err), "%d", n)
-	_, err = td.cl.Align(&wire.Disk{Path: "/nonexistent/x"})
+	_, err = td.cl.Align(context.Background(), &wire.Disk{Path: "/nonexistent/x"})
 	assert.Equal(t, rescode.RvENODEV, client.ErrorCode(err))
 
 	f, err := os.CreateTemp("/var/tmp", "gs-align")
@@ -345,7 +345,7 @@ func TestAlign(t *testing.T) {
 	defer os.Remove(f.Name())
 	require.NoError(t, f.Truncate(1<<20))
 	f.Close()
-	n, err = td.cl.Align(&wire.Disk{Path: f.Name()})
+	n, err = td.cl.Align(context.Background(), &wire.Disk{Path: f.Name()})
 	require.NoError(t, err)
 	assert.Equal(t, 1<<20, n)
 }
@@ -353,12 +353,12 @@ func TestAlign(t *testing.T) {
 func TestStubLockspaceCommands(t *testing.T) {
 	td := startDaemon(t, nil)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: "/x"}}
-	assert.Equal(t, rescode.RvENOENT, client.ErrorCode(td.cl.InqLockspace(ls, 0)))
-	assert.Equal(t, rescode.RvENOENT, client.ErrorCode(td.cl.RemLockspace(ls, 0)))
-	list, err := td.cl.GetLockspaces()
+	assert.Equal(t, rescode.RvENOENT, client.ErrorCode(td.cl.InqLockspace(context.Background(), ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, client.ErrorCode(td.cl.RemLockspace(context.Background(), ls, 0)))
+	list, err := td.cl.GetLockspaces(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, list)
-	_, err = td.cl.HostStatus("LS")
+	_, err = td.cl.HostStatus(context.Background(), "LS")
 	assert.Equal(t, rescode.RvENOSPC, client.ErrorCode(err))
 }
 
@@ -377,7 +377,7 @@ func TestConnectionTableFull(t *testing.T) {
 	assert.Empty(t, testutil.ReadAllTimeout(t, c, 5*time.Second))
 	// A freed slot is reused.
 	a.Close()
-	require.Eventually(t, func() bool { _, _, err := td.cl.Version(); return err == nil }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { _, _, err := td.cl.Version(context.Background()); return err == nil }, 5*time.Second, 5*time.Millisecond)
 }
 
 // The host name without -e: "<product uuid>.<nodename>" when the product

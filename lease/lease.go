@@ -110,7 +110,7 @@ func (l *Lease) TryAcquire(ctx context.Context) error {
 // daemon) and the owner's host name from the lockspace.
 func (l *Lease) fillOwner(ctx context.Context, le *LockedError) {
 	res := client.Resource{LockspaceName: l.res.LockspaceName, Name: l.res.Name, Disks: l.res.Disks}
-	r, hosts, err := l.s.cl.WithContext(ctx).ReadResourceOwners(&res)
+	r, hosts, err := l.s.cl.ReadResourceOwners(ctx, &res)
 	if err != nil || r == nil {
 		return
 	}
@@ -141,7 +141,7 @@ func (l *Lease) acquireOnce(ctx context.Context) error {
 		return &Error{Op: "acquire", Name: l.name, Kind: ErrAlreadyHeld, Err: ErrAlreadyHeld}
 	}
 	res := l.res
-	if err := s.reg.AcquireCtx(ctx, []client.Resource{res}, client.AcquireNoWait, nil); err != nil {
+	if err := s.reg.Acquire(ctx, []client.Resource{res}, client.AcquireNoWait, nil); err != nil {
 		return wrap("acquire", l.name, err)
 	}
 	tok, err := l.readToken(ctx)
@@ -149,7 +149,7 @@ func (l *Lease) acquireOnce(ctx context.Context) error {
 		// Held, but we cannot say at which version: give it back rather
 		// than hand out a lease without a token.
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, _ = s.reg.ReleaseCtx(rctx, []client.Resource{l.names()}, 0)
+		_, _ = s.reg.Release(rctx, []client.Resource{l.names()}, 0)
 		cancel()
 		return wrap("acquire", l.name, err)
 	}
@@ -173,7 +173,11 @@ func (l *Lease) names() client.Resource {
 // from the leader on storage for a shared one (INQUIRE prints "SH").
 func (l *Lease) readToken(ctx context.Context) (uint64, error) {
 	if l.res.Flags&client.ResShared == 0 {
-		held, err := l.s.reg.InquireCtx(ctx)
+		inq, err := l.s.reg.Inquire(ctx)
+		if err != nil {
+			return 0, err
+		}
+		held, err := inq.Resources()
 		if err != nil {
 			return 0, err
 		}
@@ -186,7 +190,7 @@ func (l *Lease) readToken(ctx context.Context) (uint64, error) {
 		}
 	}
 	res := l.names()
-	r, err := l.s.cl.WithContext(ctx).ReadResource(&res)
+	r, err := l.s.cl.ReadResource(ctx, &res)
 	if err != nil {
 		return 0, err
 	}
@@ -205,7 +209,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 		return &Error{Op: "release", Name: l.name, Kind: ErrNotHeld, Err: ErrNotHeld}
 	}
-	_, err := l.s.reg.ReleaseCtx(ctx, []client.Resource{l.names()}, 0)
+	_, err := l.s.reg.Release(ctx, []client.Resource{l.names()}, 0)
 	if err != nil && ctx.Err() != nil {
 		return err
 	}
@@ -294,7 +298,7 @@ func (l *Lease) markLost(r Reason, release bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _ = l.s.reg.ReleaseCtx(ctx, []client.Resource{l.names()}, 0)
+	_, _ = l.s.reg.Release(ctx, []client.Resource{l.names()}, 0)
 	l.forget()
 }
 

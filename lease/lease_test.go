@@ -14,20 +14,10 @@ import (
 // TestAgainstDaemons runs the blocking acquire, try-acquire, fencing token
 // and the loss notices against our daemon and sanlock 3.8.5.
 func TestAgainstDaemons(t *testing.T) {
-	for kind, bin := range daemonKinds(t) {
+	for kind, start := range daemonKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			d, err := startDaemon(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("daemon output:\n%s", d.output())
-				}
-				d.stop()
-			})
-			testLeaseAPI(t, d)
+			testLeaseAPI(t, start(t))
 		})
 	}
 }
@@ -43,9 +33,9 @@ func testLeaseAPI(t *testing.T, d *testDaemon) {
 	if err != nil {
 		t.Fatalf("NewSession (join): %v", err)
 	}
-	t.Logf("%s: fresh join took %.1fs", d.bin, time.Since(start).Seconds()) // logged, not asserted
+	t.Logf("%s: fresh join took %.1fs", d.name, time.Since(start).Seconds()) // logged, not asserted
 	defer s1.Close()
-	if err := d.client().InqLockspace(&client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: d.leases}}, 0); err != nil {
+	if err := d.client().InqLockspace(context.Background(), &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: d.leases}}, 0); err != nil {
 		t.Fatalf("lockspace not joined after NewSession: %v", err)
 	}
 	// A second session of the same process shares the joined lockspace.
@@ -171,7 +161,7 @@ func testLeaseAPI(t *testing.T, d *testDaemon) {
 	}
 
 	// Daemon gone: every session ends and held leases are lost.
-	_ = d.cmd.Process.Kill()
+	d.kill()
 	select {
 	case <-s1.Done():
 	case <-time.After(30 * time.Second):
@@ -188,11 +178,7 @@ func testLeaseAPI(t *testing.T, d *testDaemon) {
 
 // TestSessionDoneOnRemove: removing the lockspace ends the session.
 func TestSessionDoneOnRemove(t *testing.T) {
-	d, err := startDaemon(goSanlock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.stop()
+	d := inprocDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := lease.NewSession(ctx, lease.Config{RunDir: d.runDir,
@@ -202,7 +188,7 @@ func TestSessionDoneOnRemove(t *testing.T) {
 	}
 	defer s.Close()
 	ls := &client.Lockspace{Name: "LS", HostID: 2, Disk: client.Disk{Path: d.leases}}
-	if err := d.client().RemLockspace(ls, 0); err != nil {
+	if err := d.client().RemLockspace(context.Background(), ls, 0); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -219,14 +205,10 @@ func TestSessionDoneOnRemove(t *testing.T) {
 // TestJoinCancelled: a join cut short by its context returns the context's
 // error and is undone.
 func TestJoinCancelled(t *testing.T) {
-	d, err := startDaemon(goSanlock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.stop()
+	d := inprocDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err = lease.NewSession(ctx, lease.Config{RunDir: d.runDir,
+	_, err := lease.NewSession(ctx, lease.Config{RunDir: d.runDir,
 		Lockspace: &lease.Lockspace{Name: "LS", HostID: 3, Path: d.leases, IOTimeout: 1}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("NewSession with a short ctx = %v, want DeadlineExceeded", err)
@@ -234,7 +216,7 @@ func TestJoinCancelled(t *testing.T) {
 	// The add is undone: eventually no lockspace is listed.
 	cl := d.client()
 	for i := 0; ; i++ {
-		lss, err := cl.GetLockspaces()
+		lss, err := cl.GetLockspaces(context.Background())
 		if err == nil && len(lss) == 0 {
 			break
 		}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/testenv"
+	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/lease"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 	"github.com/gosanlock/gosanlock/testdisk/harness"
@@ -22,19 +25,24 @@ import (
 // with A's old token. Runs with A = ours / B = sanlock 3.8.5 and the other
 // way round.
 func TestLossTwoHosts(t *testing.T) {
+	testenv.NeedRoot(t, "real daemons, with a FUSE fault layer under host A")
+	goSanlock := testutil.SanlockBinary(t)
 	kinds := [][2]harness.Kind{{harness.Go, harness.C}, {harness.C, harness.Go}}
-	if _, ok := daemonKinds(t)["c"]; !ok {
+	if _, err := os.Stat(realSanlock); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("CI: %s missing", realSanlock)
+		}
 		kinds = [][2]harness.Kind{{harness.Go, harness.Go}}
 	}
 	for _, k := range kinds {
 		t.Run(fmt.Sprintf("A=%s,B=%s", k[0], k[1]), func(t *testing.T) {
 			t.Parallel()
-			testLoss(t, k[0], k[1])
+			testLoss(t, goSanlock, k[0], k[1])
 		})
 	}
 }
 
-func testLoss(t *testing.T, kindA, kindB harness.Kind) {
+func testLoss(t *testing.T, goSanlock string, kindA, kindB harness.Kind) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := harness.NewCluster(harness.Options{GoBinary: goSanlock, Logf: t.Logf})
@@ -112,7 +120,7 @@ func testLoss(t *testing.T, kindA, kindB harness.Kind) {
 		t.Fatalf("A acquire R2: %v", err)
 	}
 	req := &client.Resource{LockspaceName: "LS", Name: "R2", Disks: []client.Disk{{Path: b.Path("res2")}}}
-	if err := sb.Client().RequestCtx(ctx, req, client.RequestNextLVer, client.ForceGraceful); err != nil {
+	if err := sb.Client().Request(ctx, req, client.RequestNextLVer, client.ForceGraceful); err != nil {
 		t.Fatalf("B request R2: %v", err)
 	}
 	requested := time.Now()

@@ -14,16 +14,20 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/testenv"
+	"github.com/gosanlock/gosanlock/internal/testutil/inproc"
 	"github.com/gosanlock/gosanlock/lease"
 )
 
-// The examples run against our daemon, started by TestMain with its own
-// SANLOCK_RUN_DIR (so lease.Config{} finds it) and this lease file:
-// lockspace "LS" at offset 0, resources R1, R2, R3 at 1, 2 and 3 MiB.
+// The examples and the tests run against a daemon inside the test
+// process (internal/testutil/inproc: a real lease manager over an
+// in-memory disk), so they need neither root nor a sanlock binary; the
+// tests that compare with sanlock 3.8.5 add it as a real daemon when they
+// can (daemonKinds). TestMain starts the examples' daemon with its run
+// directory as $SANLOCK_RUN_DIR (so lease.Config{} finds it) and joins its
+// lockspace "LS" as host 1; leases is its lease file, with resources R1,
+// R2, R3 at 1, 2 and 3 MiB.
 var leases string
-
-// goSanlock is our sanlock binary, built by TestMain.
-var goSanlock string
 
 const realSanlock = "/usr/sbin/sanlock"
 
@@ -34,47 +38,71 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		fmt.Println("lease tests need root (they run real daemons); skipped")
-		return 0
-	}
-	tmp, err := os.MkdirTemp("/var/tmp", "leaseapi-bin-")
+	d, err := inproc.Start(3)
 	if err != nil {
-		fmt.Println(err)
+		fmt.Println("in-process daemon:", err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
-	goSanlock = filepath.Join(tmp, "sanlock")
-	if out, err := exec.Command("go", "build", "-o", goSanlock, "../cmd/sanlock").CombinedOutput(); err != nil {
-		fmt.Printf("go build: %v\n%s", err, out)
+	defer d.Stop()
+	leases = d.Path
+	os.Setenv("SANLOCK_RUN_DIR", d.RunDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ls := &client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: d.Path}}
+	if err := d.Client().AddLockspace(ctx, ls, 0, 1); err != nil {
+		fmt.Println("join LS:", err)
 		return 1
 	}
-	d, err := startDaemon(goSanlock)
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	defer d.stop()
-	leases = d.leases
-	os.Setenv("SANLOCK_RUN_DIR", d.runDir)
-	if err := d.join(1); err != nil {
-		fmt.Println(err, d.output())
-		return 1
-	}
-	rc := m.Run()
-	if rc != 0 {
-		fmt.Println(d.output())
-	}
-	return rc
+	return m.Run()
 }
 
-// testDaemon is one daemon (ours or sanlock 3.8.5) with a private run
-// directory and a lease file under /var/tmp.
+// inprocDaemon is a testDaemon inside the test process (its own, not the
+// examples' one).
+func inprocDaemon(t *testing.T) *testDaemon {
+	d := inproc.StartT(t, 3)
+	return &testDaemon{name: "in-process", runDir: d.RunDir, leases: d.Path, kill: d.Stop,
+		output: func() string { return "" }}
+}
+
+// realDaemon starts sanlock 3.8.5 as a real daemon; it needs root.
+func realDaemon(t *testing.T) *testDaemon {
+	testenv.NeedRoot(t, "sanlock 3.8.5 runs as a real daemon")
+	testenv.NeedBinary(t, realSanlock)
+	d, err := startDaemon(realSanlock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon output:\n%s", d.output())
+		}
+		d.stop()
+	})
+	return &d.testDaemon
+}
+
+// daemonKinds are the daemons the behaviour tests run against: ours in
+// the test process, and sanlock 3.8.5 (which skips, or fails in CI,
+// without root or the binary).
+var daemonKinds = map[string]func(*testing.T) *testDaemon{"go": inprocDaemon, "c": realDaemon}
+
+// testDaemon is a daemon with a private run directory and a lease file:
+// lockspace "LS" at offset 0, resources R1, R2, R3 at 1, 2 and 3 MiB.
 type testDaemon struct {
-	bin    string
-	dir    string
+	name   string // what runs it
 	runDir string
 	leases string
+	// kill ends the daemon at once: its clients see it gone.
+	kill func()
+	// output is the end of the daemon's output.
+	output func() string
+}
+
+// procDaemon is a daemon process (sanlock 3.8.5), its lease file under
+// /var/tmp.
+type procDaemon struct {
+	testDaemon
+	dir    string
 	cmd    *exec.Cmd
 	out    *syncBuf
 	exited chan struct{}
@@ -82,13 +110,15 @@ type testDaemon struct {
 
 // startDaemon starts `bin daemon -D -w 0 -l 0 -U root -G root` and writes
 // the lease file with bin's direct init (io_timeout 1).
-func startDaemon(bin string) (*testDaemon, error) {
+func startDaemon(bin string) (*procDaemon, error) {
 	dir, err := os.MkdirTemp("/var/tmp", "leaseapi-")
 	if err != nil {
 		return nil, err
 	}
-	d := &testDaemon{bin: bin, dir: dir, runDir: filepath.Join(dir, "run"),
-		leases: filepath.Join(dir, "leases"), out: new(syncBuf), exited: make(chan struct{})}
+	d := &procDaemon{testDaemon: testDaemon{name: bin, runDir: filepath.Join(dir, "run"),
+		leases: filepath.Join(dir, "leases")}, dir: dir, out: new(syncBuf), exited: make(chan struct{})}
+	d.kill = func() { _ = d.cmd.Process.Kill() }
+	d.output = d.lastLines
 	if err := os.Mkdir(d.runDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -118,7 +148,7 @@ func startDaemon(bin string) (*testDaemon, error) {
 	cl.Timeout = time.Second
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, _, err := cl.Version(); err == nil {
+		if _, _, err := cl.Version(context.Background()); err == nil {
 			return d, nil
 		}
 		select {
@@ -141,15 +171,6 @@ func (d *testDaemon) client() *client.Client {
 	return cl
 }
 
-// join adds lockspace LS with hostID (io_timeout 1, passed explicitly:
-// 3.8.5 ignores `daemon -o`).
-func (d *testDaemon) join(hostID uint64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ls := &client.Lockspace{Name: "LS", HostID: hostID, Disk: client.Disk{Path: d.leases}}
-	return d.client().AddLockspaceCtx(ctx, ls, 0, 1)
-}
-
 // syncBuf is a bytes.Buffer safe for the daemon's output copier and readers.
 type syncBuf struct {
 	mu sync.Mutex
@@ -168,7 +189,7 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-func (d *testDaemon) output() string {
+func (d *procDaemon) lastLines() string {
 	l := strings.Split(d.out.String(), "\n")
 	if len(l) > 40 {
 		l = l[len(l)-40:]
@@ -177,7 +198,7 @@ func (d *testDaemon) output() string {
 }
 
 // stop kills the daemon (by pid) and removes its files.
-func (d *testDaemon) stop() {
+func (d *procDaemon) stop() {
 	select {
 	case <-d.exited:
 	default:
@@ -185,18 +206,6 @@ func (d *testDaemon) stop() {
 		<-d.exited
 	}
 	os.RemoveAll(d.dir)
-}
-
-// daemonKinds are the daemons the behaviour tests run against.
-func daemonKinds(t *testing.T) map[string]string {
-	t.Helper()
-	kinds := map[string]string{"go": goSanlock}
-	if _, err := os.Stat(realSanlock); err == nil {
-		kinds["c"] = realSanlock
-	} else if os.Getenv("CI") != "" {
-		t.Fatalf("%s missing in CI", realSanlock)
-	}
-	return kinds
 }
 
 // requestLease asks for a lease held on this host as another host would
@@ -208,10 +217,10 @@ func requestLease(s *lease.Session, name string, off uint64) {
 
 func requestAt(cl *client.Client, ls, path, name string, off uint64) {
 	res := &client.Resource{LockspaceName: ls, Name: name, Disks: []client.Disk{{Path: path, Offset: off}}}
-	if err := cl.Request(res, client.RequestNextLVer, client.ReqGraceful); err != nil {
+	if err := cl.Request(context.Background(), res, client.RequestNextLVer, client.ReqGraceful); err != nil {
 		panic(fmt.Sprintf("request %s: %v", name, err))
 	}
-	if err := cl.ExamineResource(&client.Resource{LockspaceName: ls, Name: name}); err != nil {
+	if err := cl.ExamineResource(context.Background(), &client.Resource{LockspaceName: ls, Name: name}); err != nil {
 		panic(fmt.Sprintf("examine %s: %v", name, err))
 	}
 }

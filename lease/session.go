@@ -107,7 +107,7 @@ func NewSession(ctx context.Context, cfg Config) (*Session, error) {
 		stop:   make(chan struct{}),
 		rnd:    rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
-	reg, err := cl.WithContext(ctx).Register()
+	reg, err := cl.Register(ctx)
 	if err != nil {
 		return nil, wrap("register", "", err)
 	}
@@ -118,7 +118,7 @@ func NewSession(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	// The kill program runs instead of SIGTERM and is copied into each
 	// lease at acquire, so it must be set before the first acquire.
-	if err := reg.WithContext(ctx).Killpath(s.notices.program, s.notices.args, 0); err != nil {
+	if err := reg.Killpath(ctx, s.notices.program, s.notices.args, 0); err != nil {
 		s.notices.close()
 		reg.Close()
 		return nil, wrap("killpath", "", err)
@@ -139,7 +139,7 @@ func NewSession(ctx context.Context, cfg Config) (*Session, error) {
 func (s *Session) join(ctx context.Context, l *Lockspace) error {
 	ls := &client.Lockspace{Name: l.Name, HostID: l.HostID,
 		Disk: client.Disk{Path: l.Path, Offset: l.Offset}}
-	err := s.cl.AddLockspaceCtx(ctx, ls, 0, l.IOTimeout)
+	err := s.cl.AddLockspace(ctx, ls, 0, l.IOTimeout)
 	switch {
 	case err == nil:
 		s.joined = true
@@ -147,7 +147,7 @@ func (s *Session) join(ctx context.Context, l *Lockspace) error {
 		// Already joined (by another process of this host): share it,
 		// but wait if it is still being added.
 		for {
-			ierr := s.cl.WithContext(ctx).InqLockspace(ls, 0)
+			ierr := s.cl.InqLockspace(ctx, ls, 0)
 			if ierr == nil {
 				break
 			}
@@ -160,7 +160,7 @@ func (s *Session) join(ctx context.Context, l *Lockspace) error {
 		}
 	case ctx.Err() != nil:
 		// The daemon keeps joining after we stopped waiting: undo.
-		_ = s.cl.RemLockspace(ls, client.RemAsync)
+		_ = s.cl.RemLockspace(context.Background(), ls, client.RemAsync)
 		return fmt.Errorf("lease: join %s: %w", l.Name, ctx.Err())
 	default:
 		return wrap("join", l.Name, err)
@@ -229,7 +229,7 @@ func (s *Session) Close() error {
 	if s.cfg.LeaveOnClose && s.joined && s.ls != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if rerr := s.cl.WithContext(ctx).RemLockspace(s.ls, 0); rerr != nil && err == nil {
+		if rerr := s.cl.RemLockspace(ctx, s.ls, 0); rerr != nil && err == nil {
 			err = wrap("leave", s.ls.Name, rerr)
 		}
 	}
@@ -289,7 +289,7 @@ type lsState struct {
 // "State records"). A lockspace on several lists keeps its first record:
 // joined ones come first.
 func (s *Session) lockspaceStates(ctx context.Context) (map[string]lsState, error) {
-	recs, err := s.cl.WithContext(ctx).Status(client.StateLockspace)
+	recs, err := s.cl.Status(ctx, client.StateLockspace)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +404,7 @@ func (s *Session) watchConn() {
 // hostName returns the name of hostID in lockspace ls from HOST_STATUS
 // ("" when unknown).
 func (s *Session) hostName(ctx context.Context, ls string, hostID uint64) string {
-	recs, err := s.cl.WithContext(ctx).HostStatus(ls)
+	recs, err := s.cl.HostStatus(ctx, ls)
 	if err != nil {
 		return ""
 	}

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gosanlock/gosanlock/internal/testenv"
 )
 
 // lvLockspace is the lockspace libvirt's sanlock plugin creates for its
@@ -52,9 +54,7 @@ var lvBinaries = []string{
 // lvRequire skips when not root and fails when a needed program is missing.
 func lvRequire(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (libvirtd, mount namespaces, QEMU); run `make realclients` as root")
-	}
+	testenv.NeedRoot(t, "libvirtd, mount namespaces, QEMU; run `make realclients` as root")
 	for _, b := range lvBinaries {
 		if _, err := os.Stat(b); err != nil {
 			t.Fatalf("%s is missing (install libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-sanlock qemu-system-x86 sanlock augeas-tools): %v", b, err)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/ncw/directio"
+
+	"github.com/gosanlock/gosanlock/internal/testenv"
 )
 
 // The sanlk-reset tests run two emulated hosts on this machine, each a
@@ -394,9 +396,7 @@ func srWaitQuiet(t *testing.T, lsFile string) {
 // test needs is missing.
 func srRequireTools(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (mount namespaces, sanlock daemons)")
-	}
+	testenv.NeedRoot(t, "mount namespaces, sanlock daemons")
 	for _, p := range []string{srCSanlock, srResetd, srResetTool, "/bin/sh"} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%s is missing (Debian packages sanlock, sanlk-reset): %v", p, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,8 +46,8 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		cmd, _ := startDaemonBin(b, impl.bin, runDir)
 		cl, err := client.Dial(runDir)
 		require.NoError(b, err)
-		require.NoError(b, cl.AddLockspace(ls, 0, 1))
-		reg, err := cl.Register()
+		require.NoError(b, cl.AddLockspace(context.Background(), ls, 0, 1))
+		reg, err := cl.Register(context.Background())
 		require.NoError(b, err)
 
 		b.Run(impl.name, func(b *testing.B) {
@@ -54,10 +55,10 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				if err := reg.Acquire(res, 0, nil); err != nil {
+				if err := reg.Acquire(context.Background(), res, 0, nil); err != nil {
 					b.Fatalf("acquire: %v", err)
 				}
-				if _, err := reg.Release(res, 0); err != nil {
+				if _, err := reg.Release(context.Background(), res, 0); err != nil {
 					b.Fatalf("release: %v", err)
 				}
 				lat = append(lat, time.Since(t0))
@@ -72,7 +73,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		})
 
 		require.NoError(b, reg.Close())
-		require.NoError(b, cl.RemLockspace(ls, 0))
+		require.NoError(b, cl.RemLockspace(context.Background(), ls, 0))
 		_ = cmd.Process.Signal(os.Interrupt)
 		_, _ = cmd.Process.Wait()
 		os.RemoveAll(runDir)

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/testdisk"
 	"io"
 	"os"
@@ -60,12 +61,8 @@ func TestMain(m *testing.M) {
 // returns the path of our freshly built binary (built once per test binary).
 func interop(t testing.TB) string {
 	t.Helper()
-	if _, err := os.Stat(realSanlock); err != nil {
-		t.Skipf("%s not installed", realSanlock)
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("interop tests need root")
-	}
+	testenv.NeedBinary(t, realSanlock)
+	testenv.NeedRoot(t, "interop tests")
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("/var/tmp", "gosanlock-bin-")
 		if buildErr != nil {

@@ -54,7 +54,7 @@ func TestDaemonize(t *testing.T) {
 	cl, err := client.Dial(dir)
 	require.NoError(t, err)
 	cl.Timeout = 5 * time.Second
-	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { _, _, err := cl.Version(context.Background()); return err == nil }, 10*time.Second, 10*time.Millisecond)
 	b, err := os.ReadFile(dir + "/" + daemon.PidFileName)
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
@@ -64,6 +64,6 @@ func TestDaemonize(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pid, sid, "the child runs in its own session")
 
-	require.NoError(t, cl.Shutdown(false))
-	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err != nil }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, cl.Shutdown(context.Background(), false))
+	require.Eventually(t, func() bool { _, _, err := cl.Version(context.Background()); return err != nil }, 10*time.Second, 10*time.Millisecond)
 }

@@ -462,38 +462,38 @@ func dkAPISteps(s *dkSide) string {
 		fmt.Fprintf(&b, "%s: %d %q %d %d %d\n", label, client.ErrorCode(err), e.Name, e.Offset, e.Flags, e.Unused)
 	}
 	x := rx("LS", 34<<20, 2)
-	fmt.Fprintf(&b, "format max 2: %d\n", client.ErrorCode(cl.FormatRIndex(x, 0)))
+	fmt.Fprintf(&b, "format max 2: %d\n", client.ErrorCode(cl.FormatRIndex(context.Background(), x, 0)))
 	for _, n := range []string{"A", "B", "C"} {
-		e, err := cl.CreateResource(x, 0, &wire.REntry{Name: n, Offset: 1234}, 5, 3)
+		e, err := cl.CreateResource(context.Background(), x, 0, &wire.REntry{Name: n, Offset: 1234}, 5, 3)
 		show("create "+n, e, err)
 	}
-	e, err := cl.LookupRIndex(x, 0, &wire.REntry{})
+	e, err := cl.LookupRIndex(context.Background(), x, 0, &wire.REntry{})
 	show("lookup free", e, err)
-	e, err = cl.LookupRIndex(x, 0, &wire.REntry{Name: "B"})
+	e, err = cl.LookupRIndex(context.Background(), x, 0, &wire.REntry{Name: "B"})
 	show("lookup B", e, err)
 	for _, f := range []uint32{0, wire.RXUpAdd, wire.RXUpRem, wire.RXUpAdd | wire.RXUpRem, wire.RXUpAdd | wire.RXNoLockspace} {
-		e, err = cl.UpdateRIndex(x, f, &wire.REntry{Name: "U", Offset: 36 << 20})
+		e, err = cl.UpdateRIndex(context.Background(), x, f, &wire.REntry{Name: "U", Offset: 36 << 20})
 		show(fmt.Sprintf("update flags %#x", f), e, err)
 	}
-	e, err = cl.LookupRIndex(x, wire.RXNoLockspace, &wire.REntry{Offset: 36 << 20})
+	e, err = cl.LookupRIndex(context.Background(), x, wire.RXNoLockspace, &wire.REntry{Offset: 36 << 20})
 	show("lookup no lockspace", e, err)
-	show("delete B", nil, cl.DeleteResource(x, 0, &wire.REntry{Name: "B"}))
-	fmt.Fprintf(&b, "rebuild no lockspace: %d\n", client.ErrorCode(cl.RebuildRIndex(x, wire.RXNoLockspace)))
-	e, err = cl.LookupRIndex(x, 0, &wire.REntry{})
+	show("delete B", nil, cl.DeleteResource(context.Background(), x, 0, &wire.REntry{Name: "B"}))
+	fmt.Fprintf(&b, "rebuild no lockspace: %d\n", client.ErrorCode(cl.RebuildRIndex(context.Background(), x, wire.RXNoLockspace)))
+	e, err = cl.LookupRIndex(context.Background(), x, 0, &wire.REntry{})
 	show("lookup free after rebuild", e, err)
-	e, err = cl.CreateResource(rx("LX", 34<<20, 0), wire.RXNoLockspace, &wire.REntry{Name: "A"}, 0, 0)
+	e, err = cl.CreateResource(context.Background(), rx("LX", 34<<20, 0), wire.RXNoLockspace, &wire.REntry{Name: "A"}, 0, 0)
 	show("create no lockspace", e, err)
-	fmt.Fprintf(&b, "format LX at 38M: %d\n", client.ErrorCode(cl.FormatRIndex(rx("LX", 38<<20, 0), 0)))
-	e, err = cl.LookupRIndex(rx("LX", 38<<20, 0), wire.RXNoLockspace, &wire.REntry{})
+	fmt.Fprintf(&b, "format LX at 38M: %d\n", client.ErrorCode(cl.FormatRIndex(context.Background(), rx("LX", 38<<20, 0), 0)))
+	e, err = cl.LookupRIndex(context.Background(), rx("LX", 38<<20, 0), wire.RXNoLockspace, &wire.REntry{})
 	show("lookup LX no lockspace", e, err)
-	e, err = cl.LookupRIndex(rx("LX", 38<<20, 0), 0, &wire.REntry{})
+	e, err = cl.LookupRIndex(context.Background(), rx("LX", 38<<20, 0), 0, &wire.REntry{})
 	show("lookup LX", e, err)
-	r, err := cl.ReadResource(&wire.Resource{Disks: []wire.Disk{{Path: s.path, Offset: 36 << 20}}})
+	r, err := cl.ReadResource(context.Background(), &wire.Resource{Disks: []wire.Disk{{Path: s.path, Offset: 36 << 20}}})
 	if r == nil {
 		r = &wire.Resource{}
 	}
 	fmt.Fprintf(&b, "read 36M: %d %+v\n", client.ErrorCode(err), *r)
-	r, hosts, err := cl.ReadResourceOwners(&wire.Resource{LockspaceName: "LS", Name: "A", Flags: wire.ResAlign1M,
+	r, hosts, err := cl.ReadResourceOwners(context.Background(), &wire.Resource{LockspaceName: "LS", Name: "A", Flags: wire.ResAlign1M,
 		Disks: []wire.Disk{{Path: s.path, Offset: 36 << 20}}})
 	if r == nil {
 		r = &wire.Resource{}
@@ -611,25 +611,25 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
 	cl := td.cl
 	rx := &wire.RIndex{LockspaceName: "LS", Disk: wire.Disk{Path: path, Offset: 1 << 20}}
-	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
-	require.NoError(t, cl.FormatRIndex(rx, 0))
+	require.NoError(t, cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
+	require.NoError(t, cl.FormatRIndex(context.Background(), rx, 0))
 
 	// Not joined: -ENOENT, except with SANLK_RX_NO_LOCKSPACE.
-	_, err := cl.LookupRIndex(rx, 0, &wire.REntry{})
+	_, err := cl.LookupRIndex(context.Background(), rx, 0, &wire.REntry{})
 	assert.Equal(t, rescode.RvENOENT, testutil.Code(err))
-	e, err := cl.UpdateRIndex(rx, wire.RXUpAdd|wire.RXNoLockspace, &wire.REntry{Name: "Q", Offset: 4 << 20})
+	e, err := cl.UpdateRIndex(context.Background(), rx, wire.RXUpAdd|wire.RXNoLockspace, &wire.REntry{Name: "Q", Offset: 4 << 20})
 	require.NoError(t, err)
 	assert.Equal(t, wire.REntry{Name: "Q", Offset: 4 << 20}, *e)
-	e, err = cl.LookupRIndex(rx, wire.RXNoLockspace, &wire.REntry{Name: "Q"})
+	e, err = cl.LookupRIndex(context.Background(), rx, wire.RXNoLockspace, &wire.REntry{Name: "Q"})
 	require.NoError(t, err)
 	assert.Equal(t, wire.REntry{Name: "Q", Offset: 4 << 20}, *e)
-	require.NoError(t, cl.RebuildRIndex(rx, wire.RXNoLockspace))
-	_, err = cl.LookupRIndex(rx, wire.RXNoLockspace, &wire.REntry{Name: "Q"})
+	require.NoError(t, cl.RebuildRIndex(context.Background(), rx, wire.RXNoLockspace))
+	_, err = cl.LookupRIndex(context.Background(), rx, wire.RXNoLockspace, &wire.REntry{Name: "Q"})
 	assert.Equal(t, rescode.RvENOENT, testutil.Code(err), "rebuild dropped the entry without a lease")
-	_, err = cl.CreateResource(rx, wire.RXNoLockspace, &wire.REntry{Name: "A"}, 0, 0)
+	_, err = cl.CreateResource(context.Background(), rx, wire.RXNoLockspace, &wire.REntry{Name: "A"}, 0, 0)
 	assert.Equal(t, rescode.RvENOENT, testutil.Code(err), "create always needs the lockspace")
 
-	require.NoError(t, cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, 0, 2))
+	require.NoError(t, cl.AddLockspace(context.Background(), &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, 0, 2))
 	hdr := func() []byte {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
@@ -637,13 +637,13 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	}
 	before := hdr()
 	for _, off := range []uint64{1 << 20, 2 << 20} {
-		_, err = cl.UpdateRIndex(rx, wire.RXUpAdd, &wire.REntry{Name: "P", Offset: off})
+		_, err = cl.UpdateRIndex(context.Background(), rx, wire.RXUpAdd, &wire.REntry{Name: "P", Offset: off})
 		assert.Equal(t, int(rescode.ErrRindexOffset), testutil.Code(err), "update at %d", off)
 	}
 	assert.Equal(t, before, hdr(), "header sector untouched")
 	// sanlock 3.8.5 crashes (daemon and direct tool) on a lookup far past
 	// the index; we answer like our direct tool: no entry there.
-	e, err = cl.LookupRIndex(rx, 0, &wire.REntry{Offset: 100000 << 20})
+	e, err = cl.LookupRIndex(context.Background(), rx, 0, &wire.REntry{Offset: 100000 << 20})
 	require.NoError(t, err)
 	assert.Equal(t, wire.REntry{Offset: 100000 << 20}, *e)
 
@@ -657,7 +657,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 			first <- -1000
 			return
 		}
-		_, err = c.CreateResource(rx, 0, &wire.REntry{Name: "A"}, 0, 0)
+		_, err = c.CreateResource(context.Background(), rx, 0, &wire.REntry{Name: "A"}, 0, 0)
 		first <- testutil.Code(err)
 	}()
 	select {
@@ -665,19 +665,19 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("create did not reach rindex_lease")
 	}
-	_, err = cl.LookupRIndex(rx, 0, &wire.REntry{})
+	_, err = cl.LookupRIndex(context.Background(), rx, 0, &wire.REntry{})
 	assert.Equal(t, rescode.RvEBUSY, testutil.Code(err), "lookup during create")
-	_, err = cl.CreateResource(rx, 0, &wire.REntry{Name: "B"}, 0, 0)
+	_, err = cl.CreateResource(context.Background(), rx, 0, &wire.REntry{Name: "B"}, 0, 0)
 	assert.Equal(t, rescode.RvEBUSY, testutil.Code(err), "create during create")
-	_, err = cl.LookupRIndex(rx, wire.RXNoLockspace, &wire.REntry{})
+	_, err = cl.LookupRIndex(context.Background(), rx, wire.RXNoLockspace, &wire.REntry{})
 	assert.NoError(t, err, "SANLK_RX_NO_LOCKSPACE does not take the lockspace slot")
 	gate.Store(false)
 	close(release)
 	assert.Equal(t, 0, <-first)
-	e, err = cl.LookupRIndex(rx, 0, &wire.REntry{Name: "A"})
+	e, err = cl.LookupRIndex(context.Background(), rx, 0, &wire.REntry{Name: "A"})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3<<20), e.Offset)
-	lv, err := cl.ReadResource(&wire.Resource{Disks: []wire.Disk{{Path: path, Offset: 2 << 20}}})
+	lv, err := cl.ReadResource(context.Background(), &wire.Resource{Disks: []wire.Disk{{Path: path, Offset: 2 << 20}}})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), lv.LVer, "rindex_lease taken once")
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
@@ -26,9 +27,7 @@ const realSanlock = "/usr/sbin/sanlock"
 
 func needRealSanlock(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(realSanlock); err != nil {
-		t.Skipf("%s not installed", realSanlock)
-	}
+	testenv.NeedBinary(t, realSanlock)
 }
 
 func sanlockEnv(runDir string) []string {

@@ -31,7 +31,7 @@ func waitHosts(t *testing.T, cl *client.Client, ls string, id uint64) []wire.Hos
 	var hosts []wire.Host
 	require.Eventually(t, func() bool {
 		var err error
-		hosts, err = cl.GetHosts(ls, id)
+		hosts, err = cl.GetHosts(context.Background(), ls, id)
 		if testutil.Code(err) == rescode.RvEAGAIN {
 			return false
 		}
@@ -48,26 +48,26 @@ func TestLockspaceLifecycle(t *testing.T) {
 	path := testutil.LeaseFile(t, 1<<20)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 
-	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
-	rd, io, err := cl.ReadLockspace(&wire.Lockspace{Disk: wire.Disk{Path: path}})
+	require.NoError(t, cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
+	rd, io, err := cl.ReadLockspace(context.Background(), &wire.Lockspace{Disk: wire.Disk{Path: path}})
 	require.NoError(t, err)
 	assert.Equal(t, "LS", rd.Name)
 	assert.Equal(t, uint64(1), rd.HostID, "host_id 0 reads host 1")
 	assert.Equal(t, uint32(wire.ResAlign1M|wire.ResSector512), rd.Flags)
 	assert.Equal(t, uint32(1), io)
 
-	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.InqLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.InqLockspace(context.Background(), ls, 0)))
 	start := time.Now()
-	require.NoError(t, cl.AddLockspace(ls, 0, 1))
+	require.NoError(t, cl.AddLockspace(context.Background(), ls, 0, 1))
 	t.Logf("add_lockspace (sync, io_timeout 1) took %v", time.Since(start))
-	assert.NoError(t, cl.InqLockspace(ls, 0))
-	assert.NoError(t, cl.InqLockspace(&wire.Lockspace{Name: "LS", Disk: ls.Disk}, 0), "host_id 0 matches any")
-	assert.Equal(t, rescode.RvEEXIST, testutil.Code(cl.AddLockspace(ls, 0, 1)))
-	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 2, Disk: ls.Disk}, 0, 1)))
-	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.AddLockspace(&wire.Lockspace{Name: "LT", HostID: 1, Disk: ls.Disk}, 0, 1)))
-	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.AddLockspace(&wire.Lockspace{Name: "LT", HostID: 0, Disk: ls.Disk}, 0, 1)))
+	assert.NoError(t, cl.InqLockspace(context.Background(), ls, 0))
+	assert.NoError(t, cl.InqLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: ls.Disk}, 0), "host_id 0 matches any")
+	assert.Equal(t, rescode.RvEEXIST, testutil.Code(cl.AddLockspace(context.Background(), ls, 0, 1)))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.AddLockspace(context.Background(), &wire.Lockspace{Name: "LS", HostID: 2, Disk: ls.Disk}, 0, 1)))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.AddLockspace(context.Background(), &wire.Lockspace{Name: "LT", HostID: 1, Disk: ls.Disk}, 0, 1)))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.AddLockspace(context.Background(), &wire.Lockspace{Name: "LT", HostID: 0, Disk: ls.Disk}, 0, 1)))
 
-	list, err := cl.GetLockspaces()
+	list, err := cl.GetLockspaces(context.Background())
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	assert.Equal(t, wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, list[0])
@@ -78,16 +78,16 @@ func TestLockspaceLifecycle(t *testing.T) {
 	assert.Equal(t, uint64(1), hosts[0].Generation)
 	assert.Equal(t, uint32(1), hosts[0].IOTimeout)
 	assert.Equal(t, uint32(wire.HostLive), hosts[0].Flags)
-	hosts, err = cl.GetHosts("LS", 5)
+	hosts, err = cl.GetHosts(context.Background(), "LS", 5)
 	require.NoError(t, err)
 	assert.Equal(t, []wire.Host{{HostID: 5, Flags: wire.HostFree}}, hosts)
-	hosts, err = cl.GetHosts("LS", 2001)
+	hosts, err = cl.GetHosts(context.Background(), "LS", 2001)
 	require.NoError(t, err)
 	assert.Empty(t, hosts)
-	_, err = cl.GetHosts("nope", 0)
+	_, err = cl.GetHosts(context.Background(), "nope", 0)
 	assert.Equal(t, rescode.RvENOENT, testutil.Code(err))
 
-	recs, err := cl.HostStatus("LS")
+	recs, err := cl.HostStatus(context.Background(), "LS")
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	assert.Equal(t, uint32(1), recs[0].Data32)
@@ -95,7 +95,7 @@ func TestLockspaceLifecycle(t *testing.T) {
 		`no_timeout=0 dead_ext=0 found_dead_ext_gen=0 wrote_dead_ext_gen=0 host_flags=0x3 host_state=LIVE owner_name=hostA$`, recs[0].Text)
 
 	require.Eventually(t, func() bool {
-		recs, err = cl.Renewal("LS")
+		recs, err = cl.Renewal(context.Background(), "LS")
 		return err == nil && len(recs) >= 2
 	}, 10*time.Second, 100*time.Millisecond)
 	for _, r := range recs {
@@ -103,10 +103,10 @@ func TestLockspaceLifecycle(t *testing.T) {
 		assert.Regexp(t, `^timestamp=\d+ read_ms=\d+ write_ms=\d+ next_timeouts=0 next_errors=0$`, r.Text)
 	}
 	assert.True(t, strings.HasPrefix(recs[0].Text, "timestamp="+fmt.Sprint(recs[0].Data64)+" read_ms=0 write_ms=0"), recs[0].Text)
-	_, err = cl.Renewal("nope")
+	_, err = cl.Renewal(context.Background(), "nope")
 	assert.Equal(t, rescode.RvENOSPC, testutil.Code(err))
 
-	st, err := cl.Status(0)
+	st, err := cl.Status(context.Background(), 0)
 	require.NoError(t, err)
 	var lsRecs []wire.StateRecord
 	for _, r := range st {
@@ -123,58 +123,60 @@ func TestLockspaceLifecycle(t *testing.T) {
 	assert.Equal(t, uint32(512), lsRecs[0].Lockspace.Disk.Pad1)
 	assert.Equal(t, uint64(1), lsRecs[0].Data64)
 
-	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.SetConfig("LS", 0)))
-	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.SetConfig("nope", wire.ConfigUsed)))
-	assert.NoError(t, cl.SetConfig("LS", wire.ConfigUsed))
-	assert.NoError(t, cl.SetConfig("LS", wire.ConfigUnused))
-	assert.NoError(t, cl.ExamineLockspace(ls))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(cl.SetConfig(context.Background(), "LS", 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.SetConfig(context.Background(), "nope", wire.ConfigUsed)))
+	assert.NoError(t, cl.SetConfig(context.Background(), "LS", wire.ConfigUsed))
+	assert.NoError(t, cl.SetConfig(context.Background(), "LS", wire.ConfigUnused))
+	assert.NoError(t, cl.ExamineLockspace(context.Background(), ls))
 
 	// A plain shutdown is refused while a lockspace exists.
-	assert.Equal(t, rescode.RvEBUSY, testutil.Code(cl.ShutdownWait(false)))
+	assert.Equal(t, rescode.RvEBUSY, testutil.Code(cl.ShutdownWait(context.Background(), false)))
 
 	start = time.Now()
-	require.NoError(t, cl.RemLockspace(ls, 0))
+	require.NoError(t, cl.RemLockspace(context.Background(), ls, 0))
 	t.Logf("rem_lockspace (sync) took %v", time.Since(start))
-	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.InqLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.InqLockspace(context.Background(), ls, 0)))
 	assertReleased(t, path, "LS", 1)
-	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.RemLockspace(ls, 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(cl.RemLockspace(context.Background(), ls, 0)))
 
 	// Async add: in progress, listed with ADD, then joined.
-	require.NoError(t, cl.AddLockspace(ls, wire.AddAsync, 1))
-	assert.Equal(t, rescode.RvEINPROGRESS, testutil.Code(cl.InqLockspace(ls, 0)))
-	assert.Equal(t, rescode.RvEINPROGRESS, testutil.Code(cl.AddLockspace(ls, 0, 1)))
-	list, err = cl.GetLockspaces()
+	require.NoError(t, cl.AddLockspace(context.Background(), ls, wire.AddAsync, 1))
+	assert.Equal(t, rescode.RvEINPROGRESS, testutil.Code(cl.InqLockspace(context.Background(), ls, 0)))
+	assert.Equal(t, rescode.RvEINPROGRESS, testutil.Code(cl.AddLockspace(context.Background(), ls, 0, 1)))
+	list, err = cl.GetLockspaces(context.Background())
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	assert.Equal(t, uint32(wire.LSFAdd), list[0].Flags)
-	st, err = cl.Status(wire.StateLockspace)
+	st, err = cl.Status(context.Background(), wire.StateLockspace)
 	require.NoError(t, err)
 	assert.Regexp(t, `^list=add space_id=2 version=0x00000000 io_timeout=1 .* host_generation=0 .* acquire_last_result=0 renewal_last_result=0 `+
 		`acquire_last_attempt=0 acquire_last_success=0 renewal_last_attempt=0 renewal_last_success=0$`, st[len(st)-1].Text)
-	recs, err = cl.HostStatus("LS")
+	recs, err = cl.HostStatus(context.Background(), "LS")
 	require.NoError(t, err, "a lockspace being added is found")
 	assert.Empty(t, recs)
-	require.NoError(t, cl.InqLockspace(ls, wire.InqWait))
-	list, err = cl.GetLockspaces()
+	require.NoError(t, cl.InqLockspace(context.Background(), ls, wire.InqWait))
+	list, err = cl.GetLockspaces(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, uint32(0), list[0].Flags)
 
 	// Async rem: eventually gone.
-	require.NoError(t, cl.RemLockspace(ls, wire.RemAsync))
-	require.Eventually(t, func() bool { return testutil.Code(cl.InqLockspace(ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
+	require.NoError(t, cl.RemLockspace(context.Background(), ls, wire.RemAsync))
+	require.Eventually(t, func() bool { return testutil.Code(cl.InqLockspace(context.Background(), ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
 
 	// Rem of an add in progress aborts it.
 	errc := make(chan error, 1)
-	go func() { errc <- cl.AddLockspace(ls, 0, 1) }()
-	require.Eventually(t, func() bool { return testutil.Code(cl.InqLockspace(ls, 0)) == rescode.RvEINPROGRESS }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, cl.RemLockspace(ls, 0))
+	go func() { errc <- cl.AddLockspace(context.Background(), ls, 0, 1) }()
+	require.Eventually(t, func() bool {
+		return testutil.Code(cl.InqLockspace(context.Background(), ls, 0)) == rescode.RvEINPROGRESS
+	}, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, cl.RemLockspace(context.Background(), ls, 0))
 	rv := testutil.Code(<-errc)
 	assert.Contains(t, []int{client.SanlkError, rescode.RvEPERM}, rv)
 	assert.Equal(t, 0, lss.Count())
 
 	// REM_UNUSED with no resources.
-	require.NoError(t, cl.AddLockspace(ls, 0, 1))
-	require.NoError(t, cl.RemLockspace(ls, wire.RemUnused))
+	require.NoError(t, cl.AddLockspace(context.Background(), ls, 0, 1))
+	require.NoError(t, cl.RemLockspace(context.Background(), ls, wire.RemUnused))
 	assert.Equal(t, 0, lss.Count())
 }
 
@@ -230,16 +232,16 @@ func TestRemKillsHoldersAndUsed(t *testing.T) {
 	cl := td.cl
 	cl.Timeout = 30 * time.Second
 	path := testutil.LeaseFile(t, 1<<20)
-	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
+	require.NoError(t, cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
-	require.NoError(t, cl.AddLockspace(ls, 0, 1))
+	require.NoError(t, cl.AddLockspace(context.Background(), ls, 0, 1))
 
-	assert.Equal(t, rescode.RvEBUSY, testutil.Code(cl.RemLockspace(ls, wire.RemUnused)))
-	require.NoError(t, cl.SetConfig("LS", wire.ConfigUsed))
-	require.NoError(t, cl.RemLockspace(ls, wire.RemAsync))
+	assert.Equal(t, rescode.RvEBUSY, testutil.Code(cl.RemLockspace(context.Background(), ls, wire.RemUnused)))
+	require.NoError(t, cl.SetConfig(context.Background(), "LS", wire.ConfigUsed))
+	require.NoError(t, cl.RemLockspace(context.Background(), ls, wire.RemAsync))
 	assert.Equal(t, "4242 9", <-kills)
 	require.Eventually(t, func() bool {
-		st, _ := cl.Status(wire.StateLockspace)
+		st, _ := cl.Status(context.Background(), wire.StateLockspace)
 		for _, r := range st {
 			if r.Type == wire.StateLockspace && strings.Contains(r.Text, "space_dead=1 killing_pids=1") &&
 				!strings.Contains(r.Text, "used_retries=0 ") {
@@ -248,11 +250,11 @@ func TestRemKillsHoldersAndUsed(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, 100*time.Millisecond, "USED blocks the removal")
-	assert.Equal(t, rescode.RvENOSPC, testutil.Code(cl.SetConfig("LS", wire.ConfigUsed)))
+	assert.Equal(t, rescode.RvENOSPC, testutil.Code(cl.SetConfig(context.Background(), "LS", wire.ConfigUsed)))
 	assert.Equal(t, int32(1), u.dead.Load())
-	require.NoError(t, cl.SetConfig("LS", wire.ConfigUnused))
-	require.NoError(t, cl.InqLockspace(ls, 0), "still joined while dying")
-	require.Eventually(t, func() bool { return testutil.Code(cl.InqLockspace(ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
+	require.NoError(t, cl.SetConfig(context.Background(), "LS", wire.ConfigUnused))
+	require.NoError(t, cl.InqLockspace(context.Background(), ls, 0), "still joined while dying")
+	require.Eventually(t, func() bool { return testutil.Code(cl.InqLockspace(context.Background(), ls, 0)) == rescode.RvENOENT }, 10*time.Second, 50*time.Millisecond)
 	assertReleased(t, path, "LS", 1)
 }
 
@@ -263,56 +265,60 @@ func TestLockspaceEvents(t *testing.T) {
 	td1, _ := startLS(t, "hostA", manager.LockspacesConfig{})
 	td2, _ := startLS(t, "hostB", manager.LockspacesConfig{})
 	path := testutil.LeaseFile(t, 1<<20)
-	require.NoError(t, td1.cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
+	require.NoError(t, td1.cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
 	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
-	require.NoError(t, td1.cl.AddLockspace(ls1, wire.AddAsync, 1))
-	require.NoError(t, td2.cl.AddLockspace(ls2, 0, 1))
-	require.NoError(t, td1.cl.InqLockspace(ls1, wire.InqWait))
+	require.NoError(t, td1.cl.AddLockspace(context.Background(), ls1, wire.AddAsync, 1))
+	require.NoError(t, td2.cl.AddLockspace(context.Background(), ls2, 0, 1))
+	require.NoError(t, td1.cl.InqLockspace(context.Background(), ls1, wire.InqWait))
 
 	// Before joining, events cannot be registered.
-	_, err := td1.cl.RegEvent("nope")
+	_, err := td1.cl.RegEvent(context.Background(), "nope")
 	assert.Equal(t, rescode.RvENOENT, testutil.Code(err))
-	ev, err := td1.cl.RegEvent("LS")
+	ev, err := td1.cl.RegEvent(context.Background(), "LS")
 	require.NoError(t, err)
 	_, err = ev.GetEvent()
 	assert.Equal(t, rescode.RvEAGAIN, testutil.Code(err))
 
-	assert.Equal(t, rescode.RvEINVAL, testutil.Code(td2.cl.SetEvent("LS", wire.HostEvent{HostID: 0, Event: 1}, 0)))
-	assert.Equal(t, rescode.RvENOENT, testutil.Code(td2.cl.SetEvent("nope", wire.HostEvent{HostID: 1, Event: 1}, 0)))
-	require.NoError(t, td2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Generation: 0, Event: 0x77, Data: 0x99}, 0))
-	assert.Equal(t, rescode.RvEBUSY, testutil.Code(td2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Event: 0x78}, 0)))
+	assert.Equal(t, rescode.RvEINVAL, testutil.Code(td2.cl.SetEvent(context.Background(), "LS", wire.HostEvent{HostID: 0, Event: 1}, 0)))
+	assert.Equal(t, rescode.RvENOENT, testutil.Code(td2.cl.SetEvent(context.Background(), "nope", wire.HostEvent{HostID: 1, Event: 1}, 0)))
+	require.NoError(t, td2.cl.SetEvent(context.Background(), "LS", wire.HostEvent{HostID: 1, Generation: 0, Event: 0x77, Data: 0x99}, 0))
+	assert.Equal(t, rescode.RvEBUSY, testutil.Code(td2.cl.SetEvent(context.Background(), "LS", wire.HostEvent{HostID: 1, Event: 0x78}, 0)))
 
-	cb, err := ev.WaitEvent(15 * time.Second)
+	wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	cb, err := ev.WaitEvent(wctx)
+	cancel()
 	require.NoError(t, err)
 	assert.Equal(t, wire.HostEvent{HostID: 1, Generation: 0, Event: 0x77, Data: 0x99}, cb.HostEvent)
 	assert.Equal(t, uint64(2), cb.FromHostID)
 	assert.Equal(t, uint64(1), cb.FromGeneration)
 	assert.Equal(t, uint32(wire.EventCBSize), cb.Header.Length)
-	require.NoError(t, td1.cl.EndEvent(ev))
+	require.NoError(t, td1.cl.EndEvent(context.Background(), ev))
 
 	// Each side sees the other.
 	require.Eventually(t, func() bool {
-		h, err := td1.cl.GetHosts("LS", 2)
+		h, err := td1.cl.GetHosts(context.Background(), "LS", 2)
 		return err == nil && len(h) == 1 && h[0].Flags == wire.HostLive
 	}, 15*time.Second, 200*time.Millisecond)
 	require.Eventually(t, func() bool {
-		h, err := td2.cl.GetHosts("LS", 1)
+		h, err := td2.cl.GetHosts(context.Background(), "LS", 1)
 		return err == nil && len(h) == 1 && (h[0].Flags == wire.HostLive || h[0].Flags == wire.HostUnknown)
 	}, 15*time.Second, 200*time.Millisecond)
-	recs, err := td1.cl.HostStatus("LS")
+	recs, err := td1.cl.HostStatus(context.Background(), "LS")
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
 	assert.Contains(t, recs[1].Text, "owner_id=2 owner_generation=1 ")
 	assert.Contains(t, recs[1].Text, "owner_name=hostB")
 
 	// A listener is closed when its lockspace goes away.
-	ev2, err := td1.cl.RegEvent("LS")
+	ev2, err := td1.cl.RegEvent(context.Background(), "LS")
 	require.NoError(t, err)
-	require.NoError(t, td1.cl.RemLockspace(ls1, 0))
+	require.NoError(t, td1.cl.RemLockspace(context.Background(), ls1, 0))
 	for err == nil { // events still set by host 2 may come first
-		_, err = ev2.WaitEvent(5 * time.Second)
+		wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = ev2.WaitEvent(wctx)
+		cancel()
 	}
 	assert.True(t, errors.Is(err, io.EOF), "listener closed: %v", err)
-	require.NoError(t, td2.cl.RemLockspace(ls2, 0))
+	require.NoError(t, td2.cl.RemLockspace(context.Background(), ls2, 0))
 }

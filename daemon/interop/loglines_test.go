@@ -114,12 +114,12 @@ func TestLogLinesResourceFailures(t *testing.T) {
 		return diskio.OpenFile(p)
 	}}})
 	td := rc.tds[0]
-	reg, err := td.cl.Register()
+	reg, err := td.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer reg.Close()
 	acquire := func(name, path string) {
 		t.Helper()
-		err := reg.Acquire([]wire.Resource{{LockspaceName: "LS", Name: name,
+		err := reg.Acquire(context.Background(), []wire.Resource{{LockspaceName: "LS", Name: name,
 			Disks: []wire.Disk{{Path: path, Offset: 1 << 20}}}}, 0, nil)
 		require.Error(t, err, name)
 	}
@@ -159,11 +159,11 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 	}
 	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
 	cl := td.cl
-	require.NoError(t, cl.WriteLockspace(&wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: good}}, 0, 1))
+	require.NoError(t, cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: good}}, 0, 1))
 
 	missing := good + ".none"
 	bad := &wire.Lockspace{Name: "LSX", HostID: 1, Disk: wire.Disk{Path: missing}}
-	require.Error(t, cl.AddLockspace(bad, 0, 1))
+	require.Error(t, cl.AddLockspace(context.Background(), bad, 0, 1))
 	line := logLine(t, td.logs, "add_lockspace fail result=-19 (ENODEV) lockspace=LSX")
 	for _, want := range []string{missing + ":0", "no such file or directory"} {
 		assert.Contains(t, line, want)
@@ -171,7 +171,7 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 
 	zero := testutil.LeaseFile(t, 1<<20)
 	noLease := &wire.Lockspace{Name: "LSZ", HostID: 1, Disk: wire.Disk{Path: zero}}
-	require.Error(t, cl.AddLockspace(noLease, 0, 1))
+	require.Error(t, cl.AddLockspace(context.Background(), noLease, 0, 1))
 	line = logLine(t, td.logs, "add_lockspace fail result=-223 (SANLK_LEADER_MAGIC) lockspace=LSZ")
 	for _, want := range []string{"delta_acquire of host_id 1 at " + zero + ":0", "Lease does not exist on storage"} {
 		assert.Contains(t, line, want)
@@ -183,14 +183,14 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 
 	// A renewal whose read hangs past io_timeout.
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: good}}
-	require.NoError(t, cl.AddLockspace(ls, 0, 1))
+	require.NoError(t, cl.AddLockspace(context.Background(), ls, 0, 1))
 	mode.Store(devHang)
 	line = logLine(t, td.logs, "renewal error", "result=-202")
 	mode.Store(devOK)
 	for _, want := range []string{"I/O timeout after 1 s", "delta_renew read LS:1", "lockspace=LS lockspace_disk=" + good + ":0"} {
 		assert.Contains(t, line, want)
 	}
-	require.NoError(t, cl.RemLockspace(ls, 0))
+	require.NoError(t, cl.RemLockspace(context.Background(), ls, 0))
 	assertNoGoIdioms(t, td.logs)
 }
 

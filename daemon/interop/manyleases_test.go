@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -36,9 +38,7 @@ func TestManyLeasesOneFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 acquires")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("loop devices need root")
-	}
+	testenv.NeedRoot(t, "loop devices")
 	g := diskfmt.Geometry{SectorSize: 512, AlignSize: diskfmt.Align1M, MaxHosts: 2000}
 	img := make([]byte, base+n*stride+diskfmt.Align1M)
 	area, commit, err := diskfmt.InitDeltaArea(diskfmt.DeltaInit{Geometry: g, SpaceName: "LS", IOTimeout: 1})
@@ -68,10 +68,10 @@ func TestManyLeasesOneFile(t *testing.T) {
 	m := manager.New(manager.Config{})
 	td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) { d.Manager = m })
 	td.cl.Timeout = 30 * time.Second
-	require.NoError(t, td.cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: disk}}, 0, 1))
+	require.NoError(t, td.cl.AddLockspace(context.Background(), &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: disk}}, 0, 1))
 	res := m.Resources
 
-	reg, err := td.cl.Register()
+	reg, err := td.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer reg.Close()
 	batch := func(from int) []wire.Resource {
@@ -83,11 +83,11 @@ func TestManyLeasesOneFile(t *testing.T) {
 		return rs
 	}
 	// A first batch, so what every held lease shares is in the baseline.
-	require.NoError(t, reg.Acquire(batch(0), 0, nil))
+	require.NoError(t, reg.Acquire(context.Background(), batch(0), 0, nil))
 	fds0 := countFDs(t)
 	heap0 := heapInuse()
 	for i := wire.MaxResources; i < n; i += wire.MaxResources {
-		require.NoError(t, reg.Acquire(batch(i), 0, nil), "acquire %d", i)
+		require.NoError(t, reg.Acquire(context.Background(), batch(i), 0, nil), "acquire %d", i)
 	}
 	fds1 := countFDs(t)
 	heap1 := heapInuse()

@@ -90,7 +90,7 @@ func cHostState(runDir string, id int) (string, error) {
 
 // goHostState returns the state of host id as our daemon reports it.
 func goHostState(cl *client.Client, ls string, id uint64) string {
-	h, err := cl.GetHosts(ls, id)
+	h, err := cl.GetHosts(context.Background(), ls, id)
 	if err != nil || len(h) != 1 {
 		return ""
 	}
@@ -167,7 +167,7 @@ func TestMixedLockspace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			errs[id] = cl.AddLockspace(lsOf(uint64(id)), 0, 1)
+			errs[id] = cl.AddLockspace(context.Background(), lsOf(uint64(id)), 0, 1)
 			durs[id] = time.Since(start)
 		}()
 	}
@@ -187,7 +187,7 @@ func TestMixedLockspace(t *testing.T) {
 	hs, _, err := cClient(c1, "client", "host_status", "-s", "LS", "-D")
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^2 timestamp \d+\n(    .*\n){7}    owner_name=go-host2$`, hs)
-	recs, err := g2.cl.HostStatus("LS")
+	recs, err := g2.cl.HostStatus(context.Background(), "LS")
 	require.NoError(t, err)
 	var names []string
 	for _, r := range recs {
@@ -232,7 +232,7 @@ func TestMixedLockspace(t *testing.T) {
 	// Ours cannot take host_id 1 from the live C host.
 	go func() {
 		t0 := time.Now()
-		err := g5.cl.AddLockspace(lsOf(1), 0, 1)
+		err := g5.cl.AddLockspace(context.Background(), lsOf(1), 0, 1)
 		d := time.Since(t0)
 		if testutil.Code(err) != client.SanlkHostIDBusy {
 			err = fmt.Errorf("ours add of host 1: %v, want -262", err)

@@ -54,7 +54,7 @@ func TestNewerFormatCluster(t *testing.T) {
 		}
 		done <- err
 	}()
-	require.NoError(t, g.cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}, 0, 1))
+	require.NoError(t, g.cl.AddLockspace(context.Background(), &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}, 0, 1))
 	require.NoError(t, <-done, "5.1.1 add_lockspace")
 	for h := uint64(1); h <= 2; h++ {
 		assert.Equal(t, diskfmt.DeltaVersion50, readDelta(t, path, "LS", h).Version, "host %d record", h)
@@ -226,12 +226,12 @@ func TestNewerNoTimeoutDeadExt(t *testing.T) {
 	out, err := d.Client(t, "client", "add_lockspace", "-s", "LS:1:"+path+":0", "-N", "1")
 	require.NoError(t, err, out)
 	ours := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
-	require.NoError(t, g.cl.AddLockspace(ours, 0, 1))
+	require.NoError(t, g.cl.AddLockspace(context.Background(), ours, 0, 1))
 	for h := uint64(1); h <= 2; h++ {
 		slot := readDelta(t, path, "LS", h)
 		require.True(t, slot.NoTimeout(), "slot %d", h)
 	}
-	spaces, err := g.cl.GetLockspaces()
+	spaces, err := g.cl.GetLockspaces(context.Background())
 	require.NoError(t, err)
 	require.Len(t, spaces, 1)
 	assert.NotZero(t, spaces[0].Flags&wire.LSFNoTimeout, "ours reports a NO_TIMEOUT lockspace")
@@ -258,7 +258,7 @@ func TestNewerNoTimeoutDeadExt(t *testing.T) {
 	assert.Equal(t, uint64(1), leader().OwnerID, "the lease stays with the NO_TIMEOUT host")
 
 	gen1 := readDelta(t, path, "LS", 1).OwnerGeneration
-	err = g.cl.SetHost(ours, client.SetHostDeadExt, 0, 0, wire.Host{HostID: 1, Generation: gen1 + 1})
+	err = g.cl.SetHost(context.Background(), ours, client.SetHostDeadExt, 0, 0, wire.Host{HostID: 1, Generation: gen1 + 1})
 	assert.EqualValues(t, rescode.ErrWrongGeneration, client.ErrorCode(err), "wrong generation")
 	// The same through libsanlock 5.1.1's sanlock_set_host (the C
 	// driver in the sid tree, our socket mounted at its /run).
@@ -269,13 +269,13 @@ func TestNewerNoTimeoutDeadExt(t *testing.T) {
 	assert.Contains(t, string(dout), "set_host rv=-280", "libsanlock's set_host with a wrong generation")
 	unmarked := readDelta(t, path, "LS", 1)
 	assert.False(t, unmarked.DeadExt(), "nothing written")
-	require.NoError(t, g.cl.SetHost(ours, client.SetHostDeadExt, 0, 0, wire.Host{HostID: 1, Generation: gen1}))
+	require.NoError(t, g.cl.SetHost(context.Background(), ours, client.SetHostDeadExt, 0, 0, wire.Host{HostID: 1, Generation: gen1}))
 	marked := readDelta(t, path, "LS", 1)
 	assert.True(t, marked.DeadExt())
 	assert.Equal(t, diskfmt.DeadExtFrom(2, readDelta(t, path, "LS", 2).OwnerGeneration), marked.Unused1, "our host_id and generation")
 	assert.Equal(t, gen1, marked.OwnerGeneration)
 	require.Eventually(t, func() bool {
-		h, err := g.cl.GetHosts("LS", 1)
+		h, err := g.cl.GetHosts(context.Background(), "LS", 1)
 		return err == nil && len(h) == 1 && h[0].Flags == 0x15
 	}, 10*time.Second, 250*time.Millisecond, "DEAD with the DEAD_EXT host flag")
 	start := time.Now()

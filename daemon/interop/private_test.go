@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os/exec"
@@ -29,7 +30,7 @@ func TestPrivateHelloIgnoredBySanlock(t *testing.T) {
 	realDaemon(t, dir)
 	cl, err := client.Dial(dir)
 	require.NoError(t, err)
-	err = cl.Hello(2 * time.Second)
+	err = cl.Hello(context.Background(), 2*time.Second)
 	assert.True(t, errors.Is(err, client.ErrNotGosanlock), "%v", err)
 
 	conn, err := net.Dial("unix", cl.SockPath)

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -62,25 +63,26 @@ func TestResourceAcquireRelease(t *testing.T) {
 	rc := newResCluster(t, 2, 2, manager.Config{})
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 
-	ra, err := a.Register()
+	ra, err := a.Register(context.Background())
 	require.NoError(t, err)
 	defer ra.Close()
-	rb, err := b.Register()
+	rb, err := b.Register(context.Background())
 	require.NoError(t, err)
 	defer rb.Close()
 
 	r0 := rc.res(0, 0)
-	require.NoError(t, ra.Acquire([]wire.Resource{r0}, 0, nil))
-	state, n, err := ra.Inquire()
+	require.NoError(t, ra.Acquire(context.Background(), []wire.Resource{r0}, 0, nil))
+	inq, err := ra.Inquire(context.Background())
+	state, n := inq.State, inq.Count
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	assert.Equal(t, fmt.Sprintf("LS:R0:%s:1048576:1", rc.path), state)
 
 	// Held on this host: -EEXIST; on the other host: -243 (owner alive).
-	assert.Equal(t, rescode.RvEEXIST, testutil.Code(ra.Acquire([]wire.Resource{r0}, 0, nil)))
-	assert.Equal(t, int(rescode.ErrAcquireIDLive), testutil.Code(rb.Acquire([]wire.Resource{r0}, 0, nil)))
+	assert.Equal(t, rescode.RvEEXIST, testutil.Code(ra.Acquire(context.Background(), []wire.Resource{r0}, 0, nil)))
+	assert.Equal(t, int(rescode.ErrAcquireIDLive), testutil.Code(rb.Acquire(context.Background(), []wire.Resource{r0}, 0, nil)))
 
-	recs, err := a.Status(wire.StateResource)
+	recs, err := a.Status(context.Background(), wire.StateResource)
 	require.NoError(t, err)
 	var rlines []string
 	for _, r := range recs {
@@ -91,34 +93,37 @@ func TestResourceAcquireRelease(t *testing.T) {
 	require.Len(t, rlines, 1)
 	assert.Contains(t, rlines[0], "R0 list=held flags=0 sector_size=512 align_size=1048576 lver=1")
 
-	_, err = ra.Release([]wire.Resource{r0}, 0)
+	_, err = ra.Release(context.Background(), []wire.Resource{r0}, 0)
 	require.NoError(t, err)
-	_, n, err = ra.Inquire()
+	inq, ierr := ra.Inquire(context.Background())
+	n, err = inq.Count, ierr
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)
-	_, err = ra.Release([]wire.Resource{r0}, 0)
+	_, err = ra.Release(context.Background(), []wire.Resource{r0}, 0)
 	assert.Equal(t, rescode.RvEPERM, testutil.Code(err))
 
 	// Now host 2 gets it, with the next lver.
-	require.NoError(t, rb.Acquire([]wire.Resource{r0}, 0, nil))
-	state, _, err = rb.Inquire()
+	require.NoError(t, rb.Acquire(context.Background(), []wire.Resource{r0}, 0, nil))
+	inq, err = rb.Inquire(context.Background())
+	state = inq.State
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(state, ":2"), state)
 
 	// Shared: both hosts hold R1 SH; EX is refused while they do.
 	r1sh := rc.res(1, wire.ResShared)
-	require.NoError(t, ra.Acquire([]wire.Resource{r1sh}, 0, nil))
-	require.NoError(t, rb.Acquire([]wire.Resource{r1sh}, 0, nil))
-	_, owners, err := a.ReadResourceOwners(&wire.Resource{LockspaceName: "LS", Name: "R1",
+	require.NoError(t, ra.Acquire(context.Background(), []wire.Resource{r1sh}, 0, nil))
+	require.NoError(t, rb.Acquire(context.Background(), []wire.Resource{r1sh}, 0, nil))
+	_, owners, err := a.ReadResourceOwners(context.Background(), &wire.Resource{LockspaceName: "LS", Name: "R1",
 		Disks: []wire.Disk{{Path: rc.path, Offset: 2 << 20}}})
 	if testutil.Code(err) != -38 { // READ_RESOURCE_OWNERS may not be wired yet
 		require.NoError(t, err)
 		assert.Len(t, owners, 2)
 	}
-	n2, err := rb.Release(nil, wire.RelAll)
+	n2, err := rb.Release(context.Background(), nil, wire.RelAll)
 	require.NoError(t, err)
 	assert.Equal(t, 0, n2)
-	_, n, err = rb.Inquire()
+	inq, err = rb.Inquire(context.Background())
+	n = inq.Count
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)
 }
@@ -130,25 +135,25 @@ func TestResourceClientDeath(t *testing.T) {
 	rc := newResCluster(t, 2, 2, manager.Config{})
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 
-	ra, err := a.Register()
+	ra, err := a.Register(context.Background())
 	require.NoError(t, err)
-	require.NoError(t, ra.Acquire([]wire.Resource{rc.res(0, 0), rc.res(1, wire.ResPersistent)}, 0, nil))
+	require.NoError(t, ra.Acquire(context.Background(), []wire.Resource{rc.res(0, 0), rc.res(1, wire.ResPersistent)}, 0, nil))
 	require.NoError(t, ra.Close()) // the "process" goes away
 
-	rb, err := b.Register()
+	rb, err := b.Register(context.Background())
 	require.NoError(t, err)
 	defer rb.Close()
 	require.Eventually(t, func() bool {
-		return rb.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil) == nil
+		return rb.Acquire(context.Background(), []wire.Resource{rc.res(0, 0)}, 0, nil) == nil
 	}, 10*time.Second, 50*time.Millisecond)
 
 	// R1 is an orphan on host 1: still owned on disk, EUCLEAN locally.
-	assert.Equal(t, int(rescode.ErrAcquireIDLive), testutil.Code(rb.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil)))
-	ra2, err := a.Register()
+	assert.Equal(t, int(rescode.ErrAcquireIDLive), testutil.Code(rb.Acquire(context.Background(), []wire.Resource{rc.res(1, 0)}, 0, nil)))
+	ra2, err := a.Register(context.Background())
 	require.NoError(t, err)
 	defer ra2.Close()
-	assert.Equal(t, rescode.RvEUCLEAN, testutil.Code(ra2.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil)))
-	recs, err := a.Status(wire.StateResource)
+	assert.Equal(t, rescode.RvEUCLEAN, testutil.Code(ra2.Acquire(context.Background(), []wire.Resource{rc.res(1, 0)}, 0, nil)))
+	recs, err := a.Status(context.Background(), wire.StateResource)
 	require.NoError(t, err)
 	found := false
 	for _, r := range recs {
@@ -158,13 +163,14 @@ func TestResourceClientDeath(t *testing.T) {
 	}
 	assert.True(t, found, "orphan shown in status")
 	// Adopt it, then release it; host 2 can then take it.
-	require.NoError(t, ra2.Acquire([]wire.Resource{rc.res(1, 0)}, wire.AcquireOrphan, nil))
-	state, _, err := ra2.Inquire()
+	require.NoError(t, ra2.Acquire(context.Background(), []wire.Resource{rc.res(1, 0)}, wire.AcquireOrphan, nil))
+	inq, err := ra2.Inquire(context.Background())
+	state := inq.State
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(state, ":1"), "lver kept: %s", state)
-	_, err = ra2.Release([]wire.Resource{rc.res(1, 0)}, 0)
+	_, err = ra2.Release(context.Background(), []wire.Resource{rc.res(1, 0)}, 0)
 	require.NoError(t, err)
-	require.NoError(t, rb.Acquire([]wire.Resource{rc.res(1, 0)}, 0, nil))
+	require.NoError(t, rb.Acquire(context.Background(), []wire.Resource{rc.res(1, 0)}, 0, nil))
 }
 
 // TestResourceParallelAcquires: acquires of different resources by
@@ -179,16 +185,16 @@ func TestResourceParallelAcquires(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reg, err := a.Register()
+			reg, err := a.Register(context.Background())
 			if !assert.NoError(t, err) {
 				return
 			}
 			defer reg.Close()
 			for j := 0; j < 5; j++ {
-				if !assert.NoError(t, reg.Acquire([]wire.Resource{rc.res(i, 0)}, 0, nil)) {
+				if !assert.NoError(t, reg.Acquire(context.Background(), []wire.Resource{rc.res(i, 0)}, 0, nil)) {
 					return
 				}
-				_, err := reg.Release([]wire.Resource{rc.res(i, 0)}, 0)
+				_, err := reg.Release(context.Background(), []wire.Resource{rc.res(i, 0)}, 0)
 				assert.NoError(t, err)
 			}
 		}()
@@ -209,13 +215,13 @@ func TestResourceRequestExamine(t *testing.T) {
 		return nil
 	}}})
 	a, b := rc.tds[0].cl, rc.tds[1].cl
-	ra, err := a.Register()
+	ra, err := a.Register(context.Background())
 	require.NoError(t, err)
 	defer ra.Close()
-	require.NoError(t, ra.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil))
+	require.NoError(t, ra.Acquire(context.Background(), []wire.Resource{rc.res(0, 0)}, 0, nil))
 
 	r := rc.res(0, 0)
-	require.NoError(t, b.Request(&r, wire.RequestNextLVer, wire.ReqForce))
+	require.NoError(t, b.Request(context.Background(), &r, wire.RequestNextLVer, wire.ReqForce))
 	select {
 	case pid := <-killed:
 		assert.Equal(t, os.Getpid(), pid)
@@ -241,16 +247,16 @@ func TestRevocationNotice(t *testing.T) {
 	}}
 	rc := newResCluster(t, 2, 1, manager.Config{Lockspaces: lcfg}, func(c *daemon.Config) { c.KillGraceSeconds = 3 })
 	a, b := rc.tds[0].cl, rc.tds[1].cl
-	reg, err := a.Register()
+	reg, err := a.Register(context.Background())
 	require.NoError(t, err)
 	defer reg.Close()
-	notices, stop, err := reg.WatchRevocations() // before acquiring: see its doc
+	notices, stop, err := reg.WatchRevocations(context.Background()) // before acquiring: see its doc
 	require.NoError(t, err)
 	defer stop()
-	require.NoError(t, reg.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil))
+	require.NoError(t, reg.Acquire(context.Background(), []wire.Resource{rc.res(0, 0)}, 0, nil))
 
 	r := rc.res(0, 0)
-	require.NoError(t, b.Request(&r, wire.RequestNextLVer, wire.ReqGraceful))
+	require.NoError(t, b.Request(context.Background(), &r, wire.RequestNextLVer, wire.ReqGraceful))
 	select {
 	case n := <-notices:
 		assert.Equal(t, syscall.SIGUSR1, n.Signal)
@@ -342,12 +348,12 @@ func TestWatchdogLifecycle(t *testing.T) {
 			}
 			rc := newResCluster(t, 1, 1, manager.Config{Lockspaces: lcfg}, func(c *daemon.Config) { c.UseWatchdog = true; c.KillGraceSeconds = 2 })
 			a := rc.tds[0].cl
-			r, err := a.Register()
+			r, err := a.Register(context.Background())
 			require.NoError(t, err)
 			regMu.Lock()
 			reg = r
 			regMu.Unlock()
-			require.NoError(t, r.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil))
+			require.NoError(t, r.Acquire(context.Background(), []wire.Resource{rc.res(0, 0)}, 0, nil))
 			require.Eventually(t, func() bool { return len(wd.list()) >= 2 }, 10*time.Second, 50*time.Millisecond)
 			assert.Equal(t, []string{"activate +8", "renewed +8"}, wd.list()[:2])
 
@@ -382,11 +388,11 @@ func TestRestrictSigkill(t *testing.T) {
 	}}
 	rc := newResCluster(t, 1, 1, manager.Config{Lockspaces: lcfg})
 	a := rc.tds[0].cl
-	reg, err := a.Register()
+	reg, err := a.Register(context.Background())
 	require.NoError(t, err)
-	require.NoError(t, reg.Restrict(wire.RestrictSigkill))
-	require.NoError(t, reg.Acquire([]wire.Resource{rc.res(0, 0)}, 0, nil))
-	require.NoError(t, a.RemLockspace(rc.ls[0], wire.RemAsync))
+	require.NoError(t, reg.Restrict(context.Background(), wire.RestrictSigkill))
+	require.NoError(t, reg.Acquire(context.Background(), []wire.Resource{rc.res(0, 0)}, 0, nil))
+	require.NoError(t, a.RemLockspace(context.Background(), rc.ls[0], wire.RemAsync))
 	select {
 	case s := <-sigs:
 		assert.Equal(t, syscall.SIGTERM, s)
@@ -394,6 +400,8 @@ func TestRestrictSigkill(t *testing.T) {
 		t.Fatal("holder not signalled")
 	}
 	require.NoError(t, reg.Close())
-	require.Eventually(t, func() bool { return testutil.Code(a.InqLockspace(rc.ls[0], 0)) == rescode.RvENOENT },
+	require.Eventually(t, func() bool {
+		return testutil.Code(a.InqLockspace(context.Background(), rc.ls[0], 0)) == rescode.RvENOENT
+	},
 		10*time.Second, 50*time.Millisecond, "lockspace gone once the holder exited")
 }

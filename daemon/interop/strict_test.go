@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/daemon"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 
 	"github.com/gosanlock/gosanlock/internal/testutil"
 	"github.com/gosanlock/gosanlock/manager"
@@ -164,9 +165,7 @@ func TestStrictPeerPython(t *testing.T) {
 	t.Parallel()
 	py := testutil.PythonSanlock(t)
 	needRealSanlock(t)
-	if os.Getuid() != 0 {
-		t.Skip("needs root: the impersonating clients run as uid 65534")
-	}
+	testenv.NeedRoot(t, "the impersonating clients run as uid 65534")
 	e := newStrictEnv(t, py)
 
 	realDir := testutil.ShortTempDir(t)

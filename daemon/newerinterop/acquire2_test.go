@@ -2,6 +2,7 @@ package newerinterop
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +42,7 @@ func startOursIn(t *testing.T, runDir string) (*client.Client, func() string) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
 	cl, err := client.Dial(dir)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, _, err := cl.Version(); return err == nil }, 20*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { _, _, err := cl.Version(context.Background()); return err == nil }, 20*time.Second, 20*time.Millisecond,
 		"our daemon: %s", out())
 	return cl, out
 }
@@ -61,12 +62,13 @@ func TestAcquire2AgainstOurs(t *testing.T) {
 	cl.Timeout = 30 * time.Second
 
 	path := testutil.ResourceFile(t, 2)
-	require.NoError(t, cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, 0, 1))
-	holder, err := cl.Register()
+	require.NoError(t, cl.AddLockspace(context.Background(), &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, 0, 1))
+	holder, err := cl.Register(context.Background())
 	require.NoError(t, err)
 	defer holder.Close()
-	require.NoError(t, holder.Acquire([]wire.Resource{testutil.Resource(path, 0, 0)}, 0, nil))
-	state, _, err := holder.Inquire()
+	require.NoError(t, holder.Acquire(context.Background(), []wire.Resource{testutil.Resource(path, 0, 0)}, 0, nil))
+	inq, err := holder.Inquire(context.Background())
+	state := inq.State
 	require.NoError(t, err)
 	pid := func() string {
 		b, _ := os.ReadFile(filepath.Join(runDir, "sanlock", "sanlock.pid"))
@@ -100,9 +102,9 @@ func TestAcquire2AgainstOurs(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "the executable ran")
 	assert.NotContains(t, out(), "reexec", "our daemon tried a reexec")
 	assert.Equal(t, before, pid(), "the same daemon serves")
-	got, _, err := holder.Inquire()
+	inq, err = holder.Inquire(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, state, got, "the lease is still held")
-	_, _, err = cl.Version()
+	assert.Equal(t, state, inq.State, "the lease is still held")
+	_, _, err = cl.Version(context.Background())
 	require.NoError(t, err)
 }

@@ -1,6 +1,7 @@
 package newerinterop
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -62,7 +63,7 @@ func clientIndexIn(t *testing.T, dir string, pid int) uint32 {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		recs, err := cl.Status(0)
+		recs, err := cl.Status(context.Background(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

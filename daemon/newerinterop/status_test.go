@@ -1,6 +1,7 @@
 package newerinterop
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,11 +83,11 @@ func joinAndHold(t *testing.T, runDir string) string {
 	require.NoError(t, err)
 	cl.Timeout = 60 * time.Second
 	path := testutil.ResourceFile(t, 1)
-	require.NoError(t, cl.AddLockspace(&wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, 0, 1))
-	holder, err := cl.Register()
+	require.NoError(t, cl.AddLockspace(context.Background(), &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}, 0, 1))
+	holder, err := cl.Register(context.Background())
 	require.NoError(t, err)
 	t.Cleanup(func() { holder.Close() })
-	require.NoError(t, holder.Acquire([]wire.Resource{testutil.Resource(path, 0, 0)}, 0, nil))
+	require.NoError(t, holder.Acquire(context.Background(), []wire.Resource{testutil.Resource(path, 0, 0)}, 0, nil))
 	return path
 }
 

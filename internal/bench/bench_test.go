@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gosanlock/gosanlock/internal/testenv"
 )
 
 // TestSmoke runs every case at -quick sizes against our daemon (and
@@ -20,9 +21,7 @@ import (
 // profile of the serial case, so that `make bench` cannot rot. It asserts
 // only that every table is produced and filled, never a speed.
 func TestSmoke(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the daemons start with -U root -G root: needs root")
-	}
+	testenv.NeedRoot(t, "the daemons start with -U root -G root")
 	if testing.Short() {
 		t.Skip("-short")
 	}

@@ -133,7 +133,7 @@ func (d *daemon) alive() bool {
 // client's dial waits for room as libsanlock's blocking connect does.
 func (d *daemon) join(name, path string, hostID uint64, ioTimeout uint32) error {
 	ls := &client.Lockspace{Name: name, HostID: hostID, Disk: client.Disk{Path: path}}
-	if err := d.cl.AddLockspace(ls, 0, ioTimeout); err != nil {
+	if err := d.cl.AddLockspace(context.Background(), ls, 0, ioTimeout); err != nil {
 		return fmt.Errorf("%s: add_lockspace %s host_id %d: %w (%s)", d.impl.Name, name, hostID, err, d.logTail())
 	}
 	return nil
@@ -157,7 +157,7 @@ func (d *daemon) retryBusy(fn func() error) error {
 // register is client.Register (whose dial waits while the listen backlog
 // is full).
 func (d *daemon) register() (*client.Reg, error) {
-	reg, err := d.cl.Register()
+	reg, err := d.cl.Register(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("%s: register: %w", d.impl.Name, err)
 	}

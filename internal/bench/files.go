@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -38,7 +39,7 @@ func resource(ls, name, path string, offset uint64) client.Resource {
 // through the daemon (write_lockspace, io_timeout in the leases).
 func formatLockspace(d *daemon, name, path string, ioTimeout uint32) error {
 	ls := &client.Lockspace{Name: name, Disk: client.Disk{Path: path}}
-	if err := d.retryBusy(func() error { return d.cl.WriteLockspace(ls, 0, ioTimeout) }); err != nil {
+	if err := d.retryBusy(func() error { return d.cl.WriteLockspace(context.Background(), ls, 0, ioTimeout) }); err != nil {
 		return fmt.Errorf("%s: write_lockspace %s: %w", d.impl.Name, path, err)
 	}
 	return nil
@@ -46,7 +47,7 @@ func formatLockspace(d *daemon, name, path string, ioTimeout uint32) error {
 
 // formatResource writes a resource lease through the daemon.
 func formatResource(d *daemon, r client.Resource) error {
-	if err := d.retryBusy(func() error { return d.cl.WriteResource(&r, 0, 0, 0) }); err != nil {
+	if err := d.retryBusy(func() error { return d.cl.WriteResource(context.Background(), &r, 0, 0, 0) }); err != nil {
 		return fmt.Errorf("%s: write_resource %s:%s:%d: %w", d.impl.Name, r.Name, r.Disks[0].Path, r.Disks[0].Offset, err)
 	}
 	return nil

@@ -237,10 +237,10 @@ func serialGo(ctx context.Context, d *daemon, res client.Resource, n int) ([]tim
 }
 
 func acquireRelease(reg *client.Reg, rs []client.Resource) error {
-	if err := reg.Acquire(rs, 0, nil); err != nil {
+	if err := reg.Acquire(context.Background(), rs, 0, nil); err != nil {
 		return fmt.Errorf("acquire %s: %w", rs[0].Name, err)
 	}
-	if _, err := reg.Release(rs, 0); err != nil {
+	if _, err := reg.Release(context.Background(), rs, 0); err != nil {
 		return fmt.Errorf("release %s: %w", rs[0].Name, err)
 	}
 	return nil
@@ -354,7 +354,7 @@ func contention(ctx context.Context, run int, d *daemon, res []client.Resource, 
 			for time.Now().Before(end) && ctx.Err() == nil {
 				rs := []client.Resource{res[rng.IntN(len(res))]}
 				tries[i]++
-				if err := regs[i].Acquire(rs, 0, nil); err != nil {
+				if err := regs[i].Acquire(context.Background(), rs, 0, nil); err != nil {
 					if fatal(err) {
 						errs[i] = fmt.Errorf("%s: acquire: %w", d.impl.Name, err)
 						return
@@ -362,7 +362,7 @@ func contention(ctx context.Context, run int, d *daemon, res []client.Resource, 
 					time.Sleep(time.Duration(rng.Int64N(int64(5 * time.Millisecond))))
 					continue
 				}
-				if _, err := regs[i].Release(rs, 0); err != nil {
+				if _, err := regs[i].Release(context.Background(), rs, 0); err != nil {
 					errs[i] = fmt.Errorf("%s: release %s: %w", d.impl.Name, rs[0].Name, err)
 					return
 				}

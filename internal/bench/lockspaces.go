@@ -210,7 +210,7 @@ func (r *runner) heldRun(ctx context.Context, run int, im Impl, t *Table) error 
 	defer reg.Close()
 	t0 := time.Now()
 	for i := range res {
-		if err := reg.Acquire(res[i:i+1], 0, nil); err != nil {
+		if err := reg.Acquire(context.Background(), res[i:i+1], 0, nil); err != nil {
 			return fmt.Errorf("%s: acquire lease %d of %d: %w", im.Name, i+1, len(res), err)
 		}
 	}
@@ -229,8 +229,8 @@ func (r *runner) heldRun(ctx context.Context, run int, im Impl, t *Table) error 
 	if err != nil {
 		return err
 	}
-	if _, n, err := reg.Inquire(); err != nil || n != len(res) {
-		return fmt.Errorf("%s: inquire after holding: %d leases, %v", im.Name, n, err)
+	if inq, err := reg.Inquire(context.Background()); err != nil || inq.Count != len(res) {
+		return fmt.Errorf("%s: inquire after holding: %d leases, %v", im.Name, inq.Count, err)
 	}
 	t.set(run, "acquire all, one by one (s)", im.Name, acqSecs)
 	t.set(run, "RSS before (MB)", im.Name, float64(before.rss)/mb)

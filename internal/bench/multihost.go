@@ -136,7 +136,7 @@ func (r *runner) multiHostRun(ctx context.Context, run int, im Impl, h int, t *T
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
 			for time.Now().Before(end) && ctx.Err() == nil {
 				tries[i]++
-				if err := regs[i].Acquire(res, 0, nil); err != nil {
+				if err := regs[i].Acquire(context.Background(), res, 0, nil); err != nil {
 					if fatal(err) {
 						cerrs[i] = fmt.Errorf("%s host %d: acquire: %w", im.Name, i+1, err)
 						return
@@ -144,11 +144,11 @@ func (r *runner) multiHostRun(ctx context.Context, run int, im Impl, h int, t *T
 					time.Sleep(time.Duration(rng.Int64N(int64(5 * time.Millisecond))))
 					continue
 				}
-				if _, n, err := regs[i].Inquire(); err != nil || n != 1 {
-					cerrs[i] = fmt.Errorf("%s host %d: inquire while holding: %d leases, %v", im.Name, i+1, n, err)
+				if inq, err := regs[i].Inquire(context.Background()); err != nil || inq.Count != 1 {
+					cerrs[i] = fmt.Errorf("%s host %d: inquire while holding: %d leases, %v", im.Name, i+1, inq.Count, err)
 					return
 				}
-				if _, err := regs[i].Release(res, 0); err != nil {
+				if _, err := regs[i].Release(context.Background(), res, 0); err != nil {
 					cerrs[i] = fmt.Errorf("%s host %d: release: %w", im.Name, i+1, err)
 					return
 				}

@@ -61,6 +61,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gosanlock/gosanlock/internal/testenv"
 )
 
 // DefaultDir is where scripts/debian-trees.sh builds the trees when
@@ -83,16 +85,10 @@ var build struct {
 	err  error
 }
 
-// ci reports whether failures must not be skipped (CI=true).
-func ci() bool { return os.Getenv("CI") == "true" }
-
 // unavailable skips the test, or fails it under CI=true.
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if ci() {
-		t.Fatalf("debtree: "+format, args...)
-	}
-	t.Skipf("debtree: "+format, args...)
+	testenv.Missing(t, "debtree: "+format, args...)
 }
 
 // moduleRoot is the directory of go.mod above the working directory

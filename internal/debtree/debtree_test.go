@@ -1,6 +1,7 @@
 package debtree_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -39,7 +40,7 @@ func TestTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, proto, err := cl.Version()
+			v, proto, err := cl.Version(context.Background())
 			if err != nil {
 				t.Fatalf("VERSION: %v", err)
 			}
@@ -47,7 +48,7 @@ func TestTrees(t *testing.T) {
 			if want != tc.version {
 				t.Errorf("VERSION answered %#x (%s), proto %#x", v, want, proto)
 			}
-			recs, err := cl.Status(0)
+			recs, err := cl.Status(context.Background(), 0)
 			if err != nil || len(recs) == 0 {
 				t.Fatalf("STATUS: %v, %d records", err, len(recs))
 			}
@@ -62,7 +63,7 @@ func TestTrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			ls := &client.Lockspace{Name: "dt", Disk: client.Disk{Path: path}}
-			if err := cl.WriteLockspace(ls, 0, 0); err != nil {
+			if err := cl.WriteLockspace(context.Background(), ls, 0, 0); err != nil {
 				t.Fatalf("WRITE_LOCKSPACE %s: %v", path, err)
 			}
 			b, err := os.ReadFile(path)
@@ -83,7 +84,7 @@ func TestTrees(t *testing.T) {
 					t.Errorf("driver: %s", r.Line)
 				}
 			}
-			got, _, err := cl.ReadLockspace(&client.Lockspace{Disk: client.Disk{Path: path}})
+			got, _, err := cl.ReadLockspace(context.Background(), &client.Lockspace{Disk: client.Disk{Path: path}})
 			if err != nil || got.Name != "dt" {
 				t.Fatalf("READ_LOCKSPACE: %v %+v", err, got)
 			}

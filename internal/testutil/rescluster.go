@@ -61,7 +61,7 @@ func (j *Joins) Add(cl *client.Client) {
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
-		assert.NoError(j.t, cl.AddLockspace(ls, 0, 1))
+		assert.NoError(j.t, cl.AddLockspace(context.Background(), ls, 0, 1))
 	}()
 }
 

@@ -7,6 +7,7 @@
 package testutil
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -79,7 +81,7 @@ func Code(err error) int { return client.ErrorCode(err) }
 // daemon and protocol versions.
 func MustVersion(t testing.TB, cl *client.Client) {
 	t.Helper()
-	v, proto, err := cl.Version()
+	v, proto, err := cl.Version(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, wire.DaemonVersion, v)
 	require.Equal(t, wire.ProtoVersion, proto)
@@ -113,7 +115,7 @@ func PythonSanlock(t testing.TB) string {
 			return py
 		}
 	}
-	t.Skip("python3-sanlock not installed")
+	testenv.Missing(t, "python3-sanlock not installed")
 	return ""
 }
 

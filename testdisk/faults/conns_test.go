@@ -1,6 +1,7 @@
 package faults_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -35,7 +36,7 @@ func probe(h *harness.Host, d time.Duration) (time.Duration, error) {
 	cl := h.Client()
 	cl.Timeout = d
 	start := time.Now()
-	_, err := cl.Status(0)
+	_, err := cl.Status(context.Background(), 0)
 	return time.Since(start), err
 }
 
@@ -91,12 +92,12 @@ func idleConns(t *testing.T, kind harness.Kind) {
 	if _, err := half.Write(hdr[:17]); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := h.Client().Register()
+	reg, err := h.Client().Register(context.Background())
 	// sanlock 3.8.5's short listen backlog refuses a connection now and
 	// then (-11) while it works through the idle ones: try again.
 	for deadline := time.Now().Add(10 * time.Second); err != nil && kind != harness.Go && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
-		reg, err = h.Client().Register()
+		reg, err = h.Client().Register(context.Background())
 	}
 	if err != nil {
 		t.Fatalf("register with %d idle connections: %v", nIdle, err)
@@ -123,7 +124,7 @@ func idleConns(t *testing.T, kind harness.Kind) {
 	start := time.Now()
 	ierr := make(chan error, 1)
 	go func() {
-		_, _, err := reg.Inquire()
+		_, err := reg.Inquire(context.Background())
 		ierr <- err
 	}()
 	var inqErr error

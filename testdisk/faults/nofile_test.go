@@ -1,6 +1,7 @@
 package faults_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -125,13 +126,13 @@ func fdExhausted(t *testing.T, kind harness.Kind) {
 		lw.write(c.BackingPath(f), f, 0)
 	}
 	if r := h.Resource(ls, "r299", "r299"); true {
-		if _, err := cl.ReadResource(&r); err != nil {
+		if _, err := cl.ReadResource(context.Background(), &r); err != nil {
 			t.Fatalf("read_resource r299: %v", err)
 		}
 	}
 	dpid := h.Daemon().PID()
 	setNofile(t, dpid, limit)
-	reg, err := cl.Register()
+	reg, err := cl.Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func fdExhausted(t *testing.T, kind harness.Kind) {
 	var firstErr error
 	for i := 0; i < files; i++ {
 		f := fmt.Sprintf("r%03d", i)
-		if err := reg.Acquire([]client.Resource{h.Resource(ls, f, f)}, 0, nil); err != nil {
+		if err := reg.Acquire(context.Background(), []client.Resource{h.Resource(ls, f, f)}, 0, nil); err != nil {
 			firstErr, code = err, resultCode(err)
 			break
 		}
@@ -149,19 +150,19 @@ func fdExhausted(t *testing.T, kind harness.Kind) {
 	st, _ := readStats(dpid)
 	// Every other client.
 	_, stErr := probe(h, 2*time.Second)
-	reg2, r2err := cl.Register()
+	reg2, r2err := cl.Register(context.Background())
 	var inqErr error
 	if r2err == nil {
-		_, _, inqErr = reg2.Inquire()
+		_, inqErr = reg2.Inquire(context.Background())
 		reg2.Close()
 	}
 	// One release, then the next acquire.
 	var relErr, reacqErr error
 	if got > 0 {
-		_, relErr = reg.Release([]client.Resource{{LockspaceName: ls, Name: "r000"}}, 0)
+		_, relErr = reg.Release(context.Background(), []client.Resource{{LockspaceName: ls, Name: "r000"}}, 0)
 		if code != 0 && got < files {
 			f := fmt.Sprintf("r%03d", got)
-			reacqErr = reg.Acquire([]client.Resource{h.Resource(ls, f, f)}, 0, nil)
+			reacqErr = reg.Acquire(context.Background(), []client.Resource{h.Resource(ls, f, f)}, 0, nil)
 		}
 	}
 	logText := ""
@@ -282,7 +283,7 @@ func manyLeases(t *testing.T, kind harness.Kind) {
 	}
 	for _, i := range []int{0, n - 1} {
 		r := res(i)
-		if _, err := cl.ReadResource(&r); err != nil {
+		if _, err := cl.ReadResource(context.Background(), &r); err != nil {
 			t.Fatalf("read_resource of lease %d: %v", i, err)
 		}
 	}
@@ -291,7 +292,7 @@ func manyLeases(t *testing.T, kind harness.Kind) {
 	setNofile(t, dpid, manyLeasesLimit)
 	regs := make([]*client.Reg, nc)
 	for j := range regs {
-		if regs[j], err = cl.Register(); err != nil {
+		if regs[j], err = cl.Register(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		defer regs[j].Close()
@@ -314,7 +315,7 @@ func manyLeases(t *testing.T, kind harness.Kind) {
 				for k := i; k < min(to, i+client.MaxResources); k++ {
 					batch = append(batch, res(k))
 				}
-				if err := reg.Acquire(batch, 0, nil); err != nil {
+				if err := reg.Acquire(context.Background(), batch, 0, nil); err != nil {
 					mu.Lock()
 					acqErr = errors.Join(acqErr, fmt.Errorf("client %d at lease %d: %w", j, i, err))
 					mu.Unlock()

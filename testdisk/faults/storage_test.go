@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -291,13 +292,13 @@ func storageFault(t *testing.T, kind harness.Kind, fault string) *sfResult {
 // acquire res every 0.2 s until it succeeds (returns CLOCK_MONOTONIC s)
 // or stop is closed (-1).
 func otherAcquire(h *harness.Host, res client.Resource, stop <-chan struct{}) float64 {
-	reg, err := h.Client().Register()
+	reg, err := h.Client().Register(context.Background())
 	if err != nil {
 		return -1
 	}
 	defer reg.Close()
 	for {
-		if err := reg.Acquire([]client.Resource{res}, 0, nil); err == nil {
+		if err := reg.Acquire(context.Background(), []client.Resource{res}, 0, nil); err == nil {
 			return monoNow()
 		}
 		select {

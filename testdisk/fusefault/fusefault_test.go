@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskio"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
 
@@ -31,9 +32,7 @@ func mount(t *testing.T, backing string) *fusefault.FS {
 // O_DIRECT I/O (no cache in either mount), and faults of one mount do not
 // touch the other.
 func TestViews(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("FUSE mounts need root")
-	}
+	testenv.NeedRoot(t, "FUSE mounts")
 	backing, err := os.MkdirTemp("/var/tmp", "fusefault-test-")
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +82,13 @@ func TestViews(t *testing.T) {
 	m2.SetFault(fusefault.Fault{Mode: fusefault.Hang})
 	done := make(chan error, 1)
 	go func() { done <- d2.ReadAt(ctx, make([]byte, 512), 0) }()
+	for m2.Stats().Hung != 1 { // the read is held in the fault layer
+		time.Sleep(time.Millisecond)
+	}
 	select {
 	case err := <-done:
 		t.Fatalf("read through a hung mount returned %v", err)
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 	if err := d1.ReadAt(ctx, one, 0); err != nil {
 		t.Fatalf("read through the other mount while one hangs: %v", err)
@@ -96,14 +98,32 @@ func TestViews(t *testing.T) {
 		t.Fatalf("held read after release: %v", err)
 	}
 
-	m2.SetFault(fusefault.Fault{Mode: fusefault.Delay, Delay: 200 * time.Millisecond})
-	t0 := time.Now()
-	if err := d2.ReadAt(ctx, one, 0); err != nil || time.Since(t0) < 200*time.Millisecond {
-		t.Fatalf("delayed read: %v after %v", err, time.Since(t0))
+	// A delayed request is served once its delay has passed...
+	m2.SetFault(fusefault.Fault{Mode: fusefault.Delay, Delay: 10 * time.Millisecond})
+	if err := d2.ReadAt(ctx, one, 0); err != nil {
+		t.Fatalf("delayed read: %v", err)
+	}
+	if st := m2.Stats(); st.Delayed != 1 {
+		t.Fatalf("the read was not delayed: stats %+v", st)
+	}
+	// ... and not before: under a delay longer than the test, the read
+	// waits in the fault layer until the fault changes.
+	m2.SetFault(fusefault.Fault{Mode: fusefault.Delay, Delay: time.Hour})
+	go func() { done <- d2.ReadAt(ctx, make([]byte, 512), 0) }()
+	for m2.Stats().Delayed != 2 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("read returned during its delay: %v", err)
+	default:
 	}
 	m2.SetFault(fusefault.Fault{})
+	if err := <-done; err != nil {
+		t.Fatalf("delayed read after the fault changed: %v", err)
+	}
 	st := m2.Stats()
-	if st.Errors != 1 || st.Hung != 1 || st.Delayed != 1 || st.Reads < 4 {
+	if st.Errors != 1 || st.Hung != 1 || st.Delayed != 2 || st.Reads < 5 {
 		t.Fatalf("stats %+v", st)
 	}
 	if entries, err := os.ReadDir(m1.Dir); err != nil || len(entries) != 1 || entries[0].Name() != "lease" {
@@ -114,9 +134,7 @@ func TestViews(t *testing.T) {
 // TestCloseWithHungRequest: Close fails a held request and unmounts even
 // while a file is open.
 func TestCloseWithHungRequest(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("FUSE mounts need root")
-	}
+	testenv.NeedRoot(t, "FUSE mounts")
 	backing := t.TempDir()
 	if err := os.WriteFile(backing+"/f", make([]byte, 4096), 0o600); err != nil {
 		t.Fatal(err)
@@ -136,16 +154,13 @@ func TestCloseWithHungRequest(t *testing.T) {
 		_, err := f.ReadAt(make([]byte, 512), 0)
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	for fs.Stats().Hung != 1 { // the read is held in the fault layer
+		time.Sleep(time.Millisecond)
+	}
 	if err := fs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("held read succeeded after Close")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("held read still blocked after Close")
+	if err := <-done; err == nil { // a read still blocked hangs the test: its timeout reports it
+		t.Fatal("held read succeeded after Close")
 	}
 }

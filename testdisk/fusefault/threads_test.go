@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskio"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
@@ -31,9 +32,7 @@ func threads(t *testing.T) int {
 // left one more thread stuck in the kernel. When the storage returns, the
 // stuck requests complete and the devices work again.
 func TestHungDiskThreads(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("FUSE mounts need root")
-	}
+	testenv.NeedRoot(t, "FUSE mounts")
 	const (
 		disks  = 10
 		rounds = 12

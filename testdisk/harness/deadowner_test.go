@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -137,7 +138,7 @@ func deadOwner(t *testing.T, ownerKind, takerKind harness.Kind) {
 	t.Logf("owner %s killed %.1f s after its last renewal (timestamp %d)",
 		owner.Name, (killed - lastRenewal).Seconds(), delta.Timestamp)
 
-	reg, err := taker.Client().Register()
+	reg, err := taker.Client().Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func deadOwner(t *testing.T, ownerKind, takerKind harness.Kind) {
 	sawNowait := false
 	for i := 0; i < 20 && !sawNowait; i++ {
 		t0 := time.Now()
-		err := reg.Acquire(res, client.AcquireOwnerNowait, nil)
+		err := reg.Acquire(context.Background(), res, client.AcquireOwnerNowait, nil)
 		took := time.Since(t0)
 		code := client.ErrorCode(err)
 		t.Logf("OWNER_NOWAIT acquire %.1f s after the kill: %d in %v",
@@ -173,7 +174,7 @@ func deadOwner(t *testing.T, ownerKind, takerKind harness.Kind) {
 
 	// A blocking acquire waits for host_dead_seconds.
 	t0 := time.Now()
-	if err := reg.Acquire(res, 0, nil); err != nil {
+	if err := reg.Acquire(context.Background(), res, 0, nil); err != nil {
 		t.Fatalf("blocking acquire after %v: %v", time.Since(t0), err)
 	}
 	got := monoNow(t)
@@ -193,7 +194,7 @@ func deadOwner(t *testing.T, ownerKind, takerKind harness.Kind) {
 	if l.OwnerID != 2 || l.Lver <= held.Lver {
 		t.Errorf("resource leader after the takeover: owner %d lver %d (was lver %d)", l.OwnerID, l.Lver, held.Lver)
 	}
-	if _, err := reg.Release(res, 0); err != nil {
+	if _, err := reg.Release(context.Background(), res, 0); err != nil {
 		t.Errorf("release: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -257,7 +258,7 @@ func escalation(t *testing.T, sc escScenario, wdmdBin, escHolder string) *escRun
 	victim.SetFault(fusefault.Fault{Mode: sc.fault})
 
 	// The other host acquires as soon as it may.
-	reg, err := taker.Client().Register()
+	reg, err := taker.Client().Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func escalation(t *testing.T, sc escScenario, wdmdBin, escHolder string) *escRun
 	attempts := map[int]int{}
 	deadline := time.Now().Add(time.Duration(escHostDead+escSlack+30) * time.Second)
 	for {
-		err := reg.Acquire(res, 0, nil)
+		err := reg.Acquire(context.Background(), res, 0, nil)
 		if err == nil {
 			acquired = monoNow(t)
 			break

@@ -160,7 +160,7 @@ func (h *Host) Start() error {
 		}
 		cl := h.Client()
 		cl.Timeout = time.Second
-		if _, err := cl.Status(1); err == nil {
+		if _, err := cl.Status(context.Background(), 1); err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -306,7 +306,7 @@ func (h *Host) SetFault(f fusefault.Fault) {
 // file) as hostID with the given io_timeout, and waits for the join.
 func (h *Host) AddLockspace(ls string, hostID uint64, file string, ioTimeout uint32) error {
 	l := &client.Lockspace{Name: ls, HostID: hostID, Disk: client.Disk{Path: h.Path(file)}}
-	if err := h.Client().AddLockspace(l, 0, ioTimeout); err != nil {
+	if err := h.Client().AddLockspace(context.Background(), l, 0, ioTimeout); err != nil {
 		return fmt.Errorf("harness: %s: add_lockspace %s:%d: %w", h.Name, ls, hostID, err)
 	}
 	return nil
@@ -323,7 +323,7 @@ func (h *Host) Resource(ls, name, file string) client.Resource {
 // ls in the given state (client.HostLive, ...), or ctx ends.
 func (h *Host) WaitHostState(ctx context.Context, ls string, hostID uint64, state uint32) error {
 	for {
-		hosts, err := h.Client().GetHosts(ls, hostID)
+		hosts, err := h.Client().GetHosts(context.Background(), ls, hostID)
 		if err == nil {
 			for _, x := range hosts {
 				if x.HostID == hostID && x.Flags&0xF == state {

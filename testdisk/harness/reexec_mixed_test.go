@@ -3,6 +3,7 @@ package harness_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/testdisk/harness"
 )
 
@@ -39,7 +41,7 @@ func TestReexecMixed(t *testing.T) {
 		}
 	}
 	if py == "" {
-		t.Skip("python3-sanlock not installed")
+		testenv.Missing(t, "python3-sanlock not installed")
 	}
 	const ls = "lsm"
 	if err := c.InitLockspace("ls", ls, 1); err != nil {
@@ -90,13 +92,13 @@ sys.stdin.readline()
 	before := lines.Text()
 
 	// The orphan.
-	gone, err := ours.Client().Register()
+	gone, err := ours.Client().Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	orphan := ours.Resource(ls, "ror", "ror")
 	orphan.Flags |= client.ResPersistent
-	if err := gone.Acquire([]client.Resource{orphan}, 0, nil); err != nil {
+	if err := gone.Acquire(context.Background(), []client.Resource{orphan}, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	gone.Close()
@@ -122,7 +124,7 @@ sys.stdin.readline()
 	// below (gaps ending after t0) covers every renewal around a reexec
 	// and no join.
 	renewals := func() []uint64 {
-		recs, err := ours.Client().Renewal(ls)
+		recs, err := ours.Client().Renewal(context.Background(), ls)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +206,7 @@ sys.stdin.readline()
 	if after := lines.Text(); after != before {
 		t.Errorf("python holder: %s, before the reexecs %s", after, before)
 	}
-	recs, err := ours.Client().Status(client.StateClient)
+	recs, err := ours.Client().Status(context.Background(), client.StateClient)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,13 +218,13 @@ sys.stdin.readline()
 		t.Errorf("python holder pid %d not registered", pycmd.Process.Pid)
 	}
 	// The C host can take neither the EX lease nor the orphan.
-	reg, err := cHost.Client().Register()
+	reg, err := cHost.Client().Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer reg.Close()
 	for _, r := range []string{"rex", "ror"} {
-		if err := reg.Acquire([]client.Resource{cHost.Resource(ls, r, r)}, 0, nil); err == nil {
+		if err := reg.Acquire(context.Background(), []client.Resource{cHost.Resource(ls, r, r)}, 0, nil); err == nil {
 			t.Errorf("the C host acquired %s", r)
 		}
 	}

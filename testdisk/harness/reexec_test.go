@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,15 +76,16 @@ func TestReexecWatchdog(t *testing.T) {
 	if err := h.AddLockspace(ls, 1, "ls", 10); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := h.Client().Register()
+	reg, err := h.Client().Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	if err := reg.Acquire([]client.Resource{h.Resource(ls, "r", "res")}, 0, nil); err != nil {
+	if err := reg.Acquire(context.Background(), []client.Resource{h.Resource(ls, "r", "res")}, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	state, _, err := reg.Inquire()
+	inq, err := reg.Inquire(context.Background())
+	state := inq.State
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,8 @@ func TestReexecWatchdog(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		got, _, err := reg.Inquire()
+		inq, err := reg.Inquire(context.Background())
+		got := inq.State
 		if err != nil || got != state {
 			t.Fatalf("reexec %d: inquire %q %v, want %q", i, got, err, state)
 		}
@@ -124,15 +127,15 @@ func TestReexecWatchdog(t *testing.T) {
 		"garbage": []byte("#!/bin/sh\nprintf garbage >&3\nsleep 1\n"),
 	} {
 		install(image)
-		err := h.Client().Reexec()
+		err := h.Client().Reexec(context.Background())
 		if client.ErrorCode(err) == 0 || !strings.Contains(err.Error(), "failed at ready") {
 			t.Fatalf("reexec into %s: %v", name, err)
 		}
 		if pidOf() != p {
 			t.Fatalf("a failed reexec into %s changed the serving image", name)
 		}
-		if got, _, err := reg.Inquire(); err != nil || got != state {
-			t.Fatalf("after the reexec into %s: inquire %q %v, want %q", name, got, err, state)
+		if inq, err := reg.Inquire(context.Background()); err != nil || inq.State != state {
+			t.Fatalf("after the reexec into %s: inquire %q %v, want %q", name, inq.State, err, state)
 		}
 		if fired() {
 			t.Fatalf("reexec into %s: the watchdog fired", name)
@@ -145,7 +148,8 @@ func TestReexecWatchdog(t *testing.T) {
 	case <-time.After(45 * time.Second): // two renewals, each followed by wdmd's test
 
 	}
-	got, _, err := reg.Inquire()
+	inq, err = reg.Inquire(context.Background())
+	got := inq.State
 	if err != nil || got != state {
 		t.Fatalf("inquire %q %v, want %q", got, err, state)
 	}

@@ -69,7 +69,7 @@ func (r versionsRun) run(t *testing.T) {
 	hosts := addHosts(t, c, r.prefix, r.kinds, ls, "ls")
 	joined := time.Since(start)
 	for _, h := range hosts {
-		v, _, err := h.Client().Version()
+		v, _, err := h.Client().Version(context.Background())
 		if err != nil {
 			t.Fatalf("%s: VERSION: %v", h.Name, err)
 		}
@@ -363,7 +363,7 @@ func TestTreeHostSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs, err := h.Client().Status(0)
+		recs, err := h.Client().Status(context.Background(), 0)
 		if err != nil || len(recs) == 0 {
 			t.Fatalf("%s: STATUS: %v (%d records)", name, err, len(recs))
 		}

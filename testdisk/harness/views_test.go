@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // hostTimestamp returns the delta-lease timestamp of hostID as seen by h.
 func hostTimestamp(t *testing.T, h *harness.Host, ls string, hostID uint64) uint64 {
 	t.Helper()
-	hosts, err := h.Client().GetHosts(ls, hostID)
+	hosts, err := h.Client().GetHosts(context.Background(), ls, hostID)
 	if err != nil || len(hosts) != 1 {
 		t.Fatalf("%s: get_hosts %s %d: %v %v", h.Name, ls, hostID, hosts, err)
 	}
@@ -118,7 +119,7 @@ func TestViewsAndFaults(t *testing.T) {
 	}
 	cl := b.Client()
 	cl.Timeout = 2 * time.Second
-	if _, err := cl.Status(1); err != nil {
+	if _, err := cl.Status(context.Background(), 1); err != nil {
 		t.Fatalf("host 2's daemon does not answer while its storage hangs: %v", err)
 	}
 	b.SetFault(fusefault.Fault{})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -70,7 +71,7 @@ func TestClientAcquireWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := c.Register()
+	reg, err := c.Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestClientAcquireWait(t *testing.T) {
 	// first acquire for our pid does not race the registration (3.8.5
 	// answered that race with -16 once under make test's load).
 	for i := 0; ; i++ {
-		recs, err := c.Status(0)
+		recs, err := c.Status(context.Background(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,8 +123,8 @@ func TestClientAcquireWait(t *testing.T) {
 	if want := "acquire pid " + pid + "\nacquire done 0\n"; r.out != want || r.rc != 0 {
 		t.Errorf("--wait 60s: %q rc %d, want %q", r.out, r.rc, want)
 	}
-	if s, n, err := reg.Inquire(); err != nil || n != 1 || !strings.Contains(s, "LS:R1") {
-		t.Errorf("after --wait acquire: inquire %q %d %v", s, n, err)
+	if inq, err := reg.Inquire(context.Background()); err != nil || inq.Count != 1 || !strings.Contains(inq.State, "LS:R1") {
+		t.Errorf("after --wait acquire: inquire %q %d %v", inq.State, inq.Count, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -44,9 +45,9 @@ func (c *clientRun) shutdown(forceArg uint32, wait int) int {
 	force := forceArg != 0
 	r := c.call(func() error {
 		if wait != 0 {
-			return c.cl.ShutdownWait(force)
+			return c.cl.ShutdownWait(context.Background(), force)
 		}
-		return c.cl.Shutdown(force)
+		return c.cl.Shutdown(context.Background(), force)
 	})
 	c.printf("shutdown done %d\n", r)
 	return r
@@ -55,19 +56,21 @@ func (c *clientRun) shutdown(forceArg uint32, wait int) int {
 func (c *clientRun) addLockspace(ls client.Lockspace, ioTimeout int, flags uint32) int {
 	if t := ioTimeout; t != diskfmt.DefaultIOTimeout {
 		c.printf("add_lockspace_timeout %d\n", t)
-		r := c.call(func() error { return c.cl.AddLockspace(&ls, flags, uint32(t)) })
+		r := c.call(func() error { return c.cl.AddLockspace(context.Background(), &ls, client.AddFlags(flags), uint32(t)) })
 		c.printf("add_lockspace_timeout done %d\n", r)
 		return r
 	}
-	return c.lockspaceCmd("add_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.AddLockspace(ls, flags, 0) })
+	return c.lockspaceCmd("add_lockspace", ls, func(ls *client.Lockspace) error {
+		return c.cl.AddLockspace(context.Background(), ls, client.AddFlags(flags), 0)
+	})
 }
 
 func (c *clientRun) inqLockspace(ls client.Lockspace) int {
-	return c.lockspaceCmd("inq_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.InqLockspace(ls, 0) })
+	return c.lockspaceCmd("inq_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.InqLockspace(context.Background(), ls, 0) })
 }
 
 func (c *clientRun) remLockspace(ls client.Lockspace) int {
-	return c.lockspaceCmd("rem_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.RemLockspace(ls, 0) })
+	return c.lockspaceCmd("rem_lockspace", ls, func(ls *client.Lockspace) error { return c.cl.RemLockspace(context.Background(), ls, 0) })
 }
 
 func (c *clientRun) lockspaceCmd(name string, ls client.Lockspace, f func(*client.Lockspace) error) int {
@@ -86,7 +89,9 @@ func (c *clientRun) init(o *InitOptions) int {
 	case o.Lockspace.Disk.Path != "":
 		ls := o.Lockspace
 		ls.Flags = o.SizeFlags
-		r = c.call(func() error { return c.cl.WriteLockspace(&ls, uint32(o.MaxHosts), uint32(o.IOTimeout)) })
+		r = c.call(func() error {
+			return c.cl.WriteLockspace(context.Background(), &ls, uint32(o.MaxHosts), uint32(o.IOTimeout))
+		})
 	case o.Resource != nil && len(o.Resource.Disks) > 0:
 		res := *o.Resource
 		res.Flags |= o.SizeFlags
@@ -95,7 +100,7 @@ func (c *clientRun) init(o *InitOptions) int {
 			flags = client.WriteClear
 		}
 		r = c.call(func() error {
-			return c.cl.WriteResource(&res, uint32(o.MaxHosts), uint32(o.NumHosts), flags)
+			return c.cl.WriteResource(context.Background(), &res, uint32(o.MaxHosts), uint32(o.NumHosts), flags)
 		})
 	}
 	c.printf("init done %d\n", r)
@@ -117,7 +122,7 @@ func (c *clientRun) readLockspace(req client.Lockspace, sizeFlags uint32) int {
 	req.Flags = sizeFlags
 	var got *client.Lockspace
 	var ioTimeout uint32
-	r := c.call(func() (err error) { got, ioTimeout, err = c.cl.ReadLockspace(&req); return err })
+	r := c.call(func() (err error) { got, ioTimeout, err = c.cl.ReadLockspace(context.Background(), &req); return err })
 	if r < 0 {
 		c.printf("read error %d\n", r)
 		return r
@@ -148,7 +153,7 @@ func (c *clientRun) readLockspace(req client.Lockspace, sizeFlags uint32) int {
 // daemonAtLeast5 says whether the daemon reports a 5.x or later version.
 func (c *clientRun) daemonAtLeast5() bool {
 	var v uint32
-	if c.call(func() (err error) { v, _, err = c.cl.Version(); return err }) < 0 {
+	if c.call(func() (err error) { v, _, err = c.cl.Version(context.Background()); return err }) < 0 {
 		return false
 	}
 	return v>>24 >= 5
@@ -160,9 +165,9 @@ func (c *clientRun) readResource(req client.Resource, sizeFlags uint32, owners b
 	var hosts []client.Host
 	r := c.call(func() (err error) {
 		if owners {
-			got, hosts, err = c.cl.ReadResourceOwners(&req)
+			got, hosts, err = c.cl.ReadResourceOwners(context.Background(), &req)
 		} else {
-			got, err = c.cl.ReadResource(&req)
+			got, err = c.cl.ReadResource(context.Background(), &req)
 		}
 		return err
 	})
@@ -196,7 +201,7 @@ func (c *clientRun) readResource(req client.Resource, sizeFlags uint32, owners b
 func (c *clientRun) align(d client.Disk) int {
 	c.printf("align\n")
 	var n int
-	r := c.call(func() (err error) { n, err = c.cl.Align(&d); return err })
+	r := c.call(func() (err error) { n, err = c.cl.Align(context.Background(), &d); return err })
 	if r == 0 {
 		r = n
 	}
@@ -206,14 +211,14 @@ func (c *clientRun) align(d client.Disk) int {
 
 func (c *clientRun) setHost(ls *client.Lockspace, h client.Host, flag string) int {
 	c.printf("set_host %d %d %s\n", h.HostID, h.Generation, flag)
-	r := c.call(func() error { return c.cl.SetHost(ls, client.SetHostDeadExt, 0, 0, h) })
+	r := c.call(func() error { return c.cl.SetHost(context.Background(), ls, client.SetHostDeadExt, 0, 0, h) })
 	c.printf("set_host done %d\n", r)
 	return r
 }
 
 func (c *clientRun) setEvent(name string, he client.HostEvent) int {
 	c.printf("set_event %d %d event 0x%x data 0x%x\n", he.HostID, he.Generation, he.Event, he.Data)
-	r := c.call(func() error { return c.cl.SetEvent(name, he, 0) })
+	r := c.call(func() error { return c.cl.SetEvent(context.Background(), name, he, 0) })
 	c.printf("set_event done %d\n", r)
 	return r
 }
@@ -237,7 +242,7 @@ func (o *options) configValue() uint32 {
 
 func (c *clientRun) setConfig(name string, v uint32) int {
 	c.printf("set_config %s %d\n", name, v)
-	r := c.call(func() error { return c.cl.SetConfig(name, v) })
+	r := c.call(func() error { return c.cl.SetConfig(context.Background(), name, v) })
 	c.printf("set_config done %d\n", r)
 	return r
 }
@@ -272,21 +277,21 @@ func (c *clientRun) rindexCmd(action string, o rindexReq) int {
 			switch action {
 			case "format":
 				ri.Flags = o.sizeFlags
-				return c.cl.FormatRIndex(&ri, 0)
+				return c.cl.FormatRIndex(context.Background(), &ri, 0)
 			case "rebuild":
-				return c.cl.RebuildRIndex(&ri, 0)
+				return c.cl.RebuildRIndex(context.Background(), &ri, 0)
 			case "create":
-				got, err = c.cl.CreateResource(&ri, 0, re, uint32(o.maxHosts), uint32(o.numHosts))
+				got, err = c.cl.CreateResource(context.Background(), &ri, 0, re, uint32(o.maxHosts), uint32(o.numHosts))
 			case "delete":
-				err = c.cl.DeleteResource(&ri, 0, re)
+				err = c.cl.DeleteResource(context.Background(), &ri, 0, re)
 			case "lookup":
-				got, err = c.cl.LookupRIndex(&ri, 0, re)
+				got, err = c.cl.LookupRIndex(context.Background(), &ri, 0, re)
 			case "update":
 				flags := uint32(client.RXUpAdd)
 				if o.remove {
 					flags = client.RXUpRem
 				}
-				_, err = c.cl.UpdateRIndex(&ri, flags, re)
+				_, err = c.cl.UpdateRIndex(context.Background(), &ri, flags, re)
 			}
 			return err
 		})
@@ -311,7 +316,7 @@ func (c *clientRun) rindexCmd(action string, o rindexReq) int {
 
 func (c *clientRun) version() {
 	var v, proto uint32
-	if r := c.call(func() (err error) { v, proto, err = c.cl.Version(); return err }); r < 0 {
+	if r := c.call(func() (err error) { v, proto, err = c.cl.Version(context.Background()); return err }); r < 0 {
 		c.printf("daemon version error %d\n", r)
 		v, proto = 0, 0
 	}

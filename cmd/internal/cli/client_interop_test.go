@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gosanlock/gosanlock/internal/testenv"
 )
 
 // The client actions are compared with the real sanlock 3.8.5 tool: both
@@ -50,9 +52,7 @@ func normalise(s string) string {
 
 func needC(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(cSanlock); err != nil {
-		t.Skip("no real sanlock binary")
-	}
+	testenv.NeedBinary(t, cSanlock)
 }
 
 // startDaemon starts a real sanlock daemon in its own run dir.
@@ -384,9 +384,7 @@ func TestClientVsC(t *testing.T) {
 	})
 
 	t.Run("pid", func(t *testing.T) {
-		if _, err := os.Stat(sysPython); err != nil {
-			t.Skip("no python3")
-		}
+		testenv.NeedBinary(t, sysPython)
 		py := exec.Command(sysPython, "-c",
 			"import sanlock,time; sanlock.register(); print('ok', flush=True); time.sleep(300)")
 		stdout, _ := py.StdoutPipe()

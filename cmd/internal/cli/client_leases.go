@@ -44,7 +44,9 @@ func (c *clientRun) acquire(o *AcquireOptions) int {
 	if o.Wait > 0 {
 		r = c.acquireWait(o.Target.id(), res, flags, o.Wait)
 	} else {
-		r = c.call(func() error { return c.cl.Acquire(o.Target.id(), res, flags, nil) })
+		r = c.call(func() error {
+			return c.cl.Acquire(context.Background(), o.Target.id(), res, client.AcquireFlags(flags), nil)
+		})
 	}
 	c.printf("acquire done %d\n", r)
 	return r
@@ -63,7 +65,7 @@ func (c *clientRun) acquireWait(pid int, res []client.Resource, flags uint32, wa
 	backoff := 50 * time.Millisecond
 	for {
 		r := c.call(func() error {
-			return c.cl.WithContext(ctx).Acquire(pid, res, flags|client.AcquireOwnerNowait, nil)
+			return c.cl.Acquire(ctx, pid, res, client.AcquireFlags(flags|client.AcquireOwnerNowait), nil)
 		})
 		if r >= 0 || lease.Classify("acquire", r) != lease.ErrLocked {
 			return r
@@ -91,7 +93,7 @@ func (c *clientRun) convert(t Target, resource *client.Resource) int {
 	r := int(client.RvEINVAL)
 	if resource != nil {
 		res := *resource
-		r = c.call(func() error { return c.cl.Convert(t.id(), &res, t.flags()) })
+		r = c.call(func() error { return c.cl.Convert(context.Background(), t.id(), &res, t.flags()) })
 	}
 	c.printf("convert done %d\n", r)
 	return r
@@ -115,7 +117,10 @@ func (c *clientRun) release(o *ReleaseOptions) int {
 		res = o.Resources
 	}
 	var n int
-	r := c.call(func() (err error) { n, err = c.cl.Release(o.Target.id(), res, flags); return err })
+	r := c.call(func() (err error) {
+		n, err = c.cl.Release(context.Background(), o.Target.id(), res, client.ReleaseFlags(flags))
+		return err
+	})
 	if r == 0 {
 		r = n
 	}
@@ -125,9 +130,9 @@ func (c *clientRun) release(o *ReleaseOptions) int {
 
 func (c *clientRun) inquire(t Target) int {
 	c.printf("inquire %s\n", t)
-	var state string
-	var count int
-	r := c.call(func() (err error) { state, count, err = inquireTarget(c.cl, t); return err })
+	var inq client.Inquiry
+	r := c.call(func() (err error) { inq, err = inquireTarget(c.cl, t); return err })
+	state, count := inq.State, inq.Count
 	c.printf("inquire done %d res_count %d\n", r, count)
 	if r < 0 {
 		return r
@@ -160,7 +165,7 @@ func (c *clientRun) request(resource *client.Resource, force uint32) int {
 	r := int(client.RvEINVAL)
 	if resource != nil {
 		res := *resource
-		r = c.call(func() error { return c.cl.Request(&res, 0, force) })
+		r = c.call(func() error { return c.cl.Request(context.Background(), &res, 0, client.ForceMode(force)) })
 	}
 	c.printf("request done %d\n", r)
 	return r
@@ -172,9 +177,9 @@ func (c *clientRun) examine(resource *client.Resource, ls client.Lockspace) int 
 	switch {
 	case resource != nil:
 		res := *resource
-		r = c.call(func() error { return c.cl.ExamineResource(&res) })
+		r = c.call(func() error { return c.cl.ExamineResource(context.Background(), &res) })
 	case ls.Disk.Path != "":
-		r = c.call(func() error { return c.cl.ExamineLockspace(&ls) })
+		r = c.call(func() error { return c.cl.ExamineLockspace(context.Background(), &ls) })
 	}
 	c.printf("examine done %d\n", r)
 	return r
@@ -193,7 +198,7 @@ func (c *clientRun) command(o *CommandOptions) int {
 	}
 	printf("register\n")
 	var reg *client.Reg
-	r := c.call(func() (err error) { reg, err = c.cl.Register(); return err })
+	r := c.call(func() (err error) { reg, err = c.cl.Register(context.Background()); return err })
 	fd := -1
 	if r == 0 {
 		fd, r = regFD(reg)
@@ -251,11 +256,11 @@ func errText(err error) string {
 }
 
 // inquireTarget is INQUIRE of a pid or, with -C, of a client index.
-func inquireTarget(cl *client.Client, t Target) (string, int, error) {
+func inquireTarget(cl *client.Client, t Target) (client.Inquiry, error) {
 	if t.ForClient {
-		return cl.InquireClient(t.ClientID)
+		return cl.InquireClient(context.Background(), t.ClientID)
 	}
-	return cl.Inquire(t.Pid)
+	return cl.Inquire(context.Background(), t.Pid)
 }
 
 // acquireLines is the acquire of `client command` and `client spawn` on
@@ -268,10 +273,10 @@ func acquireLines(reg *client.Reg, a LeaseArgs, owner bool, printf func(string, 
 	var r int
 	if owner {
 		var err error
-		held, err = reg.Acquire2(res, flags, nil)
+		held, err = reg.Acquire2(context.Background(), res, client.AcquireFlags(flags), nil)
 		r = rv(err)
 	} else {
-		r = rv(reg.Acquire(res, flags, nil))
+		r = rv(reg.Acquire(context.Background(), res, client.AcquireFlags(flags), nil))
 	}
 	printf("acquire done %d\n", r)
 	if held != nil {

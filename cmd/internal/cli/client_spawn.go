@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -69,7 +70,7 @@ func (c *clientRun) spawn(o *SpawnOptions) int {
 	}
 	printf("register\n")
 	var reg *client.Reg
-	r := c.call(func() (err error) { reg, err = c.cl.Register(); return err })
+	r := c.call(func() (err error) { reg, err = c.cl.Register(context.Background()); return err })
 	fd := -1
 	if r == 0 {
 		fd, r = connFD(reg)
@@ -81,7 +82,7 @@ func (c *clientRun) spawn(o *SpawnOptions) int {
 	}
 	defer reg.Close()
 	printf("register done %d\n", fd)
-	if r = rv(reg.Restrict(spawnRestrict)); r < 0 {
+	if r = rv(reg.Restrict(context.Background(), spawnRestrict)); r < 0 {
 		fmt.Fprintf(c.stderr, "spawn: restrict failed (%d): no program run\n", r)
 		return 1
 	}
@@ -110,7 +111,7 @@ func (c *clientRun) spawn(o *SpawnOptions) int {
 	if o.NoDisk {
 		relFlags |= client.RelNoDisk
 	}
-	n, err := reg.Release(nil, relFlags)
+	n, err := reg.Release(context.Background(), nil, client.ReleaseFlags(relFlags))
 	r = n
 	if err != nil {
 		r = rv(err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -85,7 +86,7 @@ func (c *clientRun) status(sortBy byte) int {
 	if c.err != nil {
 		return 1
 	}
-	recs, err := c.cl.Status(0)
+	recs, err := c.cl.Status(context.Background(), 0)
 	if err != nil && len(recs) == 0 {
 		return 1
 	}
@@ -218,20 +219,20 @@ func (c *clientRun) hostStatus(name string) int {
 		return 1
 	}
 	if name != "" {
-		recs, err := c.cl.HostStatus(name)
+		recs, err := c.cl.HostStatus(context.Background(), name)
 		if err != nil {
 			return exitStatus(rv(err))
 		}
 		c.printHosts(recs)
 		return 0
 	}
-	spaces, err := c.cl.GetLockspaces()
+	spaces, err := c.cl.GetLockspaces(context.Background())
 	if err != nil {
 		return 1
 	}
 	for _, ls := range spaces {
 		c.printf("lockspace %s\n", ls.Name)
-		recs, err := c.cl.HostStatus(ls.Name)
+		recs, err := c.cl.HostStatus(context.Background(), ls.Name)
 		if err == nil {
 			c.printHosts(recs)
 		}
@@ -258,7 +259,7 @@ func hostState(flags uint32) string {
 
 func (c *clientRun) gets(getHosts bool) int {
 	var spaces []client.Lockspace
-	r := c.call(func() (err error) { spaces, err = c.cl.GetLockspaces(); return err })
+	r := c.call(func() (err error) { spaces, err = c.cl.GetLockspaces(context.Background()); return err })
 	if r < 0 {
 		c.printf("gets error %d\n", r)
 		return 1
@@ -278,7 +279,7 @@ func (c *clientRun) gets(getHosts bool) int {
 		if !getHosts {
 			continue
 		}
-		hosts, err := c.cl.GetHosts(ls.Name, 0)
+		hosts, err := c.cl.GetHosts(context.Background(), ls.Name, 0)
 		switch hr := rv(err); {
 		case hr == client.RvEAGAIN:
 			c.printf("hosts not ready\n")
@@ -297,7 +298,7 @@ func (c *clientRun) renewal(name string) int {
 	if name == "" || c.err != nil {
 		return 1
 	}
-	recs, err := c.cl.Renewal(name)
+	recs, err := c.cl.Renewal(context.Background(), name)
 	if err != nil {
 		return exitStatus(rv(err))
 	}
@@ -311,7 +312,7 @@ func (c *clientRun) logDump() int {
 	if c.err != nil {
 		return 1
 	}
-	data, err := c.cl.LogDump()
+	data, err := c.cl.LogDump(context.Background())
 	if err != nil {
 		return 1
 	}

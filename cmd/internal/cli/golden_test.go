@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/testdisk"
 	"io"
 	"os"
@@ -375,7 +376,7 @@ func TestGoldenCLICases(t *testing.T) {
 			env.t = t
 			target := env.build(c.Setup)
 			if target == "" {
-				t.Skip("needs root and loop devices")
+				testenv.NeedRoot(t, "loop devices")
 			}
 			before := fileHash(t, target)
 			args := c.Args

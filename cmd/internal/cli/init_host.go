@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"github.com/spf13/cobra"
 
 	"github.com/gosanlock/gosanlock/client"
@@ -60,7 +61,7 @@ func initHostRun(opts *InitHostOptions) error {
 		flags = client.InitHostUseCAW
 	}
 	r := c.call(func() error {
-		return c.cl.InitLockspaceHost(&ls, flags, uint32(opts.IOTimeout), opts.Generation, opts.HostName, opts.Timestamp)
+		return c.cl.InitLockspaceHost(context.Background(), &ls, flags, uint32(opts.IOTimeout), opts.Generation, opts.HostName, opts.Timestamp)
 	})
 	c.printf("init_host done %d\n", r)
 	return rvExit(r)

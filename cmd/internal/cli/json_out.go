@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -298,7 +299,7 @@ func (c *clientRun) statusJSON() int {
 	if c.err != nil {
 		return c.jsonFail("status", rvDial)
 	}
-	recs, err := c.cl.Status(0)
+	recs, err := c.cl.Status(context.Background(), 0)
 	if err != nil && len(recs) == 0 {
 		return c.jsonFail("status", rv(err))
 	}
@@ -308,7 +309,7 @@ func (c *clientRun) statusJSON() int {
 
 func (c *clientRun) getsJSON(getHosts bool) int {
 	var spaces []client.Lockspace
-	r := c.call(func() (err error) { spaces, err = c.cl.GetLockspaces(); return err })
+	r := c.call(func() (err error) { spaces, err = c.cl.GetLockspaces(context.Background()); return err })
 	if r < 0 {
 		return c.jsonFail("gets", r)
 	}
@@ -317,7 +318,7 @@ func (c *clientRun) getsJSON(getHosts bool) int {
 		ls := &spaces[i]
 		e := GetsLockspace{Name: ls.Name, HostID: ls.HostID, Path: ls.Disk.Path, Offset: ls.Disk.Offset, State: lockspaceState(ls)}
 		if getHosts {
-			hosts, err := c.cl.GetHosts(ls.Name, 0)
+			hosts, err := c.cl.GetHosts(context.Background(), ls.Name, 0)
 			if hr := rv(err); hr < 0 {
 				e.HostsResult = &hr
 			} else {
@@ -336,7 +337,7 @@ func (c *clientRun) hostStatusJSON(name string) int {
 	}
 	h := &HostStatusJSON{JSONHead: JSONHead{Action: "host_status"}, Lockspaces: []HostStatusLockspace{}}
 	if name != "" {
-		recs, err := c.cl.HostStatus(name)
+		recs, err := c.cl.HostStatus(context.Background(), name)
 		if err != nil {
 			return c.jsonFail("host_status", rv(err))
 		}
@@ -344,12 +345,12 @@ func (c *clientRun) hostStatusJSON(name string) int {
 		c.printJSON(h)
 		return 0
 	}
-	spaces, err := c.cl.GetLockspaces()
+	spaces, err := c.cl.GetLockspaces(context.Background())
 	if err != nil {
 		return c.jsonFail("host_status", rv(err))
 	}
 	for _, ls := range spaces {
-		recs, err := c.cl.HostStatus(ls.Name)
+		recs, err := c.cl.HostStatus(context.Background(), ls.Name)
 		h.Lockspaces = append(h.Lockspaces, HostStatusLockspace{Name: ls.Name, Result: rv(err), Hosts: hostStatusHosts(recs)})
 	}
 	c.printJSON(h)
@@ -363,7 +364,7 @@ func (c *clientRun) renewalJSON(name string) int {
 	if c.err != nil {
 		return c.jsonFail("renewal", rvDial)
 	}
-	recs, err := c.cl.Renewal(name)
+	recs, err := c.cl.Renewal(context.Background(), name)
 	if err != nil {
 		return c.jsonFail("renewal", rv(err))
 	}
@@ -378,9 +379,9 @@ func (c *clientRun) renewalJSON(name string) int {
 }
 
 func (c *clientRun) inquireJSON(t Target) int {
-	var state string
-	var count int
-	r := c.call(func() (err error) { state, count, err = inquireTarget(c.cl, t); return err })
+	var inq client.Inquiry
+	r := c.call(func() (err error) { inq, err = inquireTarget(c.cl, t); return err })
+	state, count := inq.State, inq.Count
 	if r < 0 {
 		return c.jsonFail("inquire", r)
 	}

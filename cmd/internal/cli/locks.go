@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -120,12 +121,12 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		out.Result = rvDial
 		return out, 1
 	}
-	recs, err := c.cl.Status(0)
+	recs, err := c.cl.Status(context.Background(), 0)
 	if err != nil && len(recs) == 0 {
 		out.Result = rv(err)
 		return out, 1
 	}
-	spaces, err := c.cl.GetLockspaces()
+	spaces, err := c.cl.GetLockspaces(context.Background())
 	if err != nil {
 		out.Result = rv(err)
 		return out, 1
@@ -144,7 +145,7 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		e := LocksLockspace{Name: ls.Name, HostID: ls.HostID, Path: ls.Disk.Path, Offset: ls.Disk.Offset,
 			State: lockspaceState(ls), Hosts: []LocksHost{}}
 		byID := map[uint64]string{}
-		if hs, err := c.cl.HostStatus(ls.Name); err == nil {
+		if hs, err := c.cl.HostStatus(context.Background(), ls.Name); err == nil {
 			for _, h := range hostStatusHosts(hs) {
 				byID[h.HostID] = h.OwnerName
 			}
@@ -153,7 +154,7 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 			byID[ls.HostID] = out.HostName
 		}
 		names[ls.Name] = byID
-		hosts, err := c.cl.GetHosts(ls.Name, 0)
+		hosts, err := c.cl.GetHosts(context.Background(), ls.Name, 0)
 		e.HostsResult = rv(err)
 		for _, h := range hosts {
 			e.Hosts = append(e.Hosts, LocksHost{HostID: h.HostID, Name: byID[h.HostID], Generation: h.Generation,
@@ -226,7 +227,7 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 			continue
 		}
 		req := reqs[i]
-		got, hosts, err := c.cl.ReadResourceOwners(&req)
+		got, hosts, err := c.cl.ReadResourceOwners(context.Background(), &req)
 		if e.ReadResult = rv(err); e.ReadResult < 0 {
 			continue
 		}

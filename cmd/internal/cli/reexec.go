@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -31,14 +32,14 @@ func (c *clientRun) reexec(path string) int {
 	}
 	var why error
 	r := c.call(func() error {
-		if err := c.cl.Hello(helloWait); err != nil {
+		if err := c.cl.Hello(context.Background(), helloWait); err != nil {
 			why = err
 			if errors.Is(err, client.ErrNotGosanlock) {
 				return &rescode.Error{Code: rescode.RvENOSYS}
 			}
 			return err
 		}
-		why = c.cl.Reexec()
+		why = c.cl.Reexec(context.Background())
 		return why
 	})
 	if why != nil {

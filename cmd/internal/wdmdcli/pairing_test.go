@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gosanlock/gosanlock/internal/debtree"
+	"github.com/gosanlock/gosanlock/internal/testenv"
 	"github.com/gosanlock/gosanlock/wdmd"
 	"github.com/gosanlock/gosanlock/wdmd/testdev"
 )
@@ -101,14 +102,10 @@ type pairing struct {
 func (p *pairing) need(s side) {
 	t := p.t
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (mount namespaces, chroot)")
-	}
+	testenv.NeedRoot(t, "mount namespaces, chroot")
 	switch s {
 	case host:
-		if _, err := os.Stat(cSanlock); err != nil {
-			t.Skip("no sanlock 3.8.5 on the host")
-		}
+		testenv.NeedBinary(t, cSanlock)
 	case trixie, sid:
 		p.trees[s] = debtree.Get(t, s.treeName())
 	}

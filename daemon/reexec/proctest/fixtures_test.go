@@ -79,7 +79,7 @@ func startProcDaemonBin(t *testing.T, src string, env []string, args ...string) 
 		if err != nil {
 			return false
 		}
-		_, _, err = d.cl.Version()
+		_, _, err = d.cl.Version(context.Background())
 		return err == nil && d.pid() == cmd.Process.Pid
 	}, 30*time.Second, 20*time.Millisecond)
 	d.cl.Timeout = 30 * time.Second
@@ -188,9 +188,9 @@ func twoHosts(t *testing.T) (d1, d2 *procDaemon) {
 	path := lockspaceFile(t, 0)
 	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
-	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 1))
-	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 1))
-	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	require.NoError(t, d1.cl.AddLockspace(context.Background(), ls1, wire.AddAsync, 1))
+	require.NoError(t, d2.cl.AddLockspace(context.Background(), ls2, 0, 1))
+	require.NoError(t, d1.cl.InqLockspace(context.Background(), ls1, wire.InqWait))
 	return d1, d2
 }
 
@@ -218,27 +218,28 @@ type orphanSpec struct {
 func newLeaseFixture(t *testing.T, d *procDaemon, path string, orphans []orphanSpec) *leaseFixture {
 	t.Helper()
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
-	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	require.NoError(t, d.cl.AddLockspace(context.Background(), ls, 0, 1))
 	f := &leaseFixture{t: t, d: d, orphans: orphans, res: func(i int, flags uint32) wire.Resource {
 		return wire.Resource{LockspaceName: "LS", Name: "R" + strconv.Itoa(i), Flags: flags,
 			Disks: []wire.Disk{{Path: path, Offset: uint64(i+1) << 20}}}
 	}}
 	var err error
-	f.holder, err = d.cl.Register()
+	f.holder, err = d.cl.Register(context.Background())
 	require.NoError(t, err)
 	t.Cleanup(func() { f.holder.Close() })
-	require.NoError(t, f.holder.Acquire([]wire.Resource{f.res(0, 0), f.res(1, wire.ResShared)}, 0, nil))
+	require.NoError(t, f.holder.Acquire(context.Background(), []wire.Resource{f.res(0, 0), f.res(1, wire.ResShared)}, 0, nil))
 	var n int
-	f.state, n, err = f.holder.Inquire()
+	inq, ierr := f.holder.Inquire(context.Background())
+	f.state, n, err = inq.State, inq.Count, ierr
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	gone, err := d.cl.Register()
+	gone, err := d.cl.Register(context.Background())
 	require.NoError(t, err)
 	var rs []wire.Resource
 	for _, o := range orphans {
 		rs = append(rs, f.res(o.i, wire.ResPersistent|o.flags))
 	}
-	require.NoError(t, gone.Acquire(rs, 0, nil))
+	require.NoError(t, gone.Acquire(context.Background(), rs, 0, nil))
 	gone.Close()
 	require.Eventually(t, f.orphaned, 10*time.Second, 50*time.Millisecond)
 	return f
@@ -263,7 +264,7 @@ func (f *leaseFixture) orphaned() bool {
 // with pid.
 func (d *procDaemon) hasClient(t *testing.T, pid int) bool {
 	t.Helper()
-	recs, err := d.cl.Status(0)
+	recs, err := d.cl.Status(context.Background(), 0)
 	require.NoError(t, err)
 	for _, r := range recs {
 		if r.Type == wire.StateClient && r.Data32 == uint32(pid) {

@@ -33,10 +33,10 @@ func TestReexecLockspaceProcess(t *testing.T) {
 	d := startProcDaemon(t, "-w", "0")
 	path := lockspaceFile(t, 0)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
-	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	require.NoError(t, d.cl.AddLockspace(context.Background(), ls, 0, 1))
 	// The SET_CONFIG flags are handed over too.
-	require.NoError(t, d.cl.SetConfig("LS", wire.ConfigUsed))
-	require.NoError(t, d.cl.SetConfig("LS", wire.ConfigUsedByOrphans))
+	require.NoError(t, d.cl.SetConfig(context.Background(), "LS", wire.ConfigUsed))
+	require.NoError(t, d.cl.SetConfig(context.Background(), "LS", wire.ConfigUsedByOrphans))
 	before := d.spaceStatus("LS")
 	assert.Equal(t, "1", before["host_generation"])
 	assert.Equal(t, "1", before["external_used"])
@@ -97,8 +97,8 @@ func TestReexecLockspaceProcess(t *testing.T) {
 	assert.NotZero(t, ld.Timestamp)
 
 	// A clean leave still releases (once no longer used externally).
-	require.NoError(t, d.cl.SetConfig("LS", wire.ConfigUnused))
-	require.NoError(t, d.cl.RemLockspace(ls, 0))
+	require.NoError(t, d.cl.SetConfig(context.Background(), "LS", wire.ConfigUnused))
+	require.NoError(t, d.cl.RemLockspace(context.Background(), ls, 0))
 	ld, _, err = diskfmt.ReadDeltaLeader(context.Background(), dev, 0, g, "LS", 1)
 	require.NoError(t, err)
 	assert.Zero(t, ld.Timestamp)
@@ -121,19 +121,20 @@ func TestReexecLeasesProcess(t *testing.T) {
 
 	check := func() {
 		t.Helper()
-		got, n, err := holder.Inquire()
+		inq, err := holder.Inquire(context.Background())
+		got, n := inq.State, inq.Count
 		require.NoError(t, err)
 		assert.Equal(t, 2, n)
 		assert.Equal(t, state, got)
 		assert.True(t, orphaned(), "orphan R2 listed")
-		other, err := d.cl.Register()
+		other, err := d.cl.Register(context.Background())
 		require.NoError(t, err)
 		defer other.Close()
-		assert.Error(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil), "R0 is held")
-		assert.Error(t, other.Acquire([]wire.Resource{res(2, 0)}, 0, nil), "R2 is an orphan")
-		assert.Error(t, other.Acquire([]wire.Resource{res(4, 0)}, 0, nil), "R4 is an SH orphan")
-		require.NoError(t, other.Acquire([]wire.Resource{res(3, 0), res(1, wire.ResShared)}, 0, nil))
-		_, err = other.Release(nil, wire.RelAll)
+		assert.Error(t, other.Acquire(context.Background(), []wire.Resource{res(0, 0)}, 0, nil), "R0 is held")
+		assert.Error(t, other.Acquire(context.Background(), []wire.Resource{res(2, 0)}, 0, nil), "R2 is an orphan")
+		assert.Error(t, other.Acquire(context.Background(), []wire.Resource{res(4, 0)}, 0, nil), "R4 is an SH orphan")
+		require.NoError(t, other.Acquire(context.Background(), []wire.Resource{res(3, 0), res(1, wire.ResShared)}, 0, nil))
+		_, err = other.Release(context.Background(), nil, wire.RelAll)
 		require.NoError(t, err)
 	}
 	check()
@@ -149,15 +150,16 @@ func TestReexecLeasesProcess(t *testing.T) {
 		assert.LessOrEqual(t, ts[i]-ts[i-1], uint64(3), "renewal gap at %d: %v", i, ts)
 	}
 	// The leases are still released normally by the last image.
-	_, err = holder.Release(nil, wire.RelAll)
+	_, err = holder.Release(context.Background(), nil, wire.RelAll)
 	require.NoError(t, err)
-	_, n, err = holder.Inquire()
+	inq, ierr := holder.Inquire(context.Background())
+	n, err = inq.Count, ierr
 	require.NoError(t, err)
 	assert.Zero(t, n)
-	other, err := d.cl.Register()
+	other, err := d.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer other.Close()
-	require.NoError(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil))
+	require.NoError(t, other.Acquire(context.Background(), []wire.Resource{res(0, 0)}, 0, nil))
 }
 
 // TestReexecEventListenerProcess: an event listener (REG_EVENT) of a
@@ -168,7 +170,7 @@ func TestReexecLeasesProcess(t *testing.T) {
 func TestReexecEventListenerProcess(t *testing.T) {
 	t.Parallel()
 	d1, d2 := twoHosts(t)
-	ev, err := d1.cl.RegEvent("LS")
+	ev, err := d1.cl.RegEvent(context.Background(), "LS")
 	require.NoError(t, err)
 	defer ev.Conn().Close()
 	for i := 0; i < 3; i++ {
@@ -179,12 +181,14 @@ func TestReexecEventListenerProcess(t *testing.T) {
 		require.Equal(t, rescode.RvEAGAIN, testutil.Code(err), "listener open, nothing pending: %v", err)
 	}
 	assert.Zero(t, d1.failures())
-	require.NoError(t, d2.cl.SetEvent("LS", wire.HostEvent{HostID: 1, Event: 0x77, Data: 0x99}, 0))
-	cb, err := ev.WaitEvent(20 * time.Second)
+	require.NoError(t, d2.cl.SetEvent(context.Background(), "LS", wire.HostEvent{HostID: 1, Event: 0x77, Data: 0x99}, 0))
+	wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	cb, err := ev.WaitEvent(wctx)
+	cancel()
 	require.NoError(t, err)
 	assert.Equal(t, wire.HostEvent{HostID: 1, Event: 0x77, Data: 0x99}, cb.HostEvent)
 	assert.Equal(t, uint64(2), cb.FromHostID)
-	require.NoError(t, d1.cl.EndEvent(ev))
+	require.NoError(t, d1.cl.EndEvent(context.Background(), ev))
 }
 
 // The host table changes hands with its lockspace (docs/upgrade.md
@@ -196,12 +200,12 @@ func TestReexecHostTableProcess(t *testing.T) {
 	t.Parallel()
 	d1, _ := twoHosts(t)
 	live := func() bool {
-		h, err := d1.cl.GetHosts("LS", 2)
+		h, err := d1.cl.GetHosts(context.Background(), "LS", 2)
 		return err == nil && len(h) == 1 && h[0].State() == wire.HostLive
 	}
 	require.Eventually(t, live, 40*time.Second, 100*time.Millisecond)
 	host2 := func() map[string]uint64 {
-		recs, err := d1.cl.HostStatus("LS")
+		recs, err := d1.cl.HostStatus(context.Background(), "LS")
 		require.NoError(t, err)
 		for _, r := range recs {
 			if r.Data32 != 2 {
@@ -224,7 +228,7 @@ func TestReexecHostTableProcess(t *testing.T) {
 		before := host2()
 		old, now := d1.reexec()
 		require.NotEqual(t, old, now)
-		h, err := d1.cl.GetHosts("LS", 2)
+		h, err := d1.cl.GetHosts(context.Background(), "LS", 2)
 		require.NoError(t, err, "reexec %d: the table is there at once", i)
 		require.Len(t, h, 1)
 		assert.Equal(t, uint32(wire.HostLive), h[0].State(), "reexec %d", i)
@@ -252,7 +256,7 @@ func TestReexecHostTableProcess(t *testing.T) {
 func TestReexecFromFormat1Process(t *testing.T) {
 	t.Parallel()
 	d := startProcDaemonEnv(t, []string{"GOSANLOCK_HANDOVER_WRITE_FORMAT=1"}, "-w", "0")
-	h, err := d.cl.Register()
+	h, err := d.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer h.Close()
 	registered := func() bool { return d.hasClient(t, os.Getpid()) }
@@ -261,7 +265,7 @@ func TestReexecFromFormat1Process(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		old, now := d.reexec()
 		require.NotEqual(t, old, now)
-		_, _, err = h.Inquire()
+		_, err = h.Inquire(context.Background())
 		require.NoError(t, err, "the registered connection is served by the new image")
 		require.True(t, registered(), "reexec %d: the registration survives", i)
 	}
@@ -273,12 +277,12 @@ func TestReexecFromFormat1Process(t *testing.T) {
 	// joined lockspace fails cleanly.
 	path := lockspaceFile(t, 0)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
-	require.NoError(t, d.cl.AddLockspace(ls, 0, 1))
+	require.NoError(t, d.cl.AddLockspace(context.Background(), ls, 0, 1))
 	pid := d.pid()
 	require.NoError(t, syscall.Kill(pid, syscall.SIGUSR1))
 	require.Eventually(t, func() bool { return d.failures() == 1 }, 20*time.Second, 20*time.Millisecond)
 	assert.Equal(t, pid, d.pid())
-	_, _, err = h.Inquire()
+	_, err = h.Inquire(context.Background())
 	require.NoError(t, err)
 	require.True(t, registered())
 	st := d.spaceStatus("LS")

@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"syscall"
@@ -30,7 +31,7 @@ func TestReexecPendingAddProcess(t *testing.T) {
 	cl := *d.cl
 	cl.Timeout = 90 * time.Second
 	errc := make(chan error, 1)
-	go func() { errc <- cl.AddLockspace(ls, 0, 3) }()
+	go func() { errc <- cl.AddLockspace(context.Background(), ls, 0, 3) }()
 	require.Eventually(t, func() bool {
 		out, err := d.run("client", "status")
 		return err == nil && strings.Contains(out, "s LS:1:")
@@ -38,10 +39,10 @@ func TestReexecPendingAddProcess(t *testing.T) {
 	// Another client waits for the add (inq_lockspace WAIT): it must
 	// not see the lockspace vanish while the add moves to the new image.
 	inqc := make(chan error, 1)
-	go func() { inqc <- cl.InqLockspace(ls, wire.InqWait) }()
+	go func() { inqc <- cl.InqLockspace(context.Background(), ls, wire.InqWait) }()
 	inqActive := fmt.Sprintf("cmd_active=%d ", wire.CmdInqLockspace)
 	require.Eventually(t, func() bool {
-		recs, err := d.cl.Status(wire.StateClient)
+		recs, err := d.cl.Status(context.Background(), wire.StateClient)
 		require.NoError(t, err)
 		for _, r := range recs {
 			if strings.Contains(r.Text, inqActive) {
@@ -63,12 +64,12 @@ func TestReexecPendingAddProcess(t *testing.T) {
 	assert.Equal(t, 2, d.logCount("cancelled for reexec"), "the old image cancelled the add and the inq")
 	assert.Equal(t, 2, d.logCount("handed-over request runs"), "... and the new image ran them")
 	assert.Zero(t, d.failures())
-	require.NoError(t, d.cl.InqLockspace(ls, 0), "joined")
+	require.NoError(t, d.cl.InqLockspace(context.Background(), ls, 0), "joined")
 	st := d.spaceStatus("LS")
 	assert.Equal(t, "3", st["io_timeout"])
 	// Nothing pending: a reexec as before.
 	d.reexec()
-	require.NoError(t, d.cl.InqLockspace(ls, 0))
+	require.NoError(t, d.cl.InqLockspace(context.Background(), ls, 0))
 	assert.Equal(t, st["host_generation"], d.spaceStatus("LS")["host_generation"])
 }
 
@@ -90,15 +91,16 @@ func TestReexecPendingAcquireProcess(t *testing.T) {
 	path := lockspaceFile(t, 1)
 	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
 	ls2 := &wire.Lockspace{Name: "LS", HostID: 2, Disk: wire.Disk{Path: path}}
-	require.NoError(t, d1.cl.AddLockspace(ls1, wire.AddAsync, 2))
-	require.NoError(t, d2.cl.AddLockspace(ls2, 0, 2))
-	require.NoError(t, d1.cl.InqLockspace(ls1, wire.InqWait))
+	require.NoError(t, d1.cl.AddLockspace(context.Background(), ls1, wire.AddAsync, 2))
+	require.NoError(t, d2.cl.AddLockspace(context.Background(), ls2, 0, 2))
+	require.NoError(t, d1.cl.InqLockspace(context.Background(), ls1, wire.InqWait))
 	r0 := wire.Resource{LockspaceName: "LS", Name: "R0", Disks: []wire.Disk{{Path: path, Offset: 1 << 20}}}
-	h2, err := d2.cl.Register()
+	h2, err := d2.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer h2.Close()
-	require.NoError(t, h2.Acquire([]wire.Resource{r0}, 0, nil))
-	state2, _, err := h2.Inquire()
+	require.NoError(t, h2.Acquire(context.Background(), []wire.Resource{r0}, 0, nil))
+	inq, err := h2.Inquire(context.Background())
+	state2 := inq.State
 	require.NoError(t, err)
 	leader := func() string {
 		out, err := d2.run("direct", "dump", fmt.Sprintf("%s:%d", path, 1<<20))
@@ -109,12 +111,12 @@ func TestReexecPendingAcquireProcess(t *testing.T) {
 	// Host 1 must have seen host 2 alive once (else it answers -243 at
 	// once while its table is young).
 	require.Eventually(t, func() bool {
-		h, err := d1.cl.GetHosts("LS", 2)
+		h, err := d1.cl.GetHosts(context.Background(), "LS", 2)
 		return err == nil && len(h) == 1 && h[0].State() == wire.HostLive
 	}, 40*time.Second, 100*time.Millisecond)
 
 	d1.cl.Timeout = 120 * time.Second
-	h1, err := d1.cl.Register()
+	h1, err := d1.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer h1.Close()
 	p2 := d2.pid()
@@ -132,7 +134,7 @@ func TestReexecPendingAcquireProcess(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for waiting := false; !waiting; {
 		errc = make(chan error, 1)
-		go func() { errc <- h1.Acquire([]wire.Resource{r0}, 0, nil) }()
+		go func() { errc <- h1.Acquire(context.Background(), []wire.Resource{r0}, 0, nil) }()
 		select {
 		case err := <-errc:
 			require.Equal(t, int(rescode.ErrAcquireIDLive), client.ErrorCode(err), "%v", err)
@@ -165,9 +167,11 @@ func TestReexecPendingAcquireProcess(t *testing.T) {
 		t.Fatal("acquire not answered")
 	}
 	assert.Equal(t, now, d1.pid(), "answered by the new image")
-	_, n1, ierr := h1.Inquire()
+	inq, ierr := h1.Inquire(context.Background())
+	n1 := inq.Count
 	require.NoError(t, ierr)
-	got, n2, ierr := h2.Inquire()
+	inq, ierr = h2.Inquire(context.Background())
+	got, n2 := inq.State, inq.Count
 	require.NoError(t, ierr)
 	if err == nil {
 		// Host 2 was stopped past its renewal fail time: it gave R0 up,
@@ -182,7 +186,8 @@ func TestReexecPendingAcquireProcess(t *testing.T) {
 	}
 	old, now = d1.reexec()
 	assert.NotEqual(t, old, now)
-	_, n, err := h1.Inquire()
+	inq, err = h1.Inquire(context.Background())
+	n := inq.Count
 	require.NoError(t, err)
 	assert.Equal(t, n1, n)
 }

@@ -3,6 +3,7 @@ package proctest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,16 +69,16 @@ func TestReexecProcess(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		_, _, err = cl.Version()
+		_, _, err = cl.Version(context.Background())
 		return err == nil && pidOf() == cmd.Process.Pid
 	}, 10*time.Second, 20*time.Millisecond)
 	cl.Timeout = 10 * time.Second
-	reg, err := cl.Register()
+	reg, err := cl.Register(context.Background())
 	require.NoError(t, err)
 	defer reg.Close()
 
 	registered := func() bool {
-		recs, err := cl.Status(wire.StateClient)
+		recs, err := cl.Status(context.Background(), wire.StateClient)
 		require.NoError(t, err)
 		for _, r := range recs {
 			if r.Type == wire.StateClient && int32(r.Data32) == int32(os.Getpid()) &&
@@ -113,10 +114,11 @@ print("inquire", sanlock.inquire(slkfd=fd), flush=True)
 
 	serving := func() {
 		t.Helper()
-		_, n, err := reg.Inquire() // on the registered connection
+		inq, err := reg.Inquire(context.Background()) // on the registered connection
+		n := inq.Count
 		require.NoError(t, err)
 		assert.Equal(t, 0, n)
-		_, _, err = cl.Version() // on a new connection
+		_, _, err = cl.Version(context.Background()) // on a new connection
 		require.NoError(t, err)
 		assert.True(t, registered())
 	}
@@ -131,7 +133,7 @@ print("inquire", sanlock.inquire(slkfd=fd), flush=True)
 		return old, now
 	}
 	for i := 0; i < reexecLoops; i++ {
-		other, err := cl.Register() // another client comes and goes
+		other, err := cl.Register(context.Background()) // another client comes and goes
 		require.NoError(t, err)
 		old, now := reexec()
 		require.NotEqual(t, old, now)
@@ -163,19 +165,19 @@ print("inquire", sanlock.inquire(slkfd=fd), flush=True)
 	// why, a success answers 0 once the new image serves.
 	require.NoError(t, os.Remove(bin))
 	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\nexit 3\n"), 0o755))
-	err = cl.Reexec()
+	err = cl.Reexec(context.Background())
 	assert.Equal(t, rescode.RvEAGAIN, client.ErrorCode(err))
 	assert.Contains(t, err.Error(), "the old image keeps serving")
 	serving()
 	require.NoError(t, os.Remove(bin))
 	require.NoError(t, os.WriteFile(bin, good, 0o755))
 	old := pidOf()
-	require.NoError(t, cl.Reexec())
+	require.NoError(t, cl.Reexec(context.Background()))
 	require.Eventually(t, func() bool { p := pidOf(); return p != 0 && p != old && gone(old) }, 20*time.Second, 5*time.Millisecond)
 	serving()
 
 	// The python holder's registration went through every image.
-	recs, err := cl.Status(wire.StateClient)
+	recs, err := cl.Status(context.Background(), wire.StateClient)
 	require.NoError(t, err)
 	found := false
 	for _, r := range recs {

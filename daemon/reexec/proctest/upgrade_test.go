@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -127,7 +128,8 @@ func TestReexecUpgradeFromReleaseProcess(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, d.bin, exe, "the current build, installed at the daemon's path, serves")
 
-	got, n, err := holder.Inquire()
+	inq, err := holder.Inquire(context.Background())
+	got, n := inq.State, inq.Count
 	require.NoError(t, err, "the holder's connection is served by the new image")
 	assert.Equal(t, 2, n)
 	assert.Equal(t, state, got, "same leases, same lver")
@@ -137,12 +139,12 @@ func TestReexecUpgradeFromReleaseProcess(t *testing.T) {
 	for _, k := range []string{"host_generation", "acquire_last_success", "io_timeout"} {
 		assert.Equal(t, before[k], after[k], k)
 	}
-	other, err := d.cl.Register()
+	other, err := d.cl.Register(context.Background())
 	require.NoError(t, err)
 	defer other.Close()
-	assert.Error(t, other.Acquire([]wire.Resource{res(0, 0)}, 0, nil), "R0 is held")
-	assert.Error(t, other.Acquire([]wire.Resource{res(2, 0)}, 0, nil), "R2 is an orphan")
-	require.NoError(t, other.Acquire([]wire.Resource{res(1, wire.ResShared)}, 0, nil), "R1 is shared")
+	assert.Error(t, other.Acquire(context.Background(), []wire.Resource{res(0, 0)}, 0, nil), "R0 is held")
+	assert.Error(t, other.Acquire(context.Background(), []wire.Resource{res(2, 0)}, 0, nil), "R2 is an orphan")
+	require.NoError(t, other.Acquire(context.Background(), []wire.Resource{res(1, wire.ResShared)}, 0, nil), "R1 is shared")
 
 	// Renewals go on in the new image, without a gap.
 	last := d.renewals("LS")

@@ -21,6 +21,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -52,7 +53,7 @@ func main() {
 	if err != nil {
 		fatal("dial: %v", err)
 	}
-	reg, err := cl.Register()
+	reg, err := cl.Register(context.Background())
 	if err != nil {
 		fatal("register: %v", err)
 	}
@@ -60,11 +61,11 @@ func main() {
 	terms := make(chan os.Signal, 16)
 	switch *mode {
 	case "notice":
-		if notices, _, err = reg.WatchRevocations(); err != nil {
+		if notices, _, err = reg.WatchRevocations(context.Background()); err != nil {
 			fatal("watch revocations: %v", err)
 		}
 	case "immortal":
-		if err := reg.Restrict(client.RestrictSigkill); err != nil {
+		if err := reg.Restrict(context.Background(), client.RestrictSigkill); err != nil {
 			fatal("restrict: %v", err)
 		}
 		fallthrough
@@ -72,12 +73,12 @@ func main() {
 		signal.Notify(terms, syscall.SIGTERM)
 	}
 	r := client.Resource{LockspaceName: *ls, Name: *res, Disks: []client.Disk{{Path: *path}}}
-	if err := reg.Acquire([]client.Resource{r}, 0, nil); err != nil {
+	if err := reg.Acquire(context.Background(), []client.Resource{r}, 0, nil); err != nil {
 		fatal("acquire: %v", err)
 	}
 	lver := uint64(0)
-	if st, _, err := reg.Inquire(); err == nil {
-		if rs, err := client.ParseState(st); err == nil && len(rs) == 1 {
+	if inq, err := reg.Inquire(context.Background()); err == nil {
+		if rs, err := inq.Resources(); err == nil && len(rs) == 1 {
 			lver = rs[0].LVer
 		}
 	}

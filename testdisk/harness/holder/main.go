@@ -23,6 +23,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -74,7 +75,7 @@ func main() {
 	if err != nil {
 		fatal("dial: %v", err)
 	}
-	reg, err := cl.Register()
+	reg, err := cl.Register(context.Background())
 	if err != nil {
 		fatal("register: %v", err)
 	}
@@ -114,7 +115,7 @@ func main() {
 			r.Flags |= client.ResShared
 			mode = "sh"
 		}
-		if err := reg.Acquire([]client.Resource{r}, uint32(*flags), nil); err != nil {
+		if err := reg.Acquire(context.Background(), []client.Resource{r}, client.AcquireFlags(uint32(*flags)), nil); err != nil {
 			code := client.ErrorCode(err)
 			if code == 0 {
 				fatal("acquire: %v", err)
@@ -127,8 +128,8 @@ func main() {
 		}
 		start := monotonic()
 		lver := uint64(0)
-		if st, _, err := reg.Inquire(); err == nil {
-			if rs, err := client.ParseState(st); err == nil && len(rs) == 1 {
+		if inq, err := reg.Inquire(context.Background()); err == nil {
+			if rs, err := inq.Resources(); err == nil && len(rs) == 1 {
 				lver = rs[0].LVer
 			}
 		} else if client.ErrorCode(err) == 0 {
@@ -151,7 +152,7 @@ func main() {
 			}
 		}
 		end := monotonic()
-		_, rerr := reg.Release([]client.Resource{{LockspaceName: *ls, Name: *res}}, 0)
+		_, rerr := reg.Release(context.Background(), []client.Resource{{LockspaceName: *ls, Name: *res}}, 0)
 		if _, err := fmt.Fprintf(logf, "h %s %d %s %d %d %d\n", *host, pid, mode, lver, start, end); err != nil {
 			fatal("write log: %v", err)
 		}
