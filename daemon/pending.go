@@ -7,6 +7,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/daemon/reexec"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -47,6 +48,11 @@ func (c *Conn) runHandler(h Handler, q *wire.Request) error {
 	}
 	return err
 }
+
+// writeGuard is the paxos.WriteGuard of c's request when it may be
+// cancelled only before its first disk write (reexec.WriteGuarded), else
+// nil: the acquire and convert handlers name it in their requests.
+func (c *Conn) writeGuard() paxos.WriteGuard { return c.pend.Guard() }
 
 // cancelPending cancels c's restartable request, unless its reply has
 // gone out (Quiesce).
