@@ -55,6 +55,24 @@ type reexecFiles struct {
 	files   []*os.File
 }
 
+// A deadlineListener is a listener whose Accept a deadline interrupts:
+// Quiesce stops the accept loop with one. The daemon's own listener, a
+// *net.UnixListener, is one; a listener given to Serve need not be (its
+// new connections still park before their first read).
+type deadlineListener interface {
+	net.Listener
+	SetDeadline(time.Time) error
+}
+
+var _ deadlineListener = (*net.UnixListener)(nil)
+
+// setAcceptDeadline sets the listener's accept deadline, if it has one.
+func (s *Server) setAcceptDeadline(t time.Time) {
+	if dl, ok := s.ln.(deadlineListener); ok {
+		_ = dl.SetDeadline(t)
+	}
+}
+
 // acceptTimedOut is the accept loop's check after an Accept error: a
 // deadline set by Quiesce parks the loop until Resume.
 func (s *Server) acceptTimedOut(err error) bool {
@@ -62,9 +80,7 @@ func (s *Server) acceptTimedOut(err error) bool {
 		return false
 	}
 	s.gate.ParkAccept()
-	if dl, ok := s.ln.(interface{ SetDeadline(time.Time) error }); ok {
-		_ = dl.SetDeadline(time.Time{})
-	}
+	s.setAcceptDeadline(time.Time{})
 	return true
 }
 
@@ -75,9 +91,7 @@ func (s *Server) Snapshot() (handover.Snapshot, error) { return s.handoverState(
 func (s *Server) Quiesce() (handover.Snapshot, error) {
 	s.gate.Quiesce()
 	past := time.Unix(1, 0)
-	if dl, ok := s.ln.(interface{ SetDeadline(time.Time) error }); ok {
-		_ = dl.SetDeadline(past)
-	}
+	s.setAcceptDeadline(past)
 	for _, c := range s.clients() {
 		// Only readers: a held connection (event listener) polls itself
 		// and would take a deadline for its end. A reader that starts

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -308,6 +309,9 @@ func (w *fakeWatchdog) Renewed(ts, e uint64) error {
 }
 func (w *fakeWatchdog) Deactivate() error { w.add("deactivate"); return nil }
 func (w *fakeWatchdog) Close() error      { w.add("close"); return nil }
+func (w *fakeWatchdog) Handover() (*os.File, string, bool, error) {
+	return nil, "", false, errors.New("a fake watchdog cannot be handed over")
+}
 func (w *fakeWatchdog) list() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
