@@ -17,7 +17,8 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// Live re-exec, lease side (docs/upgrade.md "Adopting lockspaces"). The
+// The new image's side of a handover, for the leases (docs/upgrade.md
+// "Adopting lockspaces"); manager/handover.go is the old image's. The
 // old image pauses every renewal before it takes its final state
 // (PauseRenewals, undone by ResumeRenewals if the handover fails); the
 // new image builds the lockspaces from that state without any I/O
@@ -68,7 +69,7 @@ func (m *Lockspaces) runners() []*delta.Lockspace {
 
 // MaxIOTimeout is the largest io_timeout of the lockspaces on any list,
 // in seconds (0 with none): the I/O deadline of every lease I/O made in
-// them (the quiesce bound of a reexec, docs/upgrade.md "Pending requests").
+// them (the quiesce bound of a handover, docs/upgrade.md "Pending requests").
 func (m *Lockspaces) MaxIOTimeout() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -114,10 +115,10 @@ type adoptedTok struct {
 }
 
 type adoptedSpace struct {
-	sp     *space
-	run    *delta.Lockspace
-	dev    diskfmt.Device
-	resume delta.Resume
+	sp  *space
+	run *delta.Lockspace
+	dev diskfmt.Device
+	rs  delta.RenewalState
 }
 
 // errNoRenewalState: the lockspace comes without the record to renew from
@@ -211,7 +212,7 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	}
 	rs, err := renewalStateIn(h, ld)
 	if err == nil {
-		err = run.CheckResume(rs)
+		err = run.CheckAdopt(rs)
 	}
 	if err != nil {
 		return err
@@ -224,7 +225,7 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	if err := a.adoptListeners(sp, h, files); err != nil {
 		return err
 	}
-	a.spaces = append(a.spaces, adoptedSpace{sp: sp, run: run, dev: dev, resume: rs})
+	a.spaces = append(a.spaces, adoptedSpace{sp: sp, run: run, dev: dev, rs: rs})
 	return nil
 }
 
@@ -341,8 +342,8 @@ func (m *Lockspaces) adoptedRunner(cfg *Settings, sp *space, h *handover.Lockspa
 
 // renewalStateIn is the record a runner continues from: the handed-over
 // delta lease record ld, its last successes and host table.
-func renewalStateIn(h *handover.Lockspace, ld diskfmt.Leader) (delta.Resume, error) {
-	rs := delta.Resume{Leader: ld, LastSuccess: h.Timestamp, AcquireLastSuccess: h.AcquireLastSuccess}
+func renewalStateIn(h *handover.Lockspace, ld diskfmt.Leader) (delta.RenewalState, error) {
+	rs := delta.RenewalState{Leader: ld, LastSuccess: h.Timestamp, AcquireLastSuccess: h.AcquireLastSuccess}
 	var err error
 	rs.Hosts, err = hostTableIn(h.HostTable)
 	return rs, err
@@ -533,7 +534,7 @@ func (a *Adoption) Abort() {
 func (a *Adoption) Start() {
 	ls := a.m.Lockspaces
 	for _, x := range a.spaces {
-		sp, run, dev, res := x.sp, x.run, x.dev, x.resume
+		sp, run, dev, res := x.sp, x.run, x.dev, x.rs
 		ls.mu.Lock()
 		ls.lists[listSpaces] = append([]*space{sp}, ls.lists[listSpaces]...)
 		ls.wg.Add(2)
@@ -542,7 +543,7 @@ func (a *Adoption) Start() {
 			wire.LockspaceString(&sp.ls), res.Leader.OwnerGeneration, res.LastSuccess))
 		go func() {
 			defer ls.wg.Done()
-			err := run.RunResumed(sp.ctx, res)
+			err := run.RunAdopted(sp.ctx, res)
 			st := run.Status()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)), spaceField(sp.ls.Name),

@@ -170,7 +170,7 @@ func handoverListeners(name string, listeners []Listener, keep func(*os.File) in
 // continues the renewals from our delta lease record as last written,
 // with its history and host table.
 func (m *Lockspaces) handoverRenewalRecord(h *handover.Lockspace, run *delta.Lockspace) error {
-	r, err := run.Resumable()
+	r, err := run.HandoverState()
 	if err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func (r *resource) handoverHold(key resKey, final bool) (hs paxos.HeldState, ok 
 		return hs, false, fmt.Errorf("%w: resource %s:%s has a disk operation in progress", ErrHandoverBusy,
 			key.space, key.name)
 	}
-	hs = r.held.State()
+	hs = r.held.HandoverState()
 	r.opMu.Unlock()
 	return hs, true, nil
 }
@@ -424,8 +424,8 @@ func hostTableIn(t *handover.HostTable) (*delta.HostTableState, error) {
 	return out, nil
 }
 
-// ExpectAdd notes that an ADD_LOCKSPACE of lockspace name, handed over by
-// a live reexec, will run (the new image, before it serves): until it
+// ExpectAdd notes that an ADD_LOCKSPACE of lockspace name, handed over as
+// a pending request, will run (the new image, before it serves): until it
 // does, inq reports the lockspace in progress, as the old image did.
 func (m *Lockspaces) ExpectAdd(name string) {
 	m.mu.Lock()
@@ -440,8 +440,8 @@ func (m *Lockspaces) expectLocked(name string) {
 	m.restarting[name]++
 }
 
-// ErrRestart is the cancel cause of a request that a live reexec hands
-// over to the new image, which runs it again (docs/upgrade.md "Pending
+// ErrRestart is the cancel cause of a request that a handover passes
+// to the new image, which runs it again (docs/upgrade.md "Pending
 // requests"). A command cancelled with it leaves what a failed attempt
 // leaves.
 var ErrRestart = errors.New("request restarted by a handover")
