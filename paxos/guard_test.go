@@ -14,7 +14,7 @@ import (
 )
 
 // handoverGuard is a WriteGuard with the rules of a handed-over pending
-// request (daemon/reexec Slot): cancel succeeds only before the first
+// request (handover/serving Slot): cancel succeeds only before the first
 // write, and a write goes out only if no cancel came first.
 type handoverGuard struct {
 	mu        sync.Mutex

@@ -12,15 +12,15 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gosanlock/gosanlock/daemon/reexec"
 	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/handover/serving"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// Live re-exec (issue 14, docs/upgrade.md): the Server is the
-// handover.Source of a running daemon. Quiesce stops the accept loop and
+// The old image's side of a handover (docs/upgrade.md): the Server is
+// the handover.Source of a running daemon. Quiesce stops the accept loop and
 // every connection reader at a message boundary and waits for the
 // commands in flight; Resume undoes it.
 
@@ -42,16 +42,16 @@ const ballotIOs = 10
 // quiesceWait bounds the wait for the commands in flight: an acquire that
 // has written is not cancelled, so the wait covers the rest of its ballot
 // at the largest io_timeout (seconds) of the joined lockspaces, on one
-// disk. A longer command makes the reexec fail (the old image serves on).
+// disk. A longer command makes the handover fail (the old image serves on).
 func quiesceWait(maxIOTimeout int) time.Duration {
 	return quiesceTimeout + ballotIOs*time.Duration(maxIOTimeout)*time.Second
 }
 
-// reexecFiles are the duplicates made for Snapshot and Quiesce, closed by
+// handoverFiles are the duplicates made for Snapshot and Quiesce, closed by
 // releaseHandoverFiles.
-type reexecFiles struct {
+type handoverFiles struct {
 	mu      sync.Mutex
-	adopted bool // this image took over from another (reexec_new.go)
+	adopted bool // this image took over from another (adopt.go)
 	files   []*os.File
 }
 
@@ -168,13 +168,13 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 		PidFile: pidFilePath(cfg.RunDir), UID: cfg.UID, GID: cfg.GID,
 		UseWatchdog: cfg.UseWatchdog, HostName: s.hostName,
 	}
-	lf, err := reexec.DupSocket(s.ln)
+	lf, err := serving.DupSocket(s.ln)
 	if err != nil {
 		return handover.Snapshot{}, fmt.Errorf("listener: %w", err)
 	}
 	st.Listener = handover.Listener{FD: keep(lf), Path: s.SockPath()}
 	if s.lockf != nil {
-		pf, err := reexec.DupFile(s.lockf)
+		pf, err := serving.DupFile(s.lockf)
 		if err != nil {
 			return handover.Snapshot{}, fmt.Errorf("pid file: %w", err)
 		}
@@ -202,7 +202,7 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 		if !ok {
 			return handover.Snapshot{}, fmt.Errorf("connection ci %d is not a unix socket", c.slot)
 		}
-		f, err := reexec.DupSocket(uc)
+		f, err := serving.DupSocket(uc)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				continue // going away
@@ -252,13 +252,13 @@ func (s *Server) Reexec(ctx context.Context) (*handover.Result, error) {
 // reexecTo hands the daemon over to the binary at path, once checkImage
 // accepts it.
 func (s *Server) reexecTo(ctx context.Context, path string) (*handover.Result, error) {
-	if err := reexec.CheckImage(path); err != nil {
+	if err := serving.CheckImage(path); err != nil {
 		s.lg.Error("reexec refused: " + err.Error())
 		return nil, &handover.Error{Path: path, Stage: handover.StageStart, Err: err}
 	}
 	spec := handover.Spec{Path: path, Args: reexecArgs(), Stdout: os.Stdout, Stderr: os.Stderr}
 	// An older format, as the previous release wrote (tests).
-	wf, err := reexec.WriteFormat(path)
+	wf, err := serving.WriteFormat(path)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +302,7 @@ func (s *Server) reexecAndExit() error {
 	if err != nil {
 		return err
 	}
-	reexec.ExitAfterHandover(res)
+	serving.ExitAfterHandover(res)
 	return nil
 }
 
@@ -314,13 +314,13 @@ func (s *Server) reexecAndExit() error {
 func cmdReexec(ctx context.Context, c *Conn, q *wire.Request) error {
 	s := c.srv
 	reply := func(rv int32, why string) error {
-		b, err := reexec.Reply(q, rv, why)
+		b, err := serving.Reply(q, rv, why)
 		if err != nil {
 			return err
 		}
 		return c.write(b)
 	}
-	if uc, ok := c.uc.(*net.UnixConn); ok && !reexec.PeerMayReexec(uc) {
+	if uc, ok := c.uc.(*net.UnixConn); ok && !serving.PeerMayReexec(uc) {
 		return reply(rescode.RvEPERM, "reexec: permission denied")
 	}
 	// This connection waits for the answer: it is neither in flight nor
@@ -331,7 +331,7 @@ func cmdReexec(ctx context.Context, c *Conn, q *wire.Request) error {
 		return reply(rescode.RvEAGAIN, err.Error())
 	}
 	_ = reply(0, "")
-	reexec.ExitAfterHandover(res)
+	serving.ExitAfterHandover(res)
 	return nil
 }
 
@@ -342,7 +342,7 @@ func (c *Conn) HandoverFile() (*os.File, error) {
 	if !ok {
 		return nil, fmt.Errorf("connection fd %d is not a unix socket", c.fd)
 	}
-	return reexec.DupSocket(uc)
+	return serving.DupSocket(uc)
 }
 
 // inSlot reports whether c still has its slot (a connection that ended
