@@ -84,6 +84,8 @@ func (s *Server) acceptTimedOut(err error) bool {
 	return true
 }
 
+var _ handover.Source = (*Server)(nil)
+
 // Snapshot implements handover.Source.
 func (s *Server) Snapshot() (handover.Snapshot, error) { return s.handoverState() }
 

@@ -16,7 +16,7 @@ import (
 // A paused lockspace renews nothing and, when its runner stops, does not
 // release; a RunAdopted elsewhere continues with the same generation and
 // the renewal cadence unbroken (docs/upgrade.md "Adopting lockspaces").
-func TestResumeContinuesRenewals(t *testing.T) {
+func TestAdoptContinuesRenewals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
@@ -88,7 +88,7 @@ func TestResumeContinuesRenewals(t *testing.T) {
 // new runner reports the same entries (times included) and states as the
 // old one did, before any read of its own; a table with a time in the
 // future or out of order is refused (docs/upgrade.md "Adopting lockspaces").
-func TestResumeHostTable(t *testing.T) {
+func TestAdoptHostTable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
