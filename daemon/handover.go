@@ -148,7 +148,7 @@ func (s *Server) releaseHandoverFiles() {
 }
 
 // handoverState maps the daemon onto handover.State (docs/upgrade.md
-// "The state"): listener, pid file, connections, configuration, and the
+// "The state"): configuration, listener, pid file, connections, and the
 // lease manager's lockspaces, tokens and orphans.
 func (s *Server) handoverState() (handover.Snapshot, error) {
 	var files []*os.File
@@ -162,68 +162,15 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 	st := &handover.State{
 		OldPid: os.Getpid(), OldVersion: Version, BootID: handover.BootID(),
 		TakenMono: handover.MonoNow(), TakenWall: time.Now().UnixNano(),
-		PidFile: handover.PidFile{FD: -1},
+		Config: s.handoverConfig(),
 	}
-	cfg := &s.cfg
-	st.Config = handover.Config{
-		Args: append([]string(nil), os.Args[1:]...), RunDir: cfg.RunDir, SocketPath: s.SockPath(),
-		PidFile: pidFilePath(cfg.RunDir), UID: cfg.UID, GID: cfg.GID,
-		UseWatchdog: cfg.UseWatchdog, HostName: s.hostName,
-	}
-	lf, err := serving.DupSocket(s.ln)
-	if err != nil {
-		return handover.Snapshot{}, fmt.Errorf("listener: %w", err)
-	}
-	st.Listener = handover.Listener{FD: keep(lf), Path: s.SockPath()}
-	if s.lockf != nil {
-		pf, err := serving.DupFile(s.lockf)
-		if err != nil {
-			return handover.Snapshot{}, fmt.Errorf("pid file: %w", err)
-		}
-		st.PidFile = handover.PidFile{FD: keep(pf), Path: pidFilePath(cfg.RunDir)}
+	var err error
+	if st.Listener, st.PidFile, err = s.handoverSocketAndPidFile(keep); err != nil {
+		return handover.Snapshot{}, err
 	}
 	index := map[manager.ClientID]int{}
-	for _, c := range s.clients() {
-		if s.gate.Detached(&c.rd) {
-			continue
-		}
-		if _, held := s.gate.Reading(&c.rd); held && s.inSlot(c) {
-			return handover.Snapshot{}, fmt.Errorf("%w: connection ci %d is held by its command (event listener or shutdown_wait)",
-				errNotHandedOver, c.slot)
-		}
-		if _, held := s.gate.Reading(&c.rd); held {
-			continue // it ended after our list was taken: going away
-		}
-		c.mu.Lock()
-		listener := c.evListener
-		c.mu.Unlock()
-		if listener {
-			continue // handed over with its lockspace (manager.HandoverState)
-		}
-		uc, ok := c.uc.(*net.UnixConn)
-		if !ok {
-			return handover.Snapshot{}, fmt.Errorf("connection ci %d is not a unix socket", c.slot)
-		}
-		f, err := serving.DupSocket(uc)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				continue // going away
-			}
-			return handover.Snapshot{}, fmt.Errorf("connection ci %d: %w", c.slot, err)
-		}
-		pid, uid, gid, err := handover.PeerCred(f)
-		if err != nil {
-			return handover.Snapshot{}, fmt.Errorf("connection ci %d: %w", c.slot, err)
-		}
-		pending := s.gate.Redo(&c.rd)
-		cs := c.clientStatus()
-		cl := handover.Client{Pending: pending,
-			FD: keep(f), Slot: c.slot, PeerPid: pid, PeerUID: uid, PeerGID: gid,
-			Registered: cs.Registered, Pid: cs.Pid, Name: cs.Name, Restrict: cs.Restrict, Flags: cs.Flags,
-			KillPath: cs.KillPath, KillArgs: cs.KillArgs, PidDead: cs.PidDead, KillCount: cs.KillCount,
-		}
-		index[c.id] = len(st.Clients)
-		st.Clients = append(st.Clients, cl)
+	if st.Clients, err = s.handoverClients(keep, index); err != nil {
+		return handover.Snapshot{}, err
 	}
 	if mg := s.deps.Manager; mg != nil {
 		st.Lockspaces, st.Tokens, st.Orphans, err = mg.HandoverState(func(id manager.ClientID) (int, bool) {
@@ -236,6 +183,99 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 	}
 	st.NumFDs = len(files)
 	return handover.Snapshot{State: st, Files: files}, nil
+}
+
+// handoverConfig is the configuration the new image serves with.
+func (s *Server) handoverConfig() handover.Config {
+	cfg := &s.cfg
+	return handover.Config{
+		Args: append([]string(nil), os.Args[1:]...), RunDir: cfg.RunDir, SocketPath: s.SockPath(),
+		PidFile: pidFilePath(cfg.RunDir), UID: cfg.UID, GID: cfg.GID,
+		UseWatchdog: cfg.UseWatchdog, HostName: s.hostName,
+	}
+}
+
+// handoverSocketAndPidFile hands over the listening socket and the locked
+// pid file (FD -1 when the daemon has none).
+func (s *Server) handoverSocketAndPidFile(keep func(*os.File) int) (handover.Listener, handover.PidFile, error) {
+	pid := handover.PidFile{FD: -1}
+	lf, err := serving.DupSocket(s.ln)
+	if err != nil {
+		return handover.Listener{}, pid, fmt.Errorf("listener: %w", err)
+	}
+	ln := handover.Listener{FD: keep(lf), Path: s.SockPath()}
+	if s.lockf != nil {
+		pf, err := serving.DupFile(s.lockf)
+		if err != nil {
+			return ln, pid, fmt.Errorf("pid file: %w", err)
+		}
+		pid = handover.PidFile{FD: keep(pf), Path: pidFilePath(s.cfg.RunDir)}
+	}
+	return ln, pid, nil
+}
+
+// handoverClients hands over every client connection that is not going
+// away and not an event listener (those go with their lockspace), and
+// records in index each client's place in the list.
+func (s *Server) handoverClients(keep func(*os.File) int, index map[manager.ClientID]int) ([]handover.Client, error) {
+	var out []handover.Client
+	for _, c := range s.clients() {
+		if s.gate.Detached(&c.rd) {
+			continue
+		}
+		if _, held := s.gate.Reading(&c.rd); held && s.inSlot(c) {
+			return nil, fmt.Errorf("%w: connection ci %d is held by its command (event listener or shutdown_wait)",
+				errNotHandedOver, c.slot)
+		}
+		if _, held := s.gate.Reading(&c.rd); held {
+			continue // it ended after our list was taken: going away
+		}
+		c.mu.Lock()
+		listener := c.evListener
+		c.mu.Unlock()
+		if listener {
+			continue // handed over with its lockspace (manager.HandoverState)
+		}
+		cl, ok, err := s.handoverClient(c, keep)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // going away
+		}
+		index[c.id] = len(out)
+		out = append(out, cl)
+	}
+	return out, nil
+}
+
+// handoverClient maps one connection: a duplicate of its socket, its
+// peer credentials, its client state and a request it has to run again.
+// ok is false for a connection already closed.
+func (s *Server) handoverClient(c *Conn, keep func(*os.File) int) (cl handover.Client, ok bool, err error) {
+	uc, isUnix := c.uc.(*net.UnixConn)
+	if !isUnix {
+		return cl, false, fmt.Errorf("connection ci %d is not a unix socket", c.slot)
+	}
+	f, err := serving.DupSocket(uc)
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return cl, false, nil
+		}
+		return cl, false, fmt.Errorf("connection ci %d: %w", c.slot, err)
+	}
+	pid, uid, gid, err := handover.PeerCred(f)
+	if err != nil {
+		_ = f.Close()
+		return cl, false, fmt.Errorf("connection ci %d: %w", c.slot, err)
+	}
+	pending := s.gate.Redo(&c.rd)
+	cs := c.clientStatus()
+	return handover.Client{Pending: pending,
+		FD: keep(f), Slot: c.slot, PeerPid: pid, PeerUID: uid, PeerGID: gid,
+		Registered: cs.Registered, Pid: cs.Pid, Name: cs.Name, Restrict: cs.Restrict, Flags: cs.Flags,
+		KillPath: cs.KillPath, KillArgs: cs.KillArgs, PidDead: cs.PidDead, KillCount: cs.KillCount,
+	}, true, nil
 }
 
 func pidFilePath(runDir string) string { return filepath.Join(runDir, PidFileName) }
