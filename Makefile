@@ -47,13 +47,13 @@ build:
 # and would only cover the simulator's own code, whose tests run on one P;
 # paxos and delta have their own race runs. The tests that need our sanlock binary take
 # the bin/sanlock built here ($GOSANLOCK_TEST_SANLOCK) instead of linking
-# their own (in the race step: daemon/reexec/proctest, the reexec tests
+# their own (in the race step: handover/serving/proctest, the reexec tests
 # with real daemon processes).
 TEST_ENV  = GOSANLOCK_TEST_SANLOCK=$(CURDIR)/$(BIN)/sanlock
 # Packages run outside the race step.
 NORACE    = -e /realclients -e /testdisk/faults -e /testdisk/harness -e /testdisk/sim -e /cmd/sanlock$$
 # The race step's longest packages (docs/testing.md), listed first.
-RACEFIRST = daemon/interop daemon/newerinterop daemon/reexec/proctest cmd/internal/cli lease diskfmt daemon internal/bench cmd/internal/wdmdcli
+RACEFIRST = daemon/interop daemon/newerinterop handover/serving/proctest cmd/internal/cli lease diskfmt daemon internal/bench cmd/internal/wdmdcli
 test: deps build lint-fast trees
 	$(MAKE) --no-print-directory -j3 -O test-compute test-wait test-reexec-watchdog
 	$(GO) test -count=1 -timeout 20m ./cmd/sanlock & p=$$!; \

@@ -25,7 +25,7 @@ func (s *Server) registerBuiltins() {
 	s.Handle(wire.CmdInqLockspace, ClassWork, cmdInqLockspace)
 	s.Handle(wire.CmdGetLockspaces, ClassClose, cmdGetLockspaces)
 	s.Handle(wire.CmdHostStatus, ClassClose, cmdHostStatus)
-	s.Handle(wire.CmdReexec, ClassClose, cmdReexec) // reexec.go
+	s.Handle(wire.CmdReexec, ClassClose, cmdReexec) // handover.go
 	s.Handle(wire.CmdHello, ClassKeep, cmdHello)
 	s.registerDiskCmds()
 }

@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gosanlock/gosanlock/daemon/reexec"
+	"github.com/gosanlock/gosanlock/handover/serving"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
@@ -97,9 +97,9 @@ type Conn struct {
 	// lockspace, not as a client (docs/upgrade.md "Adopting event listeners").
 	evListener bool
 
-	rd reexec.Reader // reads through the quiesce gate (reexec.go)
+	rd serving.Reader // reads through the quiesce gate (handover.go)
 
-	pend reexec.Slot // the restartable request running (pending.go)
+	pend serving.Slot // the restartable request running (pending.go)
 }
 
 var _ manager.Listener = (*Conn)(nil)
@@ -211,7 +211,7 @@ func (c *Conn) serve() {
 	for {
 		c.rd.Begin()
 		q, err := wire.ReadRequest(&c.rd, s.cfg.MaxPayload)
-		if errors.Is(err, reexec.ErrRedo) {
+		if errors.Is(err, serving.ErrRedo) {
 			err = c.runRedo()
 			if errors.Is(err, ErrHold) {
 				held = true
@@ -339,7 +339,7 @@ func (c *Conn) dispatch(q *wire.Request) error {
 	}
 	end := s.metricsOf().Begin(q)
 	var err error
-	if reexec.Restartable(q) {
+	if serving.Restartable(q) {
 		err = c.runHandler(r.h, q)
 	} else {
 		err = r.h(s.ctx, c, q)

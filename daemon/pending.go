@@ -5,13 +5,14 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gosanlock/gosanlock/daemon/reexec"
+	"github.com/gosanlock/gosanlock/handover/serving"
 	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// Pending requests in a live reexec (docs/upgrade.md "Pending
-// requests"; the rules are in package reexec): a restartable command
+// Pending requests in a handover (docs/upgrade.md "Pending requests";
+// the rules are in package handover/serving): a restartable command
 // still running when the daemon quiesces is cancelled, its reply
 // withheld, and its raw bytes kept on its connection (c.redo); the image
 // that serves next (the new one, or this one if the handover fails) runs
@@ -28,7 +29,7 @@ func (c *Conn) runHandler(h Handler, q *wire.Request) error {
 		// run it as any other command.
 		return h(s.ctx, c, q)
 	}
-	ctx, ok := s.gate.StartPending(&c.rd, &c.pend, s.ctx, raw, reexec.WriteGuarded(q))
+	ctx, ok := s.gate.StartPending(&c.rd, &c.pend, s.ctx, raw, serving.WriteGuarded(q))
 	if !ok {
 		return nil
 	}
@@ -48,6 +49,11 @@ func (c *Conn) runHandler(h Handler, q *wire.Request) error {
 	return err
 }
 
+// writeGuard is the paxos.WriteGuard of c's request when it may be
+// cancelled only before its first disk write (serving.WriteGuarded), else
+// nil: the acquire and convert handlers name it in their requests.
+func (c *Conn) writeGuard() paxos.WriteGuard { return c.pend.Guard() }
+
 // cancelPending cancels c's restartable request, unless its reply has
 // gone out (Quiesce).
 func (c *Conn) cancelPending() { c.pend.Cancel(manager.ErrRestart) }
@@ -57,7 +63,7 @@ func (c *Conn) cancelPending() { c.pend.Cancel(manager.ErrRestart) }
 // cancels it again.
 func (c *Conn) runRedo() error {
 	raw := c.rd.TakeRedo()
-	q, err := reexec.DecodePending(raw)
+	q, err := serving.DecodePending(raw)
 	if err != nil {
 		return err
 	}

@@ -13,14 +13,16 @@ import (
 // "Commands" #7–#11, #14, #17, #25–#27): each handler decodes the request,
 // calls the lease manager and turns its error into the wire result.
 func (s *Server) registerResourceCmds(m *manager.Resources) {
-	s.Handle(wire.CmdAcquire, ClassWork, regCmd(func(ctx context.Context, t manager.ClientID, q *wire.Request) error {
-		req := manager.AcquireRequest{Resources: q.Resources, Flags: q.Header.CmdFlags}
-		if q.Options != nil {
-			req.OwnerName = q.Options.OwnerName
-		}
-		defer s.leaseWork()
-		return m.Acquire(ctx, t, req)
-	}, true))
+	s.Handle(wire.CmdAcquire, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
+		return regCmd(func(ctx context.Context, t manager.ClientID, q *wire.Request) error {
+			req := manager.AcquireRequest{Resources: q.Resources, Flags: q.Header.CmdFlags, Guard: c.writeGuard()}
+			if q.Options != nil {
+				req.OwnerName = q.Options.OwnerName
+			}
+			defer s.leaseWork()
+			return m.Acquire(ctx, t, req)
+		}, true)(ctx, c, q)
+	})
 	s.Handle(wire.CmdAcquire2, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		return s.cmdAcquire2(ctx, m, c, q)
 	})
@@ -41,13 +43,15 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 	s.Handle(wire.CmdInquire, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		return cmdInquire(m, c, q)
 	})
-	s.Handle(wire.CmdConvert, ClassWork, regCmd(func(ctx context.Context, t manager.ClientID, q *wire.Request) error {
-		req := manager.ConvertRequest{Flags: q.Header.CmdFlags}
-		if len(q.Resources) > 0 {
-			req.Resource = &q.Resources[0]
-		}
-		return m.Convert(ctx, t, req)
-	}, false))
+	s.Handle(wire.CmdConvert, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
+		return regCmd(func(ctx context.Context, t manager.ClientID, q *wire.Request) error {
+			req := manager.ConvertRequest{Flags: q.Header.CmdFlags, Guard: c.writeGuard()}
+			if len(q.Resources) > 0 {
+				req.Resource = &q.Resources[0]
+			}
+			return m.Convert(ctx, t, req)
+		}, false)(ctx, c, q)
+	})
 	s.Handle(wire.CmdKillpath, ClassWork, regCmd(func(_ context.Context, t manager.ClientID, q *wire.Request) error {
 		var kp wire.Killpath
 		if q.Killpath != nil {

@@ -52,7 +52,7 @@ func Daemonize(cfg *Config) (parent bool, err error) {
 func Run(ctx context.Context, cfg *Config, deps Deps) error {
 	_ = os.Unsetenv(config.EnvDaemonized) // not for the programs we start
 	if handover.Inherited() {
-		return runAdopted(ctx, cfg, deps) // live re-exec: reexec_new.go
+		return runAdopted(ctx, cfg, deps) // live upgrade: adopt.go
 	}
 	if deps.Lockspaces == nil && deps.Manager == nil {
 		deps.Manager = manager.New(manager.Config{})
@@ -74,7 +74,7 @@ func notifySignals() chan os.Signal {
 }
 
 // serveSignals runs a started daemon until it stops: metrics, systemd
-// notification, and the signals (SIGUSR1: live re-exec, reexec.go).
+// notification, and the signals (SIGUSR1: live upgrade, handover.go).
 func (s *Server) serveSignals(ctx context.Context, sigs chan os.Signal) error {
 	stopMetrics, err := s.startMetrics()
 	if err != nil && s.rx.adopted {

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/daemon/config"
-	"github.com/gosanlock/gosanlock/daemon/reexec"
+	"github.com/gosanlock/gosanlock/handover/serving"
 	"github.com/gosanlock/gosanlock/internal/process"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
@@ -130,8 +130,8 @@ type Server struct {
 	// holders lists the pids holding a resource (strict peer checks).
 	holders func(space, name string) []int
 
-	gate reexec.Gate // live re-exec: the quiesce gate
-	rx   reexecFiles // ... and the state's duplicates (reexec.go)
+	gate serving.Gate  // handover: the quiesce gate
+	rx   handoverFiles // ... and the state's duplicates (handover.go)
 }
 
 // New returns a server for cfg (copied). Nothing touches the system until

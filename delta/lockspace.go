@@ -126,7 +126,7 @@ type Lockspace struct {
 
 	halted atomic.Bool // Halt: no more renewals, no release
 
-	pause pauseGate // live re-exec: Pause/Unpause (resume.go)
+	pause pauseGate // handover: Pause/Unpause (handover.go)
 
 	// lateAbort, when set (ReleaseWhenBack), makes a Run that stops after
 	// a failed renewal keep trying its release until LateReleaseDeadline

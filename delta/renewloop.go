@@ -96,7 +96,7 @@ func renewPhase(space string, hostID uint64) time.Duration {
 // renewUntilDone runs the renewal loop until the context ends, then
 // releases the lease unless the lockspace was halted or its last renewal
 // failed (a late abort releases with the record it names), and records
-// the outcome in the status. Run and RunResumed end with it.
+// the outcome in the status. Run and RunAdopted end with it.
 func (ls *Lockspace) renewUntilDone(ctx context.Context, r *renewer) error {
 	r.loop(ctx)
 

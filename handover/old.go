@@ -406,12 +406,18 @@ func withoutEnv(envs []string, key string) []string {
 	return out
 }
 
+// A timeoutError says whether it is a timeout: the control channel's
+// deadline (os.ErrDeadlineExceeded) or an errno such as EAGAIN.
+type timeoutError interface{ Timeout() bool }
+
+var _ timeoutError = syscall.Errno(0)
+
 // await waits for a message of type want. An ERROR, another type, EOF, the
 // new image's exit, the context or the timeout end the wait with an error.
 func (h *oldSide) await(ctx context.Context, timeout time.Duration, want uint32) (*message, error) {
 	m, err := h.ctl.recv(ctx, time.Now().Add(timeout))
 	if err != nil {
-		var ne interface{ Timeout() bool }
+		var ne timeoutError
 		switch {
 		case ctx.Err() != nil:
 			return nil, err

@@ -17,7 +17,8 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// Live re-exec, lease side (docs/upgrade.md "Adopting lockspaces"). The
+// The new image's side of a handover, for the leases (docs/upgrade.md
+// "Adopting lockspaces"); manager/handover.go is the old image's. The
 // old image pauses every renewal before it takes its final state
 // (PauseRenewals, undone by ResumeRenewals if the handover fails); the
 // new image builds the lockspaces from that state without any I/O
@@ -68,7 +69,7 @@ func (m *Lockspaces) runners() []*delta.Lockspace {
 
 // MaxIOTimeout is the largest io_timeout of the lockspaces on any list,
 // in seconds (0 with none): the I/O deadline of every lease I/O made in
-// them (the quiesce bound of a reexec, docs/upgrade.md "Pending requests").
+// them (the quiesce bound of a handover, docs/upgrade.md "Pending requests").
 func (m *Lockspaces) MaxIOTimeout() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -114,10 +115,10 @@ type adoptedTok struct {
 }
 
 type adoptedSpace struct {
-	sp     *space
-	run    *delta.Lockspace
-	dev    diskfmt.Device
-	resume delta.Resume
+	sp  *space
+	run *delta.Lockspace
+	dev diskfmt.Device
+	rs  delta.RenewalState
 }
 
 // errNoRenewalState: the lockspace comes without the record to renew from
@@ -161,80 +162,156 @@ func (m *Manager) PrepareAdoption(st *handover.State, clients []ClientID, files 
 	return a, nil
 }
 
-func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Lockspace, files []*os.File) error {
+// prepareSpace builds one handed-over lockspace (PrepareAdoption): the
+// state checked, the entry reserved, the disk opened, the wdmd session
+// and the event listeners adopted, and a runner made that continues from
+// the handed-over record. On error nothing of it is left open.
+func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Lockspace, files []*os.File) (err error) {
+	if err := checkHandedSpace(h, files, a.listener != nil); err != nil {
+		return err
+	}
+	g, ld, err := handedRecord(h, clock.Monotime(ls.cfg.Clock))
+	if err != nil {
+		return err
+	}
+	sp, err := ls.reserveAdopted(h, a.spaces)
+	if err != nil {
+		return err
+	}
+	var dev diskfmt.Device
+	var wd *wdmdclient.Session
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, x := range sp.listeners {
+			_ = x.Close() // our copy only
+		}
+		sp.listeners = nil
+		sp.cancel()
+		if dev != nil {
+			_ = dev.Close()
+		}
+		if wd != nil {
+			_ = wd.Close() // our duplicate only: the old image keeps its own
+		}
+	}()
+	if dev, err = ls.cfg.Open(h.Path); err != nil {
+		return fmt.Errorf("open %s: %w", sp.disk(), err)
+	}
+	if w := h.Wdmd; w != nil {
+		// The same connection to wdmd: it never closes, so the expiry
+		// wdmd holds for us never lapses (docs/upgrade.md "Adopting wdmd sessions").
+		if wd, err = wdmdclient.AdoptSession(files[w.FD], w.Name, w.Active); err != nil {
+			return err
+		}
+	}
+	run, err := ls.adoptedRunner(cfg, sp, h, g, dev, wd)
+	if err != nil {
+		return err
+	}
+	rs, err := renewalStateIn(h, ld)
+	if err == nil {
+		err = run.CheckAdopt(rs)
+	}
+	if err != nil {
+		return err
+	}
+	rs.History = historyIn(h.History)
+	sp.run = run
+	if wd != nil {
+		sp.wd, sp.wdActive = wd, h.Wdmd.Active
+	}
+	if err := a.adoptListeners(sp, h, files); err != nil {
+		return err
+	}
+	a.spaces = append(a.spaces, adoptedSpace{sp: sp, run: run, dev: dev, rs: rs})
+	return nil
+}
+
+// checkHandedSpace checks what a lockspace of the state needs besides its
+// record: its connections in the fd table, not being removed, and a
+// renewal record to continue from. canListen: this image can adopt event
+// listeners.
+func checkHandedSpace(h *handover.Lockspace, files []*os.File, canListen bool) error {
+	inTable := func(fd int) bool { return fd >= 0 && fd < len(files) && files[fd] != nil }
 	switch {
-	case h.Wdmd != nil && (h.Wdmd.FD < 0 || h.Wdmd.FD >= len(files) || files[h.Wdmd.FD] == nil):
+	case h.Wdmd != nil && !inTable(h.Wdmd.FD):
 		return errors.New("wdmd session without its connection")
 	case h.Removing || h.SpaceDead:
 		return errors.New("being removed")
 	case len(h.Leader.Raw) != diskfmt.LeaderSize:
 		return errNoRenewalState
-	case len(h.EventListeners) > 0 && a.listener == nil:
+	case len(h.EventListeners) > 0 && !canListen:
 		return errors.New("this image cannot adopt event listeners")
 	}
 	for _, fd := range h.EventListeners {
-		if fd < 0 || fd >= len(files) || files[fd] == nil {
+		if !inTable(fd) {
 			return errors.New("event listener without its connection")
 		}
 	}
+	return nil
+}
+
+// handedRecord decodes the lockspace's delta lease record and its sizes,
+// and checks that the record is the one the state names and that the
+// lease, at monotime now, is not yet failing.
+func handedRecord(h *handover.Lockspace, now uint64) (diskfmt.Geometry, diskfmt.Leader, error) {
 	g, ok := diskfmt.LookupGeometry(int(h.SectorSize), int(h.AlignSize))
 	if !ok {
-		return fmt.Errorf("sizes %d/%d", h.SectorSize, h.AlignSize)
+		return g, diskfmt.Leader{}, fmt.Errorf("sizes %d/%d", h.SectorSize, h.AlignSize)
 	}
 	ld, err := diskfmt.DecodeLeader(h.Leader.Raw)
 	if err != nil {
-		return fmt.Errorf("delta lease record: %w", err)
+		return g, ld, fmt.Errorf("delta lease record: %w", err)
 	}
 	if ld.OwnerGeneration != h.Generation || ld.Timestamp != h.Timestamp {
-		return fmt.Errorf("record generation %d timestamp %d, state says %d %d", ld.OwnerGeneration,
+		return g, ld, fmt.Errorf("record generation %d timestamp %d, state says %d %d", ld.OwnerGeneration,
 			ld.Timestamp, h.Generation, h.Timestamp)
 	}
-	io := int(h.IOTimeout)
-	now := clock.Monotime(ls.cfg.Clock)
-	if fail := uint64(delta.IDRenewalFailSeconds(io)); h.Timestamp+fail <= now {
-		return fmt.Errorf("last renewal %d is %d s old (renewals fail after %d s)", h.Timestamp, now-h.Timestamp, fail)
+	if fail := uint64(delta.IDRenewalFailSeconds(int(h.IOTimeout))); h.Timestamp+fail <= now {
+		return g, ld, fmt.Errorf("last renewal %d is %d s old (renewals fail after %d s)", h.Timestamp, now-h.Timestamp, fail)
 	}
+	return g, ld, nil
+}
+
+// reserveAdopted makes the entry of a handed-over lockspace, joined but
+// on no list until Adoption.Start. A lockspace of that name or disk may
+// be neither present nor already in this adoption.
+func (m *Lockspaces) reserveAdopted(h *handover.Lockspace, adopted []adoptedSpace) (*space, error) {
 	ident := wire.Lockspace{Name: h.Name, HostID: h.HostID, Disk: wire.Disk{Path: h.Path, Offset: h.Offset}}
-	ls.mu.Lock()
-	for _, l := range ls.lists {
+	m.mu.Lock()
+	for _, l := range m.lists {
 		for _, sp := range l {
 			if sp.ls.Name == ident.Name || sameDisk(&sp.ls, &ident) {
-				ls.mu.Unlock()
-				return errors.New("already present")
+				m.mu.Unlock()
+				return nil, errors.New("already present")
 			}
 		}
 	}
-	for _, x := range a.spaces {
+	for _, x := range adopted {
 		if x.sp.ls.Name == ident.Name || sameDisk(&x.sp.ls, &ident) {
-			ls.mu.Unlock()
-			return errors.New("handed over twice")
+			m.mu.Unlock()
+			return nil, errors.New("handed over twice")
 		}
 	}
-	ls.lastID++
-	sp := &space{m: ls, id: ls.lastID, ls: ident, addDone: make(chan struct{}),
+	m.lastID++
+	sp := &space{m: m, id: m.lastID, ls: ident, addDone: make(chan struct{}),
 		gone: make(chan struct{}), kills: make(map[int]*killState), list: listSpaces,
 		externalUsed: h.ExternalUsed, usedByOrphans: h.UsedByOrphans, usedRetries: h.UsedRetries,
 		wake: make(chan struct{}, 1)}
-	sp.ioTimeout.Store(int32(io))
-	ls.mu.Unlock()
-	sp.ctx, sp.cancel = context.WithCancel(ls.baseContext())
+	sp.ioTimeout.Store(int32(h.IOTimeout))
+	m.mu.Unlock()
+	sp.ctx, sp.cancel = context.WithCancel(m.baseContext())
 	close(sp.addDone)
+	return sp, nil
+}
 
-	dev, err := ls.cfg.Open(h.Path)
-	if err != nil {
-		sp.cancel()
-		return fmt.Errorf("open %s: %w", sp.disk(), err)
-	}
-	var wd *wdmdclient.Session
-	if w := h.Wdmd; w != nil {
-		// The same connection to wdmd: it never closes, so the expiry
-		// wdmd holds for us never lapses (docs/upgrade.md "Adopting wdmd sessions").
-		if wd, err = wdmdclient.AdoptSession(files[w.FD], w.Name, w.Active); err != nil {
-			sp.cancel()
-			_ = dev.Close()
-			return err
-		}
-	}
+// adoptedRunner configures the runner of a handed-over lockspace as a
+// join would, on dev with sizes g; with a wdmd session, each renewal
+// moves its expiry.
+func (m *Lockspaces) adoptedRunner(cfg *Settings, sp *space, h *handover.Lockspace, g diskfmt.Geometry,
+	dev diskfmt.Device, wd *wdmdclient.Session) (*delta.Lockspace, error) {
 	hist := cfg.RenewalHistorySize
 	if hist <= 0 {
 		hist = -1
@@ -242,9 +319,9 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 	var run *delta.Lockspace
 	dcfg := delta.Config{
 		Dev: dev, Offset: int64(h.Offset), Space: h.Name, HostID: h.HostID, Geometry: g,
-		HostName: ls.hostName(), IOTimeout: io, WatchdogFireTimeout: cfg.WatchdogFireTimeout,
-		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: ls.cfg.Clock, Log: sp.deltaLog(),
-		DebugRenew: cfg.DebugRenew, OnRenewal: sp.onRenewal(ls.renewalHook(h.Name)),
+		HostName: m.hostName(), IOTimeout: int(h.IOTimeout), WatchdogFireTimeout: cfg.WatchdogFireTimeout,
+		SetBitmapSeconds: cfg.SetBitmapSeconds, HistorySize: hist, Clock: m.cfg.Clock, Log: sp.deltaLog(),
+		DebugRenew: cfg.DebugRenew, OnRenewal: sp.onRenewal(m.renewalHook(h.Name)),
 	}
 	if wd != nil {
 		dcfg.OnRenewed = func(ts uint64) {
@@ -252,62 +329,47 @@ func (a *Adoption) prepareSpace(ls *Lockspaces, cfg *Settings, h *handover.Locks
 			failSecs := uint64(delta.IDRenewalFailSeconds(run.Timing().IOTimeout))
 			if err := wd.Renewed(ts, ts+failSecs); err != nil {
 				// As after a join: wdmd is gone, stop renewing (docs/wdmd.md "wdmd crash").
-				ls.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %s: renewals stopped, lockspace %s",
+				m.lg().Error(fmt.Sprintf("s%d wdmd_test_live %d failed %s: renewals stopped, lockspace %s",
 					sp.id, ts, causeLog(err, 0), sp.ls.Name))
 				run.Halt()
 			}
 		}
 	}
+	var err error
 	run, err = delta.New(dcfg)
-	if err != nil {
-		sp.cancel()
-		_ = dev.Close()
-		if wd != nil {
-			_ = wd.Close() // our duplicate only: the old image keeps its own
-		}
-		return err
-	}
-	res := delta.Resume{Leader: ld, LastSuccess: h.Timestamp, AcquireLastSuccess: h.AcquireLastSuccess}
-	res.Hosts, err = hostTableIn(h.HostTable)
-	if err == nil {
-		err = run.CheckResume(res)
-	}
-	for _, e := range h.History {
-		res.History = append(res.History, delta.HistoryEntry{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
+	return run, err
+}
+
+// renewalStateIn is the record a runner continues from: the handed-over
+// delta lease record ld, its last successes and host table.
+func renewalStateIn(h *handover.Lockspace, ld diskfmt.Leader) (delta.RenewalState, error) {
+	rs := delta.RenewalState{Leader: ld, LastSuccess: h.Timestamp, AcquireLastSuccess: h.AcquireLastSuccess}
+	var err error
+	rs.Hosts, err = hostTableIn(h.HostTable)
+	return rs, err
+}
+
+// historyIn is the inverse of renewalsOut.
+func historyIn(in []handover.Renewal) []delta.HistoryEntry {
+	var out []delta.HistoryEntry
+	for _, e := range in {
+		out = append(out, delta.HistoryEntry{Timestamp: e.Timestamp, ReadMs: e.ReadMs,
 			WriteMs: e.WriteMs, NextTimeouts: e.NextTimeouts, NextErrors: e.NextErrors})
 	}
-	if err != nil {
-		sp.cancel()
-		_ = dev.Close()
-		if wd != nil {
-			_ = wd.Close()
-		}
-		return err
-	}
-	sp.run = run
-	if wd != nil {
-		sp.wd, sp.wdActive = wd, h.Wdmd.Active
-	}
-	// The event listeners: our copies of the same connections, added to
-	// the lockspace before anything can send on them (it is on no list
-	// until Start).
+	return out
+}
+
+// adoptListeners adds our copies of the lockspace's event listeners (the
+// same connections) to sp before anything can send on them: sp is on no
+// list until Adoption.Start.
+func (a *Adoption) adoptListeners(sp *space, h *handover.Lockspace, files []*os.File) error {
 	for _, fd := range h.EventListeners {
 		l, err := a.listener(files[fd])
 		if err != nil {
-			for _, x := range sp.listeners {
-				_ = x.Close() // our copy only
-			}
-			sp.listeners = nil
-			sp.cancel()
-			_ = dev.Close()
-			if wd != nil {
-				_ = wd.Close()
-			}
 			return fmt.Errorf("event listener: %w", err)
 		}
 		sp.listeners = append(sp.listeners, l)
 	}
-	a.spaces = append(a.spaces, adoptedSpace{sp: sp, run: run, dev: dev, resume: res})
 	return nil
 }
 
@@ -472,7 +534,7 @@ func (a *Adoption) Abort() {
 func (a *Adoption) Start() {
 	ls := a.m.Lockspaces
 	for _, x := range a.spaces {
-		sp, run, dev, res := x.sp, x.run, x.dev, x.resume
+		sp, run, dev, res := x.sp, x.run, x.dev, x.rs
 		ls.mu.Lock()
 		ls.lists[listSpaces] = append([]*space{sp}, ls.lists[listSpaces]...)
 		ls.wg.Add(2)
@@ -481,7 +543,7 @@ func (a *Adoption) Start() {
 			wire.LockspaceString(&sp.ls), res.Leader.OwnerGeneration, res.LastSuccess))
 		go func() {
 			defer ls.wg.Done()
-			err := run.RunResumed(sp.ctx, res)
+			err := run.RunAdopted(sp.ctx, res)
 			st := run.Status()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				sp.log().Info("lockspace runner stopped", zap.Int("released", b2i(st.Released)), spaceField(sp.ls.Name),

@@ -55,13 +55,14 @@ type LockspacesConfig struct {
 // WatchdogSession is one lockspace's use of the watchdog (docs/wdmd.md "sanlock side"):
 // Activate after the host_id lease is acquired (expiry L + 8*io_timeout),
 // Renewed after each renewal, Deactivate once no process uses the
-// lockspace any more, Close at the end. wdmdclient.Session is the
-// production one.
+// lockspace any more, Close at the end; a handover carries it
+// (WatchdogHandover). wdmdclient.Session is the production one.
 type WatchdogSession interface {
 	Activate(renewal, expire uint64) error
 	Renewed(ts, expire uint64) error
 	Deactivate() error
 	Close() error
+	WatchdogHandover
 }
 
 // LockspaceUsage is what the lockspaces need from the resource side

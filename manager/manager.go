@@ -117,6 +117,7 @@ type Listener interface {
 	// FD is the descriptor number, for log lines.
 	FD() int
 	Close() error
+	ListenerHandover
 }
 
 // Manager is the lease manager of one host: the lockspaces (delta leases),

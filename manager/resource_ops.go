@@ -63,6 +63,11 @@ type AcquireRequest struct {
 	Resources []wire.Resource
 	Flags     uint32 // client.Acquire* command flags
 	OwnerName string // the client record's new name
+
+	// Guard, if set, is asked before each paxos write of the acquire
+	// (paxos.WriteGuard): a handed-over request is cancellable only until
+	// its first write.
+	Guard paxos.WriteGuard
 }
 
 // Acquire acquires req.Resources for client id, all or none.
@@ -160,7 +165,7 @@ func (m *Resources) acquire(ctx context.Context, lc *leaseClient, q AcquireReque
 		m.lastTokID++
 		tk := &token{id: m.lastTokID, client: lc.id, pid: pid, res: q.Resources[i], flags: q.Resources[i].Flags}
 		m.mu.Unlock()
-		if err := m.acquireToken(ctx, tk, hosts[i], q.Flags); err != nil {
+		if err := m.acquireToken(ctx, tk, hosts[i], q.Flags, q.Guard); err != nil {
 			undo()
 			m.done(lc)
 			return &spaceErr{space: q.Resources[i].LockspaceName, err: err}
@@ -318,6 +323,10 @@ func (m *Resources) Inquire(id ClientID) ([]wire.Resource, error) {
 type ConvertRequest struct {
 	Resource *wire.Resource // Flags: wire.ResShared for shared; nil: -EINVAL
 	Flags    uint32         // wire.ConvertOwnerNowait
+
+	// Guard, if set, is asked before each paxos write of the convert
+	// (as AcquireRequest.Guard).
+	Guard paxos.WriteGuard
 }
 
 // Convert converts a held resource of client id between shared and
@@ -366,7 +375,8 @@ func (m *Resources) convert(ctx context.Context, lc *leaseClient, q ConvertReque
 	m.mu.Unlock()
 
 	r.opMu.Lock()
-	err := r.held.Convert(ctx, toShared, q.Flags&wire.ConvertOwnerNowait != 0)
+	err := r.held.Convert(ctx, paxos.ConvertRequest{Shared: toShared,
+		OwnerNowait: q.Flags&wire.ConvertOwnerNowait != 0, Guard: q.Guard})
 	lver := r.held.Lver()
 	r.opMu.Unlock()
 

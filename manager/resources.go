@@ -242,8 +242,9 @@ func closeDevs(devs []diskfmt.Device) {
 // --- acquire ---------------------------------------------------------------
 
 // acquireToken runs the local checks of docs/paxos.md "Local checks" for t and, when they
-// call for it, the disk acquire. On success t is attached to its resource.
-func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host, cmdFlags uint32) error {
+// call for it, the disk acquire, whose writes ask guard (nil: none). On
+// success t is attached to its resource.
+func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host, cmdFlags uint32, guard paxos.WriteGuard) error {
 	key := resKey{t.res.LockspaceName, t.res.Name}
 	shared := t.shared()
 
@@ -304,6 +305,7 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 		Shared:      shared,
 		OwnerNowait: cmdFlags&wire.AcquireOwnerNowait != 0,
 		LVB:         cmdFlags&wire.AcquireLVB != 0,
+		Guard:       guard,
 	}
 	if t.res.Flags&wire.ResLVer != 0 {
 		req.Lver = t.res.LVer

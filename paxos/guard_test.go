@@ -13,8 +13,8 @@ import (
 	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
-// handoverGuard is a WriteGuard with the rules of a reexec's pending
-// request (daemon/reexec Slot): cancel succeeds only before the first
+// handoverGuard is a WriteGuard with the rules of a handed-over pending
+// request (handover/serving Slot): cancel succeeds only before the first
 // write, and a write goes out only if no cancel came first.
 type handoverGuard struct {
 	mu        sync.Mutex
@@ -49,7 +49,7 @@ func (g *handoverGuard) tryCancel() bool {
 func guarded() (context.Context, *handoverGuard) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &handoverGuard{cancel: cancel}
-	return WithWriteGuard(ctx, g), g
+	return ctx, g
 }
 
 func writes(ops []ioOp) int {
@@ -81,7 +81,7 @@ func TestGuardCancelBeforeWrite(t *testing.T) {
 		ctx, g := guarded()
 		done := make(chan error, 1)
 		go func() {
-			_, err := h2.Acquire(ctx, AcquireRequest{})
+			_, err := h2.Acquire(ctx, AcquireRequest{Guard: g})
 			done <- err
 		}()
 		// Well inside host_dead_seconds: the acquire waits on the owner.
@@ -124,7 +124,7 @@ func TestGuardCancelAfterWrite(t *testing.T) {
 		})
 		var ctx context.Context
 		ctx, g = guarded()
-		r, err := h.Acquire(ctx, AcquireRequest{})
+		r, err := h.Acquire(ctx, AcquireRequest{Guard: g})
 		ops := cd.take()
 		if after {
 			assert.False(t, cancelled, "an acquire that has written is not cancelled")
@@ -195,7 +195,7 @@ func TestGuardConvert(t *testing.T) {
 		hd.reads, hd.writes, armed = 0, 0, true
 		var ctx context.Context
 		ctx, g = guarded()
-		err = r.Convert(ctx, false, false)
+		err = r.Convert(ctx, ConvertRequest{Guard: g})
 		ops := cd.take()
 		if after {
 			assert.False(t, cancelled, "a convert that has written is not cancelled")
@@ -211,12 +211,12 @@ func TestGuardConvert(t *testing.T) {
 		assert.Equal(t, ldBefore, c.leader(0))
 
 		// EX→SH, cancelled before it starts: its first I/O is a write.
-		require.NoError(t, r.Convert(bg, false, false))
+		require.NoError(t, r.Convert(bg, ConvertRequest{}))
 		before, ldBefore = sector(), c.leader(0)
 		cd.take()
 		ctx, g = guarded()
 		require.True(t, g.tryCancel())
-		require.Error(t, r.Convert(ctx, true, false))
+		require.Error(t, r.Convert(ctx, ConvertRequest{Shared: true, Guard: g}))
 		assert.Empty(t, cd.take())
 		assert.False(t, r.Shared(), "the exclusive hold stays")
 		assert.Equal(t, before, sector())

@@ -276,6 +276,8 @@ type Lease struct {
 	Host  *Host
 	Name  string // resource name
 	Disks []Disk
+
+	guard WriteGuard // set on the copy one guarded request runs on (guardedBy)
 }
 
 func (l *Lease) validate() error {

@@ -38,7 +38,7 @@ func (l *Lease) read(ctx context.Context, disk int, n int, rel int64) (*diskio.B
 }
 
 func (l *Lease) write(ctx context.Context, disk int, buf []byte, rel int64) error {
-	return writeDisk(ctx, l.Disks[disk], buf, rel, l.Host.ioTimeout())
+	return writeDisk(ctx, l.guard, l.Disks[disk], buf, rel, l.Host.ioTimeout())
 }
 
 // readDisk reads n bytes at rel on d with its own io_timeout deadline (a
@@ -49,9 +49,10 @@ func readDisk(ctx context.Context, d Disk, n int, rel int64, timeout time.Durati
 	return diskio.ReadBuf(ioctx, d.Dev, n, d.Offset+rel)
 }
 
-// A write refused by ctx's WriteGuard (guard.go) is not issued.
-func writeDisk(ctx context.Context, d Disk, buf []byte, rel int64, timeout time.Duration) error {
-	if !AllowWrite(ctx) {
+// writeDisk writes buf at rel on d with its own io_timeout deadline. A
+// write that guard refuses (guard.go) is not issued.
+func writeDisk(ctx context.Context, guard WriteGuard, d Disk, buf []byte, rel int64, timeout time.Duration) error {
+	if !allowWrite(guard) {
 		return errWriteRefused
 	}
 	ioctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
@@ -229,7 +230,7 @@ func (l *Lease) leaderRead(ctx context.Context, ss int) (diskfmt.Leader, error) 
 
 // writeLeader writes the leader to every disk (WriteLeader).
 func (l *Lease) writeLeader(ctx context.Context, ld *diskfmt.Leader, ss int) error {
-	return WriteLeader(ctx, LeaderIO{Disks: l.Disks, SectorSize: ss, IOTimeout: l.Host.ioTimeout()}, ld)
+	return WriteLeader(ctx, LeaderIO{Disks: l.Disks, SectorSize: ss, IOTimeout: l.Host.ioTimeout(), guard: l.guard}, ld)
 }
 
 // LeaderIO names the leader sectors of one resource lease: the lease's
@@ -244,6 +245,8 @@ type LeaderIO struct {
 	// own read or write error (an errno, as the sanlock 3.8.5 direct tool
 	// prints it) instead of SANLK_LEADER_READ / SANLK_LEADER_WRITE.
 	DeviceErrors bool
+
+	guard WriteGuard // the guarded request's, for writeLeader
 }
 
 // ReadLeader reads sector 0 of every disk (docs/paxos.md "Several disks")
@@ -301,7 +304,7 @@ func WriteLeader(ctx context.Context, lio LeaderIO, ld *diskfmt.Leader) error {
 	ok, timedOut := 0, false
 	var lastErr error
 	for _, d := range lio.Disks {
-		if err := writeDisk(ctx, d, leaderSector(ld, lio.SectorSize), 0, lio.IOTimeout); err != nil {
+		if err := writeDisk(ctx, lio.guard, d, leaderSector(ld, lio.SectorSize), 0, lio.IOTimeout); err != nil {
 			lastErr = err
 			timedOut = timedOut || isTimeout(err)
 			continue

@@ -71,11 +71,11 @@ func TestIOCounts(t *testing.T) {
 		"W", 512, 1536, "R", 512, 0, "W", 512, 0), cd2.take())
 
 	// SH→EX: 6 ballot I/Os carrying the mode block, then the own sector.
-	require.NoError(t, r.Convert(bg, false, false))
+	require.NoError(t, r.Convert(bg, ConvertRequest{}))
 	assert.Equal(t, ops("R", MiB, 0, "W", 512, 1536, "R", MiB, 0, "W", 512, 1536, "R", MiB, 0, "W", 512, 0,
 		"W", 512, 1536), cd2.take())
 	// EX→SH: combined write, leader read, leader write.
-	require.NoError(t, r.Convert(bg, true, false))
+	require.NoError(t, r.Convert(bg, ConvertRequest{Shared: true}))
 	assert.Equal(t, ops("W", 512, 1536, "R", 512, 0, "W", 512, 0), cd2.take())
 	require.NoError(t, r.Release(bg, ReleaseOptions{}))
 	assert.Equal(t, ops("W", 512, 1536), cd2.take())

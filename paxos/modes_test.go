@@ -149,9 +149,9 @@ func TestConvert(t *testing.T) {
 			require.NoError(t, err)
 			s2, err := h2.Acquire(bg, AcquireRequest{Shared: true})
 			require.NoError(t, err)
-			assert.Equal(t, ErrEALREADY, code(s1.Convert(bg, true, false)))
+			assert.Equal(t, ErrEALREADY, code(s1.Convert(bg, ConvertRequest{Shared: true})))
 
-			assert.Equal(t, rescode.ErrEAGAIN, code(s1.Convert(bg, false, false)))
+			assert.Equal(t, rescode.ErrEAGAIN, code(s1.Convert(bg, ConvertRequest{})))
 			assert.True(t, s1.Shared())
 			ld := c.leader(0)
 			assert.Zero(t, ld.Timestamp, "leader freed again")
@@ -161,7 +161,7 @@ func TestConvert(t *testing.T) {
 			assert.Zero(t, d.Flags, "dblock not RELEASED (quirk Q8)")
 
 			require.NoError(t, s2.Release(bg, ReleaseOptions{}))
-			require.NoError(t, s1.Convert(bg, false, false))
+			require.NoError(t, s1.Convert(bg, ConvertRequest{}))
 			assert.False(t, s1.Shared())
 			ld = c.leader(0)
 			assert.Equal(t, uint64(1), ld.OwnerID)
@@ -172,7 +172,7 @@ func TestConvert(t *testing.T) {
 			_, err = h2.Acquire(bg, AcquireRequest{Shared: true})
 			assert.Equal(t, rescode.ErrAcquireIDLive, code(err))
 
-			require.NoError(t, s1.Convert(bg, true, false))
+			require.NoError(t, s1.Convert(bg, ConvertRequest{Shared: true}))
 			assert.True(t, s1.Shared())
 			assert.Zero(t, c.leader(0).Timestamp)
 			_, mb = c.hostBlock(0, 1)

@@ -20,6 +20,18 @@ type AcquireRequest struct {
 	Lver        uint64 // SANLK_RES_LVER: required current lver (0 = any)
 	NumHosts    uint64 // SANLK_RES_NUM_HOSTS: new num_hosts (0 = keep)
 	LVB         bool   // SANLK_ACQUIRE_LVB: read the lock value block
+
+	// Guard, if set, is asked before each write of the acquire (guard.go).
+	Guard WriteGuard
+}
+
+// ConvertRequest is one Convert of a held lease.
+type ConvertRequest struct {
+	Shared      bool // convert to shared; false: to exclusive
+	OwnerNowait bool // SANLK_CONVERT_OWNER_NOWAIT
+
+	// Guard, if set, is asked before each write of the convert (guard.go).
+	Guard WriteGuard
 }
 
 // Held is a resource lease this host holds, exclusive or shared: what the
@@ -69,6 +81,17 @@ func isOwnedCode(err error) bool {
 func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) {
 	if err := l.validate(); err != nil {
 		return nil, wrap("acquire", err, nil)
+	}
+	if req.Guard != nil {
+		// The acquire runs on a guarded copy of l; the hold it returns
+		// keeps l, so its later releases and converts are unguarded.
+		g := req.Guard
+		req.Guard = nil
+		r, err := l.guardedBy(g).Acquire(ctx, req)
+		if r != nil {
+			r.lease = l
+		}
+		return r, err
 	}
 	h := l.Host
 	lg := h.log().With(zap.String("resource", l.Name))
@@ -304,18 +327,20 @@ func (r *Held) lvbSector() []byte {
 // -EAGAIN if another live host still holds it shared; the shared hold stays
 // on any failure. To shared it frees the leader and records our SHARED mode
 // block. Converting to the current mode is -EALREADY.
-func (r *Held) Convert(ctx context.Context, toShared, ownerNowait bool) error {
-	if toShared == r.shared {
+func (r *Held) Convert(ctx context.Context, req ConvertRequest) error {
+	if req.Shared == r.shared {
 		return wrap("convert", ErrEALREADY, nil)
 	}
-	if toShared {
-		return wrap("convert", r.toShared(ctx), nil)
+	l := r.lease.guardedBy(req.Guard)
+	if req.Shared {
+		return wrap("convert", r.toShared(ctx, l), nil)
 	}
-	return r.toExclusive(ctx, ownerNowait)
+	return r.toExclusive(ctx, l, req.OwnerNowait)
 }
 
-func (r *Held) toExclusive(ctx context.Context, ownerNowait bool) error {
-	l := r.lease
+// toExclusive, retractConvert and toShared issue their I/O through l: the
+// hold's lease, or the guarded copy of it that the convert runs on.
+func (r *Held) toExclusive(ctx context.Context, l *Lease, ownerNowait bool) error {
 	h := l.Host
 	st := &acquireState{ss: r.Geometry.SectorSize, align: r.Geometry.AlignSize, shared: map[uint64]bool{}}
 	mb := diskfmt.ModeBlock{Flags: diskfmt.ModeShared, Generation: h.Generation}
@@ -330,7 +355,7 @@ func (r *Held) toExclusive(ctx context.Context, ownerNowait bool) error {
 			if h.TestBugs&BugEraseRetract == 0 {
 				r.Dblock = st.dblock
 			}
-			r.retractConvert(ctx, &ld)
+			r.retractConvert(ctx, l, &ld)
 		}
 		return wrap("convert", err, leaderIfKnown(&ld))
 	}
@@ -340,7 +365,7 @@ func (r *Held) toExclusive(ctx context.Context, ownerNowait bool) error {
 	if st.sharedCount > 1 {
 		live, err := l.clearDeadShared(ctx, st)
 		if err != nil {
-			r.retractConvert(ctx, &ld)
+			r.retractConvert(ctx, l, &ld)
 			return wrap("convert", err, &ld)
 		}
 		if live > 0 {
@@ -361,8 +386,7 @@ func (r *Held) toExclusive(ctx context.Context, ownerNowait bool) error {
 // retractConvert frees a leader a failed SH→EX convert may have committed:
 // up to three more tries on I/O timeouts, io_timeout apart; any other
 // failure marks the resource for an erase-all release.
-func (r *Held) retractConvert(ctx context.Context, ld *diskfmt.Leader) {
-	l := r.lease
+func (r *Held) retractConvert(ctx context.Context, l *Lease, ld *diskfmt.Leader) {
 	h := l.Host
 	var last *diskfmt.Leader
 	if ld.Lver != 0 {
@@ -383,8 +407,7 @@ func (r *Held) retractConvert(ctx context.Context, ld *diskfmt.Leader) {
 	}
 }
 
-func (r *Held) toShared(ctx context.Context) error {
-	l := r.lease
+func (r *Held) toShared(ctx context.Context, l *Lease) error {
 	h := l.Host
 	ss := r.Geometry.SectorSize
 	if r.lvbDirty {

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -314,6 +315,9 @@ func (w *fakeWatchdog) Renewed(ts, e uint64) error {
 }
 func (w *fakeWatchdog) Deactivate() error { w.add("deactivate"); return nil }
 func (w *fakeWatchdog) Close() error      { w.add("close"); return nil }
+func (w *fakeWatchdog) Handover() (*os.File, string, bool, error) {
+	return nil, "", false, errors.New("a fake watchdog cannot be handed over")
+}
 func (w *fakeWatchdog) list() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()

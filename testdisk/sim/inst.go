@@ -2,8 +2,10 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -190,6 +192,11 @@ func (w simWatchdog) Activate(renewal, expire uint64) error {
 func (w simWatchdog) Renewed(ts, expire uint64) error {
 	w.in.wdLast, w.in.wdExp = ts, expire
 	return nil
+}
+
+// Handover refuses: the simulator hands no lockspace over.
+func (w simWatchdog) Handover() (*os.File, string, bool, error) {
+	return nil, "", false, errors.New("a simulated watchdog cannot be handed over")
 }
 
 func (w simWatchdog) Deactivate() error {

@@ -9,9 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Live re-exec of the sanlock daemon (docs/upgrade.md "Adopting wdmd
-// sessions"): the session's connection is handed to the new process as a
-// duplicate fd, so wdmd never sees it close and the expiry it holds for
+// Handover of a wdmd session (docs/upgrade.md "Adopting wdmd sessions"):
+// the session's connection is handed to the new image as a duplicate fd, so wdmd never sees it close and the expiry it holds for
 // the lockspace never lapses; the new process continues the same session.
 
 // Handover returns a close-on-exec duplicate of the session's connection

@@ -10,24 +10,24 @@ import (
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
-// Live re-exec (docs/upgrade.md "Adopting lockspaces"): the serving
-// daemon pauses the renewals of a joined lockspace (Pause), reads the
-// state a renewal needs (Resumable), and hands it to a new process, which
-// continues the same membership with RunResumed: no acquire, the same
+// Handover of a joined lockspace (docs/upgrade.md "Adopting lockspaces"):
+// the serving daemon pauses its renewals (Pause), reads the state a
+// renewal needs (HandoverState) and hands it to a new image, which checks
+// it (CheckAdopt) and continues the same membership with RunAdopted: no acquire, the same
 // generation, and the next renewal due at the handed-over last success +
 // id_renewal_seconds, exactly as if the renewals had never changed hands.
 // Both sides use CLOCK_MONOTONIC seconds (the same clock in every process
 // of a boot), so the last-success time keeps its meaning and every expiry
 // computed from it (own-lease check, wdmd, other hosts) is unchanged.
 
-// ErrNotResumable is returned by Resumable for a lockspace whose renewals
+// ErrNoHandover is returned by HandoverState for a lockspace whose renewals
 // cannot change hands now: not joined, stopped, halted, or its last
 // renewal attempt failed (the new image could not know whether that write
 // landed).
-var ErrNotResumable = errors.New("delta: lockspace cannot be handed over now")
+var ErrNoHandover = errors.New("delta: lockspace cannot be handed over now")
 
-// Resume is the state a renewal loop continues from.
-type Resume struct {
+// RenewalState is the state a renewal loop continues from.
+type RenewalState struct {
 	// Leader is our record as last written (acquire or renewal).
 	Leader diskfmt.Leader
 	// LastSuccess is the monotime of the last successful acquire or
@@ -48,7 +48,7 @@ type pauseGate struct {
 	sem    chan struct{} // holds a token while a renewal runs or while paused
 	paused bool
 	halted bool // the halted flag before the pause
-	cur    *Resume
+	cur    *RenewalState
 	ok     bool // the renewer's last attempt succeeded
 	live   bool // a renewal loop runs
 }
@@ -80,7 +80,7 @@ func (ls *Lockspace) leaveRenewal(r *renewer, entered bool) {
 	g := &ls.pause
 	g.init()
 	g.mu.Lock()
-	g.cur = &Resume{Leader: r.last, LastSuccess: r.lastSuccess}
+	g.cur = &RenewalState{Leader: r.last, LastSuccess: r.lastSuccess}
 	g.ok, g.live = r.prevOK, true
 	g.mu.Unlock()
 	if entered {
@@ -89,7 +89,7 @@ func (ls *Lockspace) leaveRenewal(r *renewer, entered bool) {
 }
 
 // Pause waits for a renewal in flight to end and holds every further one
-// until Unpause. While paused, a Run or RunResumed whose context ends
+// until Unpause. While paused, a Run or RunAdopted whose context ends
 // returns without releasing the lease: the lease may be another
 // process's by then. It fails if ctx ends first.
 func (ls *Lockspace) Pause(ctx context.Context) error {
@@ -121,28 +121,28 @@ func (ls *Lockspace) Unpause() {
 	<-g.sem
 }
 
-// Resumable returns the state a RunResumed in another process continues
-// from. Call it while paused; it fails with ErrNotResumable when the
+// HandoverState returns the state a RunAdopted in another process continues
+// from. Call it while paused; it fails with ErrNoHandover when the
 // renewals cannot change hands.
-func (ls *Lockspace) Resumable() (Resume, error) {
+func (ls *Lockspace) HandoverState() (RenewalState, error) {
 	g := &ls.pause
 	g.mu.Lock()
 	paused, cur, ok, live, wasHalted := g.paused, g.cur, g.ok, g.live, g.halted
 	g.mu.Unlock()
 	switch {
 	case !paused:
-		return Resume{}, fmt.Errorf("%w: not paused", ErrNotResumable)
+		return RenewalState{}, fmt.Errorf("%w: not paused", ErrNoHandover)
 	case !live || cur == nil:
-		return Resume{}, fmt.Errorf("%w: not renewing", ErrNotResumable)
+		return RenewalState{}, fmt.Errorf("%w: not renewing", ErrNoHandover)
 	case wasHalted:
-		return Resume{}, fmt.Errorf("%w: renewals halted", ErrNotResumable)
+		return RenewalState{}, fmt.Errorf("%w: renewals halted", ErrNoHandover)
 	case !ok:
-		return Resume{}, fmt.Errorf("%w: the last renewal failed", ErrNotResumable)
+		return RenewalState{}, fmt.Errorf("%w: the last renewal failed", ErrNoHandover)
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.status.Stopped || !ls.status.Joined {
-		return Resume{}, fmt.Errorf("%w: not joined", ErrNotResumable)
+		return RenewalState{}, fmt.Errorf("%w: not joined", ErrNoHandover)
 	}
 	r := *cur
 	r.AcquireLastSuccess = ls.status.AcquireLastSuccess
@@ -156,42 +156,42 @@ func (ls *Lockspace) Resumable() (Resume, error) {
 	return r, nil
 }
 
-// CheckResume checks that st can continue this (not yet running)
+// CheckAdopt checks that st can continue this (not yet running)
 // lockspace: the geometry is known (Config.Geometry), the record is a
 // valid delta lease of this lockspace owned by our host_id with a
 // generation, its timestamp is the last success, and the last success is
 // not in the future. It does no I/O.
-func (ls *Lockspace) CheckResume(st Resume) error {
+func (ls *Lockspace) CheckAdopt(st RenewalState) error {
 	g := ls.lease.Geometry
 	if _, ok := diskfmt.LookupGeometry(g.SectorSize, g.AlignSize); !ok || g.MaxHosts == 0 {
-		return fmt.Errorf("delta: resume %s: unknown geometry %s: %w", ls.cfg.Space, g, rescode.ErrEINVAL)
+		return fmt.Errorf("delta: adopt %s: unknown geometry %s: %w", ls.cfg.Space, g, rescode.ErrEINVAL)
 	}
 	if ls.cfg.HostID > uint64(g.MaxHosts) {
-		return fmt.Errorf("delta: resume %s: host_id %d beyond the lockspace", ls.cfg.Space, ls.cfg.HostID)
+		return fmt.Errorf("delta: adopt %s: host_id %d beyond the lockspace", ls.cfg.Space, ls.cfg.HostID)
 	}
 	l := &st.Leader
 	switch {
 	case l.Magic != diskfmt.DeltaMagic:
-		return fmt.Errorf("delta: resume %s: record magic %#x is not a delta lease", ls.cfg.Space, l.Magic)
+		return fmt.Errorf("delta: adopt %s: record magic %#x is not a delta lease", ls.cfg.Space, l.Magic)
 	case l.Checksum != l.ComputeChecksum():
-		return fmt.Errorf("delta: resume %s: record checksum mismatch", ls.cfg.Space)
+		return fmt.Errorf("delta: adopt %s: record checksum mismatch", ls.cfg.Space)
 	case cstr(l.SpaceName[:]) != ls.cfg.Space:
-		return fmt.Errorf("delta: resume %s: record of lockspace %q", ls.cfg.Space, cstr(l.SpaceName[:]))
+		return fmt.Errorf("delta: adopt %s: record of lockspace %q", ls.cfg.Space, cstr(l.SpaceName[:]))
 	case l.OwnerID != ls.cfg.HostID:
-		return fmt.Errorf("delta: resume %s: record owned by host_id %d, not %d", ls.cfg.Space, l.OwnerID, ls.cfg.HostID)
+		return fmt.Errorf("delta: adopt %s: record owned by host_id %d, not %d", ls.cfg.Space, l.OwnerID, ls.cfg.HostID)
 	case l.OwnerGeneration == 0:
-		return fmt.Errorf("delta: resume %s: record without a generation", ls.cfg.Space)
+		return fmt.Errorf("delta: adopt %s: record without a generation", ls.cfg.Space)
 	case l.Timestamp == 0 || l.Timestamp != st.LastSuccess:
-		return fmt.Errorf("delta: resume %s: record timestamp %d, last success %d", ls.cfg.Space, l.Timestamp, st.LastSuccess)
+		return fmt.Errorf("delta: adopt %s: record timestamp %d, last success %d", ls.cfg.Space, l.Timestamp, st.LastSuccess)
 	case st.LastSuccess > ls.now():
-		return fmt.Errorf("delta: resume %s: last success %d is in the future (now %d)", ls.cfg.Space, st.LastSuccess, ls.now())
+		return fmt.Errorf("delta: adopt %s: last success %d is in the future (now %d)", ls.cfg.Space, st.LastSuccess, ls.now())
 	}
 	if st.Hosts != nil {
 		if ls.hosts == nil {
-			return fmt.Errorf("delta: resume %s: host table without a geometry", ls.cfg.Space)
+			return fmt.Errorf("delta: adopt %s: host table without a geometry", ls.cfg.Space)
 		}
 		if err := ls.hosts.checkRestore(st.Hosts, ls.now()); err != nil {
-			return fmt.Errorf("delta: resume %s: %w", ls.cfg.Space, err)
+			return fmt.Errorf("delta: adopt %s: %w", ls.cfg.Space, err)
 		}
 	}
 	return nil
@@ -206,7 +206,7 @@ func cstr(b []byte) string {
 	return string(b)
 }
 
-// RunResumed is Run for a lockspace handed over by another process: it
+// RunAdopted is Run for a lockspace handed over by another process: it
 // publishes st as if this process had acquired and renewed the lease,
 // closes Joined at once, and renews from st.Leader with the next renewal
 // at st.LastSuccess + id_renewal_seconds (at once if that is past). The
@@ -214,9 +214,9 @@ func cstr(b []byte) string {
 // st.Leader (docs/delta.md "One renewal"); if not, the renewals fail and
 // the own-lease check does the rest. Like Run, it releases the lease when
 // ctx ends, unless paused or halted.
-func (ls *Lockspace) RunResumed(ctx context.Context, st Resume) error {
+func (ls *Lockspace) RunAdopted(ctx context.Context, st RenewalState) error {
 	defer close(ls.done)
-	if err := ls.CheckResume(st); err != nil {
+	if err := ls.CheckAdopt(st); err != nil {
 		ls.mu.Lock()
 		ls.status.AcquireLastResult, ls.status.RenewalLastResult = rescode.ErrEINVAL, rescode.ErrEINVAL
 		ls.status.Stopped = true
@@ -239,7 +239,7 @@ func (ls *Lockspace) RunResumed(ctx context.Context, st Resume) error {
 		}
 	}
 	if st.Hosts != nil {
-		// Checked by CheckResume: the table continues as if this process
+		// Checked by CheckAdopt: the table continues as if this process
 		// had made every processing (docs/upgrade.md "Adopting lockspaces").
 		ls.hosts.restore(st.Hosts)
 		ls.processed = ls.status.Reads

@@ -1,4 +1,4 @@
-package reexec
+package serving
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
@@ -111,9 +110,11 @@ func TestSlotGuarded(t *testing.T) {
 
 	// Cancelled before any write: its writes are refused, it is redone.
 	ctx := s.StartGuarded(context.Background(), raw)
+	g := s.Guard()
+	require.NotNil(t, g)
 	s.Cancel(cause)
 	assert.ErrorIs(t, context.Cause(ctx), cause)
-	assert.False(t, paxos.AllowWrite(ctx), "a cancelled request writes nothing")
+	assert.False(t, g.BeforeWrite(), "a cancelled request writes nothing")
 	assert.True(t, s.Hold(reply(-1)))
 	redo, got, _ := s.End(nil)
 	assert.True(t, redo)
@@ -121,18 +122,20 @@ func TestSlotGuarded(t *testing.T) {
 
 	// Written first: the cancel does nothing, the reply goes out.
 	ctx = s.StartGuarded(context.Background(), raw)
-	assert.True(t, paxos.AllowWrite(ctx))
+	g = s.Guard()
+	assert.True(t, g.BeforeWrite())
 	s.Cancel(cause)
 	assert.NoError(t, ctx.Err(), "a request that has written is not cancelled")
-	assert.True(t, paxos.AllowWrite(ctx))
+	assert.True(t, g.BeforeWrite())
 	assert.False(t, s.Hold(reply(0)))
 	redo, _, held := s.End(nil)
 	assert.False(t, redo)
 	assert.Empty(t, held)
 
-	// Unguarded: writes are not asked about.
-	ctx = s.Start(context.Background(), raw)
+	// Unguarded: there is no guard to ask.
+	s.Start(context.Background(), raw)
+	assert.Nil(t, s.Guard())
 	s.Cancel(cause)
-	assert.True(t, paxos.AllowWrite(ctx))
 	s.End(nil)
+	assert.Nil(t, s.Guard(), "an empty slot has no guard")
 }

@@ -14,9 +14,9 @@ import (
 )
 
 // A paused lockspace renews nothing and, when its runner stops, does not
-// release; a RunResumed elsewhere continues with the same generation and
+// release; a RunAdopted elsewhere continues with the same generation and
 // the renewal cadence unbroken (docs/upgrade.md "Adopting lockspaces").
-func TestResumeContinuesRenewals(t *testing.T) {
+func TestAdoptContinuesRenewals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
@@ -26,11 +26,11 @@ func TestResumeContinuesRenewals(t *testing.T) {
 
 		// Pause and Unpause: renewals go on.
 		require.NoError(t, h.ls.Pause(ctx))
-		_, err := h.ls.Resumable()
+		_, err := h.ls.HandoverState()
 		require.NoError(t, err)
 		h.ls.Unpause()
-		_, err = h.ls.Resumable()
-		require.ErrorIs(t, err, delta.ErrNotResumable, "not paused")
+		_, err = h.ls.HandoverState()
+		require.ErrorIs(t, err, delta.ErrNoHandover, "not paused")
 		sleep(seconds(5))
 		// Pause right after a renewal, so the new runner has nothing due.
 		for reads := h.ls.Status().Reads; h.ls.Status().Reads == reads; {
@@ -38,7 +38,7 @@ func TestResumeContinuesRenewals(t *testing.T) {
 		}
 
 		require.NoError(t, h.ls.Pause(ctx))
-		st, err := h.ls.Resumable()
+		st, err := h.ls.HandoverState()
 		require.NoError(t, err)
 		writes := h.dev.writes.Load()
 		require.NoError(t, h.stop(), "a paused runner stops without releasing")
@@ -54,11 +54,11 @@ func TestResumeContinuesRenewals(t *testing.T) {
 		require.NoError(t, err)
 		bad := st
 		bad.Leader.OwnerID = 2
-		require.Error(t, ls2.CheckResume(bad))
-		require.NoError(t, ls2.CheckResume(st))
+		require.Error(t, ls2.CheckAdopt(bad))
+		require.NoError(t, ls2.CheckAdopt(st))
 		ctx2, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- ls2.RunResumed(ctx2, st) }()
+		go func() { done <- ls2.RunAdopted(ctx2, st) }()
 		<-ls2.Joined()
 		s := ls2.Status()
 		assert.True(t, s.Joined)
@@ -84,11 +84,11 @@ func TestResumeContinuesRenewals(t *testing.T) {
 	})
 }
 
-// The host table travels with the lockspace: right after RunResumed the
+// The host table travels with the lockspace: right after RunAdopted the
 // new runner reports the same entries (times included) and states as the
 // old one did, before any read of its own; a table with a time in the
 // future or out of order is refused (docs/upgrade.md "Adopting lockspaces").
-func TestResumeHostTable(t *testing.T) {
+func TestAdoptHostTable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := newLockspaceDisk(t, geo512, 1)
@@ -107,7 +107,7 @@ func TestResumeHostTable(t *testing.T) {
 			sleep(50 * time.Millisecond)
 		}
 		require.NoError(t, h.ls.Pause(ctx))
-		st, err := h.ls.Resumable()
+		st, err := h.ls.HandoverState()
 		require.NoError(t, err)
 		require.NotNil(t, st.Hosts)
 		require.NotNil(t, st.Hosts.Staged, "the unprocessed read travels")
@@ -141,12 +141,12 @@ func TestResumeHostTable(t *testing.T) {
 			ht.Hosts = append([]delta.HostStatus(nil), ht.Hosts...)
 			mut(&ht)
 			bad.Hosts = &ht
-			require.Error(t, ls2.CheckResume(bad))
+			require.Error(t, ls2.CheckAdopt(bad))
 		}
-		require.NoError(t, ls2.CheckResume(st))
+		require.NoError(t, ls2.CheckAdopt(st))
 		ctx2, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- ls2.RunResumed(ctx2, st) }()
+		go func() { done <- ls2.RunAdopted(ctx2, st) }()
 		<-ls2.Joined()
 		assert.Equal(t, beforeStaged, ls2.HostStatuses())
 		_, ok = ls2.ProcessHosts()
@@ -162,7 +162,7 @@ func TestResumeHostTable(t *testing.T) {
 		// Without a table (an older image's state) the table starts empty.
 		ls3 := newLS()
 		st.Hosts = nil
-		go func() { _ = ls3.RunResumed(ctx, st) }()
+		go func() { _ = ls3.RunAdopted(ctx, st) }()
 		<-ls3.Joined()
 		_, err = ls3.GetHosts(0)
 		assert.ErrorIs(t, err, rescode.ErrEAGAIN)

@@ -8,13 +8,13 @@ import (
 	"os/signal"
 	"strconv"
 
-	"github.com/gosanlock/gosanlock/daemon/reexec"
 	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/handover/serving"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// The new image's side of a live re-exec (docs/upgrade.md "Protocol"):
+// The new image's side of a handover (docs/upgrade.md "Protocol"):
 // `sanlock daemon` started by handover.Handover skips daemonize, the pid
 // file lock, the bind and the joins, and adopts the running daemon's
 // fds and state instead.
@@ -46,7 +46,7 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 		return fmt.Errorf("handover: %w", err)
 	}
 	if err := adoptable(ad.State); err != nil {
-		reexec.CloseAll(ad.Files)
+		serving.CloseAll(ad.Files)
 		return t.Fail(err)
 	}
 	if deps.Lockspaces == nil && deps.Manager == nil {
@@ -55,17 +55,17 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 	s := New(cfg, deps)
 	conns, err := s.prepareAdopted(ad)
 	if err != nil {
-		reexec.CloseAll(ad.Files)
+		serving.CloseAll(ad.Files)
 		return t.Fail(err)
 	}
 	var leases *manager.Adoption
 	if mg := s.deps.Manager; mg != nil {
 		if leases, err = mg.PrepareAdoption(ad.State, adoptedClients(conns), ad.Files, s.adoptListener); err != nil {
-			reexec.CloseAll(ad.Files)
+			serving.CloseAll(ad.Files)
 			return t.Fail(err)
 		}
 	} else if len(ad.State.Lockspaces)+len(ad.State.Tokens)+len(ad.State.Orphans) > 0 {
-		reexec.CloseAll(ad.Files)
+		serving.CloseAll(ad.Files)
 		return t.Fail(errors.New("this image has no lease manager"))
 	}
 	if err := t.TookOver(ctx); err != nil {
@@ -109,14 +109,14 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 	if st.PidFile.FD >= 0 {
 		s.lockf = ad.Files[st.PidFile.FD]
 	}
-	uln, fd, err := reexec.AdoptListener(ad.Files[st.Listener.FD])
+	uln, fd, err := serving.AdoptListener(ad.Files[st.Listener.FD])
 	if err != nil {
 		return nil, err
 	}
 	s.ln, s.lnFD = uln, fd
 	var conns []*Conn
 	for _, hc := range st.Clients {
-		uc, fd, err := reexec.AdoptConn(ad.Files[hc.FD], true)
+		uc, fd, err := serving.AdoptConn(ad.Files[hc.FD], true)
 		if err != nil {
 			return nil, fmt.Errorf("connection ci %d: %w", hc.Slot, err)
 		}
@@ -132,7 +132,7 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 			cs.Pid = -1
 		}
 		if len(hc.Pending) > 0 {
-			q, err := reexec.DecodePending(hc.Pending)
+			q, err := serving.DecodePending(hc.Pending)
 			if err != nil {
 				uc.Close()
 				return nil, fmt.Errorf("connection ci %d: %w", hc.Slot, err)
@@ -161,7 +161,7 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 // no slot (as after REG_EVENT) and nothing reads it but the manager's
 // non-blocking end checks.
 func (s *Server) adoptListener(f *os.File) (manager.Listener, error) {
-	uc, fd, err := reexec.AdoptConn(f, false)
+	uc, fd, err := serving.AdoptConn(f, false)
 	if err != nil {
 		return nil, fmt.Errorf("event listener: %w", err)
 	}

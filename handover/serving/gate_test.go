@@ -1,4 +1,4 @@
-package reexec
+package serving
 
 import (
 	"errors"

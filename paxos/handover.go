@@ -7,9 +7,10 @@ import (
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
-// HeldState is everything a Held carries besides its Lease: what a live
-// re-exec hands to the new process so that it holds the lease as this one
-// did, with no I/O (docs/upgrade.md "Adopting resource leases").
+// HeldState is everything a Held carries besides its Lease: what a
+// handover gives the new image (HandoverState) so that it holds the lease
+// as this one did, with no I/O (Adopt; docs/upgrade.md "Adopting resource
+// leases").
 type HeldState struct {
 	Leader     diskfmt.Leader
 	Dblock     diskfmt.Dblock
@@ -21,8 +22,8 @@ type HeldState struct {
 	LVBDirty   bool
 }
 
-// State returns the hold's state for a handover.
-func (r *Held) State() HeldState {
+// HandoverState returns the hold's state for a handover.
+func (r *Held) HandoverState() HeldState {
 	return HeldState{Leader: r.Leader, Dblock: r.Dblock, Geometry: r.Geometry, Shared: r.shared,
 		EraseAll: r.eraseAll, UndoShared: r.undoShared, LVB: append([]byte(nil), r.lvb...), LVBDirty: r.lvbDirty}
 }

@@ -12,15 +12,15 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gosanlock/gosanlock/daemon/reexec"
 	"github.com/gosanlock/gosanlock/handover"
+	"github.com/gosanlock/gosanlock/handover/serving"
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// Live re-exec (issue 14, docs/upgrade.md): the Server is the
-// handover.Source of a running daemon. Quiesce stops the accept loop and
+// The old image's side of a handover (docs/upgrade.md): the Server is
+// the handover.Source of a running daemon. Quiesce stops the accept loop and
 // every connection reader at a message boundary and waits for the
 // commands in flight; Resume undoes it.
 
@@ -42,17 +42,35 @@ const ballotIOs = 10
 // quiesceWait bounds the wait for the commands in flight: an acquire that
 // has written is not cancelled, so the wait covers the rest of its ballot
 // at the largest io_timeout (seconds) of the joined lockspaces, on one
-// disk. A longer command makes the reexec fail (the old image serves on).
+// disk. A longer command makes the handover fail (the old image serves on).
 func quiesceWait(maxIOTimeout int) time.Duration {
 	return quiesceTimeout + ballotIOs*time.Duration(maxIOTimeout)*time.Second
 }
 
-// reexecFiles are the duplicates made for Snapshot and Quiesce, closed by
+// handoverFiles are the duplicates made for Snapshot and Quiesce, closed by
 // releaseHandoverFiles.
-type reexecFiles struct {
+type handoverFiles struct {
 	mu      sync.Mutex
-	adopted bool // this image took over from another (reexec_new.go)
+	adopted bool // this image took over from another (adopt.go)
 	files   []*os.File
+}
+
+// A deadlineListener is a listener whose Accept a deadline interrupts:
+// Quiesce stops the accept loop with one. The daemon's own listener, a
+// *net.UnixListener, is one; a listener given to Serve need not be (its
+// new connections still park before their first read).
+type deadlineListener interface {
+	net.Listener
+	SetDeadline(time.Time) error
+}
+
+var _ deadlineListener = (*net.UnixListener)(nil)
+
+// setAcceptDeadline sets the listener's accept deadline, if it has one.
+func (s *Server) setAcceptDeadline(t time.Time) {
+	if dl, ok := s.ln.(deadlineListener); ok {
+		_ = dl.SetDeadline(t)
+	}
 }
 
 // acceptTimedOut is the accept loop's check after an Accept error: a
@@ -62,11 +80,11 @@ func (s *Server) acceptTimedOut(err error) bool {
 		return false
 	}
 	s.gate.ParkAccept()
-	if dl, ok := s.ln.(interface{ SetDeadline(time.Time) error }); ok {
-		_ = dl.SetDeadline(time.Time{})
-	}
+	s.setAcceptDeadline(time.Time{})
 	return true
 }
+
+var _ handover.Source = (*Server)(nil)
 
 // Snapshot implements handover.Source.
 func (s *Server) Snapshot() (handover.Snapshot, error) { return s.handoverState() }
@@ -75,9 +93,7 @@ func (s *Server) Snapshot() (handover.Snapshot, error) { return s.handoverState(
 func (s *Server) Quiesce() (handover.Snapshot, error) {
 	s.gate.Quiesce()
 	past := time.Unix(1, 0)
-	if dl, ok := s.ln.(interface{ SetDeadline(time.Time) error }); ok {
-		_ = dl.SetDeadline(past)
-	}
+	s.setAcceptDeadline(past)
 	for _, c := range s.clients() {
 		// Only readers: a held connection (event listener) polls itself
 		// and would take a deadline for its end. A reader that starts
@@ -132,7 +148,7 @@ func (s *Server) releaseHandoverFiles() {
 }
 
 // handoverState maps the daemon onto handover.State (docs/upgrade.md
-// "The state"): listener, pid file, connections, configuration, and the
+// "The state"): configuration, listener, pid file, connections, and the
 // lease manager's lockspaces, tokens and orphans.
 func (s *Server) handoverState() (handover.Snapshot, error) {
 	var files []*os.File
@@ -146,68 +162,15 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 	st := &handover.State{
 		OldPid: os.Getpid(), OldVersion: Version, BootID: handover.BootID(),
 		TakenMono: handover.MonoNow(), TakenWall: time.Now().UnixNano(),
-		PidFile: handover.PidFile{FD: -1},
+		Config: s.handoverConfig(),
 	}
-	cfg := &s.cfg
-	st.Config = handover.Config{
-		Args: append([]string(nil), os.Args[1:]...), RunDir: cfg.RunDir, SocketPath: s.SockPath(),
-		PidFile: pidFilePath(cfg.RunDir), UID: cfg.UID, GID: cfg.GID,
-		UseWatchdog: cfg.UseWatchdog, HostName: s.hostName,
-	}
-	lf, err := reexec.DupSocket(s.ln)
-	if err != nil {
-		return handover.Snapshot{}, fmt.Errorf("listener: %w", err)
-	}
-	st.Listener = handover.Listener{FD: keep(lf), Path: s.SockPath()}
-	if s.lockf != nil {
-		pf, err := reexec.DupFile(s.lockf)
-		if err != nil {
-			return handover.Snapshot{}, fmt.Errorf("pid file: %w", err)
-		}
-		st.PidFile = handover.PidFile{FD: keep(pf), Path: pidFilePath(cfg.RunDir)}
+	var err error
+	if st.Listener, st.PidFile, err = s.handoverSocketAndPidFile(keep); err != nil {
+		return handover.Snapshot{}, err
 	}
 	index := map[manager.ClientID]int{}
-	for _, c := range s.clients() {
-		if s.gate.Detached(&c.rd) {
-			continue
-		}
-		if _, held := s.gate.Reading(&c.rd); held && s.inSlot(c) {
-			return handover.Snapshot{}, fmt.Errorf("%w: connection ci %d is held by its command (event listener or shutdown_wait)",
-				errNotHandedOver, c.slot)
-		}
-		if _, held := s.gate.Reading(&c.rd); held {
-			continue // it ended after our list was taken: going away
-		}
-		c.mu.Lock()
-		listener := c.evListener
-		c.mu.Unlock()
-		if listener {
-			continue // handed over with its lockspace (manager.HandoverState)
-		}
-		uc, ok := c.uc.(*net.UnixConn)
-		if !ok {
-			return handover.Snapshot{}, fmt.Errorf("connection ci %d is not a unix socket", c.slot)
-		}
-		f, err := reexec.DupSocket(uc)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				continue // going away
-			}
-			return handover.Snapshot{}, fmt.Errorf("connection ci %d: %w", c.slot, err)
-		}
-		pid, uid, gid, err := handover.PeerCred(f)
-		if err != nil {
-			return handover.Snapshot{}, fmt.Errorf("connection ci %d: %w", c.slot, err)
-		}
-		pending := s.gate.Redo(&c.rd)
-		cs := c.clientStatus()
-		cl := handover.Client{Pending: pending,
-			FD: keep(f), Slot: c.slot, PeerPid: pid, PeerUID: uid, PeerGID: gid,
-			Registered: cs.Registered, Pid: cs.Pid, Name: cs.Name, Restrict: cs.Restrict, Flags: cs.Flags,
-			KillPath: cs.KillPath, KillArgs: cs.KillArgs, PidDead: cs.PidDead, KillCount: cs.KillCount,
-		}
-		index[c.id] = len(st.Clients)
-		st.Clients = append(st.Clients, cl)
+	if st.Clients, err = s.handoverClients(keep, index); err != nil {
+		return handover.Snapshot{}, err
 	}
 	if mg := s.deps.Manager; mg != nil {
 		st.Lockspaces, st.Tokens, st.Orphans, err = mg.HandoverState(func(id manager.ClientID) (int, bool) {
@@ -220,6 +183,99 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 	}
 	st.NumFDs = len(files)
 	return handover.Snapshot{State: st, Files: files}, nil
+}
+
+// handoverConfig is the configuration the new image serves with.
+func (s *Server) handoverConfig() handover.Config {
+	cfg := &s.cfg
+	return handover.Config{
+		Args: append([]string(nil), os.Args[1:]...), RunDir: cfg.RunDir, SocketPath: s.SockPath(),
+		PidFile: pidFilePath(cfg.RunDir), UID: cfg.UID, GID: cfg.GID,
+		UseWatchdog: cfg.UseWatchdog, HostName: s.hostName,
+	}
+}
+
+// handoverSocketAndPidFile hands over the listening socket and the locked
+// pid file (FD -1 when the daemon has none).
+func (s *Server) handoverSocketAndPidFile(keep func(*os.File) int) (handover.Listener, handover.PidFile, error) {
+	pid := handover.PidFile{FD: -1}
+	lf, err := serving.DupSocket(s.ln)
+	if err != nil {
+		return handover.Listener{}, pid, fmt.Errorf("listener: %w", err)
+	}
+	ln := handover.Listener{FD: keep(lf), Path: s.SockPath()}
+	if s.lockf != nil {
+		pf, err := serving.DupFile(s.lockf)
+		if err != nil {
+			return ln, pid, fmt.Errorf("pid file: %w", err)
+		}
+		pid = handover.PidFile{FD: keep(pf), Path: pidFilePath(s.cfg.RunDir)}
+	}
+	return ln, pid, nil
+}
+
+// handoverClients hands over every client connection that is not going
+// away and not an event listener (those go with their lockspace), and
+// records in index each client's place in the list.
+func (s *Server) handoverClients(keep func(*os.File) int, index map[manager.ClientID]int) ([]handover.Client, error) {
+	var out []handover.Client
+	for _, c := range s.clients() {
+		if s.gate.Detached(&c.rd) {
+			continue
+		}
+		if _, held := s.gate.Reading(&c.rd); held && s.inSlot(c) {
+			return nil, fmt.Errorf("%w: connection ci %d is held by its command (event listener or shutdown_wait)",
+				errNotHandedOver, c.slot)
+		}
+		if _, held := s.gate.Reading(&c.rd); held {
+			continue // it ended after our list was taken: going away
+		}
+		c.mu.Lock()
+		listener := c.evListener
+		c.mu.Unlock()
+		if listener {
+			continue // handed over with its lockspace (manager.HandoverState)
+		}
+		cl, ok, err := s.handoverClient(c, keep)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // going away
+		}
+		index[c.id] = len(out)
+		out = append(out, cl)
+	}
+	return out, nil
+}
+
+// handoverClient maps one connection: a duplicate of its socket, its
+// peer credentials, its client state and a request it has to run again.
+// ok is false for a connection already closed.
+func (s *Server) handoverClient(c *Conn, keep func(*os.File) int) (cl handover.Client, ok bool, err error) {
+	uc, isUnix := c.uc.(*net.UnixConn)
+	if !isUnix {
+		return cl, false, fmt.Errorf("connection ci %d is not a unix socket", c.slot)
+	}
+	f, err := serving.DupSocket(uc)
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return cl, false, nil
+		}
+		return cl, false, fmt.Errorf("connection ci %d: %w", c.slot, err)
+	}
+	pid, uid, gid, err := handover.PeerCred(f)
+	if err != nil {
+		_ = f.Close()
+		return cl, false, fmt.Errorf("connection ci %d: %w", c.slot, err)
+	}
+	pending := s.gate.Redo(&c.rd)
+	cs := c.clientStatus()
+	return handover.Client{Pending: pending,
+		FD: keep(f), Slot: c.slot, PeerPid: pid, PeerUID: uid, PeerGID: gid,
+		Registered: cs.Registered, Pid: cs.Pid, Name: cs.Name, Restrict: cs.Restrict, Flags: cs.Flags,
+		KillPath: cs.KillPath, KillArgs: cs.KillArgs, PidDead: cs.PidDead, KillCount: cs.KillCount,
+	}, true, nil
 }
 
 func pidFilePath(runDir string) string { return filepath.Join(runDir, PidFileName) }
@@ -238,13 +294,13 @@ func (s *Server) Reexec(ctx context.Context) (*handover.Result, error) {
 // reexecTo hands the daemon over to the binary at path, once checkImage
 // accepts it.
 func (s *Server) reexecTo(ctx context.Context, path string) (*handover.Result, error) {
-	if err := reexec.CheckImage(path); err != nil {
+	if err := serving.CheckImage(path); err != nil {
 		s.lg.Error("reexec refused: " + err.Error())
 		return nil, &handover.Error{Path: path, Stage: handover.StageStart, Err: err}
 	}
 	spec := handover.Spec{Path: path, Args: reexecArgs(), Stdout: os.Stdout, Stderr: os.Stderr}
 	// An older format, as the previous release wrote (tests).
-	wf, err := reexec.WriteFormat(path)
+	wf, err := serving.WriteFormat(path)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +344,7 @@ func (s *Server) reexecAndExit() error {
 	if err != nil {
 		return err
 	}
-	reexec.ExitAfterHandover(res)
+	serving.ExitAfterHandover(res)
 	return nil
 }
 
@@ -300,13 +356,13 @@ func (s *Server) reexecAndExit() error {
 func cmdReexec(ctx context.Context, c *Conn, q *wire.Request) error {
 	s := c.srv
 	reply := func(rv int32, why string) error {
-		b, err := reexec.Reply(q, rv, why)
+		b, err := serving.Reply(q, rv, why)
 		if err != nil {
 			return err
 		}
 		return c.write(b)
 	}
-	if uc, ok := c.uc.(*net.UnixConn); ok && !reexec.PeerMayReexec(uc) {
+	if uc, ok := c.uc.(*net.UnixConn); ok && !serving.PeerMayReexec(uc) {
 		return reply(rescode.RvEPERM, "reexec: permission denied")
 	}
 	// This connection waits for the answer: it is neither in flight nor
@@ -317,7 +373,7 @@ func cmdReexec(ctx context.Context, c *Conn, q *wire.Request) error {
 		return reply(rescode.RvEAGAIN, err.Error())
 	}
 	_ = reply(0, "")
-	reexec.ExitAfterHandover(res)
+	serving.ExitAfterHandover(res)
 	return nil
 }
 
@@ -328,7 +384,7 @@ func (c *Conn) HandoverFile() (*os.File, error) {
 	if !ok {
 		return nil, fmt.Errorf("connection fd %d is not a unix socket", c.fd)
 	}
-	return reexec.DupSocket(uc)
+	return serving.DupSocket(uc)
 }
 
 // inSlot reports whether c still has its slot (a connection that ended

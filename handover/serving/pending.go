@@ -1,4 +1,4 @@
-package reexec
+package serving
 
 import (
 	"bytes"
@@ -36,9 +36,10 @@ func Restartable(q *wire.Request) bool {
 }
 
 // WriteGuarded reports whether the restartable q may be cancelled only
-// before its first disk write: its context then carries a
-// paxos.WriteGuard, and once a write has gone out the handover waits for
-// it instead (docs/upgrade.md "Pending requests").
+// before its first disk write: its handler then names the slot's
+// paxos.WriteGuard (Slot.Guard) in its paxos request, and once a write
+// has gone out the handover waits for it instead (docs/upgrade.md
+// "Pending requests").
 func WriteGuarded(q *wire.Request) bool {
 	return q.Header.Cmd == wire.CmdAcquire || q.Header.Cmd == wire.CmdConvert
 }
@@ -92,8 +93,8 @@ func (s *Slot) Start(parent context.Context, raw []byte) context.Context {
 }
 
 // StartGuarded is Start for a request that may be cancelled only before
-// its first disk write (WriteGuarded): the context carries a
-// paxos.WriteGuard, and Cancel does nothing once a write has gone out.
+// its first disk write (WriteGuarded): its handler passes Guard to the
+// paxos request, and Cancel does nothing once a write has gone out.
 func (s *Slot) StartGuarded(parent context.Context, raw []byte) context.Context {
 	return s.start(parent, raw, true)
 }
@@ -101,13 +102,21 @@ func (s *Slot) StartGuarded(parent context.Context, raw []byte) context.Context 
 func (s *Slot) start(parent context.Context, raw []byte, guarded bool) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
 	p := &pending{raw: raw, cancel: cancel, guarded: guarded}
-	if guarded {
-		ctx = paxos.WithWriteGuard(ctx, writeGuard{s, p})
-	}
 	s.mu.Lock()
 	s.p = p
 	s.mu.Unlock()
 	return ctx
+}
+
+// Guard returns the write guard of the guarded request in the slot, or
+// nil when the slot is empty or its request is not guarded.
+func (s *Slot) Guard() paxos.WriteGuard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil || !s.p.guarded {
+		return nil
+	}
+	return writeGuard{s, s.p}
 }
 
 // writeGuard is a guarded request's paxos.WriteGuard: a write goes out
@@ -118,6 +127,8 @@ type writeGuard struct {
 	s *Slot
 	p *pending
 }
+
+var _ paxos.WriteGuard = writeGuard{}
 
 func (g writeGuard) BeforeWrite() bool {
 	g.s.mu.Lock()
