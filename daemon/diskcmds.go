@@ -14,11 +14,7 @@ import (
 // #12, #35–#40): ALIGN, WRITE_RESOURCE, READ_RESOURCE, READ_RESOURCE_OWNERS and the
 // rindex commands (FORMAT, REBUILD, UPDATE, LOOKUP, CREATE_RESOURCE,
 // DELETE_RESOURCE). The work is manager.DiskOps; these handlers encode.
-func (s *Server) registerDiskCmds() {
-	var ls *manager.Lockspaces
-	if s.deps.Manager != nil {
-		ls = s.deps.Manager.Lockspaces
-	}
+func (s *Server) registerDiskCmds(ls *manager.Lockspaces) {
 	d := manager.NewDiskOps(ls, func() *zap.Logger { return s.lg }, s.cfg.WriteInitIOTimeout)
 	s.Handle(wire.CmdAlign, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		var path string

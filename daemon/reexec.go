@@ -92,7 +92,7 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 		c.cancelPending()
 	}
 	wait := quiesceTimeout
-	if mg := s.deps.Manager; mg != nil {
+	if mg := s.mgr; mg != nil {
 		wait = quiesceWait(mg.Lockspaces.MaxIOTimeout())
 	}
 	if err := s.gate.Wait(wait); err != nil {
@@ -101,7 +101,7 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 	// No command runs now. Hold the renewals too: from here until Resume
 	// (a failed handover) or our exit no lease is renewed or released by
 	// this image (docs/upgrade.md "Adopting lockspaces").
-	if mg := s.deps.Manager; mg != nil {
+	if mg := s.mgr; mg != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), quiesceTimeout)
 		err := mg.PauseRenewals(ctx)
 		cancel()
@@ -114,7 +114,7 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 
 // Resume implements handover.Source.
 func (s *Server) Resume() {
-	if mg := s.deps.Manager; mg != nil {
+	if mg := s.mgr; mg != nil {
 		mg.ResumeRenewals()
 	}
 	s.gate.Resume()
@@ -209,7 +209,7 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 		index[c.id] = len(st.Clients)
 		st.Clients = append(st.Clients, cl)
 	}
-	if mg := s.deps.Manager; mg != nil {
+	if mg := s.mgr; mg != nil {
 		st.Lockspaces, st.Tokens, st.Orphans, err = mg.HandoverState(func(id manager.ClientID) (int, bool) {
 			i, ok := index[id]
 			return i, ok

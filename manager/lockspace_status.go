@@ -238,7 +238,7 @@ func (m *Lockspaces) SetIOTimeout(name string, io uint32) error {
 func (m *Lockspaces) Examine(name string) { m.examine(name) }
 
 // Open opens a lease disk with the lockspace opener (tests inject devices
-// through LockspacesConfig.Open).
+// through Setup.Open).
 func (m *Lockspaces) Open(path string) (diskfmt.Device, error) { return m.cfg.Open(path) }
 
 // Now is the manager's monotonic clock.
