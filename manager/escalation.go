@@ -116,7 +116,7 @@ func (sp *space) killPids(run *delta.Lockspace, pids []int) {
 		}
 	}
 	m.mu.Lock()
-	if sp.killingPids == 2 {
+	if sp.end == endStuck {
 		m.mu.Unlock()
 		return
 	}

@@ -54,7 +54,7 @@ func (m *Manager) HandoverState(clientIndex func(ClientID) (int, bool), keep fun
 	for i := len(spaces) - 1; i >= 0; i-- { // oldest first
 		sp := spaces[i]
 		ls.mu.Lock()
-		run, wd, wdActive, removing, dead := sp.run, sp.wd, sp.wdActive, sp.removeReq, sp.spaceDead
+		run, wd, wdActive, removing, dead := sp.run, sp.wd, sp.wdActive, sp.removeReq, sp.end.dead()
 		extUsed, byOrphans, retries := sp.externalUsed, sp.usedByOrphans, sp.usedRetries
 		listeners := append([]Listener(nil), sp.listeners...)
 		ls.mu.Unlock()

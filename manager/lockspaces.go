@@ -152,6 +152,29 @@ func (m *Lockspaces) examine(space string) {
 	}
 }
 
+// ending is how far a lockspace is in its end, under Lockspaces.mu. It
+// only moves forward (space.pass, space.allGone): endLiving, endKilling,
+// endStuck; once all holders are gone the entry leaves for the rem list.
+type ending uint8
+
+const (
+	// endLiving: the lockspace serves. A failed own lease, rem_lockspace
+	// or a forced shutdown starts its end.
+	endLiving ending = iota
+	// endKilling: the lockspace is dead (space_dead=1): its tokens are
+	// freed without disk I/O and its holders are being killed
+	// (killing_pids=1).
+	endKilling
+	// endStuck: every holder left has ignored its kills (killing_pids=2).
+	endStuck
+)
+
+// dead is STATUS's space_dead: the end has begun.
+func (e ending) dead() bool { return e != endLiving }
+
+// killingPids is STATUS's killing_pids: 0, 1, or 2 once stuck.
+func (e ending) killingPids() int { return int(e) }
+
 // space is one lockspace entry (sanlock's struct space).
 type space struct {
 	m  *Lockspaces
@@ -177,8 +200,7 @@ type space struct {
 	wd            WatchdogSession  // nil with -w 0
 	wdActive      bool             // activated and not yet deactivated
 	removeReq     bool             // rem_lockspace asked for the end (not the lease)
-	spaceDead     bool
-	killingPids   int
+	end           ending           // endLiving until the end begins
 	usedRetries   uint32
 	externalUsed  bool
 	usedByOrphans bool

@@ -397,7 +397,7 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 	m := sp.m
 	u := m.usage
 	m.mu.Lock()
-	killing := sp.killingPids != 0
+	killing := sp.end.dead()
 	m.mu.Unlock()
 
 	if !killing {
@@ -405,7 +405,7 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 		m.mu.Lock()
 		remove, forced := sp.removeReq, m.forced
 		if st.Failed() || remove || forced {
-			sp.spaceDead, sp.killingPids = true, 1
+			sp.end = endKilling
 			killing = true
 		}
 		m.mu.Unlock()
@@ -464,8 +464,8 @@ func (sp *space) allGone(holders []int, orphans int) bool {
 			live++
 		}
 	}
-	if live == 0 && stuck > 0 && sp.killingPids != 2 {
-		sp.killingPids = 2
+	if live == 0 && stuck > 0 && sp.end != endStuck {
+		sp.end = endStuck
 		sp.log().Error("killing pids stuck", zap.Int("stuck", stuck), spaceField(sp.ls.Name))
 	}
 	if live+stuck > 0 {
