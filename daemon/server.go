@@ -278,7 +278,7 @@ func (s *Server) startManager() {
 	s.holders = s.mgr.Resources.Holders
 	s.registerLockspaceCmds(s.mgr.Lockspaces)
 	s.registerResourceCmds(s.mgr.Resources)
-	s.registerDiskCmds(s.mgr.Lockspaces)
+	s.registerDiskCmds(s.mgr.Disk)
 }
 
 // Manager returns the lease manager (nil before Start).

@@ -185,14 +185,16 @@ type Listener interface {
 }
 
 // Manager is the lease manager of one host: the lockspaces (delta leases),
-// the resources (paxos leases) of its clients and the clients' state,
-// wired to each other at construction. It knows nothing of sockets.
+// the resources (paxos leases) of its clients, the clients' state and the
+// disk commands, wired to each other at construction. It knows nothing of sockets.
 type Manager struct {
 	Lockspaces *Lockspaces
 	Resources  *Resources
 	// Clients is the state of each client (registration, restrict
 	// flags, kill program, kill marks); the daemon enters its connections.
 	Clients *ClientRegistry
+	// Disk are the disk commands that need no client's lease set.
+	Disk *DiskOps
 }
 
 // New returns a manager with no lockspaces, bound to s; nothing runs
@@ -206,7 +208,7 @@ func New(s Setup) *Manager {
 		ls.usage = cfg.Usage
 	}
 	res.spaces = ls
-	return &Manager{Lockspaces: ls, Resources: res, Clients: cfg.Clients}
+	return &Manager{Lockspaces: ls, Resources: res, Clients: cfg.Clients, Disk: newDiskOps(ls)}
 }
 
 // Stop ends the background work (releases, examines, lockspace

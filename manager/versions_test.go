@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -173,7 +172,7 @@ func TestInitVersionSettings(t *testing.T) {
 		st.WatchdogFireTimeout = 60
 		m := New(Setup{Open: open, Context: ctx, HostName: "hostA", Settings: st})
 		require.NoError(t, m.Lockspaces.WriteLockspace(ctx, testLS, 0))
-		require.NoError(t, NewDiskOps(m.Lockspaces, func() *zap.Logger { return zap.NewNop() }, 10).
+		require.NoError(t, m.Disk.
 			WriteResource(ctx, testRes(0, 0), 0, false))
 		wantD, wantP := st.DeltaVersion, st.PaxosVersion
 		if wantD == 0 {
