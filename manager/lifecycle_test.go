@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -109,7 +110,7 @@ func TestEnding(t *testing.T) {
 func TestSpaceRemoval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		u := &countUsage{}
-		m, stop := newUsageManager(t, u)
+		m, _, stop := newUsageManager(t, u)
 		defer stop()
 		ctx := context.Background()
 		ls := m.Lockspaces
@@ -155,7 +156,7 @@ func TestSpaceRemoval(t *testing.T) {
 func TestSpaceAddCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		u := &countUsage{}
-		m, stop := newUsageManager(t, u)
+		m, _, stop := newUsageManager(t, u)
 		defer stop()
 		ctx := context.Background()
 		ls := m.Lockspaces
@@ -219,9 +220,52 @@ func TestSpaceStuck(t *testing.T) {
 	})
 }
 
+// TestLockspaceRegistry: what add refuses while a lockspace of the same
+// name or disk exists, GET_LOCKSPACES's order and flags (joined, then
+// being added, newest first on each list), and that nothing is added once
+// the manager stopped. Simulated time.
+func TestLockspaceRegistry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, mem, stop := newUsageManager(t, &countUsage{})
+		defer stop()
+		ctx := context.Background()
+		ls := m.Lockspaces
+		require.NoError(t, diskfmt.WriteLockspace(ctx, mem, 1<<20, 0, "LS2", 1, 0))
+		ls2 := wire.Lockspace{Name: "LS2", HostID: 1, Disk: wire.Disk{Path: "/", Offset: 1 << 20}}
+
+		add := func(l wire.Lockspace) int {
+			return code(ls.Add(ctx, AddRequest{Lockspace: l, IOTimeout: 1, Async: true}))
+		}
+		assert.Equal(t, rescode.RvEEXIST, add(testLS))
+		assert.Equal(t, rescode.RvEINVAL, add(wire.Lockspace{Name: "LX", HostID: 1, Disk: testLS.Disk}), "same disk, other name")
+		assert.Equal(t, rescode.RvEINVAL, add(wire.Lockspace{HostID: 1, Disk: testLS.Disk}), "no name")
+		assert.Equal(t, rescode.RvEINVAL, add(wire.Lockspace{Name: "LS3", Disk: testLS.Disk}), "host_id 0")
+
+		require.Zero(t, add(ls2))
+		assert.Equal(t, rescode.RvEINPROGRESS, add(ls2))
+		names := func() []string {
+			var out []string
+			for _, l := range ls.List() {
+				out = append(out, fmt.Sprintf("%s:%d", l.Name, l.Flags))
+			}
+			return out
+		}
+		assert.Equal(t, []string{"LS:0", fmt.Sprintf("LS2:%d", wire.LSFAdd)}, names())
+		assert.Equal(t, 2, ls.Count())
+
+		time.Sleep(30 * time.Second) // past the acquire's waits
+		synctest.Wait()
+		require.NoError(t, ls.Inq(ctx, InqRequest{Lockspace: ls2}))
+		assert.Equal(t, []string{"LS2:0", "LS:0"}, names(), "newest first")
+
+		stop()
+		assert.Equal(t, rescode.RvEPERM, add(wire.Lockspace{Name: "LS3", HostID: 1, Disk: wire.Disk{Path: "/", Offset: 2 << 20}}))
+	})
+}
+
 // newUsageManager formats LS on an in-memory disk and joins it as host 1
 // with u as the resource side.
-func newUsageManager(t *testing.T, u LockspaceUsage) (*Manager, func()) {
+func newUsageManager(t *testing.T, u LockspaceUsage) (*Manager, *testdisk.Mem, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	mem := testdisk.NewMem(2<<20, 512)
@@ -231,7 +275,7 @@ func newUsageManager(t *testing.T, u LockspaceUsage) (*Manager, func()) {
 		Kill: func(int, syscall.Signal) error { return nil }, Context: ctx, HostName: "hostA",
 		Settings: Settings{WatchdogFireTimeout: 60}})
 	require.NoError(t, m.Lockspaces.Add(ctx, AddRequest{Lockspace: testLS, IOTimeout: 1}))
-	return m, func() { cancel(); m.Stop() }
+	return m, mem, func() { cancel(); m.Stop() }
 }
 
 type nopCloseMem struct{ *testdisk.Mem }
