@@ -28,7 +28,8 @@ const DefaultIOTimeout = 10
 // New. Zero values select the production choices. The first group is what
 // the manager does to the world (tests and the simulator replace it), the
 // second what the daemon that runs it knows (its logger, context, host
-// name and options), the last how its goroutines are scheduled.
+// name, options and client registry), the last how its goroutines are
+// scheduled.
 type Setup struct {
 	// Clock is the monotonic clock of every lockspace and of the
 	// background release retries (nil: clock.NewSystem(), i.e.
@@ -60,9 +61,6 @@ type Setup struct {
 	// Usage, when set, replaces the resource side as the lockspaces see
 	// it (tests of the kill escalation with made-up holders).
 	Usage LockspaceUsage
-	// Clients, when set, is the client registry to use (the daemon's);
-	// nil: a new one.
-	Clients *ClientRegistry
 
 	// Log receives the manager's log lines (nil: none).
 	Log *zap.Logger
@@ -74,6 +72,9 @@ type Setup struct {
 	// OnRenewal, when set, returns the delta.Config.OnRenewal hook of a
 	// lockspace (metrics).
 	OnRenewal func(space string) func(err error, readMs, writeMs int64)
+	// Clients, when set, is the client registry to use (the daemon's,
+	// which enters its connections); nil: a new one.
+	Clients *ClientRegistry
 
 	// Go, when set, starts each goroutine of the manager (lockspace
 	// threads and renewal runners, background releases, examines) instead
