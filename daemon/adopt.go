@@ -49,36 +49,24 @@ func runAdopted(ctx context.Context, cfg *Config, deps Deps) error {
 		serving.CloseAll(ad.Files)
 		return t.Fail(err)
 	}
-	if deps.Lockspaces == nil && deps.Manager == nil {
-		deps.Manager = manager.New(manager.Config{})
-	}
 	s := New(cfg, deps)
 	conns, err := s.prepareAdopted(ad)
 	if err != nil {
 		serving.CloseAll(ad.Files)
 		return t.Fail(err)
 	}
-	var leases *manager.Adoption
-	if mg := s.deps.Manager; mg != nil {
-		if leases, err = mg.PrepareAdoption(ad.State, adoptedClients(conns), ad.Files, s.adoptListener); err != nil {
-			serving.CloseAll(ad.Files)
-			return t.Fail(err)
-		}
-	} else if len(ad.State.Lockspaces)+len(ad.State.Tokens)+len(ad.State.Orphans) > 0 {
+	leases, err := s.mgr.PrepareAdoption(ad.State, adoptedClients(conns), ad.Files, s.adoptListener)
+	if err != nil {
 		serving.CloseAll(ad.Files)
-		return t.Fail(errors.New("this image has no lease manager"))
+		return t.Fail(err)
 	}
 	if err := t.TookOver(ctx); err != nil {
-		if leases != nil {
-			leases.Abort()
-		}
+		leases.Abort()
 		return fmt.Errorf("handover: %w", err)
 	}
 	// From here on this image serves: renewals first, they have a
 	// deadline (the handed-over last success + id_renewal_seconds).
-	if leases != nil {
-		leases.Start()
-	}
+	leases.Start()
 	s.rewritePid()
 	s.lg.Warn(fmt.Sprintf("sanlock daemon took over from pid %d (%s) host %s", ad.State.OldPid,
 		ad.State.OldVersion, s.hostName))
@@ -114,6 +102,7 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 		return nil, err
 	}
 	s.ln, s.lnFD = uln, fd
+	s.startManager() // the pending adds below are expected by it
 	var conns []*Conn
 	for _, hc := range st.Clients {
 		uc, fd, err := serving.AdoptConn(ad.Files[hc.FD], true)
@@ -138,8 +127,8 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 				return nil, fmt.Errorf("connection ci %d: %w", hc.Slot, err)
 			}
 			s.gate.SetRedo(&c.rd, hc.Pending)
-			if mg := s.deps.Manager; mg != nil && q.Header.Cmd == wire.CmdAddLockspace {
-				mg.Lockspaces.ExpectAdd(lockspaceOf(q).Name) // in progress until it runs
+			if q.Header.Cmd == wire.CmdAddLockspace {
+				s.mgr.Lockspaces.ExpectAdd(lockspaceOf(q).Name) // in progress until it runs
 			}
 		}
 		for len(s.slots) <= hc.Slot {
@@ -153,7 +142,6 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 		s.slots[hc.Slot] = c
 		conns = append(conns, c)
 	}
-	s.startManager()
 	return conns, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -190,9 +191,14 @@ func TestRandomMessages(t *testing.T) {
 	if testing.Short() {
 		n = 1000
 	}
-	ls := &countingLockspaces{n: 1} // plain SHUTDOWN is refused
+	// Every disk is one in-memory disk and no signal or kill program
+	// leaves the manager: whatever a message asks, no file of this host
+	// and no process is touched.
+	st, _ := memLockspace(t)
+	st.Kill = func(int, syscall.Signal) error { return nil }
+	st.RunKillpath = func([]string) error { return nil }
 	td := startDaemon(t, func(c *Config, d *Deps) {
-		d.Lockspaces = ls
+		d.Manager = st
 		c.LogRingSize = 64 << 10
 	})
 	reg, err := td.cl.Register(context.Background())

@@ -11,7 +11,7 @@ import (
 
 // registerBuiltins installs the commands that need no leases, plus the
 // lockspace commands whose wire shape is fixed and whose work is done by
-// the LockspaceManager.
+// the lease manager's Lockspaces (startManager registers the others).
 func (s *Server) registerBuiltins() {
 	s.Handle(wire.CmdRegister, ClassKeep, cmdRegister)
 	s.Handle(wire.CmdVersion, ClassKeep, cmdVersion)
@@ -27,7 +27,6 @@ func (s *Server) registerBuiltins() {
 	s.Handle(wire.CmdHostStatus, ClassClose, cmdHostStatus)
 	s.Handle(wire.CmdReexec, ClassClose, cmdReexec) // handover.go
 	s.Handle(wire.CmdHello, ClassKeep, cmdHello)
-	s.registerDiskCmds()
 }
 
 // cmdRegister: record the peer pid; no reply (docs/protocol.md "Commands" #1).
@@ -66,10 +65,10 @@ func cmdStatus(_ context.Context, c *Conn, q *wire.Request) error {
 		recs = append(recs, s.clientRecords()...)
 	}
 	if level >= wire.StateLockspace {
-		recs = append(recs, s.deps.Lockspaces.StatusRecords()...)
+		recs = append(recs, s.mgr.Lockspaces.StatusRecords()...)
 	}
 	if level >= wire.StateResource {
-		recs = append(recs, s.deps.Resources.StatusRecords()...)
+		recs = append(recs, s.mgr.Resources.StatusRecords()...)
 	}
 	return c.send(&wire.Reply{Header: replyHeader(q, 0, q.Header.Data2), Records: recs})
 }
@@ -112,7 +111,7 @@ func cmdShutdown(_ context.Context, c *Conn, q *wire.Request) error {
 func cmdShutdownWait(_ context.Context, c *Conn, q *wire.Request) error {
 	s := c.srv
 	force := q.Header.Data != 0
-	if !force && s.deps.Lockspaces.Count() > 0 {
+	if !force && s.lockspaceCount() > 0 {
 		s.lg.Warn("ignore shutdown, lockspace exists")
 		return c.Reply(q, rescode.RvEBUSY)
 	}
@@ -131,7 +130,7 @@ func lockspaceOf(q *wire.Request) wire.Lockspace {
 }
 
 func cmdAddLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
-	err := c.srv.deps.Lockspaces.Add(ctx, manager.AddRequest{Lockspace: lockspaceOf(q),
+	err := c.srv.mgr.Lockspaces.Add(ctx, manager.AddRequest{Lockspace: lockspaceOf(q),
 		Async: q.Header.CmdFlags&wire.AddAsync != 0, IOTimeout: q.Header.Data,
 		NoDelay: q.Header.CmdFlags&wire.AddNoDelay != 0})
 	return c.Reply(q, result(err))
@@ -139,13 +138,13 @@ func cmdAddLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 
 func cmdRemLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 	f := q.Header.CmdFlags
-	err := c.srv.deps.Lockspaces.Rem(ctx, manager.RemRequest{Lockspace: lockspaceOf(q),
+	err := c.srv.mgr.Lockspaces.Rem(ctx, manager.RemRequest{Lockspace: lockspaceOf(q),
 		Async: f&wire.RemAsync != 0, Unused: f&wire.RemUnused != 0})
 	return c.Reply(q, result(err))
 }
 
 func cmdInqLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
-	err := c.srv.deps.Lockspaces.Inq(ctx, manager.InqRequest{Lockspace: lockspaceOf(q),
+	err := c.srv.mgr.Lockspaces.Inq(ctx, manager.InqRequest{Lockspace: lockspaceOf(q),
 		Wait: q.Header.CmdFlags&wire.InqWait != 0})
 	return c.Reply(q, result(err))
 }
@@ -153,13 +152,13 @@ func cmdInqLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 // cmdGetLockspaces: header (length 32 + 1104 x count, data2 = count) and the
 // lockspaces; connection closed (docs/protocol.md "Commands" #22).
 func cmdGetLockspaces(_ context.Context, c *Conn, q *wire.Request) error {
-	return c.send(&wire.Reply{Header: replyHeader(q, 0, 0), Lockspaces: c.srv.deps.Lockspaces.List()})
+	return c.send(&wire.Reply{Header: replyHeader(q, 0, 0), Lockspaces: c.srv.mgr.Lockspaces.List()})
 }
 
 // cmdHostStatus: header (length 32, data = result) then HOST records on
 // success; connection closed (docs/protocol.md "Commands" #15).
 func cmdHostStatus(_ context.Context, c *Conn, q *wire.Request) error {
-	recs, err := c.srv.deps.Lockspaces.HostStatus(lockspaceOf(q).Name)
+	recs, err := c.srv.mgr.Lockspaces.HostStatus(lockspaceOf(q).Name)
 	rv := result(err)
 	if rv < 0 {
 		recs = nil

@@ -428,7 +428,7 @@ func (c *Conn) dead() {
 	s.lg.Debug("client_pid_dead", zap.Int("ci", c.slot), zap.Int("fd", c.fd), zap.Int("pid", c.peerPid),
 		zap.Int("cmd_active", int(active)))
 	info := c.Info()
-	s.deps.Resources.ClientDead(c.id)
+	s.mgr.Resources.ClientDead(c.id)
 	if s.deps.OnClientDead != nil {
 		s.deps.OnClientDead(info)
 	}

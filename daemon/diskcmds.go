@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 
-	"go.uber.org/zap"
-
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -14,12 +12,7 @@ import (
 // #12, #35–#40): ALIGN, WRITE_RESOURCE, READ_RESOURCE, READ_RESOURCE_OWNERS and the
 // rindex commands (FORMAT, REBUILD, UPDATE, LOOKUP, CREATE_RESOURCE,
 // DELETE_RESOURCE). The work is manager.DiskOps; these handlers encode.
-func (s *Server) registerDiskCmds() {
-	var ls *manager.Lockspaces
-	if s.deps.Manager != nil {
-		ls = s.deps.Manager.Lockspaces
-	}
-	d := manager.NewDiskOps(ls, func() *zap.Logger { return s.lg }, s.cfg.WriteInitIOTimeout)
+func (s *Server) registerDiskCmds(d *manager.DiskOps) {
 	s.Handle(wire.CmdAlign, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		var path string
 		if q.Disk != nil {

@@ -14,14 +14,16 @@
 //     the daemon; without -D this replaces sanlock's fork).
 //  3. err := Run(ctx, cfg, deps); exit 1 if err != nil, else 0.
 //
-// The lease work is the lease manager (package manager), given in
-// Deps.Manager (Run makes one unless Deps names a LockspaceManager): New
+// The lease work is the lease manager (package manager). Start (and
+// Serve, and the adoption at a live re-exec) builds it from Deps.Manager,
+// a manager.Setup whose zero value is production and in which tests put
+// in-memory disks or fake kills, completed with what the daemon knows (its
+// logger, context, host name, options and client registry); it then
 // registers the lockspace, resource and disk commands, whose handlers
 // decode a request, call the manager and turn its error into the result
-// code of the reply. The LockspaceManager and ResourceManager interfaces
-// are what STATUS, shutdown and client death need (test fakes implement
-// them), and Server.Handle registers a Handler for any command number.
-// Serve runs the daemon on any listener (in-memory connections in tests).
+// code of the reply. Server.Manager returns it, and Server.Handle
+// registers a Handler for any command number. Serve runs the daemon on any
+// listener (in-memory connections in tests).
 //
 // # Connections
 //
@@ -33,7 +35,7 @@
 // protocol major > 0) and malformed streams (announced length over
 // Config.MaxPayload, truncated payload) close that connection only; a
 // handler panic is recovered and logged. A registered connection that ends
-// runs ResourceManager.ClientDead with its manager.ClientID.
+// runs the manager's Resources.ClientDead with its manager.ClientID.
 //
 // # Logging
 //

@@ -57,7 +57,7 @@ func FuzzCommands(f *testing.F) {
 		if err := os.Chdir(dir); err != nil {
 			f.Fatal(err)
 		}
-		rc := newResCluster(f, 1, 3, manager.Config{})
+		rc := newResCluster(f, 1, 3, manager.Setup{})
 		h, err := rc.tds[0].cl.Register(context.Background())
 		if err != nil {
 			f.Fatal(err)

@@ -108,7 +108,7 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 		c.cancelPending()
 	}
 	wait := quiesceTimeout
-	if mg := s.deps.Manager; mg != nil {
+	if mg := s.mgr; mg != nil {
 		wait = quiesceWait(mg.Lockspaces.MaxIOTimeout())
 	}
 	if err := s.gate.Wait(wait); err != nil {
@@ -117,7 +117,7 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 	// No command runs now. Hold the renewals too: from here until Resume
 	// (a failed handover) or our exit no lease is renewed or released by
 	// this image (docs/upgrade.md "Adopting lockspaces").
-	if mg := s.deps.Manager; mg != nil {
+	if mg := s.mgr; mg != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), quiesceTimeout)
 		err := mg.PauseRenewals(ctx)
 		cancel()
@@ -130,7 +130,7 @@ func (s *Server) Quiesce() (handover.Snapshot, error) {
 
 // Resume implements handover.Source.
 func (s *Server) Resume() {
-	if mg := s.deps.Manager; mg != nil {
+	if mg := s.mgr; mg != nil {
 		mg.ResumeRenewals()
 	}
 	s.gate.Resume()
@@ -172,7 +172,7 @@ func (s *Server) handoverState() (handover.Snapshot, error) {
 	if st.Clients, err = s.handoverClients(keep, index); err != nil {
 		return handover.Snapshot{}, err
 	}
-	if mg := s.deps.Manager; mg != nil {
+	if mg := s.mgr; mg != nil {
 		st.Lockspaces, st.Tokens, st.Orphans, err = mg.HandoverState(func(id manager.ClientID) (int, bool) {
 			i, ok := index[id]
 			return i, ok

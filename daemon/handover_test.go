@@ -31,7 +31,7 @@ type reexecFixture struct {
 }
 
 func newReexecFixture(t *testing.T) *reexecFixture {
-	rc := newResCluster(t, 1, 3, manager.Config{})
+	rc := newResCluster(t, 1, 3, manager.Setup{})
 	td := rc.tds[0]
 	h, err := td.cl.Register(context.Background())
 	require.NoError(t, err)

@@ -1,9 +1,9 @@
 package daemon
 
 import (
+	"context"
 	"io"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +12,11 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/internal/testutil"
+	"github.com/gosanlock/gosanlock/manager"
+	"github.com/gosanlock/gosanlock/testdisk"
+	"github.com/gosanlock/gosanlock/wire"
 )
 
 // testDaemon is an in-process server on a short temp run dir.
@@ -63,22 +67,13 @@ func (td *testDaemon) mustVersion() {
 	testutil.MustVersion(td.t, td.cl)
 }
 
-// countingLockspaces is a LockspaceManager fake with a settable count.
-type countingLockspaces struct {
-	NoLockspaces
-	mu       sync.Mutex
-	n        int
-	shutdown int
-}
-
-func (l *countingLockspaces) Count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n
-}
-
-func (l *countingLockspaces) set(n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n = n
+// memLockspace is a lease manager setup whose every disk is one in-memory
+// disk holding lockspace "LS" (io_timeout 1), and that lockspace for
+// host_id 1.
+func memLockspace(t testing.TB) (manager.Setup, *wire.Lockspace) {
+	t.Helper()
+	disk := testdisk.NewMem(1<<20, 512)
+	require.NoError(t, diskfmt.WriteLockspace(context.Background(), disk, 0, 0, "LS", 1, 0))
+	open := func(string) (diskfmt.Device, error) { return nopClose{disk}, nil }
+	return manager.Setup{Open: open}, &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: "mem"}}
 }

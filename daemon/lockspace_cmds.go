@@ -7,8 +7,9 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// registerLockspaceCmds installs the lockspace commands that the core's
-// LockspaceManager interface does not cover (docs/protocol.md "Commands").
+// registerLockspaceCmds installs the lockspace commands beyond the
+// built-in add, rem, inq, get_lockspaces and host_status
+// (docs/protocol.md "Commands").
 func (s *Server) registerLockspaceCmds(m *manager.Lockspaces) {
 	s.Handle(wire.CmdGetHosts, ClassClose, cmdGetHosts(m))
 	s.Handle(wire.CmdRenewal, ClassClose, cmdRenewal(m))

@@ -18,20 +18,19 @@ import (
 )
 
 // startLS starts an in-process daemon with the real lockspace manager.
-func startLS(t *testing.T, host string, lcfg manager.LockspacesConfig) (*testDaemon, *manager.Lockspaces) {
+func startLS(t *testing.T, host string, st manager.Setup) (*testDaemon, *manager.Lockspaces) {
 	t.Helper()
-	m := manager.New(manager.Config{Lockspaces: lcfg})
 	td := startDaemon(t, func(c *Config, d *Deps) {
 		c.OurHostName = host
-		d.Manager = m
+		d.Manager = st
 	})
 	td.cl.Timeout = 30 * time.Second
-	return td, m.Lockspaces
+	return td, td.srv.Manager().Lockspaces
 }
 
 func TestAddLockspaceErrors(t *testing.T) {
 	t.Parallel()
-	td, _ := startLS(t, "hostA", manager.LockspacesConfig{})
+	td, _ := startLS(t, "hostA", manager.Setup{})
 	cl := td.cl
 	zero := testutil.LeaseFile(t, 1<<20)
 	good := testutil.LeaseFile(t, 1<<20)
@@ -51,7 +50,7 @@ func TestAddLockspaceErrors(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, testutil.Code(cl.AddLockspace(context.Background(), &tc.ls, 0, 1)), tc.name)
 	}
-	assert.Equal(t, 0, td.srv.deps.Lockspaces.Count())
+	assert.Equal(t, 0, td.srv.Manager().Lockspaces.Count())
 	_, _, err := cl.ReadLockspace(context.Background(), &wire.Lockspace{Disk: wire.Disk{Path: zero}})
 	t.Logf("read_lockspace of a zero file: %d", testutil.Code(err))
 	assert.Equal(t, rescode.RvENODEV, testutil.Code(cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS"}, 0, 1)))
@@ -77,11 +76,9 @@ func (hangDev) Close() error    { return nil }
 // into its delta lease; write_lockspace wrote 3, 5.1.1's with -o 4 wrote 4).
 func TestAddLockspaceDaemonIOTimeout(t *testing.T) {
 	t.Parallel()
-	m := manager.New(manager.Config{})
 	td := startDaemon(t, func(c *Config, d *Deps) {
 		c.OurHostName = "hostIO"
 		c.IOTimeout = 1
-		d.Manager = m
 	})
 	td.cl.Timeout = 30 * time.Second
 	path := testutil.LeaseFile(t, 1<<20)

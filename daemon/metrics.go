@@ -16,10 +16,7 @@ func (s *Server) startMetrics() (stop func(), err error) {
 	if s.cfg.MetricsAddress == "" {
 		return func() {}, nil
 	}
-	src := metrics.Source{Resources: s.deps.Resources.StatusRecords, Clients: s.countClients}
-	if s.deps.Manager != nil {
-		src.Lockspaces = s.deps.Manager.Lockspaces
-	}
+	src := metrics.Source{Lockspaces: s.mgr.Lockspaces, Resources: s.mgr.Resources.StatusRecords, Clients: s.countClients}
 	m, err := metrics.Start(s.cfg.MetricsAddress, src, s.lg)
 	if err != nil {
 		return nil, err

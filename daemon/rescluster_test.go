@@ -19,16 +19,15 @@ type resCluster struct {
 	ls   []*wire.Lockspace
 }
 
-func newResCluster(t testing.TB, hosts, nres int, mcfg manager.Config, mods ...func(*Config)) *resCluster {
+func newResCluster(t testing.TB, hosts, nres int, mcfg manager.Setup, mods ...func(*Config)) *resCluster {
 	t.Helper()
 	path := testutil.ResourceFile(t, nres)
 	rc := &resCluster{path: path}
 	joins := testutil.NewJoins(t, path)
 	for i := 0; i < hosts; i++ {
-		m := manager.New(mcfg)
 		td := startDaemon(t, func(c *Config, d *Deps) {
 			c.OurHostName = fmt.Sprintf("host%d", i+1)
-			d.Manager = m
+			d.Manager = mcfg
 			for _, f := range mods {
 				f(c)
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/handover"
 	"github.com/gosanlock/gosanlock/internal/process"
-	"github.com/gosanlock/gosanlock/manager"
 )
 
 // setPriority applies -l (mlockall) and -h (SCHED_RR at max priority with
@@ -53,9 +52,6 @@ func Run(ctx context.Context, cfg *Config, deps Deps) error {
 	_ = os.Unsetenv(config.EnvDaemonized) // not for the programs we start
 	if handover.Inherited() {
 		return runAdopted(ctx, cfg, deps) // live upgrade: adopt.go
-	}
-	if deps.Lockspaces == nil && deps.Manager == nil {
-		deps.Manager = manager.New(manager.Config{})
 	}
 	s := New(cfg, deps)
 	sigs := notifySignals()

@@ -92,9 +92,9 @@ type nopClose struct{ *testdisk.Mem }
 
 func (nopClose) Close() error { return nil }
 
-// serveInMemory starts a daemon with the lease manager mg on an
+// serveInMemory starts a daemon with a lease manager built on mg on an
 // in-memory listener, inside a synctest bubble; it stops with the test.
-func serveInMemory(t *testing.T, mg *manager.Manager, host string) (*pipeListener, *observer.ObservedLogs) {
+func serveInMemory(t *testing.T, mg manager.Setup, host string) (*pipeListener, *observer.ObservedLogs) {
 	t.Helper()
 	cfg := testutil.DaemonConfig(t.TempDir())
 	cfg.OurHostName = host
@@ -125,10 +125,7 @@ func TestServeInMemory(t *testing.T) {
 		require.NoError(t, diskfmt.WriteResource(ctx, []diskfmt.ResourceDisk{{Dev: disk, Offset: 1 << 20}}, 0,
 			diskfmt.PaxosInit{Geometry: g, SpaceName: "LS", ResourceName: "R1"}))
 		open := func(string) (diskfmt.Device, error) { return nopClose{disk}, nil }
-		mg := manager.New(manager.Config{
-			Lockspaces: manager.LockspacesConfig{Open: open},
-			Resources:  manager.ResourcesConfig{Open: open},
-		})
+		mg := manager.Setup{Open: open}
 
 		// The lease "paths" must exist: a release checks that its disk is
 		// still there (as 3.8.5's reopen does).
@@ -190,7 +187,7 @@ func TestHungLockspaceIsolated(t *testing.T) {
 			}
 			return nopClose{disk}, nil
 		}
-		ln, _ := serveInMemory(t, manager.New(manager.Config{Lockspaces: manager.LockspacesConfig{Open: open}}), "hostA")
+		ln, _ := serveInMemory(t, manager.Setup{Open: open}, "hostA")
 		lsReq := func(cmd wire.Cmd, flags, data uint32, ls wire.Lockspace) *wire.Request {
 			q := client.NewRequest(cmd, flags, data, 0)
 			q.Lockspace = &ls
@@ -262,8 +259,7 @@ func TestResourceSlowDiskIsolated(t *testing.T) {
 			}
 			return nopClose{disk}, nil
 		}
-		mg := manager.New(manager.Config{Lockspaces: manager.LockspacesConfig{Open: open},
-			Resources: manager.ResourcesConfig{Open: open}})
+		mg := manager.Setup{Open: open}
 		ln, _ := serveInMemory(t, mg, "host1")
 		q := client.NewRequest(wire.CmdAddLockspace, 0, 1, 0)
 		q.Lockspace = &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: good}}

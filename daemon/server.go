@@ -19,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/daemon/config"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/handover/serving"
 	"github.com/gosanlock/gosanlock/internal/process"
 	"github.com/gosanlock/gosanlock/manager"
@@ -38,19 +40,21 @@ const firstConnSlot = 2
 // ErrServerClosed is returned by Wait after a normal shutdown.
 var ErrServerClosed = errors.New("daemon: server closed")
 
-// Deps are the collaborators of a Server. Zero values select stubs.
+// Deps are the collaborators of a Server. Zero values select the
+// production choices.
 type Deps struct {
-	// Manager is the lease manager; when set it serves as Lockspaces and
-	// Resources and the lease commands are registered.
-	Manager    *manager.Manager
-	Lockspaces LockspaceManager // nil: NoLockspaces (ignored with Manager)
-	Resources  ResourceManager  // nil: NoResources (ignored with Manager)
+	// Manager is what the daemon's lease manager is built with, at Start,
+	// beyond what the daemon gives it itself (its logger, context, host
+	// name, options, client registry and renewal metrics): the zero value
+	// is production; tests put in-memory disks, fake kills or clocks here.
+	// Server.Manager returns the manager once started.
+	Manager manager.Setup
 	// LogCore, when set, receives every log entry as well (e.g. a
 	// zaptest/observer core in tests).
 	LogCore zapcore.Core
 	// Stderr receives the -D log output (nil: os.Stderr).
 	Stderr io.Writer
-	// OnClientDead, when set, runs after ResourceManager.ClientDead for
+	// OnClientDead, when set, runs after the manager's Resources.ClientDead for
 	// every registered connection that ends while the daemon is running.
 	OnClientDead func(*ClientInfo)
 	// Tuning, when set, is told when each client request begins and ends
@@ -72,8 +76,7 @@ type Tuning interface {
 	// leaseBurst-th acquire or release, on the handler's goroutine. The
 	// daemon process then drops, once the calls stop, its mappings of the
 	// binary that the joins or the acquires needed, and the heap their
-	// garbage left (docs/performance.md "Memory (session 7)", "Held leases
-	// (session 9)").
+	// garbage left (docs/performance.md "Binary pages", "Held leases").
 	Settled()
 }
 
@@ -123,9 +126,11 @@ type Server struct {
 
 	metrics metricsRef    // the -M endpoint (metrics.go)
 	lastID  atomic.Uint64 // the last manager.ClientID given to a connection
-	// reg holds the client state of each connection: the manager's
-	// registry (Manager.Clients), or one of our own without a manager.
+	// reg holds the client state of each connection; the lease manager
+	// shares it (Setup.Clients).
 	reg *manager.ClientRegistry
+	// mgr is the lease manager, built by startManager (nil before).
+	mgr *manager.Manager
 
 	// holders lists the pids holding a resource (strict peer checks).
 	holders func(space, name string) []int
@@ -137,15 +142,6 @@ type Server struct {
 // New returns a server for cfg (copied). Nothing touches the system until
 // Start. cfg should have had ApplyEnv applied.
 func New(cfg *Config, deps Deps) *Server {
-	if deps.Manager != nil {
-		deps.Lockspaces, deps.Resources = deps.Manager.Lockspaces, deps.Manager.Resources
-	}
-	if deps.Lockspaces == nil {
-		deps.Lockspaces = NoLockspaces{}
-	}
-	if deps.Resources == nil {
-		deps.Resources = NoResources{}
-	}
 	if deps.Stderr == nil {
 		deps.Stderr = os.Stderr
 	}
@@ -167,12 +163,6 @@ func New(cfg *Config, deps Deps) *Server {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.registerBuiltins()
-	if deps.Manager != nil {
-		s.reg = deps.Manager.Clients
-		s.holders = deps.Manager.Resources.Holders
-		s.registerLockspaceCmds(deps.Manager.Lockspaces)
-		s.registerResourceCmds(deps.Manager.Resources)
-	}
 	return s
 }
 
@@ -282,12 +272,34 @@ func (s *Server) Start() (err error) {
 	return nil
 }
 
-// startManager binds the lease manager to the running daemon.
+// startManager builds the lease manager from Deps.Manager and what the
+// daemon now knows (logger, host name), and registers the commands that
+// need it. Its disk opens keep the descriptor reserve (fdrules.go).
 func (s *Server) startManager() {
-	if mg := s.deps.Manager; mg != nil {
-		mg.Start(manager.Env{Log: s.lg, Context: s.ctx, HostName: s.hostName, Settings: managerSettings(&s.cfg),
-			GuardOpen: s.guardOpen, OnRenewal: s.renewalHook})
+	st := s.deps.Manager
+	st.Log, st.Context, st.HostName, st.Settings = s.lg, s.ctx, s.hostName, managerSettings(&s.cfg)
+	st.Clients, st.OnRenewal = s.reg, s.renewalHook
+	open := st.Open
+	if open == nil {
+		open = func(p string) (diskfmt.Device, error) { return diskio.OpenFile(p) }
 	}
+	st.Open = s.guardOpen(open)
+	s.mgr = manager.New(st)
+	s.holders = s.mgr.Resources.Holders
+	s.registerLockspaceCmds(s.mgr.Lockspaces)
+	s.registerResourceCmds(s.mgr.Resources)
+	s.registerDiskCmds(s.mgr.Disk)
+}
+
+// Manager returns the lease manager (nil before Start).
+func (s *Server) Manager() *manager.Manager { return s.mgr }
+
+// lockspaceCount is the number of lockspaces in any state (0 before Start).
+func (s *Server) lockspaceCount() int {
+	if s.mgr == nil {
+		return 0
+	}
+	return s.mgr.Lockspaces.Count()
 }
 
 // Serve runs the daemon on ln, a listener the caller made, until ctx ends
@@ -533,13 +545,13 @@ func (s *Server) isClosing() bool {
 // returned, while any lockspace exists. With force the lockspace manager
 // first kills the lease holders and drops every lockspace.
 func (s *Server) RequestShutdown(force bool) bool {
-	if !force && s.deps.Lockspaces.Count() > 0 {
+	if !force && s.lockspaceCount() > 0 {
 		s.lg.Warn("ignore shutdown, lockspace exists")
 		return false
 	}
 	go func() {
-		if force {
-			if err := s.deps.Lockspaces.ShutdownAll(s.ctx); err != nil {
+		if force && s.mgr != nil {
+			if err := s.mgr.Lockspaces.ShutdownAll(s.ctx); err != nil {
 				s.lg.Error("forced shutdown", zap.Error(err))
 			}
 		}
@@ -589,8 +601,8 @@ func (s *Server) Stop() {
 			_ = c.uc.Close()
 		}
 		s.conns.Wait()
-		if s.deps.Manager != nil {
-			s.deps.Manager.Stop() // its goroutines end with s.ctx
+		if s.mgr != nil {
+			s.mgr.Stop() // its goroutines end with s.ctx
 		}
 		s.lg.Debug("daemon exit")
 		s.releaseStartup()

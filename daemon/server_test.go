@@ -23,14 +23,6 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-func (l *countingLockspaces) ShutdownAll(context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n = 0
-	l.shutdown++
-	return nil
-}
-
 func TestVersion(t *testing.T) {
 	td := startDaemon(t, nil)
 	td.mustVersion()
@@ -202,8 +194,10 @@ func TestLogDump(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	ls := &countingLockspaces{n: 1}
-	td := startDaemon(t, func(_ *Config, d *Deps) { d.Lockspaces = ls })
+	st, ls := memLockspace(t)
+	td := startDaemon(t, func(_ *Config, d *Deps) { d.Manager = st })
+	td.cl.Timeout = 30 * time.Second
+	require.NoError(t, td.cl.AddLockspace(context.Background(), ls, 0, 1))
 
 	// Refused while a lockspace exists: SHUTDOWN is silent, SHUTDOWN_WAIT
 	// gets -EBUSY (docs/cli.md "shutdown").
@@ -224,7 +218,7 @@ func TestShutdown(t *testing.T) {
 	want := wire.ShutdownWaitFinalReply()
 	assert.Equal(t, want.Bytes(), b)
 	<-td.srv.Done()
-	assert.Equal(t, 1, ls.shutdown)
+	assert.Equal(t, 0, td.srv.Manager().Lockspaces.Count(), "the forced shutdown dropped the lockspace")
 }
 
 func TestShutdownNoLockspaces(t *testing.T) {
@@ -242,12 +236,14 @@ func TestShutdownNoLockspaces(t *testing.T) {
 func TestRunSignals(t *testing.T) {
 	dir := testutil.ShortTempDir(t)
 	cfg := testutil.DaemonConfig(dir)
-	ls := &countingLockspaces{n: 1}
+	st, ls := memLockspace(t)
 	errc := make(chan error, 1)
-	go func() { errc <- Run(context.Background(), cfg, Deps{Lockspaces: ls}) }()
+	go func() { errc <- Run(context.Background(), cfg, Deps{Manager: st}) }()
 	cl, err := client.Dial(dir)
 	require.NoError(t, err)
+	cl.Timeout = 30 * time.Second
 	require.Eventually(t, func() bool { _, _, err := cl.Version(context.Background()); return err == nil }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, cl.AddLockspace(context.Background(), ls, 0, 1))
 
 	// SIGTERM is ignored while a lockspace exists.
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
@@ -258,7 +254,7 @@ func TestRunSignals(t *testing.T) {
 	_, _, err = cl.Version(context.Background())
 	require.NoError(t, err)
 
-	ls.set(0)
+	require.NoError(t, cl.RemLockspace(context.Background(), ls, 0))
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
 	select {
 	case err := <-errc:
@@ -326,8 +322,13 @@ func TestHandlerPanicIsolated(t *testing.T) {
 	td.logs.TakeAll() // the cleanup check is for unexpected panics
 }
 
+// A command the daemon knows but that has no handler is answered -ENOSYS
+// and the connection serves on.
 func TestUnimplementedCommand(t *testing.T) {
 	td := startDaemon(t, nil)
+	td.srv.hmu.Lock()
+	delete(td.srv.handlers, wire.CmdSetConfig)
+	td.srv.hmu.Unlock()
 	err := td.cl.SetConfig(context.Background(), "LS", 1)
 	assert.Equal(t, -38, client.ErrorCode(err))
 	td.mustVersion()

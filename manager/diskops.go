@@ -19,35 +19,34 @@ import (
 // DiskOps are the resource-area commands that work on disk without a
 // client's lease set (docs/protocol.md "Commands" #19, #21, #24, #35–#40):
 // writing and reading resource leases and the resource index operations.
+// They open disks through Setup.Open (the lockspaces' Open) and ask the
+// lockspaces for the membership an rindex lease needs; New builds them
+// (Manager.Disk).
 type DiskOps struct {
-	ls          *Lockspaces // nil: no lockspaces (rindex operations that need one get -ENOENT)
-	lg          func() *zap.Logger
-	writeInitIO int // write_init_io_timeout
+	ls *Lockspaces
 
 	mu   sync.Mutex
 	busy map[string]bool // lockspaces with an rindex operation running
 }
 
-// NewDiskOps returns the disk commands. ls may be nil; log returns the
-// logger (it may change at daemon start); writeInitIO is the
-// write_init_io_timeout of WRITE_RESOURCE and FORMAT_RINDEX.
-func NewDiskOps(ls *Lockspaces, log func() *zap.Logger, writeInitIO int) *DiskOps {
-	return &DiskOps{ls: ls, lg: log, writeInitIO: writeInitIO, busy: make(map[string]bool)}
+func newDiskOps(ls *Lockspaces) *DiskOps {
+	return &DiskOps{ls: ls, busy: make(map[string]bool)}
 }
+
+func (d *DiskOps) lg() *zap.Logger { return d.ls.lg() }
+
+// writeInitIO is the write_init_io_timeout of WRITE_RESOURCE and
+// FORMAT_RINDEX.
+func (d *DiskOps) writeInitIO() int { return d.ls.conf().WriteInitIOTimeout }
 
 // sizeFlagBits are the ALIGN/SECTOR bits of resource and rindex flags.
 const sizeFlagBits = diskfmt.FlagSector512 | diskfmt.FlagSector4K | diskfmt.FlagAlign1M |
 	diskfmt.FlagAlign2M | diskfmt.FlagAlign4M | diskfmt.FlagAlign8M
 
-// openRaw opens a lease disk with the lockspace manager's opener when
-// there is one (so tests can inject devices). An open failure is returned
+// openRaw opens a lease disk with Setup.Open. An open failure is returned
 // as its -errno result code (sanlock logs "open error -2 <path>").
 func (d *DiskOps) openRaw(path string) (diskfmt.Device, error) {
-	open := func(p string) (diskfmt.Device, error) { return diskio.OpenFile(p) }
-	if d.ls != nil {
-		open = d.ls.Open
-	}
-	dev, err := open(path)
+	dev, err := d.ls.Open(path)
 	if err != nil {
 		// "open error -2 <path>" is 3.8.5's wording.
 		code := rescode.CodeOf(err)
@@ -60,12 +59,9 @@ func (d *DiskOps) openRaw(path string) (diskfmt.Device, error) {
 	return dev, nil
 }
 
-// bound gives every single I/O on dev a deadline of ioTimeout seconds (the
-// daemon's io_timeout when 0).
+// bound gives every single I/O on dev a deadline of ioTimeout seconds
+// (DefaultIOTimeout when 0).
 func (d *DiskOps) bound(dev diskfmt.Device, ioTimeout int) diskfmt.Device {
-	if ioTimeout <= 0 {
-		ioTimeout = DefaultIOTimeout
-	}
 	if ioTimeout <= 0 {
 		ioTimeout = DefaultIOTimeout
 	}
@@ -109,18 +105,13 @@ func (d *DiskOps) openDisks(res *wire.Resource, ioTimeout int) ([]diskfmt.Resour
 func resultErr(err error) error { return codeErr(rescode.CodeOf(err)) }
 
 // paxosVersion is the leader version WRITE_RESOURCE writes (0: the default).
-func (d *DiskOps) paxosVersion() uint32 {
-	if d.ls == nil {
-		return 0
-	}
-	return d.ls.conf().PaxosVersion
-}
+func (d *DiskOps) paxosVersion() uint32 { return d.ls.conf().PaxosVersion }
 
 // WriteResource initialises the lease of res on its disks (WRITE_RESOURCE,
 // docs/protocol.md "Commands" #19): numHosts is num_hosts (what libsanlock
 // calls max_hosts); clear writes an invalidated lease (SANLK_WRITE_CLEAR).
 func (d *DiskOps) WriteResource(ctx context.Context, res wire.Resource, numHosts uint32, clear bool) error {
-	disks, closeAll, err := d.openDisks(&res, d.writeInitIO)
+	disks, closeAll, err := d.openDisks(&res, d.writeInitIO())
 	defer closeAll()
 	if err != nil {
 		return err

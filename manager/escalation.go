@@ -116,7 +116,7 @@ func (sp *space) killPids(run *delta.Lockspace, pids []int) {
 		}
 	}
 	m.mu.Lock()
-	if sp.killingPids == 2 {
+	if sp.end == endStuck {
 		m.mu.Unlock()
 		return
 	}
@@ -131,7 +131,7 @@ func (sp *space) killPids(run *delta.Lockspace, pids []int) {
 			// "kill P killpath" and "kill P sig S" are 3.8.5's wording, which
 			// the escalation tests match in both daemons' logs.
 			sp.log().Info(fmt.Sprintf("kill %d killpath %s count %d", pid, strings.Join(a.argv, " "), a.count))
-			if err := m.runKillpath(a.argv); err != nil {
+			if err := m.cfg.RunKillpath(a.argv); err != nil {
 				sp.log().Info(fmt.Sprintf("kill %d killpath error", pid), causeField(err, 0), spaceField(sp.ls.Name))
 			}
 			continue
@@ -141,16 +141,4 @@ func (sp *space) killPids(run *delta.Lockspace, pids []int) {
 			sp.log().Info(fmt.Sprintf("kill %d sig %d error", pid, int(a.sig)), causeField(err, 0), spaceField(sp.ls.Name))
 		}
 	}
-}
-
-// runKillpath starts a kill program (LockspacesConfig.RunKillpath, or the
-// resource manager's, or fork/exec).
-func (m *Lockspaces) runKillpath(argv []string) error {
-	if m.cfg.RunKillpath != nil {
-		return m.cfg.RunKillpath(argv)
-	}
-	if m.usage != nil {
-		return m.usage.RunKillpath(argv)
-	}
-	return startKillpath(argv)
 }

@@ -105,7 +105,7 @@ func (m *Lockspaces) handoverSpaces(final bool) ([]*space, error) {
 // paused, the runner's status before.
 func (m *Lockspaces) handoverSpace(sp *space, keep func(*os.File) int) (handover.Lockspace, error) {
 	m.mu.Lock()
-	run, wd, wdActive, removing, dead := sp.run, sp.wd, sp.wdActive, sp.removeReq, sp.spaceDead
+	run, wd, wdActive, removing, dead := sp.run, sp.wd, sp.wdActive, sp.removeReq, sp.end.dead()
 	extUsed, byOrphans, retries := sp.externalUsed, sp.usedByOrphans, sp.usedRetries
 	listeners := append([]Listener(nil), sp.listeners...)
 	m.mu.Unlock()

@@ -42,7 +42,7 @@ func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sp := m.byName(listSpaces, name)
-	if sp == nil || sp.run == nil || sp.spaceDead || sp.killingPids != 0 {
+	if sp == nil || sp.run == nil || sp.end.dead() {
 		return nil, rescode.ErrENOSPC
 	}
 	if sp.paxos == nil {

@@ -22,14 +22,13 @@ func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 		sp              *space
 		list            list
 		run             *delta.Lockspace
-		dead            bool
-		killing         int
+		end             ending
 		retries         uint32
 		used, byOrphans bool
 	}
 	snaps := make([]snap, len(all))
 	for i, sp := range all {
-		snaps[i] = snap{sp, sp.list, sp.run, sp.spaceDead, sp.killingPids, sp.usedRetries, sp.externalUsed, sp.usedByOrphans}
+		snaps[i] = snap{sp, sp.list, sp.run, sp.end, sp.usedRetries, sp.externalUsed, sp.usedByOrphans}
 	}
 	m.mu.Unlock()
 
@@ -55,7 +54,7 @@ func (m *Lockspaces) StatusRecords() []wire.StateRecord {
 			"renewal_last_result=%d acquire_last_attempt=%d acquire_last_success=%d renewal_last_attempt=%d "+
 			"renewal_last_success=%d",
 			s.list, s.sp.id, st.Version, s.sp.ioTimeoutNow(), st.SectorSize, st.AlignSize, st.HostGeneration,
-			b2i(st.RenewFail), b2i(s.dead), s.killing, s.retries, b2i(s.used), b2i(s.byOrphans),
+			b2i(st.RenewFail), b2i(s.end.dead()), s.end.killingPids(), s.retries, b2i(s.used), b2i(s.byOrphans),
 			b2i(st.NoTimeout), 0, 0, 0, 0, 0,
 			extend, 0, int(st.CorruptResult), int(st.AcquireLastResult),
 			int(st.RenewalLastResult), st.AcquireLastAttempt, st.AcquireLastSuccess, st.RenewalLastAttempt,
@@ -194,7 +193,7 @@ func (m *Lockspaces) SetConfig(name string, cmd uint32) error {
 	}
 	switch cmd {
 	case wire.ConfigUsed, wire.ConfigUsedByOrphans:
-		if sp.spaceDead {
+		if sp.end.dead() {
 			return rescode.ErrENOSPC
 		}
 		if cmd == wire.ConfigUsed {
@@ -238,7 +237,7 @@ func (m *Lockspaces) SetIOTimeout(name string, io uint32) error {
 func (m *Lockspaces) Examine(name string) { m.examine(name) }
 
 // Open opens a lease disk with the lockspace opener (tests inject devices
-// through LockspacesConfig.Open).
+// through Setup.Open).
 func (m *Lockspaces) Open(path string) (diskfmt.Device, error) { return m.cfg.Open(path) }
 
 // Now is the manager's monotonic clock.

@@ -6,51 +6,16 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/delta"
-	"github.com/gosanlock/gosanlock/diskfmt"
-	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/sanlog"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
-
-// LockspacesConfig holds what the lockspace manager takes from outside.
-// Zero values select the production choices.
-type LockspacesConfig struct {
-	// Clock is the monotonic clock of every lockspace (nil:
-	// clock.NewSystem(), i.e. CLOCK_MONOTONIC).
-	Clock clock.Clock
-	// Open opens a lockspace path (nil: diskio.OpenFile, O_DIRECT|O_SYNC).
-	// Any error makes add_lockspace fail with -ENODEV.
-	Open func(path string) (diskfmt.Device, error)
-	// Kill sends a signal to a lease holder (nil: kill(2)).
-	Kill func(pid int, sig syscall.Signal) error
-	// RunKillpath starts a holder's kill program (nil: the resource
-	// manager's, else fork/exec).
-	RunKillpath func(argv []string) error
-	// OpenWatchdog connects one lockspace to the watchdog multiplexer when
-	// the daemon uses the watchdog (nil: wdmd over its socket, Config
-	// WdmdSocket or /run/wdmd/wdmd.sock).
-	OpenWatchdog func(space string, hostID uint64) (WatchdogSession, error)
-	// CheckInterval is the main-loop pass of each lockspace (0: 1 s); while
-	// holders are being killed passes come every CheckInterval/5.
-	CheckInterval time.Duration
-	// PollInterval is how often a synchronous rem_lockspace and an
-	// INQ_WAIT inq_lockspace look again (0: 1 s, as sanlock).
-	PollInterval time.Duration
-	// Examine, when set, is asked to examine the resources held in a
-	// lockspace: after another host set our bit (request notification),
-	// and for EXAMINE_LOCKSPACE. It must not block.
-	Examine func(space string)
-}
 
 // WatchdogSession is one lockspace's use of the watchdog (docs/wdmd.md "sanlock side"):
 // Activate after the host_id lease is acquired (expiry L + 8*io_timeout),
@@ -83,16 +48,14 @@ type LockspaceUsage interface {
 	SpaceGone(space string)
 	// Examine asks for the held resources of space to be examined.
 	Examine(space string)
-	// RunKillpath starts a holder's kill program.
-	RunKillpath(argv []string) error
 }
 
-// renewalHook is the delta.Config.OnRenewal of lockspace space (Env.OnRenewal).
+// renewalHook is the delta.Config.OnRenewal of lockspace space (Setup.OnRenewal).
 func (m *Lockspaces) renewalHook(space string) func(error, int64, int64) {
-	if m.env.OnRenewal == nil {
+	if m.cfg.OnRenewal == nil {
 		return nil
 	}
-	return m.env.OnRenewal(space)
+	return m.cfg.OnRenewal(space)
 }
 
 // list is the registry list a lockspace is on (docs/delta.md "Lockspace lists").
@@ -117,20 +80,18 @@ func (l list) String() string {
 // maxEventListeners is the number of REG_EVENT slots per lockspace.
 const maxEventListeners = 32
 
-// Lockspaces is the LockspaceManager of the daemon: one delta.Lockspace
+// Lockspaces is the lockspace registry of the manager: one delta.Lockspace
 // runner per joined lockspace, on the add/spaces/rem lists of sanlock
 // (docs/delta.md "Lifecycle"). Each lockspace has its own goroutines, one renewing (all
 // its disk I/O) and one doing the main-loop checks, so a slow or hung
 // disk only ever delays its own lockspace. The registry mutex is never
 // held across disk I/O or socket writes.
 //
-// It plugs into a Server through Deps.Lockspaces; New then registers the
-// lockspace commands that the core does not handle (GET_HOSTS, RENEWAL,
-// WRITE/READ_LOCKSPACE, SET_EVENT, REG/END_EVENT, SET_CONFIG,
-// EXAMINE_LOCKSPACE).
+// The daemon's handlers of the lockspace commands call it (ADD, REM,
+// INQ_LOCKSPACE, GET_HOSTS, RENEWAL, WRITE/READ_LOCKSPACE, SET_EVENT,
+// REG/END_EVENT, SET_CONFIG, EXAMINE_LOCKSPACE, ...).
 type Lockspaces struct {
-	cfg   LockspacesConfig
-	env   Env
+	cfg   *Setup         // shared with Resources, defaults applied
 	usage LockspaceUsage // the resource side, wired by New
 	// clients is the client registry (the holders' kill settings), wired by New.
 	clients *ClientRegistry
@@ -149,26 +110,6 @@ type Lockspaces struct {
 	restarting map[string]int
 }
 
-// newLockspaces returns an empty registry.
-func newLockspaces(cfg LockspacesConfig) *Lockspaces {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.NewSystem()
-	}
-	if cfg.Open == nil {
-		cfg.Open = func(p string) (diskfmt.Device, error) { return diskio.OpenFile(p) }
-	}
-	if cfg.Kill == nil {
-		cfg.Kill = func(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }
-	}
-	if cfg.CheckInterval <= 0 {
-		cfg.CheckInterval = time.Second
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = time.Second
-	}
-	return &Lockspaces{cfg: cfg, clients: NewClientRegistry()}
-}
-
 // wait stops every lockspace (without waiting for holders) and waits for
 // their goroutines; called by Server.Stop after its context was cancelled.
 func (m *Lockspaces) wait() {
@@ -183,14 +124,9 @@ func (m *Lockspaces) wait() {
 	m.wg.Wait()
 }
 
-func (m *Lockspaces) lg() *zap.Logger {
-	if m.env.Log == nil {
-		return zap.NewNop()
-	}
-	return m.env.Log
-}
+func (m *Lockspaces) lg() *zap.Logger { return m.cfg.Log }
 
-func (m *Lockspaces) conf() *Settings { return &m.env.Settings }
+func (m *Lockspaces) conf() *Settings { return &m.cfg.Settings }
 
 // defaultIOTimeout is the io_timeout of a request that passes 0: the
 // daemon's (Settings.IOTimeout), else DefaultIOTimeout.
@@ -201,17 +137,12 @@ func (m *Lockspaces) defaultIOTimeout() int {
 	return DefaultIOTimeout
 }
 
-func (m *Lockspaces) baseContext() context.Context {
-	if m.env.Context == nil {
-		return context.Background()
-	}
-	return m.env.Context
-}
+func (m *Lockspaces) baseContext() context.Context { return m.cfg.Context }
 
-func (m *Lockspaces) hostName() string { return m.env.HostName }
+func (m *Lockspaces) hostName() string { return m.cfg.HostName }
 
 // examine asks the resource layer to examine the resources held in space:
-// LockspacesConfig.Examine, else the resource side's.
+// Setup.Examine, else the resource side's.
 func (m *Lockspaces) examine(space string) {
 	if m.cfg.Examine != nil {
 		m.cfg.Examine(space)
@@ -221,6 +152,29 @@ func (m *Lockspaces) examine(space string) {
 		m.usage.Examine(space)
 	}
 }
+
+// ending is how far a lockspace is in its end, under Lockspaces.mu. It
+// only moves forward (space.pass, space.allGone): endLiving, endKilling,
+// endStuck; once all holders are gone the entry leaves for the rem list.
+type ending uint8
+
+const (
+	// endLiving: the lockspace serves. A failed own lease, rem_lockspace
+	// or a forced shutdown starts its end.
+	endLiving ending = iota
+	// endKilling: the lockspace is dead (space_dead=1): its tokens are
+	// freed without disk I/O and its holders are being killed
+	// (killing_pids=1).
+	endKilling
+	// endStuck: every holder left has ignored its kills (killing_pids=2).
+	endStuck
+)
+
+// dead is STATUS's space_dead: the end has begun.
+func (e ending) dead() bool { return e != endLiving }
+
+// killingPids is STATUS's killing_pids: 0, 1, or 2 once stuck.
+func (e ending) killingPids() int { return int(e) }
 
 // space is one lockspace entry (sanlock's struct space).
 type space struct {
@@ -246,9 +200,8 @@ type space struct {
 	paxos         *paxos.Host      // built by PaxosHost on first use
 	wd            WatchdogSession  // nil with -w 0
 	wdActive      bool             // activated and not yet deactivated
-	removeReq     bool
-	spaceDead     bool
-	killingPids   int
+	removeReq     bool             // rem_lockspace asked for the end (not the lease)
+	end           ending           // endLiving until the end begins
 	usedRetries   uint32
 	externalUsed  bool
 	usedByOrphans bool
@@ -447,7 +400,7 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	m.mu.Unlock()
 
 	sp.log().Warn("lockspace " + wire.LockspaceString(&ident))
-	m.env.spawn(sp.thread)
+	m.cfg.spawn(sp.thread)
 
 	if flags&wire.AddAsync != 0 {
 		return nil

@@ -80,16 +80,13 @@ func newTestManagerClock(t *testing.T, clk clock.Clock, kill func(pid int, sig s
 	}
 	dead := &atomic.Bool{}
 	open := func(string) (diskfmt.Device, error) { return testDisk{mem, dead}, nil }
-	m := New(Config{
-		Lockspaces: LockspacesConfig{Open: open, Kill: kill, Clock: clk},
-		Resources:  ResourcesConfig{Open: open, Kill: kill, RunKillpath: func([]string) error { return nil }},
-	})
 	mctx, cancel := context.WithCancel(ctx)
 	st.WatchdogFireTimeout = 60 // the daemon's default
+	m := New(Setup{Open: open, Kill: kill, Clock: clk, RunKillpath: func([]string) error { return nil },
+		Context: mctx, HostName: "hostA", Settings: st})
 	for _, c := range clients {
 		m.Clients.Add(c.id, ClientStatus{Order: c.pid, Pid: c.pid, Registered: true, Name: strconv.Itoa(c.pid)})
 	}
-	m.Start(Env{Context: mctx, HostName: "hostA", Settings: st})
 	require.NoError(t, m.Lockspaces.Add(ctx, AddRequest{Lockspace: testLS, IOTimeout: 1}))
 	return m, dead, func() { cancel(); m.Stop() }
 }

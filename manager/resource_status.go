@@ -122,7 +122,7 @@ func (m *Resources) examine(space, name string) int {
 		}
 		r.examining = true
 		m.wg.Add(1)
-		m.env.spawn(func() { m.examineResource(r) })
+		m.cfg.spawn(func() { m.examineResource(r) })
 	}
 	return n
 }

@@ -11,31 +11,13 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
-	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/diskfmt"
-	"github.com/gosanlock/gosanlock/diskio"
 	"github.com/gosanlock/gosanlock/internal/sanlog"
 	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/rescode"
 	"github.com/gosanlock/gosanlock/wire"
 )
-
-// ResourcesConfig holds what the resource manager takes from outside. Zero
-// values select the production choices.
-type ResourcesConfig struct {
-	// Open opens a resource disk (nil: diskio.OpenFile, O_DIRECT|O_SYNC).
-	Open func(path string) (diskfmt.Device, error)
-	// Kill sends a signal to a lease holder (nil: kill(2)).
-	Kill func(pid int, sig syscall.Signal) error
-	// RunKillpath starts a client's kill program without waiting for it
-	// (nil: fork/exec, reaped in the background).
-	RunKillpath func(argv []string) error
-	// Clock paces the background release retries (nil: the lockspace
-	// manager's clock, else CLOCK_MONOTONIC).
-	Clock clock.Clock
-}
 
 // resList is the host-wide list a resource is on (docs/paxos.md "Resource lists").
 type resList int
@@ -106,14 +88,13 @@ type leaseClient struct {
 	dead   bool // the connection ended while busy
 }
 
-// Resources is the ResourceManager of the daemon: the resource leases of
+// Resources is the resource side of the manager: the resource leases of
 // registered clients on top of the paxos package (docs/paxos.md). Its
 // mutex guards the lists, tokens and client lease sets and is never held
 // across disk I/O; acquires of different resources run in parallel, and a
 // slow disk only delays the commands on the resources it backs.
 type Resources struct {
-	cfg    ResourcesConfig
-	env    Env
+	cfg    *Setup    // shared with Lockspaces, defaults applied
 	spaces spaceView // the lockspace side, wired by New
 	// clients is the client registry (pid, name, restrict flags, kill
 	// program), wired by New; Resources.mu may be held when it is used.
@@ -142,20 +123,9 @@ type spaceView interface {
 }
 
 // newResources returns an empty resource table.
-func newResources(cfg ResourcesConfig) *Resources {
-	if cfg.Open == nil {
-		cfg.Open = func(p string) (diskfmt.Device, error) { return diskio.OpenFile(p) }
-	}
-	if cfg.Kill == nil {
-		cfg.Kill = func(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }
-	}
-	if cfg.RunKillpath == nil {
-		cfg.RunKillpath = startKillpath
-	}
-	m := &Resources{cfg: cfg, res: make(map[resKey]*resource), leases: make(map[ClientID]*leaseClient), clients: NewClientRegistry()}
-	// cfg.Open is looked up at each open: tests replace it afterwards.
-	m.disks = newDiskCache(func(p string) (diskfmt.Device, error) { return m.cfg.Open(p) })
-	return m
+func newResources(cfg *Setup) *Resources {
+	return &Resources{cfg: cfg, res: make(map[resKey]*resource), leases: make(map[ClientID]*leaseClient),
+		clients: cfg.Clients, disks: newDiskCache(cfg.Open)}
 }
 
 // wait stops the background work and waits for it (Server.Stop, after the
@@ -167,24 +137,14 @@ func (m *Resources) wait() {
 	m.wg.Wait()
 }
 
-func (m *Resources) lg() *zap.Logger {
-	if m.env.Log == nil {
-		return zap.NewNop()
-	}
-	return m.env.Log
-}
+func (m *Resources) lg() *zap.Logger { return m.cfg.Log }
 
 // rlog is the logger of resource r's lines ("r<id> " before the message).
 func (m *Resources) rlog(r *resource) *zap.Logger {
 	return m.lg().With(sanlog.Prefix(fmt.Sprintf("r%d ", r.id)))
 }
 
-func (m *Resources) baseContext() context.Context {
-	if m.env.Context == nil {
-		return context.Background()
-	}
-	return m.env.Context
-}
+func (m *Resources) baseContext() context.Context { return m.cfg.Context }
 
 // spaceHost returns our membership of lockspace name, or -ENOSPC.
 func (m *Resources) spaceHost(name string) (*paxos.Host, error) {
@@ -193,9 +153,6 @@ func (m *Resources) spaceHost(name string) (*paxos.Host, error) {
 	}
 	return m.spaces.PaxosHost(name)
 }
-
-// RunKillpath implements LockspaceUsage: ResourcesConfig.RunKillpath.
-func (m *Resources) RunKillpath(argv []string) error { return m.cfg.RunKillpath(argv) }
 
 // forget drops the lease state of a dead client. Called with m.mu.
 func (m *Resources) forget(lc *leaseClient) {
@@ -464,7 +421,7 @@ func (m *Resources) releaseLater(r *resource) {
 	r.releasing = true
 	m.wg.Add(1)
 	m.mu.Unlock()
-	m.env.spawn(func() {
+	m.cfg.spawn(func() {
 		defer m.wg.Done()
 		ctx := m.baseContext()
 		for {

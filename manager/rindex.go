@@ -17,7 +17,7 @@ import (
 // FormatRindex writes an empty resource index: FORMAT_RINDEX (docs/protocol.md "Commands" #35, docs/ondisk.md
 // "Resource index operations"). No lockspace is needed.
 func (d *DiskOps) FormatRindex(ctx context.Context, rx wire.RIndex) error {
-	dev, err := d.open(rx.Disk.Path, d.writeInitIO)
+	dev, err := d.open(rx.Disk.Path, d.writeInitIO())
 	if err != nil {
 		d.lg().Error("rindex_format open failed", resultField(err), diskField(rx.Disk.Path, rx.Disk.Offset),
 			causeField(err, 0))
@@ -89,9 +89,6 @@ func (d *DiskOps) beginRindex(ctx context.Context, what string, rxa *wire.RIndex
 // paxosHost is our membership of lockspace name: -ENOENT when it is not
 // joined, -ENOSPC when it is failing.
 func (d *DiskOps) paxosHost(name string) (*paxos.Host, error) {
-	if d.ls == nil {
-		return nil, rescode.Code(rescode.RvENOENT)
-	}
 	if _, joined := d.ls.Joined(name); !joined {
 		return nil, rescode.Code(rescode.RvENOENT)
 	}

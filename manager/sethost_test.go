@@ -26,15 +26,12 @@ func startHostOn(t *testing.T, mem *testdisk.Mem, name string, clients testClien
 	dead := &atomic.Bool{}
 	kill := func(int, syscall.Signal) error { return nil }
 	open := func(string) (diskfmt.Device, error) { return testDisk{mem, dead}, nil }
-	m := New(Config{
-		Lockspaces: LockspacesConfig{Open: open, Kill: kill},
-		Resources:  ResourcesConfig{Open: open, Kill: kill, RunKillpath: func([]string) error { return nil }},
-	})
 	ctx, cancel := context.WithCancel(context.Background())
+	m := New(Setup{Open: open, Kill: kill, RunKillpath: func([]string) error { return nil },
+		Context: ctx, HostName: name, Settings: Settings{WatchdogFireTimeout: 60}})
 	for _, c := range clients {
 		m.Clients.Add(c.id, ClientStatus{Order: c.pid, Pid: c.pid, Registered: true, Name: "c"})
 	}
-	m.Start(Env{Context: ctx, HostName: name, Settings: Settings{WatchdogFireTimeout: 60}})
 	return m, dead, func() { cancel(); m.Stop() }
 }
 

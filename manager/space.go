@@ -122,7 +122,7 @@ func (sp *space) join() error {
 	sp.run, sp.wd = run, wd
 	m.mu.Unlock()
 	m.wg.Add(1)
-	m.env.spawn(func() {
+	m.cfg.spawn(func() {
 		defer m.wg.Done()
 		err := run.Run(sp.ctx)
 		if st := run.Status(); st.Joined {
@@ -141,10 +141,10 @@ func (sp *space) join() error {
 		_ = dev.Close()
 	})
 
-	m.env.await(run.Joined())
+	m.cfg.await(run.Joined())
 	st := run.Status()
 	if st.AcquireLastResult != rescode.OK {
-		m.env.await(run.Done())
+		m.cfg.await(run.Done())
 		sp.addCause = fmt.Sprintf("delta_acquire of host_id %d at %s: %s", sp.ls.HostID, sp.disk(),
 			st.AcquireLastResult.Error())
 		return st.AcquireLastResult
@@ -155,7 +155,7 @@ func (sp *space) join() error {
 		sp.log().Info("add_lockspace undo", zap.String("lockspace", wire.LockspaceString(&sp.ls)))
 		sp.deactivateWatchdog()
 		sp.cancel()
-		m.env.await(run.Done())
+		m.cfg.await(run.Done())
 		return rescode.Code(rescode.RvEPERM)
 	}
 	m.move(sp, listSpaces)
@@ -238,7 +238,7 @@ func (sp *space) stop() {
 	run := sp.run
 	sp.m.mu.Unlock()
 	if run != nil {
-		sp.m.env.await(run.Done())
+		sp.m.cfg.await(run.Done())
 	}
 	sp.log().Info("free lockspace")
 	sp.free()
@@ -397,7 +397,7 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 	m := sp.m
 	u := m.usage
 	m.mu.Lock()
-	killing := sp.killingPids != 0
+	killing := sp.end.dead()
 	m.mu.Unlock()
 
 	if !killing {
@@ -405,7 +405,7 @@ func (sp *space) pass(run *delta.Lockspace) passResult {
 		m.mu.Lock()
 		remove, forced := sp.removeReq, m.forced
 		if st.Failed() || remove || forced {
-			sp.spaceDead, sp.killingPids = true, 1
+			sp.end = endKilling
 			killing = true
 		}
 		m.mu.Unlock()
@@ -464,8 +464,8 @@ func (sp *space) allGone(holders []int, orphans int) bool {
 			live++
 		}
 	}
-	if live == 0 && stuck > 0 && sp.killingPids != 2 {
-		sp.killingPids = 2
+	if live == 0 && stuck > 0 && sp.end != endStuck {
+		sp.end = endStuck
 		sp.log().Error("killing pids stuck", zap.Int("stuck", stuck), spaceField(sp.ls.Name))
 	}
 	if live+stuck > 0 {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -47,15 +46,12 @@ func startOn(t *testing.T, mem *testdisk.Mem, clients testClients) (*Manager, fu
 	t.Helper()
 	dead := &atomic.Bool{}
 	open := func(string) (diskfmt.Device, error) { return testDisk{mem, dead}, nil }
-	m := New(Config{
-		Lockspaces: LockspacesConfig{Open: open},
-		Resources:  ResourcesConfig{Open: open, RunKillpath: func([]string) error { return nil }},
-	})
 	ctx, cancel := context.WithCancel(context.Background())
+	m := New(Setup{Open: open, RunKillpath: func([]string) error { return nil },
+		Context: ctx, HostName: "hostA", Settings: Settings{WatchdogFireTimeout: 60}})
 	for _, c := range clients {
 		m.Clients.Add(c.id, ClientStatus{Order: c.pid, Pid: c.pid, Registered: true, Name: "c"})
 	}
-	m.Start(Env{Context: ctx, HostName: "hostA", Settings: Settings{WatchdogFireTimeout: 60}})
 	return m, func() { cancel(); m.Stop() }
 }
 
@@ -172,12 +168,11 @@ func TestInitVersionSettings(t *testing.T) {
 		mem := testdisk.NewMem(4<<20, 512)
 		dead := &atomic.Bool{}
 		open := func(string) (diskfmt.Device, error) { return testDisk{mem, dead}, nil }
-		m := New(Config{Lockspaces: LockspacesConfig{Open: open}, Resources: ResourcesConfig{Open: open}})
 		ctx, cancel := context.WithCancel(context.Background())
 		st.WatchdogFireTimeout = 60
-		m.Start(Env{Context: ctx, HostName: "hostA", Settings: st})
+		m := New(Setup{Open: open, Context: ctx, HostName: "hostA", Settings: st})
 		require.NoError(t, m.Lockspaces.WriteLockspace(ctx, testLS, 0))
-		require.NoError(t, NewDiskOps(m.Lockspaces, func() *zap.Logger { return zap.NewNop() }, 10).
+		require.NoError(t, m.Disk.
 			WriteResource(ctx, testRes(0, 0), 0, false))
 		wantD, wantP := st.DeltaVersion, st.PaxosVersion
 		if wantD == 0 {

@@ -23,7 +23,7 @@ func TestCClientLockspaceDifferential(t *testing.T) {
 	needRealSanlock(t)
 	realDir := testutil.ShortTempDir(t)
 	realDaemon(t, realDir, "-e", "hostX")
-	td, _ := startLS(t, "hostX", manager.LockspacesConfig{})
+	td, _ := startLS(t, "hostX", manager.Setup{})
 
 	type side struct{ name, dir, path string }
 	sides := []side{

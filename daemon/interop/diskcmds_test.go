@@ -514,7 +514,7 @@ func TestDiskCmds(t *testing.T) {
 	refDir, toolDir := testutil.ShortTempDir(t), testutil.ShortTempDir(t)
 	realDaemon(t, refDir, "-e", "hostX")
 	realDaemon(t, toolDir, "-e", "hostX")
-	td, _ := startLS(t, "hostX", manager.LockspacesConfig{})
+	td, _ := startLS(t, "hostX", manager.Setup{})
 	sides := []*dkSide{
 		{name: "sanlock", dir: refDir, path: testutil.LeaseFile(t, 48<<20), tool: realSanlock},
 		{name: "gosanlock daemon", dir: td.dir, path: testutil.LeaseFile(t, 48<<20), tool: realSanlock},
@@ -608,7 +608,7 @@ func TestDiskCmdsRindexBusyAndBounds(t *testing.T) {
 		}
 		return dkGateDev{Device: f, lo: 2 << 20, hi: 3 << 20, gate: gate, blocked: blocked, release: release}, nil
 	}
-	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
+	td, _ := startLS(t, "hostA", manager.Setup{Open: open})
 	cl := td.cl
 	rx := &wire.RIndex{LockspaceName: "LS", Disk: wire.Disk{Path: path, Offset: 1 << 20}}
 	require.NoError(t, cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))

@@ -53,15 +53,14 @@ func startDaemon(t *testing.T, mod func(*daemon.Config, *daemon.Deps)) *testDaem
 }
 
 // startLS starts an in-process daemon with the real lockspace manager.
-func startLS(t *testing.T, host string, lcfg manager.LockspacesConfig) (*testDaemon, *manager.Lockspaces) {
+func startLS(t *testing.T, host string, st manager.Setup) (*testDaemon, *manager.Lockspaces) {
 	t.Helper()
-	m := manager.New(manager.Config{Lockspaces: lcfg})
 	td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) {
 		c.OurHostName = host
-		d.Manager = m
+		d.Manager = st
 	})
 	td.cl.Timeout = 30 * time.Second
-	return td, m.Lockspaces
+	return td, td.srv.Manager().Lockspaces
 }
 
 // mustVersion checks that the daemon still answers.

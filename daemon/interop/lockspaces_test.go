@@ -43,7 +43,7 @@ func waitHosts(t *testing.T, cl *client.Client, ls string, id uint64) []wire.Hos
 
 func TestLockspaceLifecycle(t *testing.T) {
 	t.Parallel()
-	td, lss := startLS(t, "hostA", manager.LockspacesConfig{})
+	td, lss := startLS(t, "hostA", manager.Setup{})
 	cl := td.cl
 	path := testutil.LeaseFile(t, 1<<20)
 	ls := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}
@@ -201,7 +201,6 @@ func readDelta(t *testing.T, path, space string, hostID uint64) diskfmt.Leader {
 
 // fakeUsage is a LockspaceUsage with one holder pid.
 type fakeUsage struct {
-	daemon.NoResources
 	holders atomic.Value // []int
 	dead    atomic.Int32
 }
@@ -211,10 +210,9 @@ func (u *fakeUsage) SpaceHolders(string) []int {
 	h, _ := u.holders.Load().([]int)
 	return h
 }
-func (u *fakeUsage) SpaceDead(string)                { u.dead.Add(1) }
-func (u *fakeUsage) SpaceGone(string)                {}
-func (u *fakeUsage) Examine(string)                  {}
-func (u *fakeUsage) RunKillpath(argv []string) error { return errors.New("no kill programs here") }
+func (u *fakeUsage) SpaceDead(string) { u.dead.Add(1) }
+func (u *fakeUsage) SpaceGone(string) {}
+func (u *fakeUsage) Examine(string)   {}
 
 // rem_lockspace kills the holders with SIGKILL and waits for them; the
 // USED flag blocks the removal until cleared.
@@ -223,12 +221,12 @@ func TestRemKillsHoldersAndUsed(t *testing.T) {
 	u := &fakeUsage{}
 	u.holders.Store([]int{4242})
 	kills := make(chan string, 16)
-	m := manager.New(manager.Config{Usage: u, Lockspaces: manager.LockspacesConfig{Kill: func(pid int, sig syscall.Signal) error {
+	st := manager.Setup{Usage: u, Kill: func(pid int, sig syscall.Signal) error {
 		kills <- fmt.Sprintf("%d %d", pid, int(sig))
 		u.holders.Store([]int(nil))
 		return nil
-	}}})
-	td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) { c.OurHostName = "hostA"; d.Manager = m })
+	}}
+	td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) { c.OurHostName = "hostA"; d.Manager = st })
 	cl := td.cl
 	cl.Timeout = 30 * time.Second
 	path := testutil.LeaseFile(t, 1<<20)
@@ -262,8 +260,8 @@ func TestRemKillsHoldersAndUsed(t *testing.T) {
 // each other and events pass from host 2 to host 1.
 func TestLockspaceEvents(t *testing.T) {
 	t.Parallel()
-	td1, _ := startLS(t, "hostA", manager.LockspacesConfig{})
-	td2, _ := startLS(t, "hostB", manager.LockspacesConfig{})
+	td1, _ := startLS(t, "hostA", manager.Setup{})
+	td2, _ := startLS(t, "hostB", manager.Setup{})
 	path := testutil.LeaseFile(t, 1<<20)
 	require.NoError(t, td1.cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: path}}, 0, 1))
 	ls1 := &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: path}}

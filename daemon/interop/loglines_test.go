@@ -104,7 +104,7 @@ func TestLogLinesResourceFailures(t *testing.T) {
 	eio, hang := &atomic.Int32{}, &atomic.Int32{}
 	eio.Store(devEIO)
 	hang.Store(devHang)
-	rc := newResCluster(t, 1, 1, manager.Config{Resources: manager.ResourcesConfig{Open: func(p string) (diskfmt.Device, error) {
+	rc := newResCluster(t, 1, 1, manager.Setup{Open: func(p string) (diskfmt.Device, error) {
 		switch p {
 		case eioPath:
 			return faultDev{mode: eio}, nil
@@ -112,7 +112,7 @@ func TestLogLinesResourceFailures(t *testing.T) {
 			return faultDev{mode: hang}, nil
 		}
 		return diskio.OpenFile(p)
-	}}})
+	}})
 	td := rc.tds[0]
 	reg, err := td.cl.Register(context.Background())
 	require.NoError(t, err)
@@ -157,7 +157,7 @@ func TestLogLinesLockspaceFailures(t *testing.T) {
 		}
 		return faultDev{dev: dev, mode: mode}, nil
 	}
-	td, _ := startLS(t, "hostA", manager.LockspacesConfig{Open: open})
+	td, _ := startLS(t, "hostA", manager.Setup{Open: open})
 	cl := td.cl
 	require.NoError(t, cl.WriteLockspace(context.Background(), &wire.Lockspace{Name: "LS", Disk: wire.Disk{Path: good}}, 0, 1))
 

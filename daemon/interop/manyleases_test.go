@@ -10,12 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gosanlock/gosanlock/daemon"
 	"github.com/gosanlock/gosanlock/internal/testenv"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
-	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/testdisk"
 	"github.com/gosanlock/gosanlock/wire"
 )
@@ -65,11 +63,10 @@ func TestManyLeasesOneFile(t *testing.T) {
 	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: min(1024, old.Max), Max: old.Max}))
 	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &old) })
 
-	m := manager.New(manager.Config{})
-	td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) { d.Manager = m })
+	td := startDaemon(t, nil)
 	td.cl.Timeout = 30 * time.Second
 	require.NoError(t, td.cl.AddLockspace(context.Background(), &wire.Lockspace{Name: "LS", HostID: 1, Disk: wire.Disk{Path: disk}}, 0, 1))
-	res := m.Resources
+	res := td.srv.Manager().Resources
 
 	reg, err := td.cl.Register(context.Background())
 	require.NoError(t, err)

@@ -47,7 +47,7 @@ func (d crashDev) WriteAt(ctx context.Context, p []byte, off int64) error {
 	return d.Device.WriteAt(ctx, p, off)
 }
 
-// crashable returns an Open for LockspacesConfig whose devices all die
+// crashable returns an Open for manager.Setup whose devices all die
 // when the returned flag is set.
 func crashable() (func(string) (diskfmt.Device, error), *atomic.Bool) {
 	dead := new(atomic.Bool)
@@ -130,10 +130,10 @@ func TestMixedLockspace(t *testing.T) {
 	realDaemon(t, c1, "-e", "c-host1")
 	c3cmd := realDaemon(t, c3, "-e", "c-host3")
 	realDaemon(t, c6, "-e", "c-host6")
-	g2, g2ls := startLS(t, "go-host2", manager.LockspacesConfig{})
+	g2, g2ls := startLS(t, "go-host2", manager.Setup{})
 	open4, crash4 := crashable()
-	g4, _ := startLS(t, "go-host4", manager.LockspacesConfig{Open: open4})
-	g5, _ := startLS(t, "go-host5", manager.LockspacesConfig{})
+	g4, _ := startLS(t, "go-host4", manager.Setup{Open: open4})
+	g5, _ := startLS(t, "go-host5", manager.Setup{})
 	g5.cl.Timeout = 3 * time.Minute
 
 	out, rc, err := cClient(c1, "client", "init", "-s", "LS:0:"+path+":0", "-o", "1")

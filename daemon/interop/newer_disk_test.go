@@ -45,7 +45,7 @@ func TestNewerFormatCluster(t *testing.T) {
 	require.Equal(t, diskfmt.DeltaVersion50, ls0.Version)
 
 	d := sid.StartDaemon(t, "", "-e", "sid-host1")
-	g, _ := startLS(t, "go-host2", manager.LockspacesConfig{})
+	g, _ := startLS(t, "go-host2", manager.Setup{})
 	done := make(chan error, 1)
 	go func() {
 		out, err := d.Client(t, "client", "add_lockspace", "-s", "LS:1:"+path+":0")
@@ -214,13 +214,13 @@ func TestNewerNoTimeoutDeadExt(t *testing.T) {
 	g := startDaemon(t, func(c *daemon.Config, deps *daemon.Deps) {
 		c.OurHostName = "go-host2"
 		c.WatchdogFireTimeout = 10
-		deps.Manager = manager.New(manager.Config{Lockspaces: manager.LockspacesConfig{Open: func(p string) (diskfmt.Device, error) {
+		deps.Manager = manager.Setup{Open: func(p string) (diskfmt.Device, error) {
 			dev, err := diskio.OpenFile(p)
 			if err != nil {
 				return nil, err
 			}
 			return cutDevice{dev, cut}, nil
-		}}})
+		}}
 	})
 	g.cl.Timeout = 60 * time.Second
 	out, err := d.Client(t, "client", "add_lockspace", "-s", "LS:1:"+path+":0", "-N", "1")

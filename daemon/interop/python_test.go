@@ -149,7 +149,7 @@ func TestPythonCompare(t *testing.T) {
 
 	ours := &pyRunner{py: py, path: testutil.LeaseFile(t, 1<<20), zero: testutil.LeaseFile(t, 1<<20), dur: map[string]time.Duration{}}
 	for i := 1; i <= 2; i++ {
-		td, _ := startLS(t, fmt.Sprintf("go-host%d", i), manager.LockspacesConfig{})
+		td, _ := startLS(t, fmt.Sprintf("go-host%d", i), manager.Setup{})
 		ours.dirs[i] = td.dir
 	}
 	real := &pyRunner{py: py, path: testutil.LeaseFile(t, 1<<20), zero: testutil.LeaseFile(t, 1<<20), dur: map[string]time.Duration{}}

@@ -89,7 +89,7 @@ func rtOurSide(t *testing.T) *rtSide {
 	if rtOursPending {
 		return nil
 	}
-	td, _ := startLS(t, "hostX", manager.LockspacesConfig{})
+	td, _ := startLS(t, "hostX", manager.Setup{})
 	return rtNewSide("gosanlock", td.dir, testutil.LeaseFile(t, 16<<20), realSanlock)
 }
 

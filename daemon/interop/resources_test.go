@@ -33,16 +33,15 @@ type resCluster struct {
 	ls   []*wire.Lockspace
 }
 
-func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Config, mods ...func(*daemon.Config)) *resCluster {
+func newResCluster(t *testing.T, hosts, nres int, mcfg manager.Setup, mods ...func(*daemon.Config)) *resCluster {
 	t.Helper()
 	path := testutil.ResourceFile(t, nres)
 	rc := &resCluster{path: path}
 	joins := testutil.NewJoins(t, path)
 	for i := 0; i < hosts; i++ {
-		m := manager.New(mcfg)
 		td := startDaemon(t, func(c *daemon.Config, d *daemon.Deps) {
 			c.OurHostName = fmt.Sprintf("host%d", i+1)
-			d.Manager = m
+			d.Manager = mcfg
 			for _, f := range mods {
 				f(c)
 			}
@@ -61,7 +60,7 @@ func (rc *resCluster) res(i int, flags uint32) wire.Resource {
 
 func TestResourceAcquireRelease(t *testing.T) {
 	t.Parallel()
-	rc := newResCluster(t, 2, 2, manager.Config{})
+	rc := newResCluster(t, 2, 2, manager.Setup{})
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 
 	ra, err := a.Register(context.Background())
@@ -133,7 +132,7 @@ func TestResourceAcquireRelease(t *testing.T) {
 // the other host can take it at once; a persistent lease becomes an orphan.
 func TestResourceClientDeath(t *testing.T) {
 	t.Parallel()
-	rc := newResCluster(t, 2, 2, manager.Config{})
+	rc := newResCluster(t, 2, 2, manager.Setup{})
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 
 	ra, err := a.Register(context.Background())
@@ -179,7 +178,7 @@ func TestResourceClientDeath(t *testing.T) {
 func TestResourceParallelAcquires(t *testing.T) {
 	t.Parallel()
 	const n = 8
-	rc := newResCluster(t, 1, n, manager.Config{})
+	rc := newResCluster(t, 1, n, manager.Setup{})
 	a := rc.tds[0].cl
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -209,12 +208,12 @@ func TestResourceRequestExamine(t *testing.T) {
 	t.Parallel()
 	killed := make(chan int, 4)
 	var once sync.Once
-	rc := newResCluster(t, 2, 1, manager.Config{Resources: manager.ResourcesConfig{Kill: func(pid int, sig syscall.Signal) error {
+	rc := newResCluster(t, 2, 1, manager.Setup{Kill: func(pid int, sig syscall.Signal) error {
 		if sig == syscall.SIGKILL {
 			once.Do(func() { killed <- pid })
 		}
 		return nil
-	}}})
+	}})
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 	ra, err := a.Register(context.Background())
 	require.NoError(t, err)
@@ -238,7 +237,7 @@ func TestRevocationNotice(t *testing.T) {
 	open, dead := crashable()
 	var mu sync.Mutex
 	var sigs []syscall.Signal
-	lcfg := manager.LockspacesConfig{Open: open, Kill: func(pid int, sig syscall.Signal) error {
+	lcfg := manager.Setup{Open: open, Kill: func(pid int, sig syscall.Signal) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if pid == os.Getpid() {
@@ -246,7 +245,7 @@ func TestRevocationNotice(t *testing.T) {
 		}
 		return nil
 	}}
-	rc := newResCluster(t, 2, 1, manager.Config{Lockspaces: lcfg}, func(c *daemon.Config) { c.KillGraceSeconds = 3 })
+	rc := newResCluster(t, 2, 1, lcfg, func(c *daemon.Config) { c.KillGraceSeconds = 3 })
 	a, b := rc.tds[0].cl, rc.tds[1].cl
 	reg, err := a.Register(context.Background())
 	require.NoError(t, err)
@@ -337,7 +336,7 @@ func TestWatchdogLifecycle(t *testing.T) {
 			wd := &fakeWatchdog{}
 			var reg *client.Reg
 			var regMu sync.Mutex
-			lcfg := manager.LockspacesConfig{
+			lcfg := manager.Setup{
 				Open:         open,
 				OpenWatchdog: func(string, uint64) (manager.WatchdogSession, error) { return wd, nil },
 				Kill: func(pid int, sig syscall.Signal) error {
@@ -350,7 +349,7 @@ func TestWatchdogLifecycle(t *testing.T) {
 					return nil
 				},
 			}
-			rc := newResCluster(t, 1, 1, manager.Config{Lockspaces: lcfg}, func(c *daemon.Config) { c.UseWatchdog = true; c.KillGraceSeconds = 2 })
+			rc := newResCluster(t, 1, 1, lcfg, func(c *daemon.Config) { c.UseWatchdog = true; c.KillGraceSeconds = 2 })
 			a := rc.tds[0].cl
 			r, err := a.Register(context.Background())
 			require.NoError(t, err)
@@ -383,14 +382,14 @@ func TestWatchdogLifecycle(t *testing.T) {
 func TestRestrictSigkill(t *testing.T) {
 	t.Parallel()
 	sigs := make(chan syscall.Signal, 8)
-	lcfg := manager.LockspacesConfig{Kill: func(pid int, sig syscall.Signal) error {
+	lcfg := manager.Setup{Kill: func(pid int, sig syscall.Signal) error {
 		select {
 		case sigs <- sig:
 		default:
 		}
 		return nil
 	}}
-	rc := newResCluster(t, 1, 1, manager.Config{Lockspaces: lcfg})
+	rc := newResCluster(t, 1, 1, lcfg)
 	a := rc.tds[0].cl
 	reg, err := a.Register(context.Background())
 	require.NoError(t, err)

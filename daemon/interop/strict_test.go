@@ -18,7 +18,6 @@ import (
 	"github.com/gosanlock/gosanlock/internal/testenv"
 
 	"github.com/gosanlock/gosanlock/internal/testutil"
-	"github.com/gosanlock/gosanlock/manager"
 )
 
 // Strict peer mode (strict.go): the impersonation attempts of issue 14,
@@ -155,7 +154,6 @@ func strictOurSide(t *testing.T, name string, strict bool) (*rtSide, *testDaemon
 		c.OurHostName = "hostX"
 		c.SetIDs(strictUID, 0)
 		c.StrictPeer = strict
-		d.Manager = manager.New(manager.Config{})
 	})
 	require.NoError(t, os.Chmod(td.dir, 0o755))
 	return rtNewSide(name, td.dir, testutil.LeaseFile(t, 16<<20), realSanlock), td

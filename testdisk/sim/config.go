@@ -43,7 +43,7 @@ type Config struct {
 	TraceTail int
 	KeepTrace bool
 	// CheckInterval is every host's manager main-loop pass
-	// (manager.LockspacesConfig.CheckInterval; 0: the manager's 1 s). A
+	// (manager.Setup.CheckInterval; 0: the manager's 1 s). A
 	// long one models a daemon whose main loop runs late (CPU starvation):
 	// a pass that a wake-up starts (the main loop's after each renewal,
 	// clock.Clock.Wait) also comes only at the next multiple of it on the

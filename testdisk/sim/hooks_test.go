@@ -13,8 +13,8 @@ import (
 )
 
 // TestManagerUsesHooks keeps the manager runnable by the simulator: every
-// goroutine it starts must go through env.spawn (manager.Env.Go) and every
-// wait for another goroutine's channel through env.await (Env.Await). A bare
+// goroutine it starts must go through cfg.spawn (manager.Setup.Go) and every
+// wait for another goroutine's channel through cfg.await (Setup.Await). A bare
 // go statement or receive would run outside the scheduler: a hang or a run
 // that no longer replays. The receives listed here are allowed: they wait
 // for a context, or are on paths the simulator does not take (synchronous
@@ -49,18 +49,18 @@ func TestManagerUsesHooks(t *testing.T) {
 				// the hooks themselves: go fn() and <-ch when unset
 				return !(base == "manager.go" && (x.Name.Name == "spawn" || x.Name.Name == "await"))
 			case *ast.GoStmt:
-				bad = append(bad, fset.Position(x.Pos()).String()+": go statement (use env.spawn)")
+				bad = append(bad, fset.Position(x.Pos()).String()+": go statement (use cfg.spawn)")
 			case *ast.UnaryExpr:
 				if x.Op == token.ARROW {
 					var sb strings.Builder
 					_ = printer.Fprint(&sb, fset, x.X)
 					if !allowedRecv[sb.String()] {
-						bad = append(bad, fset.Position(x.Pos()).String()+": receive from "+sb.String()+" (use env.await)")
+						bad = append(bad, fset.Position(x.Pos()).String()+": receive from "+sb.String()+" (use cfg.await)")
 					}
 				}
 			}
 			return true
 		})
 	}
-	require.Empty(t, bad, "the simulator drives the manager's goroutines and waits through manager.Env.Go and Env.Await")
+	require.Empty(t, bad, "the simulator drives the manager's goroutines and waits through manager.Setup.Go and Setup.Await")
 }

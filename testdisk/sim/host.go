@@ -105,7 +105,7 @@ func (c hostClock) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Wait is Sleep that the scheduler also ends when wake has a value or ctx
-// is done (wakeWaiters looks after every step, as for Env.Await).
+// is done (wakeWaiters looks after every step, as for Setup.Await).
 func (c hostClock) Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err

@@ -50,17 +50,11 @@ func (s *Sim) startInstance(sl *slot) {
 	}
 	s.tracef(in.name, "start (local clock %v)", hostClock{sl}.Now())
 	open := func(string) (diskfmt.Device, error) { return hostPort{sl}, nil }
-	in.m = manager.New(manager.Config{
-		Lockspaces: manager.LockspacesConfig{
-			Clock: hostClock{sl}, Open: open, Kill: in.kill,
-			RunKillpath: in.runKillpath, CheckInterval: s.cfg.CheckInterval,
-			OpenWatchdog: func(string, uint64) (manager.WatchdogSession, error) { return simWatchdog{in}, nil },
-		},
-		Resources: manager.ResourcesConfig{Open: open, Kill: in.kill, Clock: hostClock{sl},
-			RunKillpath: in.runKillpath},
-	})
-	in.m.Start(manager.Env{
-		Context: in.ctx, HostName: fmt.Sprintf("host%d", sl.id),
+	in.m = manager.New(manager.Setup{
+		Clock: hostClock{sl}, Open: open, Kill: in.kill,
+		RunKillpath: in.runKillpath, CheckInterval: s.cfg.CheckInterval,
+		OpenWatchdog: func(string, uint64) (manager.WatchdogSession, error) { return simWatchdog{in}, nil },
+		Context:      in.ctx, HostName: fmt.Sprintf("host%d", sl.id),
 		Settings: manager.Settings{UseWatchdog: true, WatchdogFireTimeout: s.cfg.W, KillGraceSeconds: killGrace},
 		Go: func(fn func()) {
 			in.goN++

@@ -12,7 +12,7 @@
 // # Execution model
 //
 // Every activity of a host (the manager's goroutines, started through
-// manager.Env.Go, and the client workers) is a task: a goroutine that only runs when the
+// manager.Setup.Go, and the client workers) is a task: a goroutine that only runs when the
 // scheduler hands it control and that gives control back whenever it calls
 // the disk or sleeps. Only one task runs at a time, so a run is a sequence
 // of steps fixed by the seed: same seed, same trace, byte for byte.
@@ -107,7 +107,7 @@ type Sim struct {
 
 	yield   chan *task
 	running *task
-	waiters []waiter // tasks waiting for a channel (Env.Await)
+	waiters []waiter // tasks waiting for a channel (Setup.Await)
 	check   *checker
 	trace   *trace
 	counts  Counts

@@ -79,7 +79,7 @@ func (s *Sim) sleepUntil(at time.Duration) {
 // block parks the running task until it is killed.
 func (s *Sim) block() { s.running.park() }
 
-// waiter is a task parked in Env.Await until ch is closed, or in
+// waiter is a task parked in Setup.Await until ch is closed, or in
 // Clock.Wait (ctx set) until ch has a value, ctx is done or its timer
 // event runs it.
 type waiter struct {
@@ -91,7 +91,7 @@ type waiter struct {
 	woken *bool           // set when ch ended the wait
 }
 
-// await is the manager's Env.Await: the running task parks until ch is
+// await is the manager's Setup.Await: the running task parks until ch is
 // closed. Channels are closed only by tasks, so after each step the
 // scheduler looks at the waiters (wakeWaiters), in the order they came.
 func (s *Sim) await(ch <-chan struct{}) {
@@ -140,7 +140,7 @@ func (s *Sim) wokenAt(sl *slot) time.Duration {
 	return sl.trueAt(l + ci - l%ci)
 }
 
-// wakeWaiters schedules every waiter whose channel is closed (Env.Await)
+// wakeWaiters schedules every waiter whose channel is closed (Setup.Await)
 // or has a value, or whose context is done (Clock.Wait).
 func (s *Sim) wakeWaiters() {
 	keep := s.waiters[:0]

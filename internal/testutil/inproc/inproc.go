@@ -115,11 +115,7 @@ func (d *Daemon) start(nres int) error {
 func newServer(runDir string, open func(string) (diskfmt.Device, error)) *daemon.Server {
 	cfg := testutil.DaemonConfig(runDir)
 	cfg.OurHostName = "inproc"
-	mg := manager.New(manager.Config{
-		Lockspaces: manager.LockspacesConfig{Open: open},
-		Resources:  manager.ResourcesConfig{Open: open},
-	})
-	return daemon.New(cfg, daemon.Deps{Manager: mg, Stderr: io.Discard})
+	return daemon.New(cfg, daemon.Deps{Manager: manager.Setup{Open: open}, Stderr: io.Discard})
 }
 
 // format writes lockspace "LS" (io_timeout 1) and resources R1..R(nres).
