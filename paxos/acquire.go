@@ -111,7 +111,7 @@ restart:
 			return first, fmt.Errorf("num_hosts %d does not fit the lease: %w", first.NumHosts, rescode.ErrLeaderNumHosts)
 		}
 		st.numHosts = first.NumHosts
-		if seen := h.seenLeader(l.Name); DecideRollback(&first, &seen) && h.TestBugs&BugRepeatLver == 0 {
+		if seen := h.seenLeader(l.Name); DecideRollback(&first, &seen) && !h.bug(BugRepeatLver) {
 			nl := RepublishLeader(first, seen, h.ID, h.Generation, h.now())
 			lg.Info("leader older than one we saw (late leader write): republishing the newer one",
 				zap.Uint64("on-disk-lver", first.Lver), zap.Uint64("seen-lver", seen.Lver))
@@ -161,7 +161,7 @@ restart:
 			}
 			switch DecideRetry(&tmp, &first, nextLver, h.ID, h.Generation) {
 			case RetryOurs:
-				if st.staleOwn(tmp.Lver) && h.TestBugs&BugEraseRetract == 0 {
+				if st.staleOwn(tmp.Lver) && !h.bug(BugEraseRetract) {
 					return l.giveUpStale(ctx, o, st, st.dblock, tmp)
 				}
 				lg.Debug("owner is our inp, committed by another host", zap.Uint64("lver", tmp.Lver),
@@ -190,10 +190,10 @@ restart:
 				return first, err
 			}
 			nl := CommitLeader(first, d, h.ID, h.Generation, h.now(), o.numHosts, o.shared)
-			if Ours(&nl, h.ID, h.Generation) && st.adopted && st.staleOwn(nl.Lver) && h.TestBugs&BugEraseRetract == 0 {
+			if Ours(&nl, h.ID, h.Generation) && st.adopted && st.staleOwn(nl.Lver) && !h.bug(BugEraseRetract) {
 				return l.giveUpStale(ctx, o, st, d, nl)
 			}
-			if !Ours(&nl, h.ID, h.Generation) && h.TestBugs == 0 {
+			if !Ours(&nl, h.ID, h.Generation) && !h.bug(anyBug) {
 				// Another host's value: it is committed already if the
 				// leader on disk has reached its lver (the winner's own
 				// commit, usually), and then our write could only land
@@ -213,7 +213,7 @@ restart:
 				return nl, err
 			}
 			h.noteLeader(l.Name, &nl)
-			if !Ours(&nl, h.ID, h.Generation) && (h.TestBugs&BugRepeatLver == 0 || nl.OwnerID != h.ID) {
+			if !Ours(&nl, h.ID, h.Generation) && (!h.bug(BugRepeatLver) || nl.OwnerID != h.ID) {
 				return nl, rescode.ErrAcquireOther
 			}
 			h.noteGrant(l.Name, st.contended)
@@ -280,10 +280,10 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 			return false, err
 		}
 		verdict := w.Check(&dl, first, h.now())
-		if h.TestBugs&BugClockLiveness != 0 && h.now() > dl.Timestamp+w.DeadAfter {
+		if h.bug(BugClockLiveness) && h.now() > dl.Timestamp+w.DeadAfter {
 			verdict = OwnerDead
 		}
-		if h.TestBugs&BugNoTimeoutByTime != 0 && verdict == OwnerNoTimeout {
+		if h.bug(BugNoTimeoutByTime) && verdict == OwnerNoTimeout {
 			verdict = OwnerDead
 		}
 		switch verdict {
@@ -368,7 +368,7 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 	if !Majority(n, reads) {
 		return d, fmt.Errorf("phase 1 read on %d of %d disks: %w", reads, n, rescode.ErrDblockRead)
 	}
-	if h.TestBugs&BugLeaderBeforePhase2 != 0 {
+	if h.bug(BugLeaderBeforePhase2) {
 		d = Phase2Dblock(best, mbal, nextLver, h.ID, h.Generation, h.now())
 		st.dblock = d
 		return d, nil
@@ -384,7 +384,7 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 		st.retract = true
 		return d, fmt.Errorf("phase 2 write on %d of %d disks: %w", ok, n, rescode.ErrDblockWrite)
 	}
-	if h.TestBugs&BugSkipPhase2Read != 0 {
+	if h.bug(BugSkipPhase2Read) {
 		return d, nil
 	}
 	reads = 0

@@ -74,7 +74,8 @@ type Host struct {
 	// contention"). 0 or 1 is sanlock's choice.
 	MbalSpread int
 	// TestBugs turns on deliberately broken variants for the simulator's
-	// self-test (bugs.go). Always zero outside tests.
+	// self-test (bugs.go). It has an effect only in a build with the
+	// simbugs tag (BugsCompiled); always zero outside that self-test.
 	TestBugs Bugs
 
 	randMu sync.Mutex

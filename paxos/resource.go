@@ -117,7 +117,7 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 		r.eraseAll = true
 		r.Leader = ld
 		r.Dblock = st.dblock
-		if h.TestBugs&BugEraseRetract != 0 {
+		if h.bug(BugEraseRetract) {
 			r.Dblock = diskfmt.Dblock{}
 		}
 		r.release(ctx, "")
@@ -173,7 +173,7 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 // (docs/paxos.md "Lease versions").
 func (l *Lease) sharedGiveUp(ctx context.Context, st *acquireState) {
 	d := st.dblock
-	if l.Host.TestBugs&BugRepeatLver != 0 {
+	if l.Host.bug(BugRepeatLver) {
 		d = diskfmt.Dblock{} // sanlock's zero dblock
 	} else if d == (diskfmt.Dblock{}) {
 		return
@@ -327,7 +327,7 @@ func (r *Held) toExclusive(ctx context.Context, ownerNowait bool) error {
 			// been committed: later writes of our dblock (the release of
 			// the shared hold) must keep it (docs/paxos.md "Unknown
 			// leader writes").
-			if h.TestBugs&BugEraseRetract == 0 {
+			if !h.bug(BugEraseRetract) {
 				r.Dblock = st.dblock
 			}
 			r.retractConvert(ctx, &ld)

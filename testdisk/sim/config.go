@@ -26,7 +26,9 @@ type Config struct {
 	// MaxSteps stops the run after this many scheduler steps; 0: no limit.
 	MaxSteps uint64
 	Faults   Faults
-	// Bugs selects a broken paxos variant (checker self-test).
+	// Bugs selects a broken paxos variant (checker self-test). The
+	// variants exist only in a build with the simbugs tag
+	// (paxos.BugsCompiled); Run refuses a Bugs without it.
 	Bugs paxos.Bugs
 	// Contend replaces the workload with issue 18's contention loop on R0
 	// (inst.contender); ContendedWait is paxos.Host.ContendedWait (0: off).
@@ -193,7 +195,11 @@ func (r *Result) ReplayCommand() string {
 
 // ReplayCommand returns the command that replays cfg with its seed.
 func ReplayCommand(c Config) string {
-	s := fmt.Sprintf("go test ./testdisk/sim -run 'TestReplay$' -v -sim.seed=%d", c.Seed)
+	tags := ""
+	if c.Bugs != 0 {
+		tags = "-tags simbugs "
+	}
+	s := fmt.Sprintf("go test %s./testdisk/sim -run 'TestReplay$' -v -sim.seed=%d", tags, c.Seed)
 	if c.Bugs != 0 {
 		s += " -sim.bugs=" + c.Bugs.String()
 	}

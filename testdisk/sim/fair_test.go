@@ -95,8 +95,8 @@ func TestFairnessH32(t *testing.T) {
 	}
 }
 
-// eraseRetractSeed is the seed at which TestUnknownLeaderWriteReplays
-// requires the broken variant to fail.
+// eraseRetractSeed is the seed at which TestUnknownLeaderWriteBroken
+// (bugs_test.go) requires the broken variant to fail.
 const eraseRetractSeed = 6
 
 // TestUnknownLeaderWriteReplays replays the contention runs that found two
@@ -109,12 +109,9 @@ const eraseRetractSeed = 6
 // backoff only, seeds 7 and 9 with the daemon's settings (the second half
 // of the fix: a later acquire taking the kept value of an earlier one as
 // its grant). Each must run clean; with BugEraseRetract (both halves
-// undone) seed 6 (45 s) must still find the two holders, which shows the
-// replay reaches that path. It was seed 8 until the main loop's passes
-// came after each renewal instead of every second (session 7), then seed
-// 11 until renewals started on a 250 ms grid of the clock (commit 3108091);
-// each moved every run's schedule. Now 2 of seeds 1-20 catch it (6 and 14;
-// 5 of 1-40). With -race or -short only seed 8 runs clean.
+// undone) eraseRetractSeed must still find the two holders, which shows
+// the replay reaches that path (TestUnknownLeaderWriteBroken). With -race
+// or -short only seed 8 runs.
 func TestUnknownLeaderWriteReplays(t *testing.T) {
 	serial(t)
 	sanlock, watch := fairVariants[0].tune, fairVariants[1].tune
@@ -131,16 +128,4 @@ func TestUnknownLeaderWriteReplays(t *testing.T) {
 		r := runContend(t, c.seed, 16, d, c.tune)
 		t.Logf("seed %d: %s", c.seed, r.Summary())
 	}
-	cfg := DefaultConfig(eraseRetractSeed)
-	cfg.Hosts, cfg.Resources, cfg.Workers = 16, 1, 1
-	cfg.Faults.HostEvery = 0
-	cfg.Contend = true
-	cfg.TuneHost = daemonFairness
-	cfg.Duration = 45 * time.Second
-	cfg.Bugs = paxos.BugEraseRetract
-	r := Run(cfg)
-	if r.Violation == nil {
-		t.Fatalf("erase-retract not caught at seed %d: %s", eraseRetractSeed, r.Summary())
-	}
-	t.Logf("erase-retract caught: %v", r.Violation)
 }
