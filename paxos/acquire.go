@@ -176,25 +176,6 @@ func (l *Lease) readLeader(ctx context.Context, st *acquireState) (first diskfmt
 	return first, maxMbal, false, nil
 }
 
-// fairnessWait is the wait before the ballot on a free lease whose last
-// grant to us was contended (docs/paxos.md "Fairness"), once per acquire
-// and only with Host.ContendedWait set: waited asks for a new full read.
-func (l *Lease) fairnessWait(ctx context.Context, st *acquireState) (waited bool, err error) {
-	h := l.Host
-	if st.waited || h.ContendedWait <= 0 || !h.takeContended(l.Name) {
-		return false, nil
-	}
-	// We won this lease against other hosts last time and it is free
-	// again: let them have a go first.
-	st.waited = true
-	delay := h.contendedWait()
-	l.log().Debug("lease was contended, waiting before the ballot", zap.Duration("delay", delay))
-	if err := h.sleep(ctx, delay); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
 // ballotLoop is the RUN part of "Acquire algorithm" (steps 9-17) for the
 // leader first of the full read, whose dblocks showed maxMbal: ballots
 // for next_lver until one succeeds (then commit, steps 18-20), the leader
@@ -288,47 +269,6 @@ func (l *Lease) commit(ctx context.Context, o acquireOpts, st *acquireState, fir
 
 // log is the host's logger with the resource name.
 func (l *Lease) log() *zap.Logger { return l.Host.log().With(zap.String("resource", l.Name)) }
-
-// backoffSleep is the backoff after an aborted ballot. With
-// Host.WatchBackoff it rereads the leader at growing intervals (10 ms,
-// then twice the previous gap) and ends early once the leader shows that
-// next_lver is decided (its lver is next_lver or above): the caller's
-// next leader read then takes that decision (DecideRetry) at
-// once instead of after the rest of up to 1 s (docs/paxos.md "Fairness
-// under contention"). Other changes of the leader (below next_lver) do
-// not end it: the caller's read after the full backoff handles them as
-// before. The reads change nothing on disk; a failed read just sleeps out
-// the rest.
-func (l *Lease) backoffSleep(ctx context.Context, delay time.Duration, first *diskfmt.Leader, nextLver uint64, ss int) error {
-	h := l.Host
-	if !h.WatchBackoff {
-		return h.sleep(ctx, delay)
-	}
-	step := watchFirstStep
-	for delay > 0 {
-		d := min(step, delay)
-		if err := h.sleep(ctx, d); err != nil {
-			return err
-		}
-		delay -= d
-		if delay <= 0 {
-			return nil
-		}
-		tmp, err := l.leaderRead(ctx, ss)
-		if err != nil {
-			return h.sleep(ctx, delay)
-		}
-		if tmp.Lver >= nextLver {
-			return nil
-		}
-		step *= 2
-	}
-	return nil
-}
-
-// watchFirstStep is the first leader reread of backoffSleep: long enough
-// for the host whose ballot aborted ours to write its leader.
-const watchFirstStep = 10 * time.Millisecond
 
 // waitOwner is the owner liveness check (docs/paxos.md "Owner liveness") for the leader of
 // the full read. It returns run=true when the ballot may run, run=false to

@@ -30,8 +30,9 @@ type Config struct {
 	// variants exist only in a build with the simbugs tag
 	// (paxos.BugsCompiled); Run refuses a Bugs without it.
 	Bugs paxos.Bugs
-	// Contend replaces the workload with issue 18's contention loop on R0
-	// (inst.contender); ContendedWait is paxos.Host.ContendedWait (0: off).
+	// Contend replaces the workload with the contention loop on R0
+	// (inst.contender); ContendedWait is paxos.Fairness.ContendedWait of
+	// every host (0: off, as in the daemon).
 	Contend       bool
 	ContendedWait time.Duration
 	// TuneHost, when set, adjusts each host's paxos.Host after it is

@@ -12,8 +12,9 @@ import (
 
 var flagFairHosts = flag.String("sim.fairhosts", "", "TestFairnessReport: host counts, e.g. 16,32,64")
 
-// fairVariant is one setting of the paxos fairness knobs (docs/paxos.md
-// "Fairness under contention"), applied over what the manager set;
+// fairVariant is one setting of the paxos fairness knobs
+// (paxos.Fairness; docs/paxos.md "Fairness under contention") other than
+// the contended wait, applied over what the manager set;
 // "sanlock" turns them off (sanlock 3.8.5's choices).
 type fairVariant struct {
 	name string
@@ -21,8 +22,8 @@ type fairVariant struct {
 }
 
 var fairVariants = []fairVariant{
-	{"sanlock", func(h *paxos.Host) { h.WatchBackoff, h.MbalSpread = false, 0 }},
-	{"watch", func(h *paxos.Host) { h.WatchBackoff, h.MbalSpread = true, 0 }},
+	{"sanlock", func(h *paxos.Host) { h.Fairness.WatchBackoff, h.Fairness.MbalSpread = false, 0 }},
+	{"watch", func(h *paxos.Host) { h.Fairness.WatchBackoff, h.Fairness.MbalSpread = true, 0 }},
 	{"watch+spread (daemon)", daemonFairness},
 }
 
@@ -67,7 +68,8 @@ func TestFairnessReport(t *testing.T) {
 // daemonFairness is what the daemon sets on every lockspace's paxos.Host
 // (manager/liveness.go), set again here so the test states it.
 func daemonFairness(h *paxos.Host) {
-	h.WatchBackoff, h.MbalSpread = true, paxos.SuggestedMbalSpread
+	d := paxos.DaemonFairness()
+	h.Fairness.WatchBackoff, h.Fairness.MbalSpread = d.WatchBackoff, d.MbalSpread
 }
 
 // TestFairnessH32 is issue 18 item 3 in the simulator with the daemon's
