@@ -195,7 +195,7 @@ func (l *Lease) finishAcquire(ctx context.Context, r *Held, req AcquireRequest, 
 // Sanlock (quirk Q2) writes an all-zero dblock here, which erases the lver
 // and value of our last ballot: the value of a version we may have been
 // granted before, and the lver that keeps ballots for older versions from
-// running (found by the simulator with late leader writes, issue 18). We
+// running (found by the simulator with late leader writes). We
 // keep our last ballot's dblock of this acquire, with RELEASED set and no
 // mode block, and write nothing when this acquire ran no ballot
 // (docs/paxos.md "Lease versions").

@@ -83,7 +83,7 @@ type Faults struct {
 	// ballot adopted an earlier proposal) stalls first, for a time uniform
 	// in [0.5 s, LateLeaderMax] (default 6 s): a host descheduled between
 	// deciding and writing, whose leader write then lands after newer ones
-	// (issue 18 item 4). Only the stalled task waits; the host's other
+	// (docs/paxos.md "Lease versions"). Only the stalled task waits; the host's other
 	// tasks and its renewals go on. (A late write of a leader naming the
 	// writer itself cannot roll the leader back: nobody takes a lease from
 	// a live owner that has not released.)

@@ -72,7 +72,7 @@ func daemonFairness(h *paxos.Host) {
 	h.Fairness.WatchBackoff, h.Fairness.MbalSpread = d.WatchBackoff, d.MbalSpread
 }
 
-// TestFairnessH32 is issue 18 item 3 in the simulator with the daemon's
+// TestFairnessH32 is the bench's contention case in the simulator with the daemon's
 // settings: 32 hosts loop on one lease as the bench's clients do
 // (non-blocking EX acquire, hold 0–20 ms, release, again at once; 0–5 ms
 // after a failure) for 60 s of simulated time, default disk faults, no

@@ -290,7 +290,7 @@ func TestLateMainLoopSharedRejoin(t *testing.T) {
 
 }
 
-// lateLeaderConfig is the mix of issue 18 item 4: five hosts on one
+// lateLeaderConfig is the late-leader mix: five hosts on one
 // resource, and half of the leader writes that commit another host's value
 // stall 0.5–6 s first, so they land after newer leaders.
 func lateLeaderConfig(c *Config) {
@@ -369,7 +369,7 @@ func fairness(acq []uint64) (ratio float64, never int) {
 	return float64(hi) / float64(lo), never
 }
 
-// TestFairness is issue 18 item 3 in the simulator: 16 hosts loop on one
+// TestFairness is the bench's contention case in the simulator: 16 hosts loop on one
 // lease (non-blocking acquire, hold 0–20 ms, release, again; 0–5 ms after a
 // failure) for 60 s of simulated time with the default disk faults and no
 // host faults. With the wait after a contended grant (docs/paxos.md
