@@ -60,7 +60,7 @@ func (m *Lockspaces) PaxosHost(name string) (*paxos.Host, error) {
 			Rand: rand.New(rand.NewPCG(sp.ls.HostID, st.HostGeneration^uint64(sp.id))),
 			// Under contention across hosts (docs/paxos.md "Fairness
 			// under contention").
-			WatchBackoff: true, MbalSpread: paxos.SuggestedMbalSpread,
+			Fairness: paxos.DaemonFairness(),
 			// The paxos lines name the resource; add the lockspace and its disk.
 			Log: m.lg().With(zap.String("lockspace", sp.ls.Name), zap.String("lockspace_disk", sp.disk())),
 		}

@@ -71,198 +71,204 @@ func (l *Lease) newState() *acquireState {
 	return &acquireState{ss: ss, align: align, shared: map[uint64]bool{}}
 }
 
-// paxosAcquire runs paxos_lease_acquire (docs/paxos.md "Acquire algorithm"). It returns the
-// committed leader on success; on -243/-244/-245/-247 the leader that
-// decided it; on other errors the leader last read, if any.
+// paxosAcquire runs paxos_lease_acquire (docs/paxos.md "Acquire
+// algorithm"). It returns the committed leader on success; on
+// -243/-244/-245/-247 the leader that decided it; on other errors the
+// leader last read, if any. Each pass of its loop is one "restart:" of the
+// algorithm, made of the named steps below: readLeader (steps 1-2 and the
+// checks of the leader read), DecideStart (steps 4-7), waitOwner (step 8)
+// or fairnessWait, then ballotLoop (steps 9-17) and commit (steps 18-20).
 func (l *Lease) paxosAcquire(ctx context.Context, o acquireOpts, st *acquireState) (diskfmt.Leader, error) {
 	h := l.Host
-	lg := h.log().With(zap.String("resource", l.Name))
 	if !st.priorSet {
 		st.priorLver, st.priorSet = h.lastProposal(l.Name), true
 	}
-restart:
 	for {
 		if err := ctx.Err(); err != nil {
 			return diskfmt.Leader{}, fmt.Errorf("acquire: %v: %w", err, rescode.ErrEPERM)
 		}
-		first, maxMbal, err := l.fullRead(ctx, st.ss, st.align)
+		first, maxMbal, again, err := l.readLeader(ctx, st)
 		if err != nil {
 			return first, err
 		}
-		g, err := diskfmt.GeometryFromLeader(&first)
-		if err != nil {
-			return first, err
-		}
-		if g.SectorSize != st.ss || g.AlignSize != st.align {
-			lg.Debug("lease sizes differ from lockspace, rereading",
-				zap.Int("sector-size", g.SectorSize), zap.Int("align-size", g.AlignSize))
-			st.ss, st.align = g.SectorSize, g.AlignSize
+		if again {
 			continue
 		}
-		if first.CAW() {
-			// sanlock 5.x updates a lease marked CAW with SCSI COMPARE AND
-			// WRITE instead of a ballot; ours would not exclude such a
-			// writer. Refused as 5.x refuses it where CAW cannot be used.
-			return first, fmt.Errorf("leader flags %#x: CAW lease: %w", first.Flags, rescode.ErrCAWOpen)
-		}
-		if (first.NumHosts+2)*uint64(st.ss) > uint64(st.align) {
-			// A checksummed leader whose num_hosts does not fit its area:
-			// refuse rather than size a ballot read from it.
-			return first, fmt.Errorf("num_hosts %d does not fit the lease: %w", first.NumHosts, rescode.ErrLeaderNumHosts)
-		}
-		st.numHosts = first.NumHosts
-		if seen := h.seenLeader(l.Name); DecideRollback(&first, &seen) && h.TestBugs&BugRepeatLver == 0 {
-			nl := RepublishLeader(first, seen, h.ID, h.Generation, h.now())
-			lg.Info("leader older than one we saw (late leader write): republishing the newer one",
-				zap.Uint64("on-disk-lver", first.Lver), zap.Uint64("seen-lver", seen.Lver))
-			if err := l.writeLeader(ctx, &nl, st.ss); err != nil {
-				return first, err
-			}
-			h.noteLeader(l.Name, &nl)
-			continue restart
-		}
-		h.noteLeader(l.Name, &first)
 		start, err := DecideStart(&first, o.lver, h.ID, h.Generation)
 		if err != nil {
 			return first, err
 		}
+		// Step 11 takes the leader of step 1 as the first leader read,
+		// unless the owner liveness check ran in between.
 		copyCur := true
-		if start == StartCheckOwner {
+		switch start {
+		case StartCheckOwner:
 			run, err := l.waitOwner(ctx, &first, o, st)
 			if err != nil {
 				return first, err
 			}
 			if !run {
-				continue restart
-			}
-			copyCur = false
-		}
-
-		if start == StartRun && !st.waited && h.ContendedWait > 0 && h.takeContended(l.Name) {
-			// We won this lease against other hosts last time and it is
-			// free again: let them have a go first (docs/paxos.md "Fairness").
-			st.waited = true
-			delay := h.contendedWait()
-			lg.Debug("lease was contended, waiting before the ballot", zap.Duration("delay", delay))
-			if err := h.sleep(ctx, delay); err != nil {
-				return first, err
-			}
-			continue restart
-		}
-
-		nextLver := first.Lver + 1
-		mbal := ChooseMbal(maxMbal, first.MaxHosts, h.ID) + h.mbalSpread(l.Name, first.MaxHosts)
-		for {
-			tmp := first
-			if copyCur {
-				copyCur = false
-			} else if tmp, err = l.leaderRead(ctx, st.ss); err != nil {
-				return tmp, err
-			}
-			switch DecideRetry(&tmp, &first, nextLver, h.ID, h.Generation) {
-			case RetryOurs:
-				if st.staleOwn(tmp.Lver) && h.TestBugs&BugEraseRetract == 0 {
-					return l.giveUpStale(ctx, o, st, st.dblock, tmp)
-				}
-				lg.Debug("owner is our inp, committed by another host", zap.Uint64("lver", tmp.Lver),
-					zap.Uint64("writer", tmp.WriteID))
-				h.noteLeader(l.Name, &tmp)
-				h.noteGrant(l.Name, true)
-				return tmp, nil
-			case RetryOwned:
-				return tmp, rescode.ErrAcquireOwned
-			case RetryRestart:
-				continue restart
-			}
-			d, err := l.ballot(ctx, &first, nextLver, mbal, o, st)
-			if c := rescode.CodeOf(err); c == rescode.ErrDblockMbal || c == rescode.ErrDblockLver {
-				st.contended = true
-				delay := h.backoff()
-				lg.Debug("ballot aborted, retrying", zap.Uint64("mbal", mbal), zap.Error(err),
-					zap.Duration("delay", delay))
-				if err := l.backoffSleep(ctx, delay, &first, nextLver, st.ss); err != nil {
-					return first, err
-				}
-				mbal = NextMbal(mbal, first.MaxHosts)
 				continue
 			}
+			copyCur = false
+		case StartRun:
+			waited, err := l.fairnessWait(ctx, st)
 			if err != nil {
 				return first, err
 			}
-			nl := CommitLeader(first, d, h.ID, h.Generation, h.now(), o.numHosts, o.shared)
-			if Ours(&nl, h.ID, h.Generation) && st.adopted && st.staleOwn(nl.Lver) && h.TestBugs&BugEraseRetract == 0 {
-				return l.giveUpStale(ctx, o, st, d, nl)
+			if waited {
+				continue
 			}
-			if !Ours(&nl, h.ID, h.Generation) && h.TestBugs == 0 {
-				// Another host's value: it is committed already if the
-				// leader on disk has reached its lver (the winner's own
-				// commit, usually), and then our write could only land
-				// late, over a newer leader (docs/paxos.md "Lease
-				// versions"). One leader read narrows that window to
-				// the read-to-write gap. (Not in the broken variants:
-				// they keep the I/O sequence their pinned seeds need.)
-				if cur, err := l.leaderRead(ctx, st.ss); err == nil && cur.Lver >= nl.Lver {
-					h.noteLeader(l.Name, &cur)
-					lg.Debug("commit other skipped: leader already at its lver", zap.Uint64("lver", nl.Lver),
-						zap.Uint64("disk_lver", cur.Lver), zap.Uint64("owner", nl.OwnerID))
-					return nl, rescode.ErrAcquireOther
-				}
-			}
-			if err := l.writeLeader(ctx, &nl, st.ss); err != nil {
-				st.retract = true
-				return nl, err
-			}
-			h.noteLeader(l.Name, &nl)
-			if !Ours(&nl, h.ID, h.Generation) && (h.TestBugs&BugRepeatLver == 0 || nl.OwnerID != h.ID) {
-				return nl, rescode.ErrAcquireOther
-			}
-			h.noteGrant(l.Name, st.contended)
-			lg.Debug("commit self", zap.Uint64("lver", nl.Lver), zap.Uint64("mbal", d.Mbal))
-			return nl, nil
+		}
+		ld, again, err := l.ballotLoop(ctx, o, st, &first, maxMbal, copyCur)
+		if !again {
+			return ld, err
 		}
 	}
 }
 
-// backoffSleep is the backoff after an aborted ballot. With
-// Host.WatchBackoff it rereads the leader at growing intervals (10 ms,
-// then twice the previous gap) and ends early once the leader shows that
-// next_lver is decided (its lver is next_lver or above): the caller's
-// next leader read then takes that decision (DecideRetry) at
-// once instead of after the rest of up to 1 s (docs/paxos.md "Fairness
-// under contention"). Other changes of the leader (below next_lver) do
-// not end it: the caller's read after the full backoff handles them as
-// before. The reads change nothing on disk; a failed read just sleeps out
-// the rest.
-func (l *Lease) backoffSleep(ctx context.Context, delay time.Duration, first *diskfmt.Leader, nextLver uint64, ss int) error {
+// readLeader is the full read of an acquire (steps 1 and 2 of "Acquire
+// algorithm"): the leader of the lease and max_mbal, the largest mbal of
+// its dblocks. again asks for a new full read: the lease's sector or align
+// size differ from the ones used (now taken), or the leader is older than
+// one this host saw and the newer one was written back (DecideRollback,
+// docs/paxos.md "Lease versions"). A CAW lease, or a num_hosts that does
+// not fit the lease, is refused.
+func (l *Lease) readLeader(ctx context.Context, st *acquireState) (first diskfmt.Leader, maxMbal uint64, again bool, err error) {
 	h := l.Host
-	if !h.WatchBackoff {
-		return h.sleep(ctx, delay)
+	first, maxMbal, err = l.fullRead(ctx, st.ss, st.align)
+	if err != nil {
+		return first, 0, false, err
 	}
-	step := watchFirstStep
-	for delay > 0 {
-		d := min(step, delay)
-		if err := h.sleep(ctx, d); err != nil {
-			return err
-		}
-		delay -= d
-		if delay <= 0 {
-			return nil
-		}
-		tmp, err := l.leaderRead(ctx, ss)
-		if err != nil {
-			return h.sleep(ctx, delay)
-		}
-		if tmp.Lver >= nextLver {
-			return nil
-		}
-		step *= 2
+	g, err := diskfmt.GeometryFromLeader(&first)
+	if err != nil {
+		return first, 0, false, err
 	}
-	return nil
+	if g.SectorSize != st.ss || g.AlignSize != st.align {
+		l.log().Debug("lease sizes differ from lockspace, rereading",
+			zap.Int("sector-size", g.SectorSize), zap.Int("align-size", g.AlignSize))
+		st.ss, st.align = g.SectorSize, g.AlignSize
+		return first, 0, true, nil
+	}
+	if first.CAW() {
+		// sanlock 5.x updates a lease marked CAW with SCSI COMPARE AND
+		// WRITE instead of a ballot; ours would not exclude such a
+		// writer. Refused as 5.x refuses it where CAW cannot be used.
+		return first, 0, false, fmt.Errorf("leader flags %#x: CAW lease: %w", first.Flags, rescode.ErrCAWOpen)
+	}
+	if (first.NumHosts+2)*uint64(st.ss) > uint64(st.align) {
+		// A checksummed leader whose num_hosts does not fit its area:
+		// refuse rather than size a ballot read from it.
+		return first, 0, false, fmt.Errorf("num_hosts %d does not fit the lease: %w", first.NumHosts, rescode.ErrLeaderNumHosts)
+	}
+	st.numHosts = first.NumHosts
+	if seen := h.seenLeader(l.Name); DecideRollback(&first, &seen) && !h.bug(BugRepeatLver) {
+		nl := RepublishLeader(first, seen, h.ID, h.Generation, h.now())
+		l.log().Info("leader older than one we saw (late leader write): republishing the newer one",
+			zap.Uint64("on-disk-lver", first.Lver), zap.Uint64("seen-lver", seen.Lver))
+		if err := l.writeLeader(ctx, &nl, st.ss); err != nil {
+			return first, 0, false, err
+		}
+		h.noteLeader(l.Name, &nl)
+		return first, 0, true, nil
+	}
+	h.noteLeader(l.Name, &first)
+	return first, maxMbal, false, nil
 }
 
-// watchFirstStep is the first leader reread of backoffSleep: long enough
-// for the host whose ballot aborted ours to write its leader.
-const watchFirstStep = 10 * time.Millisecond
+// ballotLoop is the RUN part of "Acquire algorithm" (steps 9-17) for the
+// leader first of the full read, whose dblocks showed maxMbal: ballots
+// for next_lver until one succeeds (then commit, steps 18-20), the leader
+// shows next_lver decided, or an error ends the acquire. again asks for a
+// new full read (step 13 or 14). With copyCur the first leader check takes
+// first instead of reading the leader again.
+func (l *Lease) ballotLoop(ctx context.Context, o acquireOpts, st *acquireState, first *diskfmt.Leader, maxMbal uint64, copyCur bool) (ld diskfmt.Leader, again bool, err error) {
+	h := l.Host
+	nextLver := first.Lver + 1
+	mbal := ChooseMbal(maxMbal, first.MaxHosts, h.ID) + h.mbalSpread(l.Name, first.MaxHosts)
+	for {
+		tmp := *first
+		if copyCur {
+			copyCur = false
+		} else if tmp, err = l.leaderRead(ctx, st.ss); err != nil {
+			return tmp, false, err
+		}
+		switch DecideRetry(&tmp, first, nextLver, h.ID, h.Generation) {
+		case RetryOurs:
+			if st.staleOwn(tmp.Lver) && !h.bug(BugEraseRetract) {
+				ld, err := l.giveUpStale(ctx, o, st, st.dblock, tmp)
+				return ld, false, err
+			}
+			l.log().Debug("owner is our inp, committed by another host", zap.Uint64("lver", tmp.Lver),
+				zap.Uint64("writer", tmp.WriteID))
+			h.noteLeader(l.Name, &tmp)
+			h.noteGrant(l.Name, true)
+			return tmp, false, nil
+		case RetryOwned:
+			return tmp, false, rescode.ErrAcquireOwned
+		case RetryRestart:
+			return tmp, true, nil
+		}
+		d, err := l.ballot(ctx, first, nextLver, mbal, o, st)
+		if c := rescode.CodeOf(err); c == rescode.ErrDblockMbal || c == rescode.ErrDblockLver {
+			st.contended = true
+			delay := h.backoff()
+			l.log().Debug("ballot aborted, retrying", zap.Uint64("mbal", mbal), zap.Error(err),
+				zap.Duration("delay", delay))
+			if err := l.backoffSleep(ctx, delay, first, nextLver, st.ss); err != nil {
+				return *first, false, err
+			}
+			mbal = NextMbal(mbal, first.MaxHosts)
+			continue
+		}
+		if err != nil {
+			return *first, false, err
+		}
+		ld, err = l.commit(ctx, o, st, first, d)
+		return ld, false, err
+	}
+}
+
+// commit is steps 18-20 of "Acquire algorithm" after the ballot chose the
+// value of dblock d: the new leader is written, and the acquire succeeds
+// if it names us. A value of ours from an earlier acquire is given up
+// instead (-245, docs/paxos.md "Unknown leader writes").
+func (l *Lease) commit(ctx context.Context, o acquireOpts, st *acquireState, first *diskfmt.Leader, d diskfmt.Dblock) (diskfmt.Leader, error) {
+	h := l.Host
+	nl := CommitLeader(*first, d, h.ID, h.Generation, h.now(), o.numHosts, o.shared)
+	ours := Ours(&nl, h.ID, h.Generation)
+	if ours && st.adopted && st.staleOwn(nl.Lver) && !h.bug(BugEraseRetract) {
+		return l.giveUpStale(ctx, o, st, d, nl)
+	}
+	if !ours && !h.bug(anyBug) {
+		// Another host's value: it is committed already if the leader on
+		// disk has reached its lver (the winner's own commit, usually),
+		// and then our write could only land late, over a newer leader
+		// (docs/paxos.md "Lease versions"). One leader read narrows that
+		// window to the read-to-write gap. (Not in the broken variants:
+		// they keep the I/O sequence their pinned seeds need.)
+		if cur, err := l.leaderRead(ctx, st.ss); err == nil && cur.Lver >= nl.Lver {
+			h.noteLeader(l.Name, &cur)
+			l.log().Debug("commit other skipped: leader already at its lver", zap.Uint64("lver", nl.Lver),
+				zap.Uint64("disk_lver", cur.Lver), zap.Uint64("owner", nl.OwnerID))
+			return nl, rescode.ErrAcquireOther
+		}
+	}
+	if err := l.writeLeader(ctx, &nl, st.ss); err != nil {
+		st.retract = true
+		return nl, err
+	}
+	h.noteLeader(l.Name, &nl)
+	if !ours && (!h.bug(BugRepeatLver) || nl.OwnerID != h.ID) {
+		return nl, rescode.ErrAcquireOther
+	}
+	h.noteGrant(l.Name, st.contended)
+	l.log().Debug("commit self", zap.Uint64("lver", nl.Lver), zap.Uint64("mbal", d.Mbal))
+	return nl, nil
+}
+
+// log is the host's logger with the resource name.
+func (l *Lease) log() *zap.Logger { return l.Host.log().With(zap.String("resource", l.Name)) }
 
 // waitOwner is the owner liveness check (docs/paxos.md "Owner liveness") for the leader of
 // the full read. It returns run=true when the ballot may run, run=false to
@@ -280,10 +286,10 @@ func (l *Lease) waitOwner(ctx context.Context, first *diskfmt.Leader, o acquireO
 			return false, err
 		}
 		verdict := w.Check(&dl, first, h.now())
-		if h.TestBugs&BugClockLiveness != 0 && h.now() > dl.Timestamp+w.DeadAfter {
+		if h.bug(BugClockLiveness) && h.now() > dl.Timestamp+w.DeadAfter {
 			verdict = OwnerDead
 		}
-		if h.TestBugs&BugNoTimeoutByTime != 0 && verdict == OwnerNoTimeout {
+		if h.bug(BugNoTimeoutByTime) && verdict == OwnerNoTimeout {
 			verdict = OwnerDead
 		}
 		switch verdict {
@@ -328,21 +334,44 @@ func (l *Lease) ownerReleased(ctx context.Context, owner uint64, ss int) bool {
 	return err == nil && d.Flags&diskfmt.DblockReleased != 0
 }
 
-// ballot runs both phases of one disk-paxos ballot (docs/paxos.md "Ballot") for
-// next_lver with ballot number mbal. It returns the committed dblock.
+// ballot runs both phases of one disk-paxos ballot (docs/paxos.md
+// "Ballot") for next_lver with ballot number mbal: phase1 (steps 1-3)
+// finds the value to propose, phase2 (steps 4-6) proposes it. It returns
+// the chosen dblock; st.dblock is our dblock as last written.
 func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal uint64, o acquireOpts, st *acquireState) (diskfmt.Dblock, error) {
 	h := l.Host
-	n := len(l.Disks)
-	ss := st.ss
-	size := BallotReadSize(ld.NumHosts, ss)
-	usable := make([]bool, n)
+	// usable: the disks whose phase-1 read did not time out; phase 2
+	// reads only these.
+	usable := make([]bool, len(l.Disks))
+	best, err := l.phase1(ctx, ld, nextLver, mbal, o, st, usable)
+	if err != nil {
+		return st.dblock, err
+	}
+	d := Phase2Dblock(best, mbal, nextLver, h.ID, h.Generation, h.now())
+	if h.bug(BugLeaderBeforePhase2) {
+		st.dblock = d
+		return d, nil
+	}
+	st.dblock, st.adopted = d, best.HaveBest
+	if d.Inp == h.ID && d.Inp2 == h.Generation {
+		h.noteProposal(l.Name, nextLver)
+	}
+	return d, l.phase2(ctx, ld, d, o, st, usable)
+}
 
-	// Phase 1: announce mbal (clearing our previous value), read everyone.
+// phase1 is steps 1-3 of "Ballot": write our dblock announcing mbal for
+// nextLver (clearing our earlier value), then read every disk's dblocks
+// and keep the value with the largest bal. It notes the SHARED mode
+// blocks seen and whether another host's ballot was met, and marks in
+// usable the disks that answered or failed without a timeout.
+func (l *Lease) phase1(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal uint64, o acquireOpts, st *acquireState, usable []bool) (PhaseResult, error) {
+	n, ss := len(l.Disks), st.ss
 	d := diskfmt.Dblock{Mbal: mbal, Lver: nextLver}
 	st.dblock = d
 	if ok := l.writeBallotBlock(ctx, hostSector(&d, o.carry, ss), ss); !Majority(n, ok) {
-		return d, fmt.Errorf("phase 1 write on %d of %d disks: %w", ok, n, rescode.ErrDblockWrite)
+		return PhaseResult{}, fmt.Errorf("phase 1 write on %d of %d disks: %w", ok, n, rescode.ErrDblockWrite)
 	}
+	size := BallotReadSize(ld.NumHosts, ss)
 	var best PhaseResult
 	reads := 0
 	for i := range l.Disks {
@@ -361,33 +390,31 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 			st.sharedCount++
 		}
 		if err != nil {
-			return d, err
+			return best, err
 		}
 		best = BetterValue(best, r)
 	}
 	if !Majority(n, reads) {
-		return d, fmt.Errorf("phase 1 read on %d of %d disks: %w", reads, n, rescode.ErrDblockRead)
+		return best, fmt.Errorf("phase 1 read on %d of %d disks: %w", reads, n, rescode.ErrDblockRead)
 	}
-	if h.TestBugs&BugLeaderBeforePhase2 != 0 {
-		d = Phase2Dblock(best, mbal, nextLver, h.ID, h.Generation, h.now())
-		st.dblock = d
-		return d, nil
-	}
+	return best, nil
+}
 
-	// Phase 2: propose the value, check nobody started a higher ballot.
-	d = Phase2Dblock(best, mbal, nextLver, h.ID, h.Generation, h.now())
-	st.dblock, st.adopted = d, best.HaveBest
-	if d.Inp == h.ID && d.Inp2 == h.Generation {
-		h.noteProposal(l.Name, nextLver)
-	}
+// phase2 is steps 4-6 of "Ballot": write our dblock d carrying the value,
+// then read the usable disks again and check that no ballot with a larger
+// mbal or lver started meanwhile. A failure here marks the acquire
+// "retract": the value may have been chosen.
+func (l *Lease) phase2(ctx context.Context, ld *diskfmt.Leader, d diskfmt.Dblock, o acquireOpts, st *acquireState, usable []bool) error {
+	n, ss := len(l.Disks), st.ss
 	if ok := l.writeBallotBlock(ctx, hostSector(&d, o.carry, ss), ss); !Majority(n, ok) {
 		st.retract = true
-		return d, fmt.Errorf("phase 2 write on %d of %d disks: %w", ok, n, rescode.ErrDblockWrite)
+		return fmt.Errorf("phase 2 write on %d of %d disks: %w", ok, n, rescode.ErrDblockWrite)
 	}
-	if h.TestBugs&BugSkipPhase2Read != 0 {
-		return d, nil
+	if l.Host.bug(BugSkipPhase2Read) {
+		return nil
 	}
-	reads = 0
+	size := BallotReadSize(ld.NumHosts, ss)
+	reads := 0
 	for i := range l.Disks {
 		if !usable[i] {
 			continue
@@ -397,17 +424,17 @@ func (l *Lease) ballot(ctx context.Context, ld *diskfmt.Leader, nextLver, mbal u
 			continue
 		}
 		reads++
-		_, err = EvalBallotBuf(b.Bytes(), ss, ld.NumHosts, nextLver, mbal, false)
+		_, err = EvalBallotBuf(b.Bytes(), ss, ld.NumHosts, d.Lver, d.Mbal, false)
 		b.Release()
 		if err != nil {
-			return d, err
+			return err
 		}
 	}
 	if !Majority(n, reads) {
 		st.retract = true
-		return d, fmt.Errorf("phase 2 read on %d of %d disks: %w", reads, n, rescode.ErrDblockRead)
+		return fmt.Errorf("phase 2 read on %d of %d disks: %w", reads, n, rescode.ErrDblockRead)
 	}
-	return d, nil
+	return nil
 }
 
 // errCode reports whether err carries one of codes.

@@ -2,11 +2,13 @@ package paxos
 
 // Bugs selects deliberately broken variants of the algorithm. They exist
 // only so that the simulator in testdisk/sim can prove its checker catches
-// unsafe code. Nothing outside tests sets them; the zero value is the
-// correct algorithm and costs one untaken branch per ballot or owner check.
-// With any of them set, the leader check before committing another host's
-// value is left out as well (so each variant keeps the I/O sequence its
-// pinned seeds were found with).
+// unsafe code, and they are compiled only with the simbugs build tag
+// (BugsCompiled): in any other build, the shipped binaries among them,
+// Host.bug is the constant false and the variants' branches are not in
+// the code. The zero value is the correct algorithm. With any of them
+// set, the leader check before committing another host's value is left
+// out as well (so each variant keeps the I/O sequence its pinned seeds
+// were found with).
 type Bugs uint32
 
 const (
@@ -42,7 +44,15 @@ const (
 	// the owner's delta lease and declares it dead by time, as for an
 	// ordinary lockspace, although such a host has no watchdog.
 	BugNoTimeoutByTime
+
+	// anyBug matches every variant.
+	anyBug = ^Bugs(0)
 )
+
+// bug reports whether the broken variant x (or, for anyBug, any variant)
+// is on for this host. It is false in a build without the simbugs tag,
+// whatever TestBugs holds.
+func (h *Host) bug(x Bugs) bool { return BugsCompiled && h.TestBugs&x != 0 }
 
 // String names the set bits.
 func (b Bugs) String() string {

@@ -25,7 +25,7 @@ func TestContention(t *testing.T) {
 		name  string
 		g     diskfmt.Geometry
 		disks int
-		watch bool // Host.WatchBackoff, as the daemon sets it
+		watch bool // Fairness.WatchBackoff, as the daemon sets it
 	}{
 		{"512x1", geo512, 1, false},
 		{"4Kx1", geo4K, 1, false},
@@ -56,7 +56,7 @@ func TestContention(t *testing.T) {
 					l := c.host(id, id+10, func(i int, d diskfmt.Device) diskfmt.Device {
 						return &slowDev{Device: d, rnd: rand.New(rand.NewPCG(id, uint64(i))), maxDelay: 5 * time.Millisecond}
 					})
-					l.Host.WatchBackoff = tc.watch
+					l.Host.Fairness.WatchBackoff = tc.watch
 					rnd := rand.New(rand.NewPCG(id, 7))
 					wg.Go(func() {
 						for range rounds {

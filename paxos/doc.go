@@ -15,6 +15,17 @@
 // Held.Release, Held.Convert, Lease.Request, ReadResourceOwners) only read,
 // decide, write and sleep.
 //
+// The acquire driver is one function per step group of docs/paxos.md
+// "Acquire algorithm" and "Ballot" (acquire.go: readLeader, waitOwner,
+// ballotLoop, ballot with phase1 and phase2, commit), so each can be read
+// against its steps. Host.Fairness holds the knobs that change only when a
+// host runs its next ballot (fairness.go), never safety.
+//
+// The deliberately broken variants of the simulator's self-test (Bugs,
+// bugs.go) are compiled only with the simbugs build tag: elsewhere
+// BugsCompiled is the constant false and their branches are not in the
+// code.
+//
 // Nothing here reads a clock, sleeps on its own, or uses global randomness:
 // time and sleeps come from Host.Clock, the 0–1 s ballot and shared-retry
 // backoffs from Host.Rand, and the liveness of other hosts from

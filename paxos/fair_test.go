@@ -11,7 +11,7 @@ import (
 	"github.com/gosanlock/gosanlock/rescode"
 )
 
-// TestMbalSpread: with Host.MbalSpread an acquire that met nobody keeps
+// TestMbalSpread: with Fairness.MbalSpread an acquire that met nobody keeps
 // sanlock's ballot numbers (1, 2001); after an acquire that found the
 // lease owned by another host, the next ballot's number keeps the host's
 // residue mod max_hosts and is at least the usual one (docs/paxos.md
@@ -20,7 +20,7 @@ func TestMbalSpread(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, geo512, 1, 8)
 		h1, h2 := c.host(1, 1, nil), c.host(2, 1, nil)
-		h1.Host.MbalSpread, h2.Host.MbalSpread = SuggestedMbalSpread, SuggestedMbalSpread
+		h1.Host.Fairness.MbalSpread, h2.Host.Fairness.MbalSpread = SuggestedMbalSpread, SuggestedMbalSpread
 		mbal := func(id uint64) uint64 {
 			d, _ := c.hostBlock(0, id)
 			return d.Mbal

@@ -57,24 +57,12 @@ type Host struct {
 	Rand *rand.Rand
 	// Log receives debug and warning lines; nil means none.
 	Log *zap.Logger
-	// ContendedWait bounds the random wait before the next ballot on a
-	// lease whose last grant to us was contended (docs/paxos.md
-	// "Fairness"); 0 (the default) turns the wait off. SuggestedContendedWait
-	// is the value measured in the simulator.
-	ContendedWait time.Duration
-	// WatchBackoff rereads the leader during the backoff after an aborted
-	// ballot and ends the backoff once the lease is decided
-	// (docs/paxos.md "Fairness under contention"); false is sanlock's
-	// plain sleep.
-	WatchBackoff bool
-	// MbalSpread, when above 1, makes the first ballot of an acquire on a
-	// lease where we met other hosts add k*max_hosts to the usual ballot
-	// number, k uniform in [0, MbalSpread): concurrent ballots then win
-	// at random instead of by host_id (docs/paxos.md "Fairness under
-	// contention"). 0 or 1 is sanlock's choice.
-	MbalSpread int
+	// Fairness shares a lease that several hosts contend for; the zero
+	// value is sanlock's behaviour, the daemon runs DaemonFairness().
+	Fairness Fairness
 	// TestBugs turns on deliberately broken variants for the simulator's
-	// self-test (bugs.go). Always zero outside tests.
+	// self-test (bugs.go). It has an effect only in a build with the
+	// simbugs tag (BugsCompiled); always zero outside that self-test.
 	TestBugs Bugs
 
 	randMu sync.Mutex
@@ -115,79 +103,6 @@ func (h *Host) lastProposal(name string) uint64 {
 	return h.proposed[name]
 }
 
-// noteRival records the outcome of an acquire of name: rival when it met
-// another host, granted when it succeeded.
-func (h *Host) noteRival(name string, rival, granted bool) {
-	h.seenMu.Lock()
-	defer h.seenMu.Unlock()
-	switch {
-	case rival:
-		if h.rivals == nil {
-			h.rivals = map[string]bool{}
-		}
-		h.rivals[name] = true
-	case granted:
-		delete(h.rivals, name)
-	}
-}
-
-// mbalSpread is what the first ballot of an acquire of name adds to
-// ChooseMbal's number: k*max_hosts with k uniform in [0, MbalSpread) when
-// the last acquire of name here met another host, else 0. The sum keeps
-// the residue host_id mod max_hosts and stays above every mbal read.
-func (h *Host) mbalSpread(name string, maxHosts uint64) uint64 {
-	if h.MbalSpread <= 1 {
-		return 0
-	}
-	h.seenMu.Lock()
-	r := h.rivals[name]
-	h.seenMu.Unlock()
-	if !r {
-		return 0
-	}
-	h.randMu.Lock()
-	defer h.randMu.Unlock()
-	if h.Rand == nil {
-		return 0
-	}
-	return uint64(h.Rand.IntN(h.MbalSpread)) * effectiveMaxHosts(maxHosts)
-}
-
-// noteGrant records whether our grant of name was contended.
-func (h *Host) noteGrant(name string, contended bool) {
-	h.seenMu.Lock()
-	defer h.seenMu.Unlock()
-	if !contended {
-		delete(h.contended, name)
-		return
-	}
-	if h.contended == nil {
-		h.contended = map[string]bool{}
-	}
-	h.contended[name] = true
-}
-
-// takeContended reports whether our last grant of name was contended and
-// forgets it: one wait per contended grant.
-func (h *Host) takeContended(name string) bool {
-	h.seenMu.Lock()
-	defer h.seenMu.Unlock()
-	c := h.contended[name]
-	delete(h.contended, name)
-	return c
-}
-
-// contendedWait is a uniform random delay in [0, ContendedWait].
-func (h *Host) contendedWait() time.Duration {
-	bound := h.ContendedWait
-	h.randMu.Lock()
-	defer h.randMu.Unlock()
-	if bound <= 0 || h.Rand == nil {
-		return 0
-	}
-	return time.Duration(h.Rand.Int64N(int64(bound) + 1))
-}
-
 // seenLeader is the leader of name with the largest lver this host life
 // has read or written (zero if none).
 func (h *Host) seenLeader(name string) diskfmt.Leader {
@@ -210,14 +125,6 @@ func (h *Host) noteLeader(name string, ld *diskfmt.Leader) {
 		h.seen[name] = *ld
 	}
 }
-
-// SuggestedContendedWait is the bound of Host.ContendedWait the simulator's
-// fairness figure uses (the ballot backoff's range).
-const SuggestedContendedWait = time.Second
-
-// SuggestedMbalSpread is the Host.MbalSpread the daemon uses: above the
-// number of hosts that usually start a ballot at the same moment.
-const SuggestedMbalSpread = 32
 
 // DefaultShRetries is sanlock's default sh_retries.
 const DefaultShRetries = 8

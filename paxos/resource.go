@@ -74,10 +74,12 @@ func isOwnedCode(err error) bool {
 	return errCode(err, rescode.ErrAcquireIDLive, rescode.ErrAcquireOwned, rescode.ErrAcquireOther)
 }
 
-// Acquire acquires the lease (docs/paxos.md "Local checks" steps 1–10 after the local
-// checks, and "Shared acquire"/"Clearing dead shared holders" for shared mode). On failure it undoes what it did
-// on disk and returns an *Error whose Leader is the blocking or committed
-// leader for -243..-247.
+// Acquire acquires the lease (docs/paxos.md "Local checks" steps 1–10
+// after the local checks, and "Shared acquire"/"Clearing dead shared
+// holders" for shared mode). On failure it undoes what it did on disk and
+// returns an *Error whose Leader is the blocking or committed leader for
+// -243..-247. Its steps: acquireRetrying (the paxos acquire, retried while
+// a shared acquire meets a short hold), acquireFailed or finishAcquire.
 func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) {
 	if err := l.validate(); err != nil {
 		return nil, wrap("acquire", err, nil)
@@ -93,61 +95,87 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 		}
 		return r, err
 	}
-	h := l.Host
-	lg := h.log().With(zap.String("resource", l.Name))
 	st := l.newState()
-	o := acquireOpts{shared: req.Shared, ownerNowait: req.OwnerNowait, lver: req.Lver, numHosts: req.NumHosts}
-	r := &Held{lease: l, shared: req.Shared}
+	ld, done, err := l.acquireRetrying(ctx, req, st)
+	if done {
+		return nil, wrap("acquire", err, &ld)
+	}
+	l.Host.noteRival(l.Name, st.contended || isOwnedCode(err), err == nil)
+	r := &Held{lease: l, shared: req.Shared, Geometry: l.geometry(st)}
+	if err != nil {
+		return nil, l.acquireFailed(ctx, r, st, ld, err)
+	}
+	r.Leader, r.Dblock = ld, st.dblock
+	if err := l.finishAcquire(ctx, r, req, st); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
 
-	var ld diskfmt.Leader
-	var err error
+// acquireRetrying runs the paxos acquire for req. A shared acquire that
+// finds the lease owned under a short hold (LFL_SHORT_HOLD: another shared
+// acquirer's brief exclusive hold) is retried up to Host.ShRetries times
+// after a random backoff ("Shared acquire"). done: err ends Acquire as it
+// is (the retries ran out, or the backoff was cancelled).
+func (l *Lease) acquireRetrying(ctx context.Context, req AcquireRequest, st *acquireState) (ld diskfmt.Leader, done bool, err error) {
+	h := l.Host
+	o := acquireOpts{shared: req.Shared, ownerNowait: req.OwnerNowait, lver: req.Lver, numHosts: req.NumHosts}
 	for tries := 0; ; tries++ {
 		ld, err = l.paxosAcquire(ctx, o, st)
 		if err == nil || !isOwnedCode(err) || !req.Shared || ld.Flags&diskfmt.LeaderShortHold == 0 {
-			break
+			return ld, false, err
 		}
 		if tries >= h.ShRetries {
 			l.sharedGiveUp(ctx, st)
-			return nil, wrap("acquire", rescode.ErrAcquireShRetry, &ld)
+			return ld, true, rescode.ErrAcquireShRetry
 		}
 		delay := h.backoff()
-		lg.Debug("shared acquire retry", zap.Int("try", tries+1), zap.Duration("delay", delay))
+		l.log().Debug("shared acquire retry", zap.Int("try", tries+1), zap.Duration("delay", delay))
 		if err := h.sleep(ctx, delay); err != nil {
-			return nil, wrap("acquire", err, &ld)
+			return ld, true, err
 		}
 	}
-	h.noteRival(l.Name, st.contended || isOwnedCode(err), err == nil)
-	r.Geometry = l.geometry(st)
+}
+
+// acquireFailed undoes a failed acquire and returns its error: a shared
+// acquire that lost gives up its dblock, and a ballot we may have won
+// (retract) is released as a won exclusive hold r.
+func (l *Lease) acquireFailed(ctx context.Context, r *Held, st *acquireState, ld diskfmt.Leader, err error) error {
 	switch {
-	case err == nil:
 	case isOwnedCode(err):
-		if req.Shared {
+		if r.shared {
 			l.sharedGiveUp(ctx, st)
 		}
-		return nil, wrap("acquire", err, &ld)
+		return wrap("acquire", err, &ld)
 	case !st.retract:
-		return nil, wrap("acquire", err, leaderIfKnown(&ld))
-	default:
-		// A ballot we may have won failed half way (its leader write may
-		// have landed): release it as a won exclusive hold. Our dblock
-		// keeps the ballot's lver, bal and value and gets RELEASED; the
-		// leader is freed if it is still the one we wrote. Wiping the
-		// dblock instead (sanlock's erase) lets a ballot for the same lver
-		// that missed our leader commit another value: two holders
-		// (docs/paxos.md "Unknown leader writes").
-		lg.Warn("acquire failed after proposing, releasing our ballot", zap.Error(err))
-		r.shared = false
-		r.eraseAll = true
-		r.Leader = ld
-		r.Dblock = st.dblock
-		if h.TestBugs&BugEraseRetract != 0 {
-			r.Dblock = diskfmt.Dblock{}
-		}
-		r.release(ctx, "")
-		return nil, wrap("acquire", err, leaderIfKnown(&ld))
+		return wrap("acquire", err, leaderIfKnown(&ld))
 	}
-	r.Leader, r.Dblock = ld, st.dblock
+	// A ballot we may have won failed half way (its leader write may have
+	// landed): release it as a won exclusive hold. Our dblock keeps the
+	// ballot's lver, bal and value and gets RELEASED; the leader is freed
+	// if it is still the one we wrote. Wiping the dblock instead
+	// (sanlock's erase) lets a ballot for the same lver that missed our
+	// leader commit another value: two holders (docs/paxos.md "Unknown
+	// leader writes").
+	l.log().Warn("acquire failed after proposing, releasing our ballot", zap.Error(err))
+	r.shared = false
+	r.eraseAll = true
+	r.Leader = ld
+	r.Dblock = st.dblock
+	if l.Host.bug(BugEraseRetract) {
+		r.Dblock = diskfmt.Dblock{}
+	}
+	r.release(ctx, "")
+	return wrap("acquire", err, leaderIfKnown(&ld))
+}
 
+// finishAcquire completes a granted acquire r: a shared hold keeps our
+// mode block SHARED and frees the leader; an exclusive one that saw
+// SHARED mode blocks clears those of dead holders and gives up (-EAGAIN)
+// while a live one is left; the LVB is read when asked for. A failure
+// releases r.
+func (l *Lease) finishAcquire(ctx context.Context, r *Held, req AcquireRequest, st *acquireState) error {
+	h := l.Host
 	switch {
 	case req.Shared:
 		// Keep our mode block SHARED, then free the leader.
@@ -161,42 +189,42 @@ func (l *Lease) Acquire(ctx context.Context, req AcquireRequest) (*Held, error) 
 		if err != nil {
 			r.undoShared, r.shared = true, false
 			r.release(ctx, "")
-			return nil, wrap("acquire", err, &r.Leader)
+			return wrap("acquire", err, &r.Leader)
 		}
 	case st.sharedCount > 0:
 		live, err := l.clearDeadShared(ctx, st)
 		if err != nil {
 			r.release(ctx, "")
-			return nil, wrap("acquire", err, &r.Leader)
+			return wrap("acquire", err, &r.Leader)
 		}
 		if live > 0 {
 			r.release(ctx, "")
-			return nil, wrap("acquire", rescode.ErrEAGAIN, &r.Leader)
+			return wrap("acquire", rescode.ErrEAGAIN, &r.Leader)
 		}
 	}
 	if req.LVB {
 		r.lvb = make([]byte, st.ss)
 		if b, err := l.read(ctx, 0, st.ss, int64(diskfmt.LVBSector)*int64(st.ss)); err != nil {
-			lg.Warn("lvb read failed", zap.Error(err))
+			l.log().Warn("lvb read failed", zap.Error(err))
 		} else {
 			copy(r.lvb, b.Bytes())
 			b.Release()
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // sharedGiveUp marks our dblock RELEASED after a failed shared acquire.
 // Sanlock (quirk Q2) writes an all-zero dblock here, which erases the lver
 // and value of our last ballot: the value of a version we may have been
 // granted before, and the lver that keeps ballots for older versions from
-// running (found by the simulator with late leader writes, issue 18). We
+// running (found by the simulator with late leader writes). We
 // keep our last ballot's dblock of this acquire, with RELEASED set and no
 // mode block, and write nothing when this acquire ran no ballot
 // (docs/paxos.md "Lease versions").
 func (l *Lease) sharedGiveUp(ctx context.Context, st *acquireState) {
 	d := st.dblock
-	if l.Host.TestBugs&BugRepeatLver != 0 {
+	if l.Host.bug(BugRepeatLver) {
 		d = diskfmt.Dblock{} // sanlock's zero dblock
 	} else if d == (diskfmt.Dblock{}) {
 		return
@@ -352,7 +380,7 @@ func (r *Held) toExclusive(ctx context.Context, l *Lease, ownerNowait bool) erro
 			// been committed: later writes of our dblock (the release of
 			// the shared hold) must keep it (docs/paxos.md "Unknown
 			// leader writes").
-			if h.TestBugs&BugEraseRetract == 0 {
+			if !h.bug(BugEraseRetract) {
 				r.Dblock = st.dblock
 			}
 			r.retractConvert(ctx, l, &ld)

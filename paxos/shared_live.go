@@ -14,7 +14,7 @@ import (
 func (l *Lease) sharedHolderDead(ctx context.Context, id, gen uint64, v HostView, ok bool) bool {
 	h := l.Host
 	now := h.now()
-	if h.TestBugs&BugStaleShared != 0 {
+	if h.bug(BugStaleShared) {
 		// The broken variant: the table alone, released hosts first.
 		if ok && v.LastCheck != 0 && v.Timestamp == 0 {
 			return true

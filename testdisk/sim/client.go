@@ -214,7 +214,7 @@ func (in *inst) worker() {
 	}
 }
 
-// contender loops on R0 as a client of issue 18 does: non-blocking
+// contender loops on R0 as a contending client of the bench does: non-blocking
 // exclusive acquire, hold 0–20 ms, release, again at once; after a failure
 // it retries 0–5 ms later.
 func (in *inst) contender() {

@@ -26,10 +26,13 @@ type Config struct {
 	// MaxSteps stops the run after this many scheduler steps; 0: no limit.
 	MaxSteps uint64
 	Faults   Faults
-	// Bugs selects a broken paxos variant (checker self-test).
+	// Bugs selects a broken paxos variant (checker self-test). The
+	// variants exist only in a build with the simbugs tag
+	// (paxos.BugsCompiled); Run refuses a Bugs without it.
 	Bugs paxos.Bugs
-	// Contend replaces the workload with issue 18's contention loop on R0
-	// (inst.contender); ContendedWait is paxos.Host.ContendedWait (0: off).
+	// Contend replaces the workload with the contention loop on R0
+	// (inst.contender); ContendedWait is paxos.Fairness.ContendedWait of
+	// every host (0: off, as in the daemon).
 	Contend       bool
 	ContendedWait time.Duration
 	// TuneHost, when set, adjusts each host's paxos.Host after it is
@@ -80,7 +83,7 @@ type Faults struct {
 	// ballot adopted an earlier proposal) stalls first, for a time uniform
 	// in [0.5 s, LateLeaderMax] (default 6 s): a host descheduled between
 	// deciding and writing, whose leader write then lands after newer ones
-	// (issue 18 item 4). Only the stalled task waits; the host's other
+	// (docs/paxos.md "Lease versions"). Only the stalled task waits; the host's other
 	// tasks and its renewals go on. (A late write of a leader naming the
 	// writer itself cannot roll the leader back: nobody takes a lease from
 	// a live owner that has not released.)
@@ -193,7 +196,11 @@ func (r *Result) ReplayCommand() string {
 
 // ReplayCommand returns the command that replays cfg with its seed.
 func ReplayCommand(c Config) string {
-	s := fmt.Sprintf("go test ./testdisk/sim -run 'TestReplay$' -v -sim.seed=%d", c.Seed)
+	tags := ""
+	if c.Bugs != 0 {
+		tags = "-tags simbugs "
+	}
+	s := fmt.Sprintf("go test %s./testdisk/sim -run 'TestReplay$' -v -sim.seed=%d", tags, c.Seed)
 	if c.Bugs != 0 {
 		s += " -sim.bugs=" + c.Bugs.String()
 	}

@@ -12,8 +12,9 @@ import (
 
 var flagFairHosts = flag.String("sim.fairhosts", "", "TestFairnessReport: host counts, e.g. 16,32,64")
 
-// fairVariant is one setting of the paxos fairness knobs (docs/paxos.md
-// "Fairness under contention"), applied over what the manager set;
+// fairVariant is one setting of the paxos fairness knobs
+// (paxos.Fairness; docs/paxos.md "Fairness under contention") other than
+// the contended wait, applied over what the manager set;
 // "sanlock" turns them off (sanlock 3.8.5's choices).
 type fairVariant struct {
 	name string
@@ -21,8 +22,8 @@ type fairVariant struct {
 }
 
 var fairVariants = []fairVariant{
-	{"sanlock", func(h *paxos.Host) { h.WatchBackoff, h.MbalSpread = false, 0 }},
-	{"watch", func(h *paxos.Host) { h.WatchBackoff, h.MbalSpread = true, 0 }},
+	{"sanlock", func(h *paxos.Host) { h.Fairness.WatchBackoff, h.Fairness.MbalSpread = false, 0 }},
+	{"watch", func(h *paxos.Host) { h.Fairness.WatchBackoff, h.Fairness.MbalSpread = true, 0 }},
 	{"watch+spread (daemon)", daemonFairness},
 }
 
@@ -67,10 +68,11 @@ func TestFairnessReport(t *testing.T) {
 // daemonFairness is what the daemon sets on every lockspace's paxos.Host
 // (manager/liveness.go), set again here so the test states it.
 func daemonFairness(h *paxos.Host) {
-	h.WatchBackoff, h.MbalSpread = true, paxos.SuggestedMbalSpread
+	d := paxos.DaemonFairness()
+	h.Fairness.WatchBackoff, h.Fairness.MbalSpread = d.WatchBackoff, d.MbalSpread
 }
 
-// TestFairnessH32 is issue 18 item 3 in the simulator with the daemon's
+// TestFairnessH32 is the bench's contention case in the simulator with the daemon's
 // settings: 32 hosts loop on one lease as the bench's clients do
 // (non-blocking EX acquire, hold 0–20 ms, release, again at once; 0–5 ms
 // after a failure) for 60 s of simulated time, default disk faults, no
@@ -95,8 +97,8 @@ func TestFairnessH32(t *testing.T) {
 	}
 }
 
-// eraseRetractSeed is the seed at which TestUnknownLeaderWriteReplays
-// requires the broken variant to fail.
+// eraseRetractSeed is the seed at which TestUnknownLeaderWriteBroken
+// (bugs_test.go) requires the broken variant to fail.
 const eraseRetractSeed = 6
 
 // TestUnknownLeaderWriteReplays replays the contention runs that found two
@@ -109,12 +111,9 @@ const eraseRetractSeed = 6
 // backoff only, seeds 7 and 9 with the daemon's settings (the second half
 // of the fix: a later acquire taking the kept value of an earlier one as
 // its grant). Each must run clean; with BugEraseRetract (both halves
-// undone) seed 6 (45 s) must still find the two holders, which shows the
-// replay reaches that path. It was seed 8 until the main loop's passes
-// came after each renewal instead of every second (session 7), then seed
-// 11 until renewals started on a 250 ms grid of the clock (commit 3108091);
-// each moved every run's schedule. Now 2 of seeds 1-20 catch it (6 and 14;
-// 5 of 1-40). With -race or -short only seed 8 runs clean.
+// undone) eraseRetractSeed must still find the two holders, which shows
+// the replay reaches that path (TestUnknownLeaderWriteBroken). With -race
+// or -short only seed 8 runs.
 func TestUnknownLeaderWriteReplays(t *testing.T) {
 	serial(t)
 	sanlock, watch := fairVariants[0].tune, fairVariants[1].tune
@@ -131,16 +130,4 @@ func TestUnknownLeaderWriteReplays(t *testing.T) {
 		r := runContend(t, c.seed, 16, d, c.tune)
 		t.Logf("seed %d: %s", c.seed, r.Summary())
 	}
-	cfg := DefaultConfig(eraseRetractSeed)
-	cfg.Hosts, cfg.Resources, cfg.Workers = 16, 1, 1
-	cfg.Faults.HostEvery = 0
-	cfg.Contend = true
-	cfg.TuneHost = daemonFairness
-	cfg.Duration = 45 * time.Second
-	cfg.Bugs = paxos.BugEraseRetract
-	r := Run(cfg)
-	if r.Violation == nil {
-		t.Fatalf("erase-retract not caught at seed %d: %s", eraseRetractSeed, r.Summary())
-	}
-	t.Logf("erase-retract caught: %v", r.Violation)
 }

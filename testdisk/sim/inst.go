@@ -145,7 +145,7 @@ func (in *inst) mainLoop() {
 				continue // already failing: it leaves soon
 			}
 			// The manager built our paxos.Host; nothing used it yet.
-			px.TestBugs, px.ContendedWait = s.cfg.Bugs, s.cfg.ContendedWait
+			px.TestBugs, px.Fairness.ContendedWait = s.cfg.Bugs, s.cfg.ContendedWait
 			px.Rand = rand.New(rand.NewPCG(s.cfg.Seed^0xba110, in.slot.id<<32|px.Generation))
 			if s.cfg.TuneHost != nil {
 				s.cfg.TuneHost(px)

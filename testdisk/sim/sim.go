@@ -54,11 +54,18 @@ import (
 	"time"
 
 	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/paxos"
 	"github.com/gosanlock/gosanlock/testdisk"
 )
 
-// Run simulates cfg and returns what happened.
+// Run simulates cfg and returns what happened. It panics on a cfg.Bugs
+// that this build cannot run (no simbugs tag).
 func Run(cfg Config) *Result {
+	if cfg.Bugs != 0 && !paxos.BugsCompiled {
+		// Without the tag the variants are not in the paxos code: the run
+		// would test the correct algorithm under the variant's name.
+		panic(fmt.Sprintf("sim: Config.Bugs %v needs a build with the simbugs tag (go test -tags simbugs ./testdisk/sim)", cfg.Bugs))
+	}
 	cfg.fill()
 	s := newSim(cfg)
 	s.run()

@@ -115,69 +115,90 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-// TestBrokenVariantsCaught proves the checker can fail: each deliberately
-// broken paxos variant, and a watchdog that fires later than the model
-// says, must be caught within maxSeeds seeds of 3000 operations. With -race
-// or -short only the variants caught within a few hundred operations run.
-func TestBrokenVariantsCaught(t *testing.T) {
-	serial(t)
-	const maxSeeds = 10
-	variants := []struct {
-		name  string
-		slow  bool
-		set   func(*Config)
-		first uint64 // first seed (0: 1)
-	}{
-		{"skip-phase2-read", true, func(c *Config) { c.Bugs = paxos.BugSkipPhase2Read }, 0},
-		{"leader-before-phase2", true, func(c *Config) { c.Bugs = paxos.BugLeaderBeforePhase2 }, 0},
-		{"clock-liveness", false, func(c *Config) { c.Bugs = paxos.BugClockLiveness }, 0},
-		{"late-watchdog-5s", false, func(c *Config) { c.LateWatchdog = 5 * time.Second }, 0},
-		{"repeat-lver", false, func(c *Config) { lateLeaderConfig(c); c.Bugs = paxos.BugRepeatLver }, 0},
-		// From seed 51: of seeds 1-60, 25, 39 and 56 catch it since
-		// renewals start on a 250 ms grid of the clock (commit 3108091);
-		// 35, 39 and 56-60 did after the main loop's passes came after
-		// each renewal (session 7), and 3, 22, 26 and 37 of 1-40 before.
-		{"stale-shared", false, func(c *Config) { c.Bugs = paxos.BugStaleShared; c.CheckInterval = lateMainLoop }, 51},
+// needBugsTag ends a test that needs the broken paxos variants in a build
+// without them (paxos.BugsCompiled false): a skip, or a failure when CI is
+// set.
+func needBugsTag(t *testing.T) {
+	t.Helper()
+	const msg = "the broken paxos variants need the simbugs build tag: go test -tags simbugs ./testdisk/sim"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
 	}
-	for _, v := range variants {
-		t.Run(v.name, func(t *testing.T) {
-			if v.slow && (raceBuild || testing.Short()) {
-				t.Skip("thousands of operations: runs without -race and -short")
-			}
-			first := max(v.first, 1)
-			for seed := first; seed < first+maxSeeds; seed++ {
-				cfg := DefaultConfig(seed)
-				v.set(&cfg)
-				cfg.MaxOps = 3000
-				r := Run(cfg)
-				if r.Violation == nil {
-					continue
-				}
-				rep := r.Report()
-				require.Contains(t, rep, fmt.Sprintf("seed %d", seed))
-				require.Contains(t, rep, fmt.Sprintf("-sim.seed=%d", seed))
-				if cfg.Bugs != 0 {
-					require.Contains(t, rep, "-sim.bugs="+cfg.Bugs.String())
-				}
-				require.Len(t, r.Trace, cfg.TraceTail)
-				require.True(t, strings.Contains(r.Violation.Error(), "while") || strings.Contains(r.Violation.Error(), "lver"),
-					"unexpected violation: %v", r.Violation)
-				t.Logf("caught at seed %d after %d ops: %v", seed, r.Counts.Ops(), r.Violation)
-				// the replay finds the same violation after the same trace
-				again := Run(cfg)
-				require.NotNil(t, again.Violation)
-				require.Equal(t, r.Violation.Error(), again.Violation.Error())
-				require.Equal(t, r.Hash, again.Hash)
-				return
-			}
-			t.Fatalf("variant %s not caught in %d seeds", v.name, maxSeeds)
-		})
-	}
+	t.Skip(msg)
 }
 
-// TestReplay replays one seed given with -sim.seed (and -sim.bugs,
-// -sim.ops), printing the summary and, on a violation, the report. It
-// runs only when -sim.seed is given.
+// brokenVariant is a deliberately broken setting that the checker must
+// catch within maxSeeds seeds from first (0: 1) of 3000 operations each;
+// slow ones run only without -race and -short.
+type brokenVariant struct {
+	name  string
+	slow  bool
+	set   func(*Config)
+	first uint64
+}
+
+// requireCaught runs the seeds of v until the checker reports a violation
+// and checks the report and the replay: the same violation after the same
+// trace. It returns the run that caught it.
+func requireCaught(t *testing.T, v brokenVariant) *Result {
+	t.Helper()
+	const maxSeeds = 10
+	if v.slow && (raceBuild || testing.Short()) {
+		t.Skip("thousands of operations: runs without -race and -short")
+	}
+	first := max(v.first, 1)
+	for seed := first; seed < first+maxSeeds; seed++ {
+		cfg := DefaultConfig(seed)
+		v.set(&cfg)
+		cfg.MaxOps = 3000
+		r := Run(cfg)
+		if r.Violation == nil {
+			continue
+		}
+		rep := r.Report()
+		require.Contains(t, rep, fmt.Sprintf("seed %d", seed))
+		require.Contains(t, rep, fmt.Sprintf("-sim.seed=%d", seed))
+		if cfg.Bugs != 0 {
+			require.Contains(t, rep, "-tags simbugs ")
+			require.Contains(t, rep, "-sim.bugs="+cfg.Bugs.String())
+		}
+		if cfg.NoTimeout {
+			require.Contains(t, rep, "-sim.notimeout")
+		}
+		require.Len(t, r.Trace, cfg.TraceTail)
+		t.Logf("caught at seed %d after %d ops: %v", seed, r.Counts.Ops(), r.Violation)
+		// the replay finds the same violation after the same trace
+		again := Run(cfg)
+		require.NotNil(t, again.Violation)
+		require.Equal(t, r.Violation.Error(), again.Violation.Error())
+		require.Equal(t, r.Hash, again.Hash)
+		return r
+	}
+	t.Fatalf("variant %s not caught in %d seeds", v.name, maxSeeds)
+	return nil
+}
+
+// requireExclusionBroken checks that a caught variant broke mutual
+// exclusion or the order of lease versions, not some other rule.
+func requireExclusionBroken(t *testing.T, r *Result) {
+	t.Helper()
+	require.True(t, strings.Contains(r.Violation.Error(), "while") || strings.Contains(r.Violation.Error(), "lver"),
+		"unexpected violation: %v", r.Violation)
+}
+
+// TestBrokenVariantsCaught proves the checker can fail: a watchdog that
+// fires later than the model says must be caught. The broken paxos
+// variants are proven the same way by TestBrokenPaxosVariantsCaught
+// (bugs_test.go, built with the simbugs tag).
+func TestBrokenVariantsCaught(t *testing.T) {
+	serial(t)
+	v := brokenVariant{name: "late-watchdog-5s", set: func(c *Config) { c.LateWatchdog = 5 * time.Second }}
+	t.Run(v.name, func(t *testing.T) { requireExclusionBroken(t, requireCaught(t, v)) })
+}
+
+// TestReplay replays one seed given with -sim.seed (and -sim.bugs, which
+// needs the simbugs tag, -sim.ops), printing the summary and, on a
+// violation, the report. It runs only when -sim.seed is given.
 func TestReplay(t *testing.T) {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "sim.seed" })
@@ -189,6 +210,9 @@ func TestReplay(t *testing.T) {
 	b, ok := paxos.ParseBugs(*flagBugs)
 	if !ok {
 		t.Fatalf("bad -sim.bugs %q", *flagBugs)
+	}
+	if b != 0 && !paxos.BugsCompiled {
+		needBugsTag(t)
 	}
 	cfg.Bugs = b
 	cfg.LateWatchdog = *flagLate
@@ -232,25 +256,22 @@ func TestKnownHazardSharedNewGeneration(t *testing.T) {
 // is up to 6 s behind the renewal reads.
 const lateMainLoop = 6 * time.Second
 
-// staleSharedSeed is the seed at which TestLateMainLoopSharedRejoin requires
-// the stale-shared variant, with lateMainLoop, to fail within 500 operations.
+// staleSharedSeed is the seed at which TestLateMainLoopSharedRejoinBroken
+// (bugs_test.go) requires the stale-shared variant, with lateMainLoop, to
+// fail within 500 operations.
 const staleSharedSeed = 92
 
-// TestLateMainLoopSharedRejoin replays the violation seed 3 gave with main-loop
-// passes every 6 s ("R2: h3.1/pid1 acquired exclusive (lver 42) while
-// h2.2/pid2 holds it shared"): h2 had left the lockspace (h3's host table:
-// generation 1, timestamp 0), rejoined with generation 2 and taken R2
-// shared; h3's table had not been processed since, and the timestamp-0
-// test of paxos.HostLive came before the newer-generation one, so h3
-// cleared the live holder. Shared holders are now cleared only when a fresh
-// read of their delta lease confirms the table (paxos.SharedHolderDead,
-// docs/paxos.md "Clearing dead shared holders"); the broken variant
-// (-sim.bugs=stale-shared) still fails the same way: at seed 3 until the
-// main loop's passes came after each renewal (session 7), then at seed 58
-// until renewals started on a 250 ms grid of the clock (commit 3108091);
-// each moved every run's schedule. Now at seed 92 (h1.1 acquires exclusive
-// while h2.2 holds it shared, after 123 ops; the first of seeds 1-400
-// caught within 500 ops); the real code runs both seeds.
+// TestLateMainLoopSharedRejoin replays the violation seed 3 gave with
+// main-loop passes every 6 s ("R2: h3.1/pid1 acquired exclusive (lver 42)
+// while h2.2/pid2 holds it shared"): h2 had left the lockspace (h3's host
+// table: generation 1, timestamp 0), rejoined with generation 2 and taken
+// R2 shared; h3's table had not been processed since, and a timestamp-0
+// test of paxos.HostLive that came before the newer-generation one made h3
+// clear the live holder. Shared holders are cleared only when a fresh read
+// of their delta lease confirms the table (paxos.SharedHolderDead,
+// docs/paxos.md "Clearing dead shared holders"). The real code must run
+// seed 3 and staleSharedSeed (where the broken variant fails now:
+// TestLateMainLoopSharedRejoinBroken) to the end.
 func TestLateMainLoopSharedRejoin(t *testing.T) {
 	serial(t)
 	for _, seed := range []uint64{3, staleSharedSeed} {
@@ -267,16 +288,9 @@ func TestLateMainLoopSharedRejoin(t *testing.T) {
 		require.GreaterOrEqual(t, r.Counts.Ops(), uint64(cfg.MaxOps), r.Summary())
 	}
 
-	cfg := DefaultConfig(staleSharedSeed)
-	cfg.CheckInterval = lateMainLoop
-	cfg.Bugs = paxos.BugStaleShared
-	cfg.MaxOps = 500
-	r := Run(cfg)
-	require.NotNil(t, r.Violation, "the broken variant must still fail: %s", r.Summary())
-	require.Contains(t, r.Violation.Error(), "holds it shared")
 }
 
-// lateLeaderConfig is the mix of issue 18 item 4: five hosts on one
+// lateLeaderConfig is the late-leader mix: five hosts on one
 // resource, and half of the leader writes that commit another host's value
 // stall 0.5–6 s first, so they land after newer leaders.
 func lateLeaderConfig(c *Config) {
@@ -285,16 +299,15 @@ func lateLeaderConfig(c *Config) {
 	c.Faults.LateLeader = 0.5
 }
 
-// TestLateLeaderWrite replays the case of issue 18 item 4 (seed 1 of the
-// late-leader mix): h4 adopts h3's value for lver 7 and stalls before its
-// leader write; meanwhile h5 is granted lver 8. h4's late write puts lver 7
-// back on disk, h5's release skips the leader write (no longer its own),
-// and h5's next acquire ran the ballot for lver 8 again and was granted lver
-// 8 a second time (the checker: "lver 8, not above the previous 8", after
-// 131 ops). Acquire now republishes the newer leader it saw
-// (paxos.DecideRollback), so the run goes on to 3000 operations with
-// strictly increasing versions; the broken variant (-sim.bugs=repeat-lver)
-// still fails the same way.
+// TestLateLeaderWrite replays seed 1 of the late-leader mix: h4 adopts
+// h3's value for lver 7 and stalls before its leader write; meanwhile h5
+// is granted lver 8. h4's late write puts lver 7 back on disk, h5's
+// release skips the leader write (no longer its own), and h5's next
+// acquire could run the ballot for lver 8 again and be granted lver 8 a
+// second time (the checker: "lver 8, not above the previous 8"). Acquire
+// republishes the newer leader it saw (paxos.DecideRollback), so the run
+// goes on to 3000 operations with strictly increasing versions; the broken
+// variant still fails (TestLateLeaderWriteBroken, bugs_test.go).
 func TestLateLeaderWrite(t *testing.T) {
 	serial(t)
 	cfg := DefaultConfig(1)
@@ -311,15 +324,6 @@ func TestLateLeaderWrite(t *testing.T) {
 	}
 	require.NotZero(t, r.Counts.LateLeaders, "no leader write stalled")
 	t.Logf("%s late-leader-writes=%d", r.Summary(), r.Counts.LateLeaders)
-
-	cfg.Bugs = paxos.BugRepeatLver
-	cfg.MaxOps = 3000
-	r = Run(cfg)
-	require.NotNil(t, r.Violation, "the broken variant was not caught")
-	// Which version repeats depends on the run's timing (it was lver 8
-	// after 131 ops before the renewals slept once per renewal); the
-	// checker's finding is the same.
-	require.Contains(t, r.Violation.Error(), "not above the previous")
 }
 
 var flagLateSeeds = flag.Int("sim.lateseeds", 0, "TestLateLeaderSweep: seeds 1..N of the late-leader mix, with 5 and with 3 hosts")
@@ -365,7 +369,7 @@ func fairness(acq []uint64) (ratio float64, never int) {
 	return float64(hi) / float64(lo), never
 }
 
-// TestFairness is issue 18 item 3 in the simulator: 16 hosts loop on one
+// TestFairness is the bench's contention case in the simulator: 16 hosts loop on one
 // lease (non-blocking acquire, hold 0–20 ms, release, again; 0–5 ms after a
 // failure) for 60 s of simulated time with the default disk faults and no
 // host faults. With the wait after a contended grant (docs/paxos.md
@@ -429,40 +433,14 @@ func TestNoTimeoutSeeds(t *testing.T) {
 	require.NotZero(t, taken)
 }
 
-// TestNoTimeoutBrokenCaught: the checker catches the two broken NO_TIMEOUT
-// variants within 10 seeds: the agent marking DEAD_EXT without fencing,
-// and the owner check taking over a NO_TIMEOUT owner by time.
+// TestNoTimeoutBrokenCaught: the checker catches the agent marking
+// DEAD_EXT without fencing within 10 seeds (the owner check taking over a
+// NO_TIMEOUT owner by time: TestNoTimeoutByTimeCaught, bugs_test.go).
 func TestNoTimeoutBrokenCaught(t *testing.T) {
 	serial(t)
-	for _, v := range []struct {
-		name  string
-		set   func(*Config)
-		first uint64
-	}{
-		{"agent-early", func(c *Config) { c.AgentEarly = true }, 1},
-		// Needs a pause longer than host_dead_seconds over a held lease:
-		// seeds 6, 29 and 36 of 1-40 catch it within 2,000 ops; from 6
-		// to keep the simulator's time in make test.
-		{"notimeout-by-time", func(c *Config) { c.Bugs = paxos.BugNoTimeoutByTime }, 6},
-	} {
-		t.Run(v.name, func(t *testing.T) {
-			for seed := v.first; seed < v.first+10; seed++ {
-				cfg := DefaultConfig(seed)
-				cfg.NoTimeout = true
-				v.set(&cfg)
-				cfg.MaxOps = 3000
-				r := Run(cfg)
-				if r.Violation == nil {
-					continue
-				}
-				require.Contains(t, r.Report(), "-sim.notimeout")
-				t.Logf("caught at seed %d after %d ops: %v", seed, r.Counts.Ops(), r.Violation)
-				again := Run(cfg)
-				require.NotNil(t, again.Violation)
-				require.Equal(t, r.Hash, again.Hash)
-				return
-			}
-			t.Fatalf("%s not caught in 10 seeds", v.name)
-		})
-	}
+	v := brokenVariant{name: "agent-early", set: func(c *Config) {
+		c.NoTimeout = true
+		c.AgentEarly = true
+	}}
+	t.Run(v.name, func(t *testing.T) { requireCaught(t, v) })
 }
