@@ -245,7 +245,9 @@ rpm:
 release:
 	$(PKGENV) ./scripts/pkg-release.sh
 
-package-check: deb rpm
+# Both packages from one build of the binaries.
+package-check:
+	$(PKGENV) ./scripts/pkg-build.sh deb rpm
 	$(PKGENV) ./scripts/pkg-check.sh
 
 package-test: package-check trees

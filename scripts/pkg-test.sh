@@ -98,10 +98,9 @@ n=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 fail() { echo "not ok - $*" >&2; exit 1; }
 # inroot runs a command in the root, as root, with a clean environment.
-inroot() {
-	chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		HOME=/root LANG=C DEBIAN_FRONTEND=noninteractive "$@"
-}
+rootenv=(/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	HOME=/root LANG=C DEBIAN_FRONTEND=noninteractive)
+inroot() { chroot "$root" "${rootenv[@]}" "$@"; }
 APT=(apt-get -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 pkgstate() { inroot dpkg-query -W -f='${db:Status-Status} ${Version}' "$1" 2>/dev/null || echo "unknown"; }
 daemon_pid() { cat "$root/run/sanlock/sanlock.pid" 2>/dev/null; }
@@ -128,7 +127,9 @@ start_daemon() {
 # $share/stopN exists, then releasing it on the same connection.
 holder() {
 	rm -f "$share/stop$1"
-	inroot python3 "$share/holder.py" LS "$2" "$share/res" "$share/stop$1" >"$share/holder$1.log" 2>&1 &
+	# chroot, env and python3 exec one another: $! is python3's pid.
+	chroot "$root" "${rootenv[@]}" python3 "$share/holder.py" LS "$2" "$share/res" "$share/stop$1" \
+		>"$share/holder$1.log" 2>&1 &
 	hpid=$!
 	pids+=("$hpid")
 	wait_for 60 "holder $1 to acquire" grep -q '^acquired' "$share/holder$1.log"
@@ -211,7 +212,7 @@ ok "postinst said Debian's daemon cannot hand over and left it running: pid $cpi
 echo "== 3. the operator's switch to gosanlock's daemon; C client and python3-sanlock on it"
 release 1
 inroot c-sanlock client rem_lockspace -s "LS:1:$share/ls:0" >/dev/null || fail "rem_lockspace on Debian's daemon"
-inroot c-sanlock shutdown >/dev/null || fail "sanlock shutdown of Debian's daemon"
+inroot c-sanlock client shutdown >/dev/null || fail "sanlock client shutdown of Debian's daemon"
 wait_for 30 "Debian's daemon to exit" gone "$cpid"
 start_daemon
 gpid=$(daemon_pid)
@@ -269,7 +270,7 @@ line=$(lease_line sanlock)
 [ -n "$line" ] || fail "Debian's daemon does not list the lease"
 release 3
 inroot sanlock client rem_lockspace -s "LS:1:$share/ls:0" >/dev/null
-inroot sanlock shutdown >/dev/null
+inroot sanlock client shutdown >/dev/null
 wait_for 30 "Debian's daemon to exit" gone "$cpid"
 ok "Debian's daemon (pid $cpid) works again: lockspace, python3-sanlock lease $line, shutdown"
 echo "$n passed, 0 failed"
