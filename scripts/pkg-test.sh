@@ -140,6 +140,7 @@ release() {
 }
 lease_line() { inroot "$@" client status | grep "^r LS:$RES:" || true; }
 host_ts() { inroot sanlock client host_status -s LS | awk '$1 == 1 && $2 == "timestamp" { print $3 }'; }
+renewed_after() { local ts; ts=$(host_ts); [ -n "$ts" ] && [ "$ts" -gt "$1" ]; }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 cat >"$share/holder.py" <<'EOF'
@@ -228,6 +229,7 @@ ok "our daemon (pid $gpid): Debian's C client added the lockspace and lists pyth
 
 echo "== 4. upgrade to a newer build while python3-sanlock holds its lease"
 ts0=$(host_ts)
+[ -n "$ts0" ] || fail "no timestamp of host 1 in: $(inroot sanlock client host_status -s LS)"
 t0=$(date +%s.%N)
 inroot "${APT[@]}" install "$share/gosanlock-new.deb" >"$share/apt3.log" 2>&1 || { cat "$share/apt3.log"; fail "apt-get install the newer gosanlock"; }
 echo "   (apt-get install took $(since "$t0") s)"
@@ -246,9 +248,9 @@ after=$(lease_line c-sanlock)
 ok "python3-sanlock (pid $h2) keeps the same lease: $after"
 ts1=$(host_ts)
 # -o 2: a renewal every 4 s; wait for two after the upgrade.
-wait_for 20 "a renewal after the upgrade" test "$(host_ts)" -gt "$ts1"
+wait_for 20 "a renewal after the upgrade" renewed_after "$ts1"
 ts2=$(host_ts)
-wait_for 20 "a second renewal after the upgrade" test "$(host_ts)" -gt "$ts2"
+wait_for 20 "a second renewal after the upgrade" renewed_after "$ts2"
 ok "renewals go on: host 1's timestamp $ts0 before, $ts1 at the upgrade, $(host_ts) now"
 release 2
 ok "the holder released its lease on the connection it opened before the upgrade"
