@@ -57,11 +57,15 @@ if [ "${PKG_STAGED:-}" != 1 ]; then
 	"$gen" completion zsh >"$root/_sanlock"
 	"$gen" completion fish >"$root/sanlock.fish"
 	rm -f "$root/sanlock-host"
+	echo "$PKG_ARCH" >"$root/arch"
 	for u in sanlock wdmd; do
 		sed -e 's|@SBINDIR@|/usr/sbin|g' -e 's|@LIBEXECDIR@|/usr/libexec|g' -e 's|@SYSCONFDIR@|/etc|g' \
 			"contrib/systemd/$u.service.in" >"$root/$u.service"
 		gzip -9n <"docs/man/$u.8" >"$root/$u.8.gz"
 	done
+elif [ "$(cat "$root/arch" 2>/dev/null)" != "$PKG_ARCH" ]; then
+	echo "pkg-build: PKG_STAGED=1 but $root holds no files staged for $PKG_ARCH" >&2
+	exit 1
 fi
 {
 	echo "gosanlock ($VERSION-1) unstable; urgency=medium"
