@@ -31,7 +31,10 @@
 #     releases on its old connection;
 #  5. apt installs Debian's sanlock again (our package is removed, its
 #     prerm stops our idle daemon): Debian's daemon starts and serves a
-#     lockspace and a lease.
+#     lockspace and a lease;
+#  6. with the sanlock user and group deleted (a host that never had
+#     sanlock), apt installs our .deb: the postinst creates them (the user
+#     in group disk) and the log file, and our daemon runs as that user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -275,4 +278,22 @@ inroot sanlock client rem_lockspace -s "LS:1:$share/ls:0" >/dev/null
 inroot sanlock client shutdown >/dev/null
 wait_for 30 "Debian's daemon to exit" gone "$cpid"
 ok "Debian's daemon (pid $cpid) works again: lockspace, python3-sanlock lease $line, shutdown"
+
+echo "== 6. a host that has no sanlock user: our .deb creates it"
+inroot userdel sanlock
+inroot groupdel sanlock 2>/dev/null || true
+! inroot getent passwd sanlock >/dev/null || fail "userdel sanlock"
+rm -f "$root/var/log/sanlock.log"
+inroot "${APT[@]}" install "$share/gosanlock-new.deb" >"$share/apt5.log" 2>&1 || { cat "$share/apt5.log"; fail "apt-get install gosanlock"; }
+sed -n 's/^/   | /; /gosanlock:/p' "$share/apt5.log"
+grep -q 'gosanlock: no sanlock daemon is running' "$share/apt5.log" || fail "postinst did not say that no daemon runs"
+inroot id -nG sanlock | grep -qw disk || fail "the sanlock user is not in group disk: $(inroot id sanlock)"
+[ -f "$root/var/log/sanlock.log" ] || fail "no /var/log/sanlock.log"
+start_daemon
+gpid=$(daemon_pid)
+uid=$(awk '$1 == "Uid:" { print $2 }' "/proc/$gpid/status")
+[ "$uid" = "$(inroot id -u sanlock)" ] || fail "the daemon runs as uid $uid, not as sanlock ($(inroot id -u sanlock))"
+inroot sanlock client shutdown >/dev/null
+wait_for 30 "our daemon to exit" gone "$gpid"
+ok "postinst created the sanlock user ($(inroot id sanlock)) and /var/log/sanlock.log; our daemon (pid $gpid) ran as that user"
 echo "$n passed, 0 failed"
