@@ -34,7 +34,11 @@
 #     lockspace and a lease;
 #  6. with the sanlock user and group deleted (a host that never had
 #     sanlock), apt installs our .deb: the postinst creates them (the user
-#     in group disk) and the log file, and our daemon finds the user.
+#     in group disk) and the log file, and our daemon finds the user;
+#  7. the .rpm, with rpm --root on the same root (its scripts run there):
+#     installed, upgraded while python3-sanlock holds a lease (%posttrans
+#     hands the daemon over, the lease stays), erased (%preun stops the
+#     idle daemon).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +47,7 @@ if [ "${1:-}" != --inside ]; then
 	DIST=${DIST:-dist}
 	VERSION=$(scripts/pkg-version.sh)
 	deb=$(ls "$DIST"/gosanlock_"$VERSION"-1_*.deb)
+	rpm=$(ls "$DIST"/gosanlock-"$VERSION"-1.*.rpm)
 	trees=${GOSANLOCK_TREES:-/var/cache/gosanlock/trees}
 	[ -e "$trees/trixie/.gosanlock-ready" ] || { echo "pkg-test: no trixie tree in $trees (make trees)" >&2; exit 1; }
 	cache=${GOSANLOCK_PKGTEST:-/var/cache/gosanlock/pkgtest}
@@ -53,9 +58,11 @@ if [ "${1:-}" != --inside ]; then
 	trap 'rm -rf "$run"' EXIT
 	mkdir -p "$run/share"
 	cp "$deb" "$run/share/gosanlock-old.deb"
+	cp "$rpm" "$run/share/gosanlock-old.rpm"
 	# The newer build: the same files packaged under a higher version.
-	PKG_STAGED=1 VERSION="$VERSION.1" DIST="$run/newer" scripts/pkg-build.sh deb >/dev/null
+	PKG_STAGED=1 VERSION="$VERSION.1" DIST="$run/newer" scripts/pkg-build.sh deb rpm >/dev/null
 	cp "$run"/newer/gosanlock_*.deb "$run/share/gosanlock-new.deb"
+	cp "$run"/newer/gosanlock-*.rpm "$run/share/gosanlock-new.rpm"
 	start=$(date +%s)
 	rc=0
 	unshare --mount --propagation private "$0" --inside "$trees/trixie" "$run" "$cache" "$VERSION" || rc=$?
@@ -300,4 +307,40 @@ wait_for 30 "our daemon to exit" gone "$gpid"
 grep -q "sanlock daemon started" "$root/var/log/sanlock.log" || fail "the daemon did not log to /var/log/sanlock.log"
 ! grep -q "not found, using uid" "$root/var/log/sanlock.log" || fail "$(grep "not found, using uid" "$root/var/log/sanlock.log")"
 ok "postinst created the sanlock user ($(inroot id sanlock)) and /var/log/sanlock.log; our daemon (pid $gpid) found the user"
+
+echo "== 7. the .rpm's scripts: install, upgrade while a lease is held, erase (rpm --root on the same root)"
+# rpm runs the scriptlets chrooted in the root, with its Debian tools
+# (useradd, no systemd): what they do with a daemon is what is checked.
+rpmq() { rpm --root "$root" "$@" 2>&1 | grep -v -e 'use Alien' -e 'know what you are doing' || true; }
+inroot "${APT[@]}" purge gosanlock >"$share/apt6.log" 2>&1 || { cat "$share/apt6.log"; fail "apt-get purge gosanlock"; }
+rpm --root "$root" --initdb
+rpmq -i --nodeps "$share/gosanlock-old.rpm" >"$share/rpm1.log"
+sed 's/^/   | /' "$share/rpm1.log"
+[ "$(rpm --root "$root" -q --qf '%{VERSION}' gosanlock)" = "$version" ] || fail "rpm -i: $(cat "$share/rpm1.log")"
+grep -q 'gosanlock: no sanlock daemon is running' "$share/rpm1.log" || fail "%posttrans did not run"
+start_daemon
+gpid=$(daemon_pid)
+inroot sanlock client add_lockspace -s "LS:1:$share/ls:0" -o 2 >/dev/null || fail "add_lockspace"
+holder 4 R1
+h4=$hpid
+line=$(lease_line sanlock)
+rpmq -U --nodeps "$share/gosanlock-new.rpm" >"$share/rpm2.log"
+sed 's/^/   | /' "$share/rpm2.log"
+[ "$(rpm --root "$root" -q --qf '%{VERSION}' gosanlock)" = "$version.1" ] || fail "rpm -U: $(cat "$share/rpm2.log")"
+grep -q 'gosanlock: handed over: pid' "$share/rpm2.log" || fail "%posttrans did not hand the daemon over"
+npid=$(daemon_pid)
+pids+=("$npid")
+[ "$npid" != "$gpid" ] || fail "the daemon's pid did not change"
+wait_for 10 "the old image to exit" gone "$gpid"
+kill -0 "$h4" || fail "the holder is gone"
+[ "$(lease_line sanlock)" = "$line" ] || fail "the lease changed across the rpm upgrade: '$line' -> '$(lease_line sanlock)'"
+release 4
+ok "rpm -U to $version.1: %posttrans handed the daemon over (pid $gpid -> $npid); python3-sanlock kept $line"
+inroot sanlock client rem_lockspace -s "LS:1:$share/ls:0" >/dev/null || fail "rem_lockspace"
+rpmq -e --nodeps gosanlock >"$share/rpm3.log"
+sed 's/^/   | /' "$share/rpm3.log"
+grep -q "gosanlock: stopping the sanlock daemon (pid $npid)" "$share/rpm3.log" || fail "%preun did not stop the idle daemon"
+wait_for 10 "our daemon to stop" gone "$npid"
+[ ! -e "$root/usr/sbin/sanlock" ] || fail "rpm -e left /usr/sbin/sanlock"
+ok "rpm -e: %preun stopped the idle daemon, the files are gone"
 echo "$n passed, 0 failed"
