@@ -33,8 +33,10 @@
 #     prerm stops our idle daemon): Debian's daemon starts and serves a
 #     lockspace and a lease;
 #  6. with the sanlock user and group deleted (a host that never had
-#     sanlock), apt installs our .deb: the postinst creates them (the user
-#     in group disk) and the log file, and our daemon finds the user;
+#     sanlock) and Debian's daemon running idle, apt installs our .deb:
+#     the daemon is left running (no systemd) and the postinst says so,
+#     creates the user and group (the user in group disk) and the log
+#     file, and our daemon finds the user;
 #  7. the .rpm, with rpm --root on the same root (its scripts run there):
 #     installed, upgraded while python3-sanlock holds a lease (%posttrans
 #     hands the daemon over, the lease stays), erased (%preun stops the
@@ -286,16 +288,25 @@ inroot sanlock client shutdown >/dev/null
 wait_for 30 "Debian's daemon to exit" gone "$cpid"
 ok "Debian's daemon (pid $cpid) works again: lockspace, python3-sanlock lease $line, shutdown"
 
-echo "== 6. a host that has no sanlock user: our .deb creates it"
+echo "== 6. a host that has no sanlock user: our .deb creates it; an idle Debian daemon is left running"
 inroot userdel sanlock
 inroot groupdel sanlock 2>/dev/null || true
 ! inroot getent passwd sanlock >/dev/null || fail "userdel sanlock"
+# Debian's daemon runs, idle. Its log file is unlinked (it writes on to
+# the open file), so that the one there after the install is the
+# postinst's.
+start_daemon
+cpid=$(daemon_pid)
 rm -f "$root/var/log/sanlock.log"
 inroot "${APT[@]}" install "$share/gosanlock-new.deb" >"$share/apt5.log" 2>&1 || { cat "$share/apt5.log"; fail "apt-get install gosanlock"; }
 sed -n 's/^/   | /; /gosanlock:/p' "$share/apt5.log"
-grep -q 'gosanlock: no sanlock daemon is running' "$share/apt5.log" || fail "postinst did not say that no daemon runs"
+grep -q 'gosanlock: it holds no lockspace; it is left running' "$share/apt5.log" || fail "postinst did not say that the idle daemon is left running"
+kill -0 "$cpid" || fail "Debian's idle daemon was stopped"
+ok "without systemd, postinst left Debian's idle daemon (pid $cpid) running and said how to switch"
 inroot id -nG sanlock | grep -qw disk || fail "the sanlock user is not in group disk: $(inroot id sanlock)"
 [ -f "$root/var/log/sanlock.log" ] || fail "no /var/log/sanlock.log"
+inroot c-sanlock client shutdown >/dev/null || fail "sanlock client shutdown of Debian's daemon"
+wait_for 30 "Debian's daemon to exit" gone "$cpid"
 start_daemon
 gpid=$(daemon_pid)
 # Unprivileged (SANLOCK_PRIVILEGED=0) the daemon keeps its uid but gives
