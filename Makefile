@@ -223,3 +223,34 @@ install-check: build
 
 clean:
 	rm -rf $(BIN) var
+
+# Packages (docs/install.md): gosanlock .deb and .rpm, which replace the
+# distribution's sanlock package in place, built with nfpm
+# (docs/dependencies.md "Packages: nfpm") into $(DIST). VERSION=V sets
+# the version (default: from git, scripts/pkg-version.sh). release adds
+# the static binaries of $(RELEASE_ARCHES) and SHA256SUMS. package-test
+# checks the packages (lintian, rpm -qp, rpmlint) and installs them in a
+# Debian 13 root over Debian's sanlock (scripts/pkg-test.sh; needs root,
+# the trixie tree of make trees and the Debian mirror).
+.PHONY: deb rpm release package-check package-test
+DIST           ?= dist
+VERSION        ?=
+RELEASE_ARCHES ?= amd64 arm64
+PKGENV          = VERSION="$(VERSION)" DIST="$(DIST)" GO="$(GO)" RELEASE_ARCHES="$(RELEASE_ARCHES)"
+
+deb:
+	$(PKGENV) ./scripts/pkg-build.sh deb
+
+rpm:
+	$(PKGENV) ./scripts/pkg-build.sh rpm
+
+release:
+	$(PKGENV) ./scripts/pkg-release.sh
+
+# Both packages from one build of the binaries.
+package-check:
+	$(PKGENV) ./scripts/pkg-build.sh deb rpm
+	$(PKGENV) ./scripts/pkg-check.sh
+
+package-test: package-check trees
+	$(PKGENV) ./scripts/pkg-test.sh

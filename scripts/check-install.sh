@@ -63,6 +63,7 @@ echo "== make install DESTDIR=$tmp/stage PREFIX=/usr"
 make -s install DESTDIR="$tmp/stage" PREFIX=/usr >/dev/null
 grep -q '^ExecStart=/usr/sbin/sanlock daemon $sanlock_opts$' "$tmp/stage/usr/lib/systemd/system/sanlock.service"
 grep -q '^EnvironmentFile=-/etc/default/sanlock$' "$tmp/stage/usr/lib/systemd/system/sanlock.service"
+grep -q '^ExecReload=/usr/sbin/sanlock client reexec$' "$tmp/stage/usr/lib/systemd/system/sanlock.service"
 [ -s "$tmp/stage/etc/sanlock/sanlock.conf" ]
 make -s uninstall DESTDIR="$tmp/stage" PREFIX=/usr
 [ ! -e "$tmp/stage/usr/sbin/sanlock" ]

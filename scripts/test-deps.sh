@@ -11,7 +11,7 @@
 # installs it, and fails.
 set -euo pipefail
 
-pkgs=(sanlock python3-sanlock python3-pytest
+pkgs=(sanlock python3-sanlock python3-pytest lintian rpm rpmlint
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-sanlock
 	qemu-system-x86 qemu-utils sanlk-reset
 	systemd man-db bash-completion
