@@ -4,7 +4,7 @@ BIN      := bin
 PKGS     := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build deps trees test test-compute test-wait test-reexec-watchdog unit race fuzz-short lint demo bench gobench soak soak-sim soak-cluster clean realclients cross install uninstall install-check faults docrefs docrefs-check
+.PHONY: all build deps trees test test-compute test-wait test-reexec-watchdog test-watchdog-packages unit race fuzz-short lint demo bench gobench soak soak-sim soak-cluster clean realclients cross install uninstall install-check faults docrefs docrefs-check
 
 all: build
 
@@ -19,7 +19,7 @@ build:
 # The README's test command: format, vet and doc-citation checks, cross
 # builds, the install check, the race-enabled unit and interop suites, the
 # real-process harness, the short fault battery, the multi-host simulator,
-# a short run of every fuzz target and the real clients. Interop, harness,
+# a short run of every fuzz target, the real clients and the packages. Interop, harness,
 # fault and real-client tests need root and /usr/sbin/sanlock (.ci/run
 # installs them). docs/testing.md ("make test") has the reasons and the
 # timings of this layout; in short:
@@ -30,7 +30,9 @@ build:
 #     (libvirt + QEMU, sanlk-reset: they mostly wait on daemons and
 #     timeouts) followed by the simulator (one CPU, simulated time), and
 #     TestReexecWatchdog (one daemon and wdmd, mostly 45 s of waiting for
-#     renewals);
+#     renewals) followed by the package test (make package-test: the .deb
+#     and .rpm built and checked, the .deb installed over Debian's sanlock
+#     in a Debian 13 root and upgraded while a lease is held);
 #  2. the race-enabled suites, the longest packages first so that they do
 #     not start last, and ./cmd/sanlock beside them without -race (its
 #     tests only exec a binary they build without it, and mostly wait on
@@ -57,7 +59,7 @@ NORACE    = -e /realclients -e /testdisk/faults -e /testdisk/harness -e /testdis
 # The race step's longest packages (docs/testing.md), listed first.
 RACEFIRST = daemon/interop daemon/newerinterop handover/serving/proctest cmd/internal/cli lease diskfmt daemon internal/bench cmd/internal/wdmdcli
 test: deps build lint-fast trees
-	$(MAKE) --no-print-directory -j3 -O test-compute test-wait test-reexec-watchdog
+	$(MAKE) --no-print-directory -j3 -O test-compute test-wait test-watchdog-packages
 	$(GO) test -count=1 -timeout 20m ./cmd/sanlock & p=$$!; \
 	  m=$$($(GO) list -m); first=$$(for d in $(RACEFIRST); do echo $$m/$$d; done); \
 	  rest=$$($(GO) list $(PKGS) | grep -v $(NORACE) | grep -v -x -F "$$first"); \
@@ -90,6 +92,12 @@ test-wait:
 
 test-reexec-watchdog:
 	$(TEST_ENV) $(GO) test -count=1 -timeout 20m -run '^TestReexecWatchdog$$' ./testdisk/harness
+
+# The third group: the watchdog re-exec test, then the packages built,
+# checked and installed over Debian's sanlock (package-test).
+test-watchdog-packages:
+	$(MAKE) --no-print-directory test-reexec-watchdog
+	$(MAKE) --no-print-directory package-test
 
 # Real programs that link libsanlock and that we did not write (libvirt's
 # sanlock lock plugin with QEMU guests, sanlk-reset), each run against our

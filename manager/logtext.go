@@ -13,8 +13,8 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// Helpers that give error log lines what a person needs to act on them
-// (issue 13 item 9): the result code with its name, the disk and offset,
+// Helpers that give error log lines what a person needs to act on them:
+// the result code with its name, the disk and offset,
 // and the cause as text. 3.8.5's line stays first, the detail follows.
 
 // codeLog formats a result code as "-210 (SANLK_DBLOCK_READ)".
