@@ -305,7 +305,7 @@ func TestSealHelperMatchesEncode(t *testing.T) {
 }
 
 // TestReleasedFormats: every format version ever written stays readable
-// (issue 14: a newer binary accepts the older format). testdata/formats
+// (a newer binary accepts the older format). testdata/formats
 // holds one blob per version, written once by TestWriteSeedCorpus from
 // sampleState and never rewritten; a change that breaks one of them needs
 // a decodePayload case instead (docs/upgrade.md "Versioning").

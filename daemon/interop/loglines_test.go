@@ -22,7 +22,7 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// Issue 13 item 9: error lines name the operation, the lockspace/resource,
+// Error lines name the operation, the lockspace/resource,
 // the disk and offset, and the cause as text.
 
 // Fault modes of faultDev.

@@ -18,7 +18,7 @@ import (
 	"github.com/gosanlock/gosanlock/wire"
 )
 
-// TestManyLeasesOneFile (issue 17 item 1, issue 10 item 3): one client
+// TestManyLeasesOneFile: one client
 // holds 10,000 leases on one disk under NOFILE 1024. The daemon opens the
 // disk once for all of them (descriptors grow with disks, not leases), and
 // a held lease costs a few KiB of heap, not a copy of its area.

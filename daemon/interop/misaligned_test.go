@@ -9,7 +9,7 @@ import (
 
 // TestMisalignedAcquire: `client command` (acquire) at a lease offset that
 // is not a multiple of the sector size answers -EINVAL (-22) on sanlock
-// 3.8.5 and on ours (issue 14 item 4; ours answered -210 before); a
+// 3.8.5 and on ours; a
 // sector-aligned offset that is no lease answers -223 on both.
 func TestMisalignedAcquire(t *testing.T) {
 	t.Parallel()

@@ -20,7 +20,7 @@ import (
 	"github.com/gosanlock/gosanlock/internal/testutil"
 )
 
-// Strict peer mode (strict.go): the impersonation attempts of issue 14,
+// Strict peer mode (strict.go): the impersonation attempts,
 // made with python3-sanlock by processes running as uid 65534, against
 // sanlock 3.8.5, our daemon in its default mode (both must let them
 // through) and our daemon with strict_peer (which must refuse them with

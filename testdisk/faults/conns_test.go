@@ -162,7 +162,7 @@ func TestWireFuzzLive(t *testing.T) {
 }
 
 // fuzzCTime caps the run against sanlock 3.8.5, which stalls on
-// truncated messages and may crash (issue 17).
+// truncated messages and may crash.
 const fuzzCTime = 90 * time.Second
 
 func wireFuzz(t *testing.T, kind harness.Kind) {

@@ -38,7 +38,7 @@ const (
 )
 
 // Bounds asserted on our daemon during and after a storage fault on one
-// lockspace (issue 17).
+// lockspace.
 const (
 	// sfMaxThreads is the peak of OS threads during a hang of one
 	// lockspace. It holds only with asynchronous I/O (the diskfmt AIO
@@ -403,7 +403,7 @@ func TestHangNoHolder(t *testing.T) {
 }
 
 // hangManyLS lockspaces hang at once in TestHangNoHolder's second case;
-// the daemon may then peak at hangManyThreads OS threads (issue 17).
+// the daemon may then peak at hangManyThreads OS threads.
 const (
 	hangManyLS      = 10
 	hangManyThreads = 32

@@ -25,7 +25,7 @@ func threads(t *testing.T) int {
 	return len(ents)
 }
 
-// TestHungDiskThreads (issue 17 item 2): while the storage of ten disks
+// TestHungDiskThreads: while the storage of ten disks
 // hangs (every request held, as under dmsetup suspend), repeated renewals
 // that time out cost no thread with native AIO, and at most the per-device
 // stuck limit with the synchronous fallback; before, every timed-out read

@@ -19,7 +19,7 @@ import (
 	"github.com/gosanlock/gosanlock/testdisk/harness"
 )
 
-// TestReexecMixed is issue 14's test: on our daemon (host 1) a
+// TestReexecMixed: on our daemon (host 1) a
 // python3-sanlock holder keeps an EX and an SH lease and a persistent
 // lease is left as an orphan; the C sanlock (host 2) joins the same
 // lockspace; holders on both hosts loop acquire/record/release on a third

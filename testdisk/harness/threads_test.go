@@ -18,7 +18,7 @@ func procThreads(pid int) int {
 	return len(ents)
 }
 
-// TestHungStorageThreads (issue 17 item 2): the storage of every lockspace
+// TestHungStorageThreads: the storage of every lockspace
 // of our daemon hangs (every request held, as under dmsetup suspend) at
 // io_timeout 1. Renewals keep timing out, but the daemon's OS threads stay
 // bounded: native AIO holds no thread per hung request (before, each

@@ -244,7 +244,7 @@ func TestReexecHostTableProcess(t *testing.T) {
 	assert.Zero(t, d1.failures())
 }
 
-// An upgrade from the previous release (issue 14 item 2, docs/upgrade.md
+// An upgrade from the previous release (docs/upgrade.md
 // "Upgrading from the previous release"): the serving image writes the
 // state in format 1 (GOSANLOCK_HANDOVER_WRITE_FORMAT=1) through the real
 // exchange (control channel, memfd, SCM_RIGHTS) and our binary, which

@@ -20,7 +20,7 @@ import (
 )
 
 // previousRelease is the commit of the previous released build of ours
-// (issue 14 item 2, docs/upgrade.md "Upgrading from the previous
+// (docs/upgrade.md "Upgrading from the previous
 // release"). Move it forward at each release.
 const previousRelease = "52a545c"
 
