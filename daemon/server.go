@@ -469,12 +469,19 @@ func (s *Server) acceptLoop() {
 	}
 }
 
+// PeerPidConn is a connection given to Serve that is not a Unix socket
+// (tests' in-memory connections) and names its peer's pid itself.
+type PeerPidConn interface {
+	net.Conn
+	PeerPid() int
+}
+
 // addConn records the peer pid (SO_PEERCRED), takes the lowest free slot
 // and starts the connection goroutine. With a full table the connection is
 // closed.
 func (s *Server) addConn(uc net.Conn) {
 	c := &Conn{srv: s, uc: uc, fd: -1, peerPid: -1, id: manager.ClientID(s.lastID.Add(1))}
-	if p, ok := uc.(interface{ PeerPid() int }); ok {
+	if p, ok := uc.(PeerPidConn); ok {
 		c.peerPid = p.PeerPid() // an in-memory connection of Serve
 	}
 	if rc, err := c.rawConn(); err == nil {

@@ -354,9 +354,7 @@ func TestRtPythonResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	sides := []*rtSide{rtRealSide(t, "sanlock")}
-	if s := rtOurSide(t); s != nil {
-		sides = append(sides, s)
-	}
+	sides = append(sides, rtOurSide(t))
 	start := time.Now()
 	rtPrepare(t, true, sides...)
 	t.Logf("prepare: %v", time.Since(start).Round(time.Millisecond))
@@ -365,9 +363,6 @@ func TestRtPythonResources(t *testing.T) {
 	rtShutdown(sides)
 	rtCompare(t, sides)
 	rtGolden(t, "python.golden", sides[0].out)
-	if rtOursPending {
-		t.Skip(rtPendingMsg)
-	}
 }
 
 // rtDeathScenario: clients die holding leases; plain leases are released
@@ -438,9 +433,7 @@ func TestRtClientDeath(t *testing.T) {
 	py := testutil.PythonSanlock(t)
 	needRealSanlock(t)
 	sides := []*rtSide{rtRealSide(t, "sanlock")}
-	if s := rtOurSide(t); s != nil {
-		sides = append(sides, s)
-	}
+	sides = append(sides, rtOurSide(t))
 	start := time.Now()
 	rtPrepare(t, false, sides...)
 	rtParallel(sides, rtDeathScenario(py))
@@ -448,7 +441,4 @@ func TestRtClientDeath(t *testing.T) {
 	rtShutdown(sides)
 	rtCompare(t, sides)
 	rtGolden(t, "death.golden", sides[0].out)
-	if rtOursPending {
-		t.Skip(rtPendingMsg)
-	}
 }

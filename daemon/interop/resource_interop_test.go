@@ -39,13 +39,6 @@ import (
 //	4M    R4                       9M  free for write_resource
 //	                               10M+ zeros (no lease)
 
-// rtOursPending is true until our daemon has a resource manager; while it
-// is true the gosanlock side of the tests below is skipped, and only the
-// sanlock 3.8.5 side runs (which validates the harness).
-const rtOursPending = false
-
-const rtPendingMsg = "pending resource manager"
-
 // rtSide is one daemon under test, with its own lease file, plus the
 // sanlock tool the CLI steps use against it.
 type rtSide struct {
@@ -83,12 +76,9 @@ func rtRealSide(t *testing.T, name string) *rtSide {
 	return s
 }
 
-// rtOurSide starts our daemon, or returns nil while rtOursPending.
+// rtOurSide starts our daemon.
 func rtOurSide(t *testing.T) *rtSide {
 	t.Helper()
-	if rtOursPending {
-		return nil
-	}
 	td, _ := startLS(t, "hostX", manager.Setup{})
 	return rtNewSide("gosanlock", td.dir, testutil.LeaseFile(t, 16<<20), realSanlock)
 }
@@ -721,10 +711,9 @@ func TestRtCClientResources(t *testing.T) {
 	ourTool2 := rtRealSide(t, "our tool + sanlock")
 	ourTool2.tool = ourTool
 	sides = append(sides, ourTool2)
-	if s := rtOurSide(t); s != nil {
-		s.name = "C tool + gosanlock"
-		sides = append(sides, s)
-	}
+	s := rtOurSide(t)
+	s.name = "C tool + gosanlock"
+	sides = append(sides, s)
 	rtPrepare(t, false, sides...)
 	t.Logf("prepare: %v", time.Since(start).Round(time.Millisecond))
 	require.NoError(t, <-built)
@@ -744,7 +733,4 @@ func TestRtCClientResources(t *testing.T) {
 	}
 	rtCompare(t, sides)
 	rtGolden(t, "cclient.golden", sides[0].out)
-	if rtOursPending {
-		t.Skip(rtPendingMsg + ": the C tool was not run against our daemon")
-	}
 }
