@@ -16,7 +16,8 @@ func (s *Server) startMetrics() (stop func(), err error) {
 	if s.cfg.MetricsAddress == "" {
 		return func() {}, nil
 	}
-	src := metrics.Source{Lockspaces: s.mgr.Lockspaces, Resources: s.mgr.Resources.StatusRecords, Clients: s.countClients}
+	src := metrics.Source{Lockspaces: s.mgr.Lockspaces, Resources: s.mgr.Resources.StatusRecords, Clients: s.countClients,
+		Watchdog: s.cfg.UseWatchdog}
 	m, err := metrics.Start(s.cfg.MetricsAddress, src, s.lg)
 	if err != nil {
 		return nil, err

@@ -77,11 +77,15 @@ func ResolveAddress(v string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// Source is what a scrape reads from the daemon; every field may be nil.
+// Source is what a scrape reads from the daemon; every field may be nil
+// or false.
 type Source struct {
-	Lockspaces *manager.Lockspaces                   // lockspace gauges
+	Lockspaces *manager.Lockspaces                   // lockspace and host gauges
 	Resources  func() []wire.StateRecord             // held leases (status records)
 	Clients    func() (registered, unregistered int) // open connections
+	// Watchdog is set when the daemon uses the watchdog (-w 1): only then
+	// is the watchdog expiry of each lockspace exported.
+	Watchdog bool
 }
 
 // Endpoint is one running /metrics endpoint.
@@ -129,11 +133,17 @@ func Listen(addr string, src Source) (*Endpoint, error) {
 	}
 	m := newEndpoint(src)
 	m.ln = ln
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promtext.Handler(m.gather))
-	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	m.http = &http.Server{Handler: m.handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = m.http.Serve(ln) }()
 	return m, nil
+}
+
+// handler serves /metrics and the index page at `/` (index.go).
+func (m *Endpoint) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promtext.Handler(m.gather))
+	mux.HandleFunc("/", m.index)
+	return mux
 }
 
 // Addr is the address the endpoint listens on.
@@ -232,8 +242,16 @@ func (m *Endpoint) Replied(q *wire.Request, result int32) {
 // The help texts of the state read at scrape time.
 const (
 	helpSinceRenewal = "Seconds since the last successful delta lease renewal (or the acquire) of this host."
-	helpWatchdog     = "Seconds until the watchdog expiry of this lockspace: last successful renewal + 8 x io_timeout, " +
-		"after which wdmd lets the watchdog reset the host (unless no lease is held). Negative once passed."
+	helpLeaseExpiry  = "Seconds until the delta lease of this host counts as lost: last successful renewal + 8 x io_timeout, " +
+		"when the lockspace's lease holders are killed. Negative once passed."
+	helpWatchdog = "Seconds until the watchdog expiry of this lockspace (the daemon uses the watchdog): " +
+		"last successful renewal + 8 x io_timeout, after which wdmd lets the watchdog reset the host " +
+		"(unless no lease is held). Negative once passed."
+	helpHostAlive = "1 while this daemon sees the host of host_id renewing its delta lease in the lockspace (state LIVE), else 0."
+	helpHostState = "The state this daemon gives the host of host_id in the lockspace " +
+		"(host_status: UNKNOWN, FREE, LIVE, FAIL, DEAD): 1 for the current state, 0 for the others."
+	helpHostSince = "Seconds since this daemon last saw the delta lease of the host of host_id change " +
+		"(a renewal, or since it started watching), on this daemon's monotonic clock."
 	helpIOTimeout  = "The io_timeout of this host in the lockspace."
 	helpRenewFail  = "1 once the own-lease check has failed (the lease is considered lost), else 0."
 	helpLastResult = "Result code of the last renewal attempt (1: success, as sanlock's SANLK_OK)."
@@ -260,7 +278,8 @@ func addGauge(f *promtext.Family, v float64, kv ...string) {
 func collectState(src Source) []promtext.Family {
 	var fams []promtext.Family
 	if src.Lockspaces != nil {
-		fams = collectLockspaces(src.Lockspaces)
+		fams = collectLockspaces(src.Lockspaces, src.Watchdog)
+		fams = append(fams, collectHosts(src.Lockspaces)...)
 	}
 
 	held := map[[2]string]int{}
@@ -291,8 +310,9 @@ func collectState(src Source) []promtext.Family {
 	return append(fams, leases, clients)
 }
 
-// collectLockspaces reports every lockspace from its published status.
-func collectLockspaces(m *manager.Lockspaces) []promtext.Family {
+// collectLockspaces reports every lockspace from its published status;
+// the watchdog expiry only when watchdog is set.
+func collectLockspaces(m *manager.Lockspaces, watchdog bool) []promtext.Family {
 	snaps := m.Snapshot()
 	counts := map[string]int{}
 	for _, sn := range snaps {
@@ -307,7 +327,8 @@ func collectLockspaces(m *manager.Lockspaces) []promtext.Family {
 	renewFail := gauge("lockspace_renewal_failed", helpRenewFail)
 	lastResult := gauge("lockspace_renewal_last_result", helpLastResult)
 	since := gauge("lockspace_seconds_since_renewal", helpSinceRenewal)
-	watchdog := gauge("lockspace_watchdog_expiry_seconds", helpWatchdog)
+	leaseExpiry := gauge("lockspace_lease_expiry_seconds", helpLeaseExpiry)
+	wdExpiry := gauge("lockspace_watchdog_expiry_seconds", helpWatchdog)
 	now := m.Now().Seconds()
 	for _, sn := range snaps {
 		if sn.Run == nil || sn.List == "add" {
@@ -326,9 +347,44 @@ func collectLockspaces(m *manager.Lockspaces) []promtext.Family {
 		}
 		addGauge(&since, now-float64(last), "lockspace", name, "host_id", id)
 		expiry := float64(last) + float64(delta.IDRenewalFailSeconds(sn.IOTimeout))
-		addGauge(&watchdog, expiry-now, "lockspace", name, "host_id", id)
+		addGauge(&leaseExpiry, expiry-now, "lockspace", name, "host_id", id)
+		if watchdog {
+			addGauge(&wdExpiry, expiry-now, "lockspace", name, "host_id", id)
+		}
 	}
-	return []promtext.Family{lists, ioTimeout, renewFail, lastResult, since, watchdog}
+	return []promtext.Family{lists, ioTimeout, renewFail, lastResult, since, leaseExpiry, wdExpiry}
+}
+
+// hostStates are the states of sanlock_host_state, as host_status names them.
+var hostStates = []delta.HostState{delta.HostUnknown, delta.HostFree, delta.HostLive, delta.HostFail, delta.HostDead}
+
+// collectHosts reports the hosts of every joined lockspace as this
+// daemon's host table sees them: the entries host_status lists, this
+// host's own included. Here host_id is the id of the host a series is
+// about.
+func collectHosts(m *manager.Lockspaces) []promtext.Family {
+	alive := gauge("host_alive", helpHostAlive)
+	state := gauge("host_state", helpHostState)
+	since := gauge("host_seconds_since_renewal", helpHostSince)
+	now := m.Now().Seconds()
+	for _, sn := range m.Snapshot() {
+		if sn.Run == nil || sn.List == "add" {
+			continue
+		}
+		name := sn.Lockspace.Name
+		for _, h := range sn.Run.HostStatuses() {
+			id := strconv.FormatUint(h.HostID, 10)
+			st := sn.Run.HostState(h.HostID)
+			addGauge(&alive, float64(b2i(st == delta.HostLive)), "lockspace", name, "host_id", id)
+			for _, s := range hostStates {
+				addGauge(&state, float64(b2i(st == s)), "lockspace", name, "host_id", id, "state", s.String())
+			}
+			if h.LastLive != 0 {
+				addGauge(&since, max(now-float64(h.LastLive), 0), "lockspace", name, "host_id", id)
+			}
+		}
+	}
+	return []promtext.Family{alive, state, since}
 }
 
 func b2i(b bool) int {

@@ -82,8 +82,9 @@ func freeLoopbackPort(t *testing.T) int {
 // lockspace with io_timeout 1, and scrapes /metrics: renewals fill the
 // latency histograms, a holder's acquires show up as results and a held
 // lease, and while the host's storage hangs the renewal failures and I/O
-// timeouts count up and the watchdog countdown runs down; it goes back up
-// once the storage answers again.
+// timeouts count up and the lease expiry countdown runs down; it goes back
+// up once the storage answers again. The daemon runs with -w 0, so no
+// watchdog expiry is exported.
 func TestMetricsEndpoint(t *testing.T) {
 	t.Parallel()
 	needReal(t)
@@ -139,10 +140,13 @@ func TestMetricsEndpoint(t *testing.T) {
 		w, _ := s.sum("sanlock_renewal_write_seconds_count", ls)
 		return n >= 2 && w >= 2
 	})
-	for _, name := range []string{"sanlock_lockspace_seconds_since_renewal", "sanlock_lockspace_watchdog_expiry_seconds"} {
+	for _, name := range []string{"sanlock_lockspace_seconds_since_renewal", "sanlock_lockspace_lease_expiry_seconds"} {
 		if v, ok := s.sum(name, ls); !ok || v < -1 || v > 9 {
 			t.Errorf("%s = %v (present %v), want within [0, 8]", name, v, ok)
 		}
+	}
+	if _, ok := s.sum("sanlock_lockspace_watchdog_expiry_seconds"); ok {
+		t.Errorf("sanlock_lockspace_watchdog_expiry_seconds exported under -w 0")
 	}
 	if v, _ := s.sum("sanlock_lockspaces", `list="spaces"`); v != 1 {
 		t.Errorf("sanlock_lockspaces{list=spaces} = %v, want 1", v)
@@ -189,20 +193,20 @@ func TestMetricsEndpoint(t *testing.T) {
 	if v, _ := s.sum("sanlock_io_timeouts_total", ls); v < 1 {
 		t.Errorf("sanlock_io_timeouts_total = %v during a hang, want >= 1", v)
 	}
-	e1, _ := s.sum("sanlock_lockspace_watchdog_expiry_seconds", ls)
+	e1, _ := s.sum("sanlock_lockspace_lease_expiry_seconds", ls)
 	a1, _ := s.sum("sanlock_lockspace_seconds_since_renewal", ls)
-	s = waitFor("watchdog countdown", 5*time.Second, func(s scrape) bool {
-		e, _ := s.sum("sanlock_lockspace_watchdog_expiry_seconds", ls)
+	s = waitFor("lease expiry countdown", 5*time.Second, func(s scrape) bool {
+		e, _ := s.sum("sanlock_lockspace_lease_expiry_seconds", ls)
 		a, _ := s.sum("sanlock_lockspace_seconds_since_renewal", ls)
 		return e <= e1-1 && a >= a1+1
 	})
-	e2, _ := s.sum("sanlock_lockspace_watchdog_expiry_seconds", ls)
-	t.Logf("during the hang: watchdog expiry %.1f s -> %.1f s", e1, e2)
+	e2, _ := s.sum("sanlock_lockspace_lease_expiry_seconds", ls)
+	t.Logf("during the hang: lease expiry %.1f s -> %.1f s", e1, e2)
 
 	// Storage back: renewals succeed again and the countdown goes back up.
 	h.SetFault(fusefault.Fault{})
 	waitFor("recovered countdown", 10*time.Second, func(s scrape) bool {
-		e, _ := s.sum("sanlock_lockspace_watchdog_expiry_seconds", ls)
+		e, _ := s.sum("sanlock_lockspace_lease_expiry_seconds", ls)
 		return e > e2+1
 	})
 }
