@@ -3,7 +3,8 @@
 # 3.8.5 and its clients (python3-sanlock, libvirt's lock plugin with QEMU,
 # sanlk-reset), the tools the install check uses (systemd-analyze, man,
 # bash-completion), debootstrap for the trees of the newer releases, and
-# gcc with libsanlock-dev for the C clients. Packages already installed
+# gcc with libsanlock-dev for the C clients, and prometheus for the promtool
+# that checks contrib/monitoring's alert rules. Packages already installed
 # are not asked for again, so a second run costs one dpkg-query.
 #
 # As root it installs what is missing with apt-get. Not as root it
@@ -15,7 +16,7 @@ pkgs=(sanlock python3-sanlock python3-pytest lintian rpm rpmlint
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-sanlock
 	qemu-system-x86 qemu-utils sanlk-reset
 	systemd man-db bash-completion
-	debootstrap strace gcc libc6-dev libsanlock-dev)
+	debootstrap strace gcc libc6-dev libsanlock-dev prometheus)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -35,3 +36,8 @@ echo "test-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq "${missing[@]}" >/dev/null
+# Only promtool is wanted from prometheus: the server the package starts
+# when this script installed it is stopped and not started at boot.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
+	systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+fi
