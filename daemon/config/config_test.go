@@ -392,11 +392,11 @@ func TestApplyFileWarnings(t *testing.T) {
 		p + `:6: no "=" after key "use_watchdog" (ignored)`,
 		p + `:8: no key at the start of the line (ignored)`,
 		p + `:9: key "use_compare_and_write" accepted, no effect (SCSI COMPARE AND WRITE is not implemented)`,
-		p + `:10: key "quiet_fail" accepted, no effect (acquire failures are logged the same way)`,
+		p + `:10: key "quiet_fail" accepted, no effect (shown in status -D)`,
 		p + `:11: line longer than 127 characters: read as several lines`,
 		p + `:11: no "=" after key "` + strings.Repeat("x", 127) + `" (ignored)`,
 		p + `:11: no "=" after key "xxx" (ignored)`,
-		p + `:12: key "max_worker_threads" accepted, no effect (there are no worker threads; shown in status)`,
+		p + `:12: key "max_worker_threads" accepted, no effect (there are no worker threads; shown in status -D)`,
 	}, c.FileWarnings())
 	assert.Equal(t, 5, c.IOTimeout)
 	assert.True(t, c.UseWatchdog, "a key without '=' sets nothing")
@@ -424,4 +424,26 @@ func TestApplyFileWarnings(t *testing.T) {
 	}
 	_, ok := IgnoredKey("io_timeout")
 	assert.False(t, ok)
+}
+
+// TestInstalledConfigFile: the commented sanlock.conf that is installed
+// makes the daemon warn about nothing, and each key it shows (as
+// "#key = value") is one the daemon knows.
+func TestInstalledConfigFile(t *testing.T) {
+	const p = "../../contrib/sanlock.conf"
+	c := DefaultConfig()
+	c.ApplyFile(p)
+	assert.Empty(t, c.FileWarnings())
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		key, _, ok := strings.Cut(strings.TrimPrefix(l, "#"), " = ")
+		if !ok || !strings.HasPrefix(l, "#") || strings.ContainsAny(key, " \t") {
+			continue
+		}
+		n++
+		assert.True(t, DefaultConfig().ApplyConfigKey(key, ""), key)
+	}
+	assert.Greater(t, n, 30)
 }

@@ -18,19 +18,19 @@ const LineMax = 127
 // in status -D) but does not act on, each with the reason the warning
 // gives.
 var ignoredKeys = map[string]string{
-	"quiet_fail":            "accepted, no effect (acquire failures are logged the same way)",
-	"use_aio":               "accepted, no effect (each lease disk has its own I/O)",
+	"quiet_fail":            "accepted, no effect (shown in status -D)",
+	"use_aio":               "accepted, no effect (shown in status -D)",
 	"names_log_priority":    "accepted, no effect (there is no names log)",
 	"debug_hosts":           "accepted, no effect (shown in status -D)",
 	"use_hugepages":         "accepted, no effect (no huge pages are used; shown in status -D)",
 	"use_compare_and_write": "accepted, no effect (SCSI COMPARE AND WRITE is not implemented)",
 	"caw_fua":               "accepted, no effect (SCSI COMPARE AND WRITE is not implemented)",
 	"caw_dpo":               "accepted, no effect (SCSI COMPARE AND WRITE is not implemented)",
-	"max_worker_threads":    "accepted, no effect (there are no worker threads; shown in status)",
-	"max_sectors_kb":        "accepted, no effect (the device's max_sectors_kb is left as it is)",
+	"max_worker_threads":    "accepted, no effect (there are no worker threads; shown in status -D)",
+	"max_sectors_kb":        "accepted, no effect (the device's max_sectors_kb is left as it is; shown in status -D)",
 	"paxos_debug_all":       "accepted, no effect (no extra paxos logging)",
 	"debug_io":              "accepted, no effect (no I/O logging)",
-	"debug_clients":         "accepted, no effect (no extra client logging)",
+	"debug_clients":         "accepted, no effect (shown in status -D)",
 }
 
 // IgnoredKey reports whether key is a sanlock.conf key the daemon accepts
