@@ -7,11 +7,14 @@
 //
 // The CLI (cmd/) does, in order:
 //
-//  1. cfg := config.DefaultConfig() (package daemon/config); apply each sanlock.conf key with
-//     cfg.ApplyConfigKey, each daemon option with cfg.ApplyOption, then
-//     cfg.ApplyEnv(nil) (SANLOCK_RUN_DIR, SANLOCK_PRIVILEGED).
+//  1. cfg := config.DefaultConfig() (package daemon/config); apply sanlock.conf with
+//     cfg.ApplyFile (which keeps a warning per line it does not act on:
+//     cfg.FileWarnings, printed by the CLI, logged by Start), each daemon
+//     option with cfg.ApplyOption, then cfg.ApplyEnv(nil) (SANLOCK_RUN_DIR,
+//     SANLOCK_PRIVILEGED).
 //  2. If Daemonize(cfg) reports parent, exit 0 (the background child runs
-//     the daemon; without -D this replaces sanlock's fork).
+//     the daemon; without -D this replaces sanlock's fork). If it fails
+//     with ErrLocked, another daemon runs: exit 1.
 //  3. err := Run(ctx, cfg, deps); exit 1 if err != nil, else 0.
 //
 // The lease work is the lease manager (package manager). Start (and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -32,10 +33,15 @@ func (s *Server) setPriority() {
 // background child (config.EnvDaemonized, or a live re-exec), it starts the
 // background child (process.Background) and returns true: the caller (cmd/)
 // then exits 0. It returns false when the caller should go on and run the
-// daemon itself.
+// daemon itself. When another daemon already holds the run directory's
+// lock it starts nothing and returns that lock error (ErrLocked, with the
+// holder's pid), so that the caller can say so and exit 1.
 func Daemonize(cfg *Config) (parent bool, err error) {
 	if cfg.Debug || os.Getenv(config.EnvDaemonized) == "1" || handover.Inherited() {
 		return false, nil
+	}
+	if err := process.CheckPidFile(filepath.Join(cfg.RunDir, PidFileName)); err != nil {
+		return false, err
 	}
 	if err := process.Background(config.EnvDaemonized); err != nil {
 		return false, err

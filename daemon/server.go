@@ -212,7 +212,7 @@ func (s *Server) Start() (err error) {
 		}
 	}()
 
-	for _, w := range cfg.IDWarnings() {
+	for _, w := range cfg.Warnings() {
 		s.lg.Warn(w)
 	}
 	s.nofile = raiseNofile()

@@ -49,9 +49,15 @@ bash -c "source $tmp/usr/share/bash-completion/completions/sanlock && complete -
 PATH="$tmp/usr/sbin:$PATH" bash -c '
 	source /usr/share/bash-completion/bash_completion
 	source '"$tmp"'/usr/share/bash-completion/completions/sanlock
-	COMP_WORDS=(sanlock client add_); COMP_CWORD=2; COMP_LINE="sanlock client add_"; COMP_POINT=${#COMP_LINE}
-	__start_sanlock sanlock add_ client
-	[ "${COMPREPLY[*]}" = "add_lockspace" ] || { echo "bash completion: ${COMPREPLY[*]}"; exit 1; }' 2>/dev/null
+	try() { # the words typed, then the candidates expected
+		local want=$1; shift
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=()
+		__start_sanlock sanlock "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"
+		[ "${COMPREPLY[*]}" = "$want" ] || { echo "bash completion of $*: ${COMPREPLY[*]}"; exit 1; }
+	}
+	try add_lockspace sanlock client add_
+	try locks sanlock loc
+	try --json sanlock locks --' 2>/dev/null
 
 echo "== configuration files are kept"
 echo "io_timeout = 5" >>"$tmp/etc/sanlock/sanlock.conf"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +59,8 @@ func startDaemonBin(t testing.TB, bin, runDir string) (*exec.Cmd, *bytes.Buffer)
 
 // TestSingleInstance: a second daemon on the same run dir exits 1 with
 // sanlock's lockfile message, for both binaries, and leaves the first one
-// serving. The run dir holds sanlock.pid with the first daemon's pid.
+// serving. The run dir holds sanlock.pid with the first daemon's pid, and
+// ours, started second, names that pid whichever daemon runs.
 func TestSingleInstance(t *testing.T) {
 	ours := interop(t)
 	for name, bin := range map[string]string{"sanlock-3.8.5": realSanlock, "gosanlock": ours} {
@@ -78,6 +80,28 @@ func TestSingleInstance(t *testing.T) {
 			pid, err := os.ReadFile(filepath.Join(dir, "sanlock.pid"))
 			require.NoError(t, err)
 			require.Equal(t, fmt.Sprintf("%d\n", first.Process.Pid), string(pid))
+
+			// Ours also names the running daemon on stderr, with -D and
+			// without it (where it starts nothing in the background and
+			// exits 1; 3.8.5's parent exits 0 and its child logs the line).
+			// A key of its config file it does not know is said first
+			// (with -D as a log line on stderr).
+			running := fmt.Sprintf("sanlock daemon: already running (pid %d)\n", first.Process.Pid)
+			conf := filepath.Join(dir, "sanlock.conf")
+			require.NoError(t, os.WriteFile(conf, []byte("# typo\nuse_watchdgo = 0\n"), 0o644))
+			typo := conf + `:2: unknown key "use_watchdgo" (ignored)` + "\n"
+			env := []string{"SANLOCK_RUN_DIR=" + dir, "SANLOCK_PRIVILEGED=0", "SANLOCK_CONFIG_FILE=" + conf,
+				"SANLOCK_LOG_FILE=" + filepath.Join(dir, "sanlock.log")}
+			for _, args := range [][]string{{"-D"}, {}} {
+				r := run(t, ours, "", env, append([]string{"daemon"}, append(args, "-w", "0", "-l", "0", "-U", "root", "-G", "root")...)...)
+				require.Equal(t, 1, r.exit, "%v: %s", args, r)
+				require.True(t, strings.HasSuffix(r.stderr, running), "%v: %s", args, r)
+				require.Contains(t, r.stderr, typo, "%v", args)
+				if len(args) == 0 {
+					require.Equal(t, typo+running, r.stderr)
+				}
+				require.Empty(t, r.stdout)
+			}
 
 			v := run(t, realSanlock, "", []string{"SANLOCK_RUN_DIR=" + dir}, "client", "version")
 			require.Contains(t, v.stdout, "daemon version 3.8.5 (0x03080500)")

@@ -111,6 +111,9 @@ type Config struct {
 	// idWarnings are the "user/group not found" lines ResolveIDs produced
 	// (IDWarnings).
 	idWarnings []string
+	// fileWarnings are the config-file lines ApplyFile did not act on
+	// (FileWarnings).
+	fileWarnings []string
 
 	MaxWorkerThreads int // -t, max_worker_threads (min 2)
 	// KillGraceSeconds is -g, kill_grace_seconds (0..60). Unless one of
@@ -311,9 +314,10 @@ var optionKeys = map[byte]string{
 }
 
 // ApplyConfigKey applies one key/value pair of sanlock.conf (docs/cli.md "Config file").
-// The CLI parses the file; value is the first token after '='. Unknown keys
+// ApplyFile parses the file; value is the first token after '='. Unknown keys
 // are ignored, and so are out-of-range values, as in sanlock. It reports
-// whether the key was recognised.
+// whether the key was recognised (IgnoredKey tells which recognised keys
+// have no effect).
 func (c *Config) ApplyConfigKey(key, value string) bool {
 	v := Atoi(value)
 	switch key {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -361,4 +362,88 @@ func TestStatusTextCreateOld(t *testing.T) {
 	c.ApplyConfigKey("create_old_delta_disk_version", "4.0")
 	c.ApplyConfigKey("create_old_paxos_disk_version", "6.4")
 	assert.True(t, strings.HasSuffix(c.StatusText("h", 1, 1, 1, "3.8.5", 0x03080500), " create_delta_34=0 create_delta_40=1 create_paxos_64=1"))
+}
+
+// TestApplyFileWarnings: every line of sanlock.conf the daemon does not act
+// on leaves one warning naming the file and the line; the lines it acts on
+// are applied as before.
+func TestApplyFileWarnings(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/sanlock.conf"
+	conf := "# comment\n" + // 1
+		"\n" + // 2
+		"io_timeout = 5\n" + // 3
+		"use_watchdgo = 0\n" + // 4
+		"debug_hosts = 2\n" + // 5
+		"use_watchdog 0\n" + // 6
+		"   \n" + // 7
+		" io_timeout = 7\n" + // 8
+		"use_compare_and_write = no\n" + // 9
+		"quiet_fail=0\n" + // 10
+		strings.Repeat("x", 130) + "\n" + // 11: read as "xxx...x" (127) and "xxx\n"
+		"max_worker_threads = 4\n" + // 12
+		"log_format=json" // 13, no newline at the end
+	require.NoError(t, os.WriteFile(p, []byte(conf), 0o644))
+	c := DefaultConfig()
+	c.ApplyFile(p)
+	assert.Equal(t, []string{
+		p + `:4: unknown key "use_watchdgo" (ignored)`,
+		p + `:5: key "debug_hosts" accepted, no effect (shown in status -D)`,
+		p + `:6: no "=" after key "use_watchdog" (ignored)`,
+		p + `:8: no key at the start of the line (ignored)`,
+		p + `:9: key "use_compare_and_write" accepted, no effect (SCSI COMPARE AND WRITE is not implemented)`,
+		p + `:10: key "quiet_fail" accepted, no effect (shown in status -D)`,
+		p + `:11: line longer than 127 characters: read as several lines`,
+		p + `:11: no "=" after key "` + strings.Repeat("x", 127) + `" (ignored)`,
+		p + `:11: no "=" after key "xxx" (ignored)`,
+		p + `:12: key "max_worker_threads" accepted, no effect (there are no worker threads; shown in status -D)`,
+	}, c.FileWarnings())
+	assert.Equal(t, 5, c.IOTimeout)
+	assert.True(t, c.UseWatchdog, "a key without '=' sets nothing")
+	assert.Equal(t, 2, c.DebugHosts)
+	assert.Equal(t, "no", c.UseCompareAndWrite)
+	assert.False(t, c.QuietFail)
+	assert.Equal(t, 4, c.MaxWorkerThreads)
+	assert.Equal(t, LogFormatJSON, c.LogFormat)
+	assert.Equal(t, c.FileWarnings(), c.Warnings(), "no id warnings before ResolveIDs")
+
+	// A missing file changes nothing and says nothing, as in sanlock; one
+	// that cannot be read is named.
+	c = DefaultConfig()
+	c.ApplyFile(dir + "/missing.conf")
+	assert.Equal(t, DefaultConfig(), c)
+	c.ApplyFile(dir)
+	require.Len(t, c.FileWarnings(), 1)
+	assert.Equal(t, dir+": cannot read: is a directory (ignored)", c.FileWarnings()[0])
+
+	// Every key IgnoredKey names is one ApplyConfigKey knows.
+	for k := range ignoredKeys {
+		assert.True(t, DefaultConfig().ApplyConfigKey(k, "1"), k)
+		_, ok := IgnoredKey(k)
+		assert.True(t, ok, k)
+	}
+	_, ok := IgnoredKey("io_timeout")
+	assert.False(t, ok)
+}
+
+// TestInstalledConfigFile: the commented sanlock.conf that is installed
+// makes the daemon warn about nothing, and each key it shows (as
+// "#key = value") is one the daemon knows.
+func TestInstalledConfigFile(t *testing.T) {
+	const p = "../../contrib/sanlock.conf"
+	c := DefaultConfig()
+	c.ApplyFile(p)
+	assert.Empty(t, c.FileWarnings())
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		key, _, ok := strings.Cut(strings.TrimPrefix(l, "#"), " = ")
+		if !ok || !strings.HasPrefix(l, "#") || strings.ContainsAny(key, " \t") {
+			continue
+		}
+		n++
+		assert.True(t, DefaultConfig().ApplyConfigKey(key, ""), key)
+	}
+	assert.Greater(t, n, 30)
 }

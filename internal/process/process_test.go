@@ -1,7 +1,9 @@
 package process
 
 import (
+	"fmt"
 	"io/fs"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -56,4 +58,40 @@ func TestGuardOpen(t *testing.T) {
 		assert.ErrorIs(t, err, unix.EMFILE)
 	}
 	assert.Equal(t, []string{"full"}, refused)
+}
+
+// TestPidFileHolder: a second LockPidFile on a held pid file fails with
+// ErrLocked and names the holder's pid, and CheckPidFile says the same
+// without taking the lock or creating the file.
+func TestPidFileHolder(t *testing.T) {
+	p := t.TempDir() + "/sanlock.pid"
+	require.NoError(t, CheckPidFile(p), "no file: free")
+	_, err := os.Stat(p)
+	require.ErrorIs(t, err, fs.ErrNotExist, "CheckPidFile creates nothing")
+
+	f, err := LockPidFile(p)
+	require.NoError(t, err)
+	_, err = LockPidFile(p)
+	var le *LockfileError
+	require.ErrorAs(t, err, &le)
+	require.ErrorIs(t, err, ErrLocked)
+	assert.Equal(t, "lockfile setlk error "+p+": Resource temporarily unavailable", err.Error())
+	assert.Equal(t, os.Getpid(), le.Pid)
+	assert.Equal(t, fmt.Sprintf("already running (pid %d)", os.Getpid()), le.Running())
+
+	err = CheckPidFile(p)
+	require.ErrorAs(t, err, &le)
+	require.ErrorIs(t, err, ErrLocked)
+	assert.Equal(t, os.Getpid(), le.Pid)
+
+	// Without a pid in the file (an OFD lock has no owner pid either) the
+	// path is named instead.
+	require.NoError(t, f.Truncate(0))
+	err = CheckPidFile(p)
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, 0, le.Pid)
+	assert.Equal(t, "already running ("+p+" is locked)", le.Running())
+
+	require.NoError(t, f.Close())
+	require.NoError(t, CheckPidFile(p), "released")
 }

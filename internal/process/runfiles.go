@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,11 +27,25 @@ var ErrLocked = errors.New("daemon: lock file held by another process")
 
 // LockfileError is a failure to take the single-instance lock. Its message
 // is the line sanlock logs, e.g. "lockfile setlk error
-// /run/sanlock/sanlock.pid: Resource temporarily unavailable".
+// /run/sanlock/sanlock.pid: Resource temporarily unavailable"; Running
+// words a held lock for an operator.
 type LockfileError struct {
 	Op   string // "open", "setlk", "truncate", "write"
 	Path string
 	Err  error
+	// Pid is, when another daemon holds the lock, its pid as the pid file
+	// or the kernel's lock table tells it (0: not known).
+	Pid int
+}
+
+// Running is the operator's text for a lock held by another daemon:
+// "already running (pid N)", or, when the pid is not known, "already
+// running (<path> is locked)".
+func (e *LockfileError) Running() string {
+	if e.Pid > 0 {
+		return fmt.Sprintf("already running (pid %d)", e.Pid)
+	}
+	return fmt.Sprintf("already running (%s is locked)", e.Path)
 }
 
 func (e *LockfileError) Error() string {
@@ -88,8 +103,12 @@ func LockPidFile(path string) (*os.File, error) {
 	}
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+		le := &LockfileError{Op: "setlk", Path: path, Err: err}
+		if errors.Is(le, ErrLocked) {
+			le.Pid = holderPid(f)
+		}
 		f.Close()
-		return nil, &LockfileError{Op: "setlk", Path: path, Err: err}
+		return nil, le
 	}
 	if err := f.Truncate(0); err != nil {
 		f.Close()
@@ -100,6 +119,44 @@ func LockPidFile(path string) (*os.File, error) {
 		return nil, &LockfileError{Op: "write", Path: path, Err: err}
 	}
 	return f, nil
+}
+
+// CheckPidFile reports, without taking it or creating anything, whether
+// another daemon holds the lock of the pid file at path: it returns the
+// *LockfileError LockPidFile would (wrapping ErrLocked, with the holder's
+// pid), or nil when the lock is free or the file cannot be opened (the
+// daemon's own start then reports what is wrong).
+func CheckPidFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	lk := unix.Flock_t{Type: unix.F_WRLCK}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk); err != nil || lk.Type == unix.F_UNLCK {
+		return nil
+	}
+	return &LockfileError{Op: "setlk", Path: path, Err: unix.EAGAIN, Pid: holderPid(f)}
+}
+
+// holderPid is the pid of the daemon holding the lock of the pid file f:
+// the number the file holds, else the pid the kernel gives for a
+// process-associated lock (sanlock's F_SETLK; an open-file-description
+// lock has none), else 0.
+func holderPid(f *os.File) int {
+	b := make([]byte, 24)
+	n, _ := f.ReadAt(b, 0)
+	s := string(b[:n])
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		if pid, err := strconv.Atoi(s[:i]); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk); err == nil && lk.Type != unix.F_UNLCK && lk.Pid > 0 {
+		return int(lk.Pid)
+	}
+	return 0
 }
 
 // NewUUID returns a random (version 4, RFC 4122 variant) UUID in lower-case

@@ -1,12 +1,18 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gosanlock/gosanlock/client"
 )
 
 // Shell completion: "sanlock completion bash|zsh|fish" prints a script
@@ -73,39 +79,210 @@ var commandWords = []string{"daemon", "client", "direct", "help", "version", "co
 // completeRoot completes "sanlock <TAB>": cobra offers the commands, this
 // the client actions (client is the default command; their hidden
 // commands complete their options).
-func completeRoot(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+func completeRoot(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []cobra.Completion
 	for _, a := range clientActionList {
-		if !slices.Contains(commandWords, a.name()) {
+		if !slices.Contains(commandWords, a.name()) && strings.HasPrefix(a.name(), toComplete) {
 			out = append(out, cobra.CompletionWithDesc(a.name(), a.short))
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// completeOptions offers the options the usage text shows for mode and
-// action, or the values of the option just typed when the usage lists them
-// ("-w 0|1"); other values complete as file names (paths in LOCKSPACE and
-// RESOURCE strings start with one).
-func completeOptions(mode, action string, done []string) ([]string, cobra.ShellCompDirective) {
+// longOptions are the long options of the scanner (our additions); an
+// action takes those that scanOptions accepts for it, so that completion
+// follows the scanner. Each has its example arguments.
+var longOptions = []struct {
+	name string
+	args []string
+}{
+	{"--json", nil},
+	{"--wait", []string{"1"}},
+}
+
+// actionLongOptions are the long options scanOptions accepts for mode and
+// action, with the number of values each takes.
+func actionLongOptions(mode, action string) map[string]int {
+	out := map[string]int{}
+	for _, lo := range longOptions {
+		var args []string
+		if pathFirst(mode, action) {
+			args = append(args, "x")
+		}
+		args = append(append(args, lo.name), lo.args...)
+		if scanOptions(defaultOptions(), mode, action, args, io.Discard) == nil {
+			out[lo.name] = len(lo.args)
+		}
+	}
+	return out
+}
+
+// pathFirst: the action's first argument is a path (direct dump, next_free).
+func pathFirst(mode, action string) bool {
+	return mode == "direct" && (action == "dump" || action == "next_free")
+}
+
+// completionState is where the word being completed stands, from the
+// words before it (done), scanned as scanOptions scans them.
+type completionState struct {
+	used map[string]bool // the options already given
+	// valueOf is the option whose value the word is ("" when the word is
+	// an option).
+	valueOf string
+	// free: the word is a path or a program's argument (dump's path, the
+	// program of command -c and its arguments, spawn's programs).
+	free bool
+}
+
+func scanCompletion(mode, action string, done []string) completionState {
+	st := completionState{used: map[string]bool{}}
+	longs := actionLongOptions(mode, action)
+	i := 0
+	if pathFirst(mode, action) {
+		if len(done) == 0 {
+			st.free = true
+			return st
+		}
+		i = 1
+	}
+	for ; i < len(done); i++ {
+		a := done[i]
+		st.used[a] = true
+		n, long := longs[a]
+		switch {
+		case a == "-D" || (long && n == 0):
+			continue
+		case i+1 == len(done):
+			st.valueOf = a
+			return st
+		case a == "-c" && mode == "client" && action == "spawn":
+			// -c COUNT: the next COUNT words are a program and its arguments.
+			count, _ := strconv.Atoi(done[i+1])
+			if i+1+count >= len(done) {
+				st.free = true
+				return st
+			}
+			i += 1 + count
+		case a == "-c" && mode == "client":
+			st.free = true // -c PATH ARGS: the rest is the program's
+			return st
+		default:
+			i++
+		}
+	}
+	return st
+}
+
+// completeOptions offers, for mode and action, the options the usage text
+// shows and the long options the action takes; after an option, the
+// values its usage lists ("-w 0|1"), the lockspaces of a running daemon
+// for -s and -r of client actions (lockspaceCompletions), else file names
+// (paths in LOCKSPACE and RESOURCE strings start with one). The path of
+// direct dump and next_free and the program of client command -c and its
+// arguments complete as file names.
+func completeOptions(f *Factory, mode, action string, done []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	st := scanCompletion(mode, action, done)
+	if st.free {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
 	opts := usageOptions(mode, action)
-	if n := len(done); n > 0 && len(done[n-1]) == 2 && done[n-1][0] == '-' && done[n-1] != "-D" {
-		if vals := opts[done[n-1]]; len(vals) > 0 {
+	if st.valueOf != "" {
+		if st.valueOf == "-c" && action == "spawn" {
+			return nil, cobra.ShellCompDirectiveNoFileComp // COUNT
+		}
+		if vals := opts[st.valueOf]; len(vals) > 0 {
 			return vals, cobra.ShellCompDirectiveNoFileComp
+		}
+		if mode == "client" {
+			if c, d, ok := lockspaceCompletions(f, action, st.valueOf, toComplete); ok {
+				return c, d
+			}
+		}
+		if strings.HasPrefix(st.valueOf, "--") {
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		return nil, cobra.ShellCompDirectiveDefault
 	}
-	out := make([]string, 0, len(opts))
+	var out []cobra.Completion
 	for o := range opts {
-		if !slices.Contains(done, o) || o == "-r" {
+		if !st.used[o] || o == "-r" || (o == "-c" && action == "spawn") {
 			out = append(out, o)
 		}
 	}
+	for o := range actionLongOptions(mode, action) {
+		if !st.used[o] {
+			out = append(out, o)
+		}
+	}
+	out = slices.DeleteFunc(out, func(o string) bool { return !strings.HasPrefix(o, toComplete) })
 	slices.Sort(out)
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// lockspaceNameActions take -s as a lockspace name only; lockspaceActions
+// take the whole LOCKSPACE string of a lockspace the daemon is in. The
+// others (add_lockspace, init, write, init_host) name a lockspace the
+// daemon usually is not in: their -s completes as a file name.
+var (
+	lockspaceNameActions = []string{"host_status", "renewal", "set_host", "set_event", "set_config", "locks"}
+	lockspaceActions     = []string{"inq_lockspace", "rem_lockspace", "read", "align", "examine"}
+)
+
+// completionTimeout bounds the question to the daemon.
+const completionTimeout = time.Second
+
+// lockspaceCompletions completes the value of -s or -r of a client action
+// from the lockspaces of the running daemon (GET_LOCKSPACES, as `client
+// gets`): a name, a whole LOCKSPACE string, or the "NAME:" a RESOURCE
+// starts with. ok is false when the option takes none of these, or for a
+// RESOURCE whose lockspace is typed or that the daemon has none for (it
+// then completes as a file name). For -s, without a daemon, it quietly
+// offers nothing.
+func lockspaceCompletions(f *Factory, action, opt, toComplete string) (c []cobra.Completion, d cobra.ShellCompDirective, ok bool) {
+	var format func(client.Lockspace) string
+	d = cobra.ShellCompDirectiveNoFileComp
+	switch {
+	case opt == "-s" && slices.Contains(lockspaceNameActions, action):
+		format = func(ls client.Lockspace) string { return ls.Name }
+	case opt == "-s" && slices.Contains(lockspaceActions, action):
+		format = func(ls client.Lockspace) string {
+			return fmt.Sprintf("%s:%d:%s:%d", ls.Name, ls.HostID, ls.Disk.Path, ls.Disk.Offset)
+		}
+	case opt == "-r" && !strings.Contains(toComplete, ":"):
+		format = func(ls client.Lockspace) string { return ls.Name + ":" }
+		d |= cobra.ShellCompDirectiveNoSpace
+	default:
+		return nil, 0, false
+	}
+	for _, ls := range daemonLockspaces(f) {
+		if s := format(ls); strings.HasPrefix(s, toComplete) && !slices.Contains(c, s) {
+			c = append(c, s)
+		}
+	}
+	if len(c) == 0 && opt == "-r" {
+		return nil, 0, false // a new RESOURCE: its path completes as a file name
+	}
+	return c, d, true
+}
+
+// daemonLockspaces asks the daemon for its lockspaces; nil when none runs
+// or it does not answer within completionTimeout.
+func daemonLockspaces(f *Factory) []client.Lockspace {
+	if f == nil || f.Dial == nil {
+		return nil
+	}
+	cl, err := f.Dial()
+	if err != nil {
+		return nil
+	}
+	cl.Timeout = completionTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	spaces, _ := cl.GetLockspaces(ctx)
+	return spaces
 }
 
 var (

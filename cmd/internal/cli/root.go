@@ -127,8 +127,8 @@ func newOptionsCmd(f *Factory, mode, action, use, short string, run func(*option
 			}
 			return run(o)
 		},
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return completeOptions(mode, action, args)
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return completeOptions(f, mode, action, args, toComplete)
 		},
 	}
 	ownSyntax(cmd)
