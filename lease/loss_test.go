@@ -133,6 +133,9 @@ func testLoss(t *testing.T, goSanlock string, kindA, kindB harness.Kind) {
 		t.Fatalf("A's R2 Err = %v, want ReasonRequested", la2.Err())
 	}
 	t.Logf("A: %v, %.1fs after B's request", la2.Err(), time.Since(requested).Seconds())
+	if lost.RequestedBy != 2 {
+		t.Errorf("A's R2 LostError.RequestedBy = %d, want host_id 2 (B)", lost.RequestedBy)
+	}
 	lb2 := sb.Lease(lease.Resource{Name: "R2", Path: b.Path("res2")})
 	if err := lb2.Acquire(ctx); err != nil {
 		t.Fatalf("B acquire R2 after the request: %v", err)
