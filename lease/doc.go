@@ -108,6 +108,7 @@
 //
 //	lease: acquire LS:R1 at /dev/shared/leases:1048576: context deadline exceeded (last attempt: held by process 4242 on this host: file exists (-17 EEXIST))
 //
+// and tell what happened to errors.Is:
 //
 //	err := l.Acquire(ctx)
 //	switch {
