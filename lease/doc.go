@@ -50,8 +50,9 @@
 //     progress output.
 //   - [Lease.TryAcquire] makes one attempt and returns a [*LockedError]
 //     (matching [ErrLocked]) naming the holder: the pid when it is a
-//     process of this host, else the owner's host_id, generation and host
-//     name.
+//     process of this host, else the owner's host_id, generation, host
+//     name and state (live, or stopped renewing: taken over once its lease
+//     has timed out).
 //   - [Lease.Release] gives it back.
 //
 // # Fencing tokens

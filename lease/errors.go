@@ -293,6 +293,12 @@ type LockedError struct {
 	// OwnerName is the holding host's name from its lockspace lease ("" when
 	// unknown).
 	OwnerName string
+	// OwnerState is the holding host's state as this host's daemon sees
+	// it: "live", "fail" (it has stopped renewing its lockspace lease; its
+	// leases can be taken over once that lease has timed out), "dead"
+	// (they can be taken over now), "free" or "unknown" ("" when not
+	// known).
+	OwnerState string
 	// Err is the daemon's answer (a *client.Error).
 	Err error
 }
@@ -319,6 +325,12 @@ func (e *LockedError) detail() string {
 		who = fmt.Sprintf("host_id %d generation %d", e.OwnerHostID, e.OwnerGeneration)
 		if e.OwnerName != "" {
 			who += fmt.Sprintf(" (%s)", e.OwnerName)
+		}
+		switch e.OwnerState {
+		case "fail":
+			who += ", which has stopped renewing (taken over once its lease has timed out)"
+		case "dead":
+			who += ", which is dead (taken over at the next attempt)"
 		}
 	}
 	return "held by " + who + ": " + cause(e.Err)

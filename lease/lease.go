@@ -179,6 +179,7 @@ func (l *Lease) fillOwner(ctx context.Context, le *LockedError) {
 	}
 	if le.OwnerHostID != 0 && le.Pid == 0 {
 		le.OwnerName = l.s.hostName(ctx, l.res.LockspaceName, le.OwnerHostID)
+		le.OwnerState = l.s.hostState(ctx, l.res.LockspaceName, le.OwnerHostID)
 	}
 }
 

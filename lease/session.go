@@ -496,6 +496,34 @@ func (s *Session) watchConn() {
 	s.end(&LostError{Name: s.Lockspace(), Reason: ReasonDaemonGone})
 }
 
+// hostState returns the state of hostID in lockspace ls as the daemon
+// sees it (GET_HOSTS): "live", "fail", "dead", "free", "unknown", or ""
+// when the daemon does not say.
+func (s *Session) hostState(ctx context.Context, ls string, hostID uint64) string {
+	hosts, err := s.cl.GetHosts(ctx, ls, hostID)
+	if err != nil {
+		return ""
+	}
+	for _, h := range hosts {
+		if h.HostID != hostID {
+			continue
+		}
+		switch h.State() {
+		case client.HostLive:
+			return "live"
+		case client.HostFail:
+			return "fail"
+		case client.HostDead:
+			return "dead"
+		case client.HostFree:
+			return "free"
+		case client.HostUnknown:
+			return "unknown"
+		}
+	}
+	return ""
+}
+
 // hostName returns the name of hostID in lockspace ls from HOST_STATUS
 // ("" when unknown).
 func (s *Session) hostName(ctx context.Context, ls string, hostID uint64) string {
