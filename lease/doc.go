@@ -45,10 +45,14 @@
 //     other failure (no lease at that place, storage errors, lockspace not
 //     joined...) is returned at once. An owner whose host died is taken
 //     over once that host's lease has timed out (8*io_timeout+60 s), and ctx
-//     is honoured meanwhile.
+//     is honoured meanwhile. [Config].OnRetry, when set, is called before
+//     each wait with the attempt's error (who holds the lease), for
+//     progress output.
 //   - [Lease.TryAcquire] makes one attempt and returns a [*LockedError]
-//     (matching [ErrLocked]) naming the owner's host_id, generation and
-//     host name.
+//     (matching [ErrLocked]) naming the holder: the pid when it is a
+//     process of this host, else the owner's host_id, generation, host
+//     name and state (live, or stopped renewing: taken over once its lease
+//     has timed out).
 //   - [Lease.Release] gives it back.
 //
 // # Fencing tokens
@@ -70,8 +74,9 @@
 //     (its storage failed or hung). The notice comes when the daemon gives up
 //     on the lockspace, 8*io_timeout after the last renewal, and before it
 //     would SIGKILL holders (8*io_timeout + 40 s by default).
-//   - [ReasonRequested]: another host asked for the lease (a graceful
-//     REQUEST). A forced request SIGKILLs the holder without notice.
+//   - [ReasonRequested]: a graceful REQUEST asked for the lease (made on
+//     another host or on this one). A forced request SIGKILLs the holder
+//     without notice.
 //   - [ReasonLockspaceRemoved], [ReasonDaemonGone], [ReasonSessionClosed].
 //
 // On a notice, stop using what the lease protects at once. By default the
@@ -84,16 +89,27 @@
 // instead of sending SIGTERM, then reads the lockspace states and the
 // leases' request records to find out what happened, and it watches the
 // registered connection for the daemon hanging up (docs/protocol.md "Kill
-// program").
+// program"). Between notices it checks the lockspace list every
+// [Config].PollInterval with GET_LOCKSPACES, which the daemons do not
+// log. A lockspace that fails while this session holds no lease in it
+// ends the session when the daemon drops the lockspace (at once when no
+// process holds leases in it).
 //
 // # Errors
 //
 // Every error from the daemon matches exactly one sentinel with errors.Is
 // ([ErrLocked], [ErrLockspaceNotJoined], [ErrNoLease], [ErrStorage],
 // [ErrCorrupt], ...; [Classify] has the table) and still unwraps to the
-// [client.Error] with the raw result code. Errors of operations cut short by
-// a context match the context's error, and Acquire's also the last
-// attempt's:
+// [client.Error] with the raw result code. An [*Error] names the operation,
+// the lease and its file and offset, and, when no daemon answers, the
+// socket ("no daemon at /run/sanlock/sanlock.sock (is sanlock running?)").
+// Errors of operations cut short by a context match the context's error,
+// and Acquire's also the last attempt's (a [*LockedError] naming the
+// holder), in one message:
+//
+//	lease: acquire LS:R1 at /dev/shared/leases:1048576: context deadline exceeded (last attempt: held by process 4242 on this host: file exists (-17 EEXIST))
+//
+// and tell what happened to errors.Is:
 //
 //	err := l.Acquire(ctx)
 //	switch {
@@ -104,7 +120,17 @@
 // # Preparing storage
 //
 // A lockspace and its resource leases are written once, before any host
-// uses them, e.g. with the command-line tool:
+// uses them: with [InitLockspace] and [InitResource], which go through
+// the daemon (its permissions and direct I/O, like `sanlock client init`)
+// and refuse to write over a lease they find there ([ErrExists]; see
+// [InitOptions].Overwrite):
+//
+//	opt := lease.InitOptions{}
+//	err := lease.InitLockspace(ctx, lease.Lockspace{Name: "LS", Path: "/dev/shared/leases", IOTimeout: 10}, opt)
+//	...
+//	err = lease.InitResource(ctx, lease.Resource{Lockspace: "LS", Name: "R1", Path: "/dev/shared/leases", Offset: 1 << 20}, opt)
+//
+// or with the command-line tool:
 //
 //	sanlock direct init -o 10 -s LS:0:/dev/shared/leases:0
 //	sanlock direct init -r LS:R1:/dev/shared/leases:1M

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"syscall"
 
 	"github.com/gosanlock/gosanlock/client"
@@ -140,17 +141,77 @@ func Classify(op string, code int) error {
 func retryable(err error) bool { return errors.Is(err, ErrLocked) }
 
 // Error is a failed operation on a lease or session: the sentinel it
-// matches (Kind), the resource or lockspace, and the underlying error (a
-// *client.Error for daemon results, so errors.As still finds the code).
+// matches (Kind), what it was about (the resource or lockspace, the file
+// and offset of its lease, the daemon socket when the daemon could not be
+// reached), and the underlying error (a *client.Error for daemon results,
+// so errors.As still finds the code).
 type Error struct {
-	Op   string // "acquire", "release", "join", ...
-	Name string // "lockspace:resource" or "lockspace"
-	Kind error  // one of the sentinels
-	Err  error  // underlying error
+	Op   string // "acquire", "release", "join", "register", "init", ...
+	Name string // "lockspace:resource" or "lockspace" ("" for the session)
+	// Path and Offset are the lease's place on storage ("" when the
+	// operation has none).
+	Path   string
+	Offset uint64
+	// Socket is the daemon socket, set when the error is about reaching
+	// the daemon (Kind ErrDaemonUnavailable).
+	Socket string
+	Kind   error // one of the sentinels
+	Err    error // underlying error
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("lease: %s %s: %v", e.Op, e.Name, e.Err)
+	return "lease: " + subject(e.Op, e.Name, e.Path, e.Offset) + ": " + e.detail()
+}
+
+// detail is the message without the "lease: op name" prefix.
+func (e *Error) detail() string {
+	if e.Kind == ErrDaemonUnavailable && e.Socket != "" {
+		return fmt.Sprintf("no daemon at %s (is sanlock running?): %s", e.Socket, cause(e.Err))
+	}
+	if ce, ok := e.Err.(*client.Error); ok && e.Kind == ErrLockspaceNotJoined && e.Op != "join" {
+		// The errno's own text ("no space left on device") says
+		// nothing here.
+		ls, _, _ := strings.Cut(e.Name, ":")
+		return fmt.Sprintf("lockspace %s is not joined on this host (%d %s)", ls, ce.Code, client.CodeName(ce.Code))
+	}
+	return cause(e.Err)
+}
+
+// subject names what an operation was about: "acquire LS:R1 at
+// /dev/shared/leases:1048576".
+func subject(op, name, path string, offset uint64) string {
+	s := op
+	if name != "" {
+		s += " " + name
+	}
+	if path != "" {
+		s += fmt.Sprintf(" at %s:%d", path, offset)
+	}
+	return s
+}
+
+// cause renders an underlying error without repeating a prefix that the
+// caller prints already: daemon results as their text, number and name.
+func cause(err error) string {
+	var d interface{ detail() string }
+	if errors.As(err, &d) {
+		return d.detail()
+	}
+	if ce, ok := err.(*client.Error); ok {
+		return codeText(ce.Code)
+	}
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+// codeText is "file exists (-17 EEXIST)".
+func codeText(code int) string {
+	if n := client.CodeName(code); n != "" {
+		return fmt.Sprintf("%s (%d %s)", client.Strerror(code), code, n)
+	}
+	return fmt.Sprintf("%s (%d)", client.Strerror(code), code)
 }
 
 // Is matches the sentinel.
@@ -175,8 +236,11 @@ func wrap(op, name string, err error) error {
 	var ce *client.Error
 	if errors.As(err, &ce) {
 		kind := Classify(op, ce.Code)
-		if ce.Code == client.RvENOENT && (op == "join" || op == "") {
+		if ce.Code == client.RvENOENT && (op == "join" || op == "register" || op == "") {
 			kind = ErrDaemonUnavailable // no socket file
+		}
+		if op == "register" && ce.Code == client.RvECONNREFUSED {
+			kind = ErrDaemonUnavailable
 		}
 		return &Error{Op: op, Name: name, Kind: kind, Err: err}
 	}
@@ -187,10 +251,41 @@ func wrap(op, name string, err error) error {
 	return &Error{Op: op, Name: name, Kind: ErrDaemon, Err: err}
 }
 
-// LockedError is what TryAcquire returns when the lease is held: it matches
-// ErrLocked and tells who holds it, as far as the daemon knows.
+// waitError is the error of a blocking Acquire whose context ended: it
+// matches the context's error and, when there was one, the last
+// attempt's (ErrLocked, *LockedError).
+type waitError struct {
+	subject string
+	ctx     error
+	last    error
+}
+
+func (e *waitError) Error() string {
+	if e.last == nil {
+		return "lease: " + e.subject + ": " + e.ctx.Error()
+	}
+	return "lease: " + e.subject + ": " + e.ctx.Error() + " (last attempt: " + cause(e.last) + ")"
+}
+
+// Unwrap returns the context's error and the last attempt's.
+func (e *waitError) Unwrap() []error {
+	if e.last == nil {
+		return []error{e.ctx}
+	}
+	return []error{e.ctx, e.last}
+}
+
+// LockedError is what TryAcquire returns when the lease is held (and what
+// a blocking Acquire's last attempt was, when its context ended): it
+// matches ErrLocked and tells who holds it, as far as the daemon knows.
 type LockedError struct {
 	Name string // "lockspace:resource"
+	// Path and Offset are the lease's place on storage.
+	Path   string
+	Offset uint64
+	// Pid is the process of this host that holds the lease (0 when the
+	// holder is not on this host, or unknown).
+	Pid int
 	// OwnerHostID and OwnerGeneration identify the holding host (0 when
 	// unknown, e.g. only shared holders or a ballot in progress).
 	OwnerHostID     uint64
@@ -198,19 +293,47 @@ type LockedError struct {
 	// OwnerName is the holding host's name from its lockspace lease ("" when
 	// unknown).
 	OwnerName string
+	// OwnerState is the holding host's state as this host's daemon sees
+	// it: "live", "fail" (it has stopped renewing its lockspace lease; its
+	// leases can be taken over once that lease has timed out), "dead"
+	// (they can be taken over now), "free" or "unknown" ("" when not
+	// known).
+	OwnerState string
 	// Err is the daemon's answer (a *client.Error).
 	Err error
 }
 
 func (e *LockedError) Error() string {
+	s := "lease: " + e.Name
+	if e.Path != "" {
+		s += fmt.Sprintf(" at %s:%d", e.Path, e.Offset)
+	}
+	return s + " is " + e.detail()
+}
+
+// detail is "held by ...: daemon's answer", without the lease's name and
+// place.
+func (e *LockedError) detail() string {
 	who := "another owner"
-	if e.OwnerHostID != 0 {
+	switch {
+	case e.Pid != 0:
+		who = fmt.Sprintf("process %d on this host", e.Pid)
+		if e.OwnerHostID != 0 {
+			who += fmt.Sprintf(" (host_id %d generation %d)", e.OwnerHostID, e.OwnerGeneration)
+		}
+	case e.OwnerHostID != 0:
 		who = fmt.Sprintf("host_id %d generation %d", e.OwnerHostID, e.OwnerGeneration)
 		if e.OwnerName != "" {
 			who += fmt.Sprintf(" (%s)", e.OwnerName)
 		}
+		switch e.OwnerState {
+		case "fail":
+			who += ", which has stopped renewing (taken over once its lease has timed out)"
+		case "dead":
+			who += ", which is dead (taken over at the next attempt)"
+		}
 	}
-	return fmt.Sprintf("lease: %s is held by %s: %v", e.Name, who, e.Err)
+	return "held by " + who + ": " + cause(e.Err)
 }
 
 // Is matches ErrLocked.
@@ -230,7 +353,8 @@ const (
 	ReasonLockspaceFailed Reason = iota + 1
 	// ReasonLockspaceRemoved: the lockspace was removed (rem_lockspace).
 	ReasonLockspaceRemoved
-	// ReasonRequested: another host asked for the lease (REQUEST, graceful).
+	// ReasonRequested: a graceful REQUEST asked for the lease: a process
+	// of another host, or of this one (sanlock client request), wants it.
 	ReasonRequested
 	// ReasonDaemonGone: the daemon closed the registered connection (it
 	// exited or crashed); it no longer renews anything for this process.
@@ -246,7 +370,7 @@ func (r Reason) String() string {
 	case ReasonLockspaceRemoved:
 		return "lockspace removed"
 	case ReasonRequested:
-		return "requested by another host"
+		return "requested (a graceful request asked for it)"
 	case ReasonDaemonGone:
 		return "daemon gone"
 	case ReasonSessionClosed:
@@ -260,9 +384,16 @@ type LostError struct {
 	Name   string // "lockspace:resource"
 	Token  uint64 // the token the lease had
 	Reason Reason
+	// RequestedBy is, for ReasonRequested, the host_id of the host that
+	// asked, when its lockspace lease shows it (0: unknown, or a request
+	// made on this host).
+	RequestedBy uint64
 }
 
 func (e *LostError) Error() string {
+	if e.Reason == ReasonRequested && e.RequestedBy != 0 {
+		return fmt.Sprintf("lease: %s (token %d) lost: requested by host_id %d", e.Name, e.Token, e.RequestedBy)
+	}
 	return fmt.Sprintf("lease: %s (token %d) lost: %s", e.Name, e.Token, e.Reason)
 }
 

@@ -132,10 +132,10 @@ func ExampleLease_Token() {
 	// old holder's write refused: true
 }
 
-// React to Lost(): stop the work the lease protects. Here another host
-// asks for the lease (a graceful request, as `sanlock client request -f 2`
-// sends); a failing lockspace or a vanished daemon close Lost() the same
-// way, each with its Reason.
+// React to Lost(): stop the work the lease protects. Here a graceful
+// request asks for the lease (as `sanlock client request -f 2` sends, on
+// this host or another); a failing lockspace or a vanished daemon close
+// Lost() the same way, each with its Reason.
 func ExampleLease_Lost() {
 	ctx := context.Background()
 	s, err := lease.NewSession(ctx, lease.Config{
@@ -163,5 +163,5 @@ func ExampleLease_Lost() {
 		fmt.Println("no notice")
 	}
 	// Output:
-	// lost: true reason: requested by another host
+	// lost: true reason: requested (a graceful request asked for it)
 }

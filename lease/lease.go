@@ -64,7 +64,9 @@ func (l *Lease) String() string { return l.name }
 // holds the lease, or after a lost ballot, it retries with jittered
 // exponential backoff (Config.MinBackoff..MaxBackoff); every other failure
 // is returned at once. When ctx ends first the error matches both
-// ctx.Err() and, if there was one, the last attempt's error (ErrLocked).
+// ctx.Err() and, if there was one, the last attempt's error (ErrLocked,
+// as a *LockedError naming the holder). Config.OnRetry, when set, is
+// called before each wait.
 //
 // An owner whose host died is waited for without holding the daemon: each
 // attempt asks the daemon not to wait (OWNER_NOWAIT) and fails while the
@@ -72,39 +74,97 @@ func (l *Lease) String() string { return l.name }
 // docs/timing.md); then the next attempt takes the lease over.
 func (l *Lease) Acquire(ctx context.Context) error {
 	var last error
+	var holder *LockedError // who held it, for OnRetry
+	start := time.Now()
 	for n := 0; ; n++ {
 		err := l.acquireOnce(ctx)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			if last != nil {
-				return fmt.Errorf("lease: acquire %s: %w (last attempt: %w)", l.name, ctx.Err(), last)
-			}
-			return fmt.Errorf("lease: acquire %s: %w", l.name, ctx.Err())
+			return l.waitErr(ctx.Err(), last)
 		}
 		if !retryable(err) {
 			return err
 		}
 		last = err
-		if err := sleepCtx(ctx, l.s.backoff(n)); err != nil {
-			return fmt.Errorf("lease: acquire %s: %w (last attempt: %w)", l.name, err, last)
+		wait := l.s.backoff(n)
+		if f := l.s.cfg.OnRetry; f != nil {
+			// Who holds it is looked up when the daemon's answer
+			// changes, not on every attempt (the lookup costs daemon
+			// commands).
+			if holder == nil || client.ErrorCode(err) != client.ErrorCode(holder.Err) {
+				holder, _ = l.locked(ctx, err).(*LockedError)
+			} else {
+				h := *holder
+				h.Err = errors.Unwrap(err)
+				holder = &h
+			}
+			if holder != nil {
+				last = holder
+			}
+			f(Retry{Lease: l.name, Attempt: n + 1, Err: last, Elapsed: time.Since(start), Wait: wait})
+		}
+		if err := sleepCtx(ctx, wait); err != nil {
+			return l.waitErr(err, last)
 		}
 	}
 }
 
+// Retry describes a failed attempt of a blocking Acquire that is about to
+// be retried (Config.OnRetry).
+type Retry struct {
+	Lease   string        // "lockspace:resource"
+	Attempt int           // 1 for the first attempt
+	Err     error         // the attempt's error: ErrLocked, usually a *LockedError naming the holder
+	Elapsed time.Duration // since Acquire was called
+	Wait    time.Duration // until the next attempt
+}
+
+// waitErr is the error of an Acquire whose context ended; last is the
+// last attempt's error, completed with who holds the lease.
+func (l *Lease) waitErr(ctxErr, last error) error {
+	if last != nil {
+		var le *LockedError
+		if !errors.As(last, &le) {
+			lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			last = l.locked(lctx, last)
+			cancel()
+		}
+	}
+	return &waitError{subject: subject("acquire", l.name, l.path(), l.offset()), ctx: ctxErr, last: last}
+}
+
 // TryAcquire makes one attempt. When the lease is held by someone else it
-// returns a *LockedError (errors.Is(err, ErrLocked)) naming the owner when
-// the daemon knows it.
+// returns a *LockedError (errors.Is(err, ErrLocked)) naming the holder:
+// the process when it is on this host, else the owner host when the
+// daemon knows it.
 func (l *Lease) TryAcquire(ctx context.Context) error {
 	err := l.acquireOnce(ctx)
 	if err == nil || !retryable(err) {
 		return err
 	}
-	le := &LockedError{Name: l.name, Err: errors.Unwrap(err)}
+	return l.locked(ctx, err)
+}
+
+// locked turns an ErrLocked attempt error into a *LockedError that names
+// the holder as far as it can be found out.
+func (l *Lease) locked(ctx context.Context, err error) error {
+	le := &LockedError{Name: l.name, Path: l.path(), Offset: l.offset(), Err: errors.Unwrap(err)}
+	if le.Err == nil {
+		le.Err = err
+	}
+	if client.ErrorCode(err) == client.RvEEXIST {
+		// The daemon refuses a second holder on this host before
+		// looking at storage: the holder is a local process.
+		le.Pid = l.s.localHolder(ctx, l.res.LockspaceName, l.res.Name)
+	}
 	l.fillOwner(ctx, le)
 	return le
 }
+
+func (l *Lease) path() string   { return l.res.Disks[0].Path }
+func (l *Lease) offset() uint64 { return l.res.Disks[0].Offset }
 
 // fillOwner reads the lease's current owner from storage (through the
 // daemon) and the owner's host name from the lockspace.
@@ -117,8 +177,9 @@ func (l *Lease) fillOwner(ctx context.Context, le *LockedError) {
 	if len(hosts) == 1 {
 		le.OwnerHostID, le.OwnerGeneration = hosts[0].HostID, hosts[0].Generation
 	}
-	if le.OwnerHostID != 0 {
+	if le.OwnerHostID != 0 && le.Pid == 0 {
 		le.OwnerName = l.s.hostName(ctx, l.res.LockspaceName, le.OwnerHostID)
+		le.OwnerState = l.s.hostState(ctx, l.res.LockspaceName, le.OwnerHostID)
 	}
 }
 
@@ -131,18 +192,18 @@ func (l *Lease) acquireOnce(ctx context.Context) error {
 		if err == nil {
 			err = ErrSessionClosed
 		}
-		return &Error{Op: "acquire", Name: l.name, Kind: ErrSessionClosed, Err: err}
+		return l.err("acquire", ErrSessionClosed, err)
 	}
 	s.mu.Unlock()
 	l.mu.Lock()
 	held := l.held
 	l.mu.Unlock()
 	if held {
-		return &Error{Op: "acquire", Name: l.name, Kind: ErrAlreadyHeld, Err: ErrAlreadyHeld}
+		return l.err("acquire", ErrAlreadyHeld, errors.New("this Lease holds it already"))
 	}
 	res := l.res
 	if err := s.reg.Acquire(ctx, []client.Resource{res}, client.AcquireNoWait, nil); err != nil {
-		return wrap("acquire", l.name, err)
+		return l.wrap("acquire", err)
 	}
 	tok, err := l.readToken(ctx)
 	if err != nil {
@@ -151,7 +212,7 @@ func (l *Lease) acquireOnce(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, _ = s.reg.Release(rctx, []client.Resource{l.names()}, 0)
 		cancel()
-		return wrap("acquire", l.name, err)
+		return l.wrap("acquire", err)
 	}
 	l.mu.Lock()
 	l.held, l.token, l.lostErr = true, tok, nil
@@ -161,6 +222,21 @@ func (l *Lease) acquireOnce(ctx context.Context) error {
 	s.leases[l] = struct{}{}
 	s.mu.Unlock()
 	return nil
+}
+
+// err is an *Error of an operation on l.
+func (l *Lease) err(op string, kind, err error) error {
+	return &Error{Op: op, Name: l.name, Path: l.path(), Offset: l.offset(), Kind: kind, Err: err}
+}
+
+// wrap is wrap for an operation on l: the error names the lease's file.
+func (l *Lease) wrap(op string, err error) error {
+	err = l.s.wrap(op, l.name, err)
+	var e *Error
+	if errors.As(err, &e) && e.Path == "" {
+		e.Path, e.Offset = l.path(), l.offset()
+	}
+	return err
 }
 
 // names is the resource without disks, as RELEASE wants it.
@@ -207,7 +283,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		if lost {
 			return nil
 		}
-		return &Error{Op: "release", Name: l.name, Kind: ErrNotHeld, Err: ErrNotHeld}
+		return l.err("release", ErrNotHeld, errors.New("not held by this Lease"))
 	}
 	_, err := l.s.reg.Release(ctx, []client.Resource{l.names()}, 0)
 	if err != nil && ctx.Err() != nil {
@@ -215,7 +291,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.forget()
 	if err != nil && !errors.Is(err, client.ErrNotFound) {
-		return wrap("release", l.name, err)
+		return l.wrap("release", err)
 	}
 	return nil
 }
@@ -281,13 +357,17 @@ func (l *Lease) Err() error {
 
 // markLost closes Lost with reason r; release asks the daemon to drop the
 // lease too (unless Config.KeepLostLeases).
-func (l *Lease) markLost(r Reason, release bool) {
+func (l *Lease) markLost(r Reason, release bool) { l.markLostBy(r, 0, release) }
+
+// markLostBy is markLost with the host that requested the lease (0 when
+// not known or not a request).
+func (l *Lease) markLostBy(r Reason, by uint64, release bool) {
 	l.mu.Lock()
 	if !l.held || l.lostErr != nil {
 		l.mu.Unlock()
 		return
 	}
-	l.lostErr = &LostError{Name: l.name, Token: l.token, Reason: r}
+	l.lostErr = &LostError{Name: l.name, Token: l.token, Reason: r, RequestedBy: by}
 	close(l.lost)
 	l.mu.Unlock()
 	if !release || l.s.cfg.KeepLostLeases {
@@ -334,6 +414,69 @@ func (l *Lease) requested() (bool, error) {
 		return false, err
 	}
 	return rq.Lver > tok, nil
+}
+
+// requester returns the host_id of another host whose delta lease in
+// lockspace ls carries this host's bit (docs/ondisk.md "Lockspace (delta
+// leases)"): a host that made a REQUEST sets it for a few seconds so that
+// the holder's host looks at its leases. It returns 0 when no other
+// host's lease carries it (the request came from this host) or the
+// lockspace cannot be read. It reads the sectors of the hosts the daemon
+// has seen (GET_HOSTS, which the daemons do not log).
+func (s *Session) requester(ctx context.Context, ls string) uint64 {
+	lss, err := s.cl.GetLockspaces(ctx)
+	if err != nil {
+		return 0
+	}
+	var disk client.Disk
+	var our uint64
+	for _, l := range lss {
+		if l.Name == ls && l.Flags&client.LSFAdd == 0 {
+			disk, our = l.Disk, l.HostID
+			break
+		}
+	}
+	if our == 0 {
+		return 0
+	}
+	hosts, err := s.cl.GetHosts(ctx, ls, 0)
+	if err != nil {
+		return 0
+	}
+	f, err := diskio.OpenFile(disk.Path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sector := make([]byte, diskfmt.SectorSize4K)
+	ss := 0
+	for _, h := range hosts {
+		if h.HostID == our || h.HostID == 0 || h.HostID > diskfmt.BitmapSize*8 {
+			continue
+		}
+		if ss == 0 {
+			// The sector size, from the first sector's leader.
+			if err := f.ReadAt(ctx, sector, int64(disk.Offset)); err != nil {
+				return 0
+			}
+			ld, err := diskfmt.DecodeLeader(sector)
+			if err != nil {
+				return 0
+			}
+			ss = int(ld.SectorSize)
+			if ss != diskfmt.SectorSize512 && ss != diskfmt.SectorSize4K {
+				return 0
+			}
+		}
+		off := int64(disk.Offset) + diskfmt.DeltaSectorOffset(h.HostID, ss)
+		if err := f.ReadAt(ctx, sector[:ss], off); err != nil {
+			continue
+		}
+		if diskfmt.BitmapTest(sector[:ss], our) {
+			return h.HostID
+		}
+	}
+	return 0
 }
 
 // Mutex is an exclusive lease with sync.Locker-like names.

@@ -124,6 +124,9 @@ func testLeaseAPI(t *testing.T, d *testDaemon) {
 	if lost.Token != tokB {
 		t.Errorf("LostError.Token = %d, want %d", lost.Token, tokB)
 	}
+	if lost.RequestedBy != 0 {
+		t.Errorf("LostError.RequestedBy = %d for a request made on this host, want 0", lost.RequestedBy)
+	}
 	if err := a.Acquire(ctx); err != nil {
 		t.Fatalf("Acquire after the lost lease was given back: %v", err)
 	}

@@ -98,6 +98,7 @@ func testLoss(t *testing.T, goSanlock string, kindA, kindB harness.Kind) {
 
 	var st store
 	var lost *lease.LostError
+	var locked *lease.LockedError
 	la := sa.Lease(lease.Resource{Name: "R", Path: a.Path("res")})
 	if err := la.Acquire(ctx); err != nil {
 		t.Fatalf("A acquire: %v", err)
@@ -109,6 +110,8 @@ func testLoss(t *testing.T, goSanlock string, kindA, kindB harness.Kind) {
 	lb := sb.Lease(lease.Resource{Name: "R", Path: b.Path("res")})
 	if err := lb.TryAcquire(ctx); !errors.Is(err, lease.ErrLocked) {
 		t.Fatalf("B try-acquire while A holds = %v, want ErrLocked", err)
+	} else if !errors.As(err, &locked) || locked.OwnerHostID != 1 {
+		t.Errorf("B try-acquire while A holds = %v, want host_id 1", err)
 	}
 
 	// First a request from the other host: B asks for R2 (graceful), A's
@@ -133,6 +136,9 @@ func testLoss(t *testing.T, goSanlock string, kindA, kindB harness.Kind) {
 		t.Fatalf("A's R2 Err = %v, want ReasonRequested", la2.Err())
 	}
 	t.Logf("A: %v, %.1fs after B's request", la2.Err(), time.Since(requested).Seconds())
+	if lost.RequestedBy != 2 {
+		t.Errorf("A's R2 LostError.RequestedBy = %d, want host_id 2 (B)", lost.RequestedBy)
+	}
 	lb2 := sb.Lease(lease.Resource{Name: "R2", Path: b.Path("res2")})
 	if err := lb2.Acquire(ctx); err != nil {
 		t.Fatalf("B acquire R2 after the request: %v", err)
@@ -166,6 +172,15 @@ func testLoss(t *testing.T, goSanlock string, kindA, kindB harness.Kind) {
 	}
 	if !errors.As(sa.Err(), &lost) || lost.Reason != lease.ReasonLockspaceFailed {
 		t.Errorf("A's session Err = %v, want ReasonLockspaceFailed", sa.Err())
+	}
+
+	// While A's host lease has not timed out, B is told that A stopped
+	// renewing (logged, not asserted: the state B's daemon has reached
+	// depends on timing).
+	if err := lb.TryAcquire(ctx); errors.As(err, &locked) {
+		t.Logf("B try-acquire after A's failure: %v (owner state %q)", err, locked.OwnerState)
+	} else {
+		t.Logf("B try-acquire after A's failure: %v", err)
 	}
 
 	// B blocks until A's host lease has timed out, then takes R over.

@@ -43,12 +43,19 @@ type Config struct {
 	// running; with KeepLostLeases the holder must call Release (or exit)
 	// before the daemon's grace period ends, or it is SIGKILLed.
 	KeepLostLeases bool
-	// PollInterval is how often the session checks its lockspaces and the
-	// daemon between notices (default 1 s).
+	// PollInterval is how often the session checks its lockspaces between
+	// notices (default 1 s). The check is a GET_LOCKSPACES, a command the
+	// daemons do not log; STATUS is asked only when a lockspace in use is
+	// no longer listed as joined, or on a notice.
 	PollInterval time.Duration
 	// MinBackoff and MaxBackoff bound the jittered exponential wait between
 	// Acquire attempts (defaults 50 ms and 2 s).
 	MinBackoff, MaxBackoff time.Duration
+	// OnRetry, when set, is called by a blocking Acquire after each
+	// attempt that found the lease held, before it waits Retry.Wait: to
+	// show progress ("held by host 2, retrying") or to log. It runs on the
+	// Acquire's goroutine and should return quickly.
+	OnRetry func(Retry)
 }
 
 // Session is this process's registration with the local lease daemon. All
@@ -109,7 +116,7 @@ func NewSession(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	reg, err := cl.Register(ctx)
 	if err != nil {
-		return nil, wrap("register", "", err)
+		return nil, s.wrap("register", "", err)
 	}
 	s.reg = reg
 	if s.notices, err = newNotifier(); err != nil {
@@ -121,7 +128,7 @@ func NewSession(ctx context.Context, cfg Config) (*Session, error) {
 	if err := reg.Killpath(ctx, s.notices.program, s.notices.args, 0); err != nil {
 		s.notices.close()
 		reg.Close()
-		return nil, wrap("killpath", "", err)
+		return nil, s.wrap("killpath", "", err)
 	}
 	if cfg.Lockspace != nil {
 		if err := s.join(ctx, cfg.Lockspace); err != nil {
@@ -152,7 +159,7 @@ func (s *Session) join(ctx context.Context, l *Lockspace) error {
 				break
 			}
 			if !errors.Is(ierr, client.ErrInProgress) {
-				return wrap("join", l.Name, ierr)
+				return s.joinErr(l, ierr)
 			}
 			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
 				return err
@@ -161,12 +168,33 @@ func (s *Session) join(ctx context.Context, l *Lockspace) error {
 	case ctx.Err() != nil:
 		// The daemon keeps joining after we stopped waiting: undo.
 		_ = s.cl.RemLockspace(context.Background(), ls, client.RemAsync)
-		return fmt.Errorf("lease: join %s: %w", l.Name, ctx.Err())
+		return fmt.Errorf("lease: %s: %w", subject("join", l.Name, l.Path, l.Offset), ctx.Err())
 	default:
-		return wrap("join", l.Name, err)
+		return s.joinErr(l, err)
 	}
 	s.ls = ls
 	return nil
+}
+
+// joinErr is the error of a failed join of l.
+func (s *Session) joinErr(l *Lockspace, err error) error {
+	err = s.wrap("join", l.Name, err)
+	var e *Error
+	if errors.As(err, &e) && e.Path == "" {
+		e.Path, e.Offset = l.Path, l.Offset
+	}
+	return err
+}
+
+// wrap is wrap with the daemon's socket named when it could not be
+// reached.
+func (s *Session) wrap(op, name string, err error) error {
+	err = wrap(op, name, err)
+	var e *Error
+	if errors.As(err, &e) && e.Socket == "" && unreachable(s.cl, e.Err) {
+		e.Kind, e.Socket = ErrDaemonUnavailable, s.cl.SockPath
+	}
+	return err
 }
 
 // Done is closed when the session can no longer hold leases: its lockspace
@@ -221,20 +249,35 @@ func (s *Session) Close() error {
 	for _, l := range held {
 		l.markLost(ReasonSessionClosed, false)
 	}
+	// The watchers end first, so that no exchange of theirs (a release
+	// after a notice) is cut off: the connection then closes between two
+	// commands, which the daemon sees as a plain end of the client.
+	// A watcher stuck on a daemon that does not answer is cut off after
+	// a while by closing the connection under it.
 	close(s.stop)
+	waited := make(chan struct{})
+	go func() { s.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(closeWait):
+	}
 	err := s.reg.Close()
-	s.wg.Wait()
+	<-waited
 	s.notices.close()
 	s.end(ErrSessionClosed)
 	if s.cfg.LeaveOnClose && s.joined && s.ls != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if rerr := s.cl.RemLockspace(ctx, s.ls, 0); rerr != nil && err == nil {
-			err = wrap("leave", s.ls.Name, rerr)
+			err = s.wrap("leave", s.ls.Name, rerr)
 		}
 	}
 	return err
 }
+
+// closeWait bounds how long Close waits for the watchers' exchanges
+// before it closes the registered connection under them.
+const closeWait = 5 * time.Second
 
 func (s *Session) heldLocked() []*Lease {
 	out := make([]*Lease, 0, len(s.leases))
@@ -332,6 +375,44 @@ func (st lsState) lostReason() Reason {
 	return 0
 }
 
+// allJoined reports whether every lockspace the session uses (its own
+// while the session lasts, those of its held leases not yet lost) is in lss
+// as joined (neither being added nor removed).
+func (s *Session) allJoined(lss []client.Lockspace) bool {
+	joined := make(map[string]bool, len(lss))
+	for _, ls := range lss {
+		if ls.Flags&(client.LSFAdd|client.LSFRem) == 0 {
+			joined[ls.Name] = true
+		}
+	}
+	if s.ls != nil && !joined[s.ls.Name] && s.Err() == nil {
+		return false
+	}
+	for _, l := range s.held() {
+		if !joined[l.res.LockspaceName] && l.Err() == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// localHolder returns the pid of the process of this host that holds
+// resource name of lockspace ls, from the RESOURCE records of STATUS (0
+// when none is found).
+func (s *Session) localHolder(ctx context.Context, ls, name string) int {
+	recs, err := s.cl.Status(ctx, client.StateResource)
+	if err != nil {
+		return 0
+	}
+	for _, r := range recs {
+		if r.Type == client.StateResource && r.Resource != nil &&
+			r.Resource.LockspaceName == ls && r.Resource.Name == name {
+			return int(int32(r.Data32))
+		}
+	}
+	return 0
+}
+
 // watch is the session's monitor: on every kill-program notice and every
 // PollInterval it checks the lockspaces in use.
 func (s *Session) watch() {
@@ -357,6 +438,15 @@ func (s *Session) watch() {
 func (s *Session) check(notice bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if !notice || len(s.held()) == 0 {
+		// Between notices (and on a repeated notice once nothing is
+		// held), a look that the daemons do not log; the details
+		// (STATUS, logged) only when something changed.
+		lss, err := s.cl.GetLockspaces(ctx)
+		if err != nil || s.allJoined(lss) {
+			return
+		}
+	}
 	states, err := s.lockspaceStates(ctx)
 	if err != nil {
 		return // the connection watcher reports a dead daemon
@@ -382,9 +472,14 @@ func (s *Session) check(notice bool) {
 	// a notice that matches no lease is a repeat for a lease already given
 	// back (the daemon may run the kill program again while the request
 	// is still pending) and is ignored.
+	by := make(map[string]uint64)
 	for _, l := range s.held() {
 		if ok, err := l.requested(); ok || err != nil {
-			l.markLost(ReasonRequested, true)
+			ls := l.res.LockspaceName
+			if _, known := by[ls]; !known {
+				by[ls] = s.requester(ctx, ls)
+			}
+			l.markLostBy(ReasonRequested, by[ls], true)
 		}
 	}
 }
@@ -399,6 +494,34 @@ func (s *Session) watchConn() {
 		l.markLost(ReasonDaemonGone, false)
 	}
 	s.end(&LostError{Name: s.Lockspace(), Reason: ReasonDaemonGone})
+}
+
+// hostState returns the state of hostID in lockspace ls as the daemon
+// sees it (GET_HOSTS): "live", "fail", "dead", "free", "unknown", or ""
+// when the daemon does not say.
+func (s *Session) hostState(ctx context.Context, ls string, hostID uint64) string {
+	hosts, err := s.cl.GetHosts(ctx, ls, hostID)
+	if err != nil {
+		return ""
+	}
+	for _, h := range hosts {
+		if h.HostID != hostID {
+			continue
+		}
+		switch h.State() {
+		case client.HostLive:
+			return "live"
+		case client.HostFail:
+			return "fail"
+		case client.HostDead:
+			return "dead"
+		case client.HostFree:
+			return "free"
+		case client.HostUnknown:
+			return "unknown"
+		}
+	}
+	return ""
 }
 
 // hostName returns the name of hostID in lockspace ls from HOST_STATUS
