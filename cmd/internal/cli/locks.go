@@ -20,39 +20,78 @@ import (
 //
 // Hosts: every host of every joined lockspace (or of -s), with the name
 // from its delta lease (the owner_name the daemon last read there), its
-// generation, timestamp and state. Resources: every lease this daemon
-// holds, adds, releases or keeps as an orphan, plus every -r resource; the
-// owners come from the lease on disk (READ_RESOURCE_OWNERS), the local
-// processes from the daemon's records and /proc/PID/comm.
+// generation, timestamp and state, and how long ago the daemon saw it
+// renew (or how long it has been dead), in the daemon's own monotonic
+// seconds, so the ages hold whatever the hosts' clocks say. Lockspaces:
+// their state, FAILED when this host's renewal failed. Resources: every
+// lease this daemon holds, adds, releases or keeps as an orphan, plus
+// every -r resource; the owners come from the lease on disk
+// (READ_RESOURCE_OWNERS), the local processes from the daemon's records
+// and /proc/PID/comm.
 
-// LocksJSON is `client locks --json`.
+// LocksJSON is `client locks --json`. Monotime is the daemon's monotonic
+// time in seconds when it answered: the ages are counted from it.
 type LocksJSON struct {
 	JSONHead
 	HostName   string           `json:"host_name"`
+	Monotime   uint64           `json:"monotime"`
 	Lockspaces []LocksLockspace `json:"lockspaces"`
 	Resources  []LocksResource  `json:"resources"`
 }
 
-// LocksLockspace is a lockspace this daemon has joined (or is joining or
-// leaving: state ADD / REM). host_id is this daemon's host id in it.
+// LocksLockspace is a lockspace this daemon has joined, is joining or
+// leaving, or in which it failed (state JOINED, ADD, REM or FAILED, see
+// lsJoined). host_id is this daemon's host id in it; renewal_last_result
+// is the result of its last renewal there: 1 (sanlock's OK), a negative
+// error code, or 0 before the first.
 type LocksLockspace struct {
-	Name        string      `json:"name"`
-	HostID      uint64      `json:"host_id"`
-	Path        string      `json:"path"`
-	Offset      uint64      `json:"offset"`
-	State       string      `json:"state"`
-	HostsResult int         `json:"hosts_result"`
-	Hosts       []LocksHost `json:"hosts"`
+	Name              string      `json:"name"`
+	HostID            uint64      `json:"host_id"`
+	Path              string      `json:"path"`
+	Offset            uint64      `json:"offset"`
+	State             string      `json:"state"`
+	RenewalLastResult int         `json:"renewal_last_result"`
+	HostsResult       int         `json:"hosts_result"`
+	Hosts             []LocksHost `json:"hosts"`
 }
 
 // LocksHost is a host of a lockspace. Local marks this daemon's own host.
+// LastLive is the daemon's monotonic time when it last saw the host renew
+// (for this host: its last successful renewal; 0 when never seen).
+// RenewedAgo is monotime-last_live, missing when last_live is 0; DeadFor,
+// for a DEAD host, is how long it has been past the dead limit (8 times
+// its io_timeout plus the watchdog fire timeout, docs/delta.md "Host
+// states").
 type LocksHost struct {
-	HostID     uint64 `json:"host_id"`
-	Name       string `json:"name"`
-	Generation uint64 `json:"generation"`
-	Timestamp  uint64 `json:"timestamp"`
-	State      string `json:"state"`
-	Local      bool   `json:"local"`
+	HostID     uint64  `json:"host_id"`
+	Name       string  `json:"name"`
+	Generation uint64  `json:"generation"`
+	Timestamp  uint64  `json:"timestamp"`
+	State      string  `json:"state"`
+	Local      bool    `json:"local"`
+	LastLive   uint64  `json:"last_live"`
+	RenewedAgo *uint64 `json:"renewed_ago,omitempty"`
+	DeadFor    *uint64 `json:"dead_for,omitempty"`
+}
+
+// defaultFireTimeout is the watchdog fire timeout of a daemon whose record
+// does not say (3.8.5 sends no watchdog_fire_timeout key).
+const defaultFireTimeout = 60
+
+// hostAges fills the ages of h from last (the daemon's time when it last
+// saw h renew) and io (h's io_timeout).
+func hostAges(h *LocksHost, now, last, io, fire uint64) {
+	h.LastLive = last
+	h.RenewedAgo = agePtr(now, last)
+	if h.State != "DEAD" || h.RenewedAgo == nil {
+		return
+	}
+	limit := 8*io + fire
+	d := uint64(0)
+	if *h.RenewedAgo > limit {
+		d = *h.RenewedAgo - limit
+	}
+	h.DeadFor = &d
 }
 
 // LocksResource is one resource lease. Mode is EX (an exclusive owner),
@@ -116,7 +155,7 @@ func leaseFlags(k Keys) uint32 {
 // only (every one if empty), with the leases of resources read too; the
 // int is the exit status.
 func (c *clientRun) collectLocks(only string, resources []client.Resource) (*LocksJSON, int) {
-	out := &LocksJSON{JSONHead: JSONHead{Action: "locks"}, Lockspaces: []LocksLockspace{}, Resources: []LocksResource{}}
+	out := &LocksJSON{JSONHead: jsonHead("locks"), Lockspaces: []LocksLockspace{}, Resources: []LocksResource{}}
 	if c.err != nil {
 		out.Result = rvDial
 		return out, 1
@@ -132,9 +171,21 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		return out, 1
 	}
 	names := map[string]map[uint64]string{} // lockspace -> host_id -> name
+	lsKeys := map[string]Keys{}             // lockspace -> its LOCKSPACE record
+	fire := uint64(defaultFireTimeout)
 	for _, rec := range recs {
-		if rec.Type == client.StateDaemon {
+		switch rec.Type {
+		case client.StateDaemon:
 			out.HostName = rec.Name
+			k := parseKeys(rec.Text)
+			out.Monotime = k.num("monotime")
+			if _, ok := k["watchdog_fire_timeout"]; ok {
+				fire = k.num("watchdog_fire_timeout")
+			}
+		case client.StateLockspace:
+			if rec.Lockspace != nil {
+				lsKeys[rec.Lockspace.Name] = parseKeys(rec.Text)
+			}
 		}
 	}
 	for i := range spaces {
@@ -144,10 +195,19 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		}
 		e := LocksLockspace{Name: ls.Name, HostID: ls.HostID, Path: ls.Disk.Path, Offset: ls.Disk.Offset,
 			State: lockspaceState(ls), Hosts: []LocksHost{}}
+		own, ok := lsKeys[ls.Name]
+		if ok {
+			if st := recordState(own); st == lsFailed || e.State == lsJoined {
+				e.State = st
+			}
+			e.RenewalLastResult = int(own.int("renewal_last_result"))
+		}
 		byID := map[uint64]string{}
+		seen := map[uint64]HostStatusHost{}
 		if hs, err := c.cl.HostStatus(context.Background(), ls.Name); err == nil {
 			for _, h := range hostStatusHosts(hs) {
 				byID[h.HostID] = h.OwnerName
+				seen[h.HostID] = h
 			}
 		}
 		if byID[ls.HostID] == "" {
@@ -157,8 +217,20 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		hosts, err := c.cl.GetHosts(context.Background(), ls.Name, 0)
 		e.HostsResult = rv(err)
 		for _, h := range hosts {
-			e.Hosts = append(e.Hosts, LocksHost{HostID: h.HostID, Name: byID[h.HostID], Generation: h.Generation,
-				Timestamp: h.Timestamp, State: hostState(h.Flags), Local: h.HostID == ls.HostID})
+			lh := LocksHost{HostID: h.HostID, Name: byID[h.HostID], Generation: h.Generation,
+				Timestamp: h.Timestamp, State: hostState(h.Flags), Local: h.HostID == ls.HostID}
+			if h.Timestamp != 0 {
+				st := seen[h.HostID]
+				last, io := st.Keys.num("last_live"), st.IOTimeout
+				if lh.Local {
+					last = own.num("renewal_last_success")
+				}
+				if io == 0 {
+					io = uint64(h.IOTimeout)
+				}
+				hostAges(&lh, out.Monotime, last, io, fire)
+			}
+			e.Hosts = append(e.Hosts, lh)
 		}
 		out.Lockspaces = append(out.Lockspaces, e)
 	}
@@ -288,17 +360,21 @@ func dash(s string) string {
 // per owner, and per local process on this host's row).
 func (c *clientRun) printLocks(l *LocksJSON) {
 	w := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "LOCKSPACE\tHOST_ID\tHOST_NAME\tGENERATION\tTIMESTAMP\tSTATE")
+	fmt.Fprintln(w, "LOCKSPACE\tHOST_ID\tHOST_NAME\tGENERATION\tTIMESTAMP\tSTATE\tAGE")
 	for _, ls := range l.Lockspaces {
+		name := ls.Name
+		if ls.State != lsJoined && ls.State != "" {
+			name += " (" + ls.State + ")"
+		}
 		if ls.HostsResult != 0 {
-			fmt.Fprintf(w, "%s\t-\t-\t-\t-\thosts error %d\n", ls.Name, ls.HostsResult)
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\thosts error %d\t-\n", name, ls.HostsResult)
 		}
 		for _, h := range ls.Hosts {
 			id := strconv.FormatUint(h.HostID, 10)
 			if h.Local {
 				id += "*"
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\n", ls.Name, id, dash(h.Name), h.Generation, h.Timestamp, h.State)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", name, id, dash(h.Name), h.Generation, h.Timestamp, h.State, ageText(h))
 		}
 	}
 	w.Flush()
@@ -335,6 +411,18 @@ func (c *clientRun) printLocks(l *LocksJSON) {
 		}
 	}
 	w.Flush()
+}
+
+// ageText is the AGE column: "dead for N s" for a DEAD host, else
+// "renewed N s ago", or "-" when the daemon has not seen it renew.
+func ageText(h LocksHost) string {
+	switch {
+	case h.DeadFor != nil:
+		return fmt.Sprintf("dead for %d s", *h.DeadFor)
+	case h.RenewedAgo != nil:
+		return fmt.Sprintf("renewed %d s ago", *h.RenewedAgo)
+	}
+	return "-"
 }
 
 // procLabel is the command name, with the list when the lease is not
