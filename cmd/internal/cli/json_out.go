@@ -66,7 +66,8 @@ var boolKeys = map[string]bool{
 }
 
 // stringKeys are the record keys whose values are names or words, strings
-// even when they look like numbers (a host named "1234").
+// even when they look like numbers (a host named "1234"); so are the keys
+// ending in "_hex", whose digits are hexadecimal.
 var stringKeys = map[string]bool{
 	"our_host_name": true, "owner_name": true, "version_str": true, "list": true, "host_state": true,
 }
@@ -111,7 +112,7 @@ func (k Keys) MarshalJSON() ([]byte, error) {
 		switch {
 		case boolKeys[n] && (v == "0" || v == "1"):
 			b.WriteString(strconv.FormatBool(v == "1"))
-		case !stringKeys[n] && decimal(v):
+		case !stringKeys[n] && !strings.HasSuffix(n, "_hex") && decimal(v):
 			b.WriteString(v)
 		default:
 			s, _ := json.Marshal(v)

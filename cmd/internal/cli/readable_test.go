@@ -163,14 +163,15 @@ func TestRecordState(t *testing.T) {
 // daemon's texts.
 func TestKeysJSON(t *testing.T) {
 	k := parseKeys("monotime=3314 renew_fail=1 space_dead=0 owner_name=1234 caw_dev=0:0 version=0x00030008 " +
-		"corrupt_result=-223 zero=0 lead=007 neg0=-0 big=18446744073709551615 huge=18446744073709551616 killing_pids=2 list=spaces empty=")
+		"corrupt_result=-223 zero=0 lead=007 neg0=-0 big=18446744073709551615 huge=18446744073709551616 killing_pids=2 list=spaces empty= " +
+		"smproto_hex=10000001")
 	b, err := json.Marshal(k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"big":18446744073709551615,"caw_dev":"0:0","corrupt_result":-223,"empty":"","huge":"18446744073709551616",` +
 		`"killing_pids":2,"lead":"007","list":"spaces","monotime":3314,"neg0":"-0","owner_name":"1234","renew_fail":true,` +
-		`"space_dead":false,"version":"0x00030008","zero":0}`
+		`"smproto_hex":"10000001","space_dead":false,"version":"0x00030008","zero":0}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
