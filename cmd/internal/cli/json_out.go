@@ -399,8 +399,8 @@ type HostStatusLockspace struct {
 
 // HostStatusHost is one HOST record: what the daemon last read in that
 // host's delta lease. LastLive is the daemon's monotonic time when it
-// last saw the host's timestamp change (0: never); RenewedAgo is
-// monotime-last_live, missing when unknown.
+// last saw the host's timestamp change or first read the lease (0:
+// never); RenewedAgo is monotime-last_live, missing when last_live is 0.
 type HostStatusHost struct {
 	HostID     uint64  `json:"host_id"`
 	Timestamp  uint64  `json:"timestamp"`

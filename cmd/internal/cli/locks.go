@@ -79,9 +79,15 @@ type LocksHost struct {
 const defaultFireTimeout = 60
 
 // hostAges fills the ages of h from last (the daemon's time when it last
-// saw h renew) and io (h's io_timeout).
+// saw h renew) and io (h's io_timeout). An UNKNOWN host has no age: the
+// daemon has not seen it renew, its last_live is when the daemon first
+// read its lease. A host the daemon first read already dead is DEAD for
+// as long as the daemon can tell, counted from that first read.
 func hostAges(h *LocksHost, now, last, io, fire uint64) {
 	h.LastLive = last
+	if h.State == "UNKNOWN" {
+		return
+	}
 	h.RenewedAgo = agePtr(now, last)
 	if h.State != "DEAD" || h.RenewedAgo == nil {
 		return

@@ -19,7 +19,7 @@ func TestLocksText(t *testing.T) {
 	hostAges(&hosts[0], 1000, 997, 10, 60)
 	hostAges(&hosts[1], 1000, 999, 10, 60)
 	hostAges(&hosts[2], 1000, 765, 10, 60)
-	hostAges(&hosts[3], 1000, 0, 10, 60)
+	hostAges(&hosts[3], 1000, 990, 10, 60) // first read at 990, not seen renewing
 	l := &LocksJSON{
 		HostName: "b",
 		Monotime: 1000,
