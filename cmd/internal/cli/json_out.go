@@ -338,11 +338,13 @@ func statusJSON(recs []client.StateRecord) *StatusJSON {
 // GetsJSON is `client gets --json [-h 1]`.
 type GetsJSON struct {
 	JSONHead
+	Monotime   uint64          `json:"monotime,omitempty"`
 	Lockspaces []GetsLockspace `json:"lockspaces"`
 }
 
 // GetsLockspace is one lockspace of GET_LOCKSPACES; state is JOINED, ADD
-// or REM (the daemon's list; FAILED needs STATUS, see `locks`). Hosts are there with -h 1 (hosts_result -11 when not ready yet).
+// or REM (the daemon's list; FAILED needs STATUS, see `locks`). Hosts are
+// there with -h 1 (hosts_result -11 when not ready yet).
 type GetsLockspace struct {
 	Name        string     `json:"name"`
 	HostID      uint64     `json:"host_id"`
@@ -353,12 +355,16 @@ type GetsLockspace struct {
 	HostsResult *int       `json:"hosts_result,omitempty"`
 }
 
-// GetsHost is one host of GET_HOSTS.
+// GetsHost is one host of GET_HOSTS, with its ages as in `locks`
+// (daemonView.hostAge), counted from the GetsJSON's monotime.
 type GetsHost struct {
-	HostID     uint64 `json:"host_id"`
-	Generation uint64 `json:"generation"`
-	Timestamp  uint64 `json:"timestamp"`
-	State      string `json:"state"`
+	HostID     uint64  `json:"host_id"`
+	Generation uint64  `json:"generation"`
+	Timestamp  uint64  `json:"timestamp"`
+	State      string  `json:"state"`
+	LastLive   uint64  `json:"last_live"`
+	RenewedAgo *uint64 `json:"renewed_ago,omitempty"`
+	DeadFor    *uint64 `json:"dead_for,omitempty"`
 }
 
 func lockspaceState(ls *client.Lockspace) string {
@@ -371,10 +377,14 @@ func lockspaceState(ls *client.Lockspace) string {
 	return lsJoined
 }
 
-func getsHosts(hosts []client.Host) []GetsHost {
+// getsHosts is the hosts of lockspace ls (our host_id ourID) with their
+// ages from v and the lockspace's HOST records.
+func getsHosts(hosts []client.Host, v daemonView, ls string, ourID uint64, recs map[uint64]HostStatusHost) []GetsHost {
 	out := make([]GetsHost, 0, len(hosts))
 	for _, h := range hosts {
-		out = append(out, GetsHost{HostID: h.HostID, Generation: h.Generation, Timestamp: h.Timestamp, State: hostState(h.Flags)})
+		g := GetsHost{HostID: h.HostID, Generation: h.Generation, Timestamp: h.Timestamp, State: hostState(h.Flags)}
+		g.LastLive, g.RenewedAgo, g.DeadFor = v.hostAge(ls, ourID, h, recs)
+		out = append(out, g)
 	}
 	return out
 }
@@ -527,6 +537,12 @@ func (c *clientRun) getsJSON(getHosts bool) int {
 		return c.jsonFail("gets", r)
 	}
 	g := &GetsJSON{JSONHead: jsonHead("gets"), Lockspaces: []GetsLockspace{}}
+	var view daemonView
+	if getHosts {
+		recs, _ := c.cl.Status(context.Background(), 0)
+		view = viewOf(recs)
+		g.Monotime = view.now
+	}
 	for i := range spaces {
 		ls := &spaces[i]
 		e := GetsLockspace{Name: ls.Name, HostID: ls.HostID, Path: ls.Disk.Path, Offset: ls.Disk.Offset, State: lockspaceState(ls)}
@@ -535,7 +551,7 @@ func (c *clientRun) getsJSON(getHosts bool) int {
 			if hr := rv(err); hr < 0 {
 				e.HostsResult = &hr
 			} else {
-				e.Hosts = getsHosts(hosts)
+				e.Hosts = getsHosts(hosts, view, ls.Name, ls.HostID, c.hostRecords(ls.Name))
 			}
 		}
 		g.Lockspaces = append(g.Lockspaces, e)

@@ -56,12 +56,7 @@ type LocksLockspace struct {
 }
 
 // LocksHost is a host of a lockspace. Local marks this daemon's own host.
-// LastLive is the daemon's monotonic time when it last saw the host renew
-// (for this host: its last successful renewal; 0 when never seen).
-// RenewedAgo is monotime-last_live, missing when last_live is 0; DeadFor,
-// for a DEAD host, is how long it has been past the dead limit (8 times
-// its io_timeout plus the watchdog fire timeout, docs/delta.md "Host
-// states").
+// LastLive, RenewedAgo and DeadFor are its ages (daemonView.hostAge).
 type LocksHost struct {
 	HostID     uint64  `json:"host_id"`
 	Name       string  `json:"name"`
@@ -78,26 +73,80 @@ type LocksHost struct {
 // does not say (3.8.5 sends no watchdog_fire_timeout key).
 const defaultFireTimeout = 60
 
-// hostAges fills the ages of h from last (the daemon's time when it last
-// saw h renew) and io (h's io_timeout). An UNKNOWN host has no age: the
-// daemon has not seen it renew, its last_live is when the daemon first
-// read its lease. A host the daemon first read already dead is DEAD for
-// as long as the daemon can tell, counted from that first read.
-func hostAges(h *LocksHost, now, last, io, fire uint64) {
-	h.LastLive = last
-	if h.State == "UNKNOWN" {
-		return
+// daemonView is what the ages are computed from, out of one STATUS reply:
+// the daemon's monotonic time (now), its watchdog fire timeout and each
+// lockspace's LOCKSPACE record.
+type daemonView struct {
+	now, fire uint64
+	spaces    map[string]Keys
+}
+
+func viewOf(recs []client.StateRecord) daemonView {
+	v := daemonView{fire: defaultFireTimeout, spaces: map[string]Keys{}}
+	for i := range recs {
+		switch k := parseKeys(recs[i].Text); recs[i].Type {
+		case client.StateDaemon:
+			v.now = k.num("monotime")
+			if _, ok := k["watchdog_fire_timeout"]; ok {
+				v.fire = k.num("watchdog_fire_timeout")
+			}
+		case client.StateLockspace:
+			if recs[i].Lockspace != nil {
+				v.spaces[recs[i].Lockspace.Name] = k
+			}
+		}
 	}
-	h.RenewedAgo = agePtr(now, last)
-	if h.State != "DEAD" || h.RenewedAgo == nil {
-		return
+	return v
+}
+
+// hostRecords is the HOST records of lockspace name by host_id (none when
+// HOST_STATUS fails).
+func (c *clientRun) hostRecords(name string) map[uint64]HostStatusHost {
+	out := map[uint64]HostStatusHost{}
+	if hs, err := c.cl.HostStatus(context.Background(), name); err == nil {
+		for _, h := range hostStatusHosts(hs) {
+			out[h.HostID] = h
+		}
 	}
-	limit := 8*io + fire
+	return out
+}
+
+// hostAge is the ages of host h of lockspace ls, in which this daemon is
+// host ourID, as v and the lockspace's HOST records (recs) tell them:
+// last is when the daemon last saw h renew (for this host: its last
+// successful renewal; 0: never); ago is now-last; dead, for a DEAD host,
+// how long it has been past the dead limit (8 times its io_timeout plus
+// the watchdog fire timeout, docs/delta.md "Host states"). A FREE host has
+// no ages, nor has an UNKNOWN one: the daemon has not seen it renew, and
+// its last_live is when the daemon first read the lease. A host first
+// read already dead is DEAD for as long as the daemon can tell, counted
+// from that first read.
+func (v daemonView) hostAge(ls string, ourID uint64, h client.Host, recs map[uint64]HostStatusHost) (last uint64, ago, dead *uint64) {
+	if h.Timestamp == 0 {
+		return 0, nil, nil
+	}
+	rec := recs[h.HostID]
+	last, io := rec.LastLive, rec.IOTimeout
+	if h.HostID == ourID {
+		last = v.spaces[ls].num("renewal_last_success")
+	}
+	if io == 0 {
+		io = uint64(h.IOTimeout)
+	}
+	state := hostState(h.Flags)
+	if state == "UNKNOWN" {
+		return last, nil, nil
+	}
+	ago = agePtr(v.now, last)
+	if state != "DEAD" || ago == nil {
+		return last, ago, nil
+	}
+	limit := 8*io + v.fire
 	d := uint64(0)
-	if *h.RenewedAgo > limit {
-		d = *h.RenewedAgo - limit
+	if *ago > limit {
+		d = *ago - limit
 	}
-	h.DeadFor = &d
+	return last, ago, &d
 }
 
 // LocksResource is one resource lease. Mode is EX (an exclusive owner),
@@ -177,21 +226,11 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		return out, 1
 	}
 	names := map[string]map[uint64]string{} // lockspace -> host_id -> name
-	lsKeys := map[string]Keys{}             // lockspace -> its LOCKSPACE record
-	fire := uint64(defaultFireTimeout)
+	view := viewOf(recs)
+	out.Monotime = view.now
 	for _, rec := range recs {
-		switch rec.Type {
-		case client.StateDaemon:
+		if rec.Type == client.StateDaemon {
 			out.HostName = rec.Name
-			k := parseKeys(rec.Text)
-			out.Monotime = k.num("monotime")
-			if _, ok := k["watchdog_fire_timeout"]; ok {
-				fire = k.num("watchdog_fire_timeout")
-			}
-		case client.StateLockspace:
-			if rec.Lockspace != nil {
-				lsKeys[rec.Lockspace.Name] = parseKeys(rec.Text)
-			}
 		}
 	}
 	for i := range spaces {
@@ -201,20 +240,16 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		}
 		e := LocksLockspace{Name: ls.Name, HostID: ls.HostID, Path: ls.Disk.Path, Offset: ls.Disk.Offset,
 			State: lockspaceState(ls), Hosts: []LocksHost{}}
-		own, ok := lsKeys[ls.Name]
-		if ok {
+		if own, ok := view.spaces[ls.Name]; ok {
 			if st := recordState(own); st == lsFailed || e.State == lsJoined {
 				e.State = st
 			}
 			e.RenewalLastResult = int(own.int("renewal_last_result"))
 		}
+		seen := c.hostRecords(ls.Name)
 		byID := map[uint64]string{}
-		seen := map[uint64]HostStatusHost{}
-		if hs, err := c.cl.HostStatus(context.Background(), ls.Name); err == nil {
-			for _, h := range hostStatusHosts(hs) {
-				byID[h.HostID] = h.OwnerName
-				seen[h.HostID] = h
-			}
+		for id, h := range seen {
+			byID[id] = h.OwnerName
 		}
 		if byID[ls.HostID] == "" {
 			byID[ls.HostID] = out.HostName
@@ -225,17 +260,7 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		for _, h := range hosts {
 			lh := LocksHost{HostID: h.HostID, Name: byID[h.HostID], Generation: h.Generation,
 				Timestamp: h.Timestamp, State: hostState(h.Flags), Local: h.HostID == ls.HostID}
-			if h.Timestamp != 0 {
-				st := seen[h.HostID]
-				last, io := st.Keys.num("last_live"), st.IOTimeout
-				if lh.Local {
-					last = own.num("renewal_last_success")
-				}
-				if io == 0 {
-					io = uint64(h.IOTimeout)
-				}
-				hostAges(&lh, out.Monotime, last, io, fire)
-			}
+			lh.LastLive, lh.RenewedAgo, lh.DeadFor = view.hostAge(ls.Name, ls.HostID, h, seen)
 			e.Hosts = append(e.Hosts, lh)
 		}
 		out.Lockspaces = append(out.Lockspaces, e)

@@ -202,7 +202,13 @@ func TestLocksCluster(t *testing.T) {
 			}{
 				{[]string{"gets", "-h", "1"}, 0, func(v any) bool {
 					g := v.(*GetsJSON)
-					return len(g.Lockspaces) == 1 && len(g.Lockspaces[0].Hosts) == 2 && g.Lockspaces[0].HostID == uint64(id)
+					for _, h := range g.Lockspaces[0].Hosts {
+						if h.RenewedAgo == nil || *h.RenewedAgo > 10 {
+							return false
+						}
+					}
+					return len(g.Lockspaces) == 1 && len(g.Lockspaces[0].Hosts) == 2 && g.Lockspaces[0].HostID == uint64(id) &&
+						g.Monotime != 0
 				}},
 				{[]string{"gets"}, 0, func(v any) bool { return v.(*GetsJSON).Lockspaces[0].Hosts == nil }},
 				{[]string{"host_status"}, 0, func(v any) bool {

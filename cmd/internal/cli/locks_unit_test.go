@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/gosanlock/gosanlock/client"
 )
 
 // TestLocksText: the table layout for every kind of row, without a daemon.
@@ -14,12 +16,22 @@ func TestLocksText(t *testing.T) {
 		{HostID: 7, Generation: 2, Timestamp: 5, State: "DEAD"},
 		{HostID: 9, Generation: 1, Timestamp: 7, State: "UNKNOWN"},
 	}
-	// The daemon's time is 1000; host 7 (io_timeout 10, fire timeout
-	// 60) was last seen renewing at 765: 235 s ago, 95 s past 8*10+60.
-	hostAges(&hosts[0], 1000, 997, 10, 60)
-	hostAges(&hosts[1], 1000, 999, 10, 60)
-	hostAges(&hosts[2], 1000, 765, 10, 60)
-	hostAges(&hosts[3], 1000, 990, 10, 60) // first read at 990, not seen renewing
+	// The daemon's time is 1000; host 2 is us, last renewed at 999; host
+	// 7 (io_timeout 10, fire timeout 60) was last seen renewing at 765:
+	// 235 s ago, 95 s past 8*10+60; host 9 was first read at 990 and has
+	// not been seen renewing.
+	view := daemonView{now: 1000, fire: 60, spaces: map[string]Keys{"LS": {"renewal_last_success": "999"}}}
+	recs := map[uint64]HostStatusHost{1: {LastLive: 997, IOTimeout: 10}, 2: {LastLive: 990, IOTimeout: 10},
+		7: {LastLive: 765, IOTimeout: 10}, 9: {LastLive: 990, IOTimeout: 10}}
+	flags := map[string]uint32{"LIVE": client.HostLive, "DEAD": client.HostDead, "UNKNOWN": client.HostUnknown}
+	for i := range hosts {
+		h := &hosts[i]
+		h.LastLive, h.RenewedAgo, h.DeadFor = view.hostAge("LS", 2,
+			client.Host{HostID: h.HostID, Timestamp: h.Timestamp, Flags: flags[h.State]}, recs)
+	}
+	if hosts[3].LastLive != 990 || hosts[3].RenewedAgo != nil || hosts[1].LastLive != 999 {
+		t.Errorf("ages: %+v", hosts)
+	}
 	l := &LocksJSON{
 		HostName: "b",
 		Monotime: 1000,

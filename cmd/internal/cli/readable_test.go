@@ -111,8 +111,10 @@ func TestReadableJSON(t *testing.T) {
 	if s.Daemon.Keys["use_watchdog"] != "0" || s.Lockspaces[0].Keys["list"] != "spaces" || s.Daemon.Keys.num("monotime") == 0 {
 		t.Errorf("status keys: %v %v", s.Daemon.Keys, s.Lockspaces[0].Keys)
 	}
-	if g := checkJSON(t, "gets", outs["gets"]).(*GetsJSON); g.Lockspaces[0].State != "JOINED" {
-		t.Errorf("gets: %+v", g.Lockspaces)
+	g := checkJSON(t, "gets", outs["gets"]).(*GetsJSON)
+	if g.Monotime == 0 || g.Lockspaces[0].State != "JOINED" || len(g.Lockspaces[0].Hosts) != 1 ||
+		g.Lockspaces[0].Hosts[0].RenewedAgo == nil || *g.Lockspaces[0].Hosts[0].RenewedAgo > 10 {
+		t.Errorf("gets: %s", outs["gets"])
 	}
 	q := checkJSON(t, "inquire", outs["inquire"]).(*InquireJSON)
 	if q.ResCount != 1 || !strings.HasPrefix(q.StateString, "LS:R1:") {
