@@ -241,10 +241,11 @@ func recordState(k Keys) string {
 	return lsJoined
 }
 
-// age is now-then in seconds, false when then is 0 (never). A then past
-// now (read from the daemon after now was) is 0 s ago.
+// age is now-then in seconds, false when then is 0 (never) or now is 0
+// (the daemon's time is not known). A then past now (read from the daemon
+// after now was) is 0 s ago.
 func age(now, then uint64) (uint64, bool) {
-	if then == 0 {
+	if then == 0 || now == 0 {
 		return 0, false
 	}
 	if now < then {

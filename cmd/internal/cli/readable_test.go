@@ -145,6 +145,18 @@ func TestReadableJSON(t *testing.T) {
 	}
 }
 
+// TestAge: ages need both times; a time read after now is 0 s ago.
+func TestAge(t *testing.T) {
+	for _, c := range []struct {
+		now, then, want uint64
+		ok              bool
+	}{{100, 97, 3, true}, {100, 0, 0, false}, {0, 97, 0, false}, {100, 101, 0, true}} {
+		if got, ok := age(c.now, c.then); got != c.want || ok != c.ok {
+			t.Errorf("age(%d, %d) = %d, %v", c.now, c.then, got, ok)
+		}
+	}
+}
+
 // TestRecordState: what a LOCKSPACE record's keys make of the state.
 func TestRecordState(t *testing.T) {
 	for text, want := range map[string]string{
