@@ -213,11 +213,12 @@ type RenewalOptions struct {
 	IO        *ClientIO
 	Lockspace string // -s name
 	JSON      bool
+	OutTTY    bool // stdout is a terminal: each renewal gets a bar
 }
 
 func NewCmdRenewal(f *Factory, runF func(*RenewalOptions) error) *cobra.Command {
 	return newClientCmd(f, "renewal", runF, renewalRun, func(o *options, io *ClientIO) *RenewalOptions {
-		return &RenewalOptions{IO: io, Lockspace: o.lockspace.Name, JSON: o.json}
+		return &RenewalOptions{IO: io, Lockspace: o.lockspace.Name, JSON: o.json, OutTTY: f.OutTTY}
 	})
 }
 
@@ -226,7 +227,7 @@ func renewalRun(opts *RenewalOptions) error {
 	if opts.JSON {
 		return exitWith(c.renewalJSON(opts.Lockspace))
 	}
-	return exitWith(c.renewal(opts.Lockspace))
+	return exitWith(c.renewal(opts.Lockspace, opts.OutTTY))
 }
 
 // LogDumpOptions is "client log_dump".

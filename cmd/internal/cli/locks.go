@@ -20,39 +20,133 @@ import (
 //
 // Hosts: every host of every joined lockspace (or of -s), with the name
 // from its delta lease (the owner_name the daemon last read there), its
-// generation, timestamp and state. Resources: every lease this daemon
-// holds, adds, releases or keeps as an orphan, plus every -r resource; the
-// owners come from the lease on disk (READ_RESOURCE_OWNERS), the local
-// processes from the daemon's records and /proc/PID/comm.
+// generation, timestamp and state, and how long ago the daemon saw it
+// renew (or how long it has been dead), in the daemon's own monotonic
+// seconds, so the ages hold whatever the hosts' clocks say. Lockspaces:
+// their state, FAILED when this host's renewal failed. Resources: every
+// lease this daemon holds, adds, releases or keeps as an orphan, plus
+// every -r resource; the owners come from the lease on disk
+// (READ_RESOURCE_OWNERS), the local processes from the daemon's records
+// and /proc/PID/comm.
 
-// LocksJSON is `client locks --json`.
+// LocksJSON is `client locks --json`. Monotime is the daemon's monotonic
+// time in seconds when it answered: the ages are counted from it.
 type LocksJSON struct {
 	JSONHead
 	HostName   string           `json:"host_name"`
+	Monotime   uint64           `json:"monotime"`
 	Lockspaces []LocksLockspace `json:"lockspaces"`
 	Resources  []LocksResource  `json:"resources"`
 }
 
-// LocksLockspace is a lockspace this daemon has joined (or is joining or
-// leaving: state ADD / REM). host_id is this daemon's host id in it.
+// LocksLockspace is a lockspace this daemon has joined, is joining or
+// leaving, or in which it failed (state JOINED, ADD, REM or FAILED, see
+// lsJoined). host_id is this daemon's host id in it; renewal_last_result
+// is the result of its last renewal there: 1 (sanlock's OK), a negative
+// error code, or 0 before the first.
 type LocksLockspace struct {
-	Name        string      `json:"name"`
-	HostID      uint64      `json:"host_id"`
-	Path        string      `json:"path"`
-	Offset      uint64      `json:"offset"`
-	State       string      `json:"state"`
-	HostsResult int         `json:"hosts_result"`
-	Hosts       []LocksHost `json:"hosts"`
+	Name              string      `json:"name"`
+	HostID            uint64      `json:"host_id"`
+	Path              string      `json:"path"`
+	Offset            uint64      `json:"offset"`
+	State             string      `json:"state"`
+	RenewalLastResult int         `json:"renewal_last_result"`
+	HostsResult       int         `json:"hosts_result"`
+	Hosts             []LocksHost `json:"hosts"`
 }
 
 // LocksHost is a host of a lockspace. Local marks this daemon's own host.
+// LastLive, RenewedAgo and DeadFor are its ages (daemonView.hostAge).
 type LocksHost struct {
-	HostID     uint64 `json:"host_id"`
-	Name       string `json:"name"`
-	Generation uint64 `json:"generation"`
-	Timestamp  uint64 `json:"timestamp"`
-	State      string `json:"state"`
-	Local      bool   `json:"local"`
+	HostID     uint64  `json:"host_id"`
+	Name       string  `json:"name"`
+	Generation uint64  `json:"generation"`
+	Timestamp  uint64  `json:"timestamp"`
+	State      string  `json:"state"`
+	Local      bool    `json:"local"`
+	LastLive   uint64  `json:"last_live"`
+	RenewedAgo *uint64 `json:"renewed_ago,omitempty"`
+	DeadFor    *uint64 `json:"dead_for,omitempty"`
+}
+
+// defaultFireTimeout is the watchdog fire timeout of a daemon whose record
+// does not say (3.8.5 sends no watchdog_fire_timeout key).
+const defaultFireTimeout = 60
+
+// daemonView is what the ages are computed from, out of one STATUS reply:
+// the daemon's monotonic time (now), its watchdog fire timeout and each
+// lockspace's LOCKSPACE record.
+type daemonView struct {
+	now, fire uint64
+	spaces    map[string]Keys
+}
+
+func viewOf(recs []client.StateRecord) daemonView {
+	v := daemonView{fire: defaultFireTimeout, spaces: map[string]Keys{}}
+	for i := range recs {
+		switch k := parseKeys(recs[i].Text); recs[i].Type {
+		case client.StateDaemon:
+			v.now = k.num("monotime")
+			if _, ok := k["watchdog_fire_timeout"]; ok {
+				v.fire = k.num("watchdog_fire_timeout")
+			}
+		case client.StateLockspace:
+			if recs[i].Lockspace != nil {
+				v.spaces[recs[i].Lockspace.Name] = k
+			}
+		}
+	}
+	return v
+}
+
+// hostRecords is the HOST records of lockspace name by host_id (none when
+// HOST_STATUS fails).
+func (c *clientRun) hostRecords(name string) map[uint64]HostStatusHost {
+	out := map[uint64]HostStatusHost{}
+	if hs, err := c.cl.HostStatus(context.Background(), name); err == nil {
+		for _, h := range hostStatusHosts(hs) {
+			out[h.HostID] = h
+		}
+	}
+	return out
+}
+
+// hostAge is the ages of host h of lockspace ls, in which this daemon is
+// host ourID, as v and the lockspace's HOST records (recs) tell them:
+// last is when the daemon last saw h renew (for this host: its last
+// successful renewal; 0: never); ago is now-last; dead, for a DEAD host,
+// how long it has been past the dead limit (8 times its io_timeout plus
+// the watchdog fire timeout, docs/delta.md "Host states"). A FREE host has
+// no ages, nor has an UNKNOWN one: the daemon has not seen it renew, and
+// its last_live is when the daemon first read the lease. A host first
+// read already dead is DEAD for as long as the daemon can tell, counted
+// from that first read.
+func (v daemonView) hostAge(ls string, ourID uint64, h client.Host, recs map[uint64]HostStatusHost) (last uint64, ago, dead *uint64) {
+	if h.Timestamp == 0 {
+		return 0, nil, nil
+	}
+	rec := recs[h.HostID]
+	last, io := rec.LastLive, rec.IOTimeout
+	if h.HostID == ourID {
+		last = v.spaces[ls].num("renewal_last_success")
+	}
+	if io == 0 {
+		io = uint64(h.IOTimeout)
+	}
+	state := hostState(h.Flags)
+	if state == "UNKNOWN" {
+		return last, nil, nil
+	}
+	ago = agePtr(v.now, last)
+	if state != "DEAD" || ago == nil {
+		return last, ago, nil
+	}
+	limit := 8*io + v.fire
+	d := uint64(0)
+	if *ago > limit {
+		d = *ago - limit
+	}
+	return last, ago, &d
 }
 
 // LocksResource is one resource lease. Mode is EX (an exclusive owner),
@@ -116,7 +210,7 @@ func leaseFlags(k Keys) uint32 {
 // only (every one if empty), with the leases of resources read too; the
 // int is the exit status.
 func (c *clientRun) collectLocks(only string, resources []client.Resource) (*LocksJSON, int) {
-	out := &LocksJSON{JSONHead: JSONHead{Action: "locks"}, Lockspaces: []LocksLockspace{}, Resources: []LocksResource{}}
+	out := &LocksJSON{JSONHead: jsonHead("locks"), Lockspaces: []LocksLockspace{}, Resources: []LocksResource{}}
 	if c.err != nil {
 		out.Result = rvDial
 		return out, 1
@@ -132,6 +226,8 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		return out, 1
 	}
 	names := map[string]map[uint64]string{} // lockspace -> host_id -> name
+	view := viewOf(recs)
+	out.Monotime = view.now
 	for _, rec := range recs {
 		if rec.Type == client.StateDaemon {
 			out.HostName = rec.Name
@@ -144,11 +240,16 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		}
 		e := LocksLockspace{Name: ls.Name, HostID: ls.HostID, Path: ls.Disk.Path, Offset: ls.Disk.Offset,
 			State: lockspaceState(ls), Hosts: []LocksHost{}}
-		byID := map[uint64]string{}
-		if hs, err := c.cl.HostStatus(context.Background(), ls.Name); err == nil {
-			for _, h := range hostStatusHosts(hs) {
-				byID[h.HostID] = h.OwnerName
+		if own, ok := view.spaces[ls.Name]; ok {
+			if st := recordState(own); st == lsFailed || e.State == lsJoined {
+				e.State = st
 			}
+			e.RenewalLastResult = int(own.int("renewal_last_result"))
+		}
+		seen := c.hostRecords(ls.Name)
+		byID := map[uint64]string{}
+		for id, h := range seen {
+			byID[id] = h.OwnerName
 		}
 		if byID[ls.HostID] == "" {
 			byID[ls.HostID] = out.HostName
@@ -157,8 +258,10 @@ func (c *clientRun) collectLocks(only string, resources []client.Resource) (*Loc
 		hosts, err := c.cl.GetHosts(context.Background(), ls.Name, 0)
 		e.HostsResult = rv(err)
 		for _, h := range hosts {
-			e.Hosts = append(e.Hosts, LocksHost{HostID: h.HostID, Name: byID[h.HostID], Generation: h.Generation,
-				Timestamp: h.Timestamp, State: hostState(h.Flags), Local: h.HostID == ls.HostID})
+			lh := LocksHost{HostID: h.HostID, Name: byID[h.HostID], Generation: h.Generation,
+				Timestamp: h.Timestamp, State: hostState(h.Flags), Local: h.HostID == ls.HostID}
+			lh.LastLive, lh.RenewedAgo, lh.DeadFor = view.hostAge(ls.Name, ls.HostID, h, seen)
+			e.Hosts = append(e.Hosts, lh)
 		}
 		out.Lockspaces = append(out.Lockspaces, e)
 	}
@@ -288,17 +391,21 @@ func dash(s string) string {
 // per owner, and per local process on this host's row).
 func (c *clientRun) printLocks(l *LocksJSON) {
 	w := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "LOCKSPACE\tHOST_ID\tHOST_NAME\tGENERATION\tTIMESTAMP\tSTATE")
+	fmt.Fprintln(w, "LOCKSPACE\tHOST_ID\tHOST_NAME\tGENERATION\tTIMESTAMP\tSTATE\tAGE")
 	for _, ls := range l.Lockspaces {
+		name := ls.Name
+		if ls.State != lsJoined && ls.State != "" {
+			name += " (" + ls.State + ")"
+		}
 		if ls.HostsResult != 0 {
-			fmt.Fprintf(w, "%s\t-\t-\t-\t-\thosts error %d\n", ls.Name, ls.HostsResult)
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\thosts error %d\t-\n", name, ls.HostsResult)
 		}
 		for _, h := range ls.Hosts {
 			id := strconv.FormatUint(h.HostID, 10)
 			if h.Local {
 				id += "*"
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\n", ls.Name, id, dash(h.Name), h.Generation, h.Timestamp, h.State)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", name, id, dash(h.Name), h.Generation, h.Timestamp, h.State, ageText(h))
 		}
 	}
 	w.Flush()
@@ -335,6 +442,18 @@ func (c *clientRun) printLocks(l *LocksJSON) {
 		}
 	}
 	w.Flush()
+}
+
+// ageText is the AGE column: "dead for N s" for a DEAD host, else
+// "renewed N s ago", or "-" when the daemon has not seen it renew.
+func ageText(h LocksHost) string {
+	switch {
+	case h.DeadFor != nil:
+		return fmt.Sprintf("dead for %d s", *h.DeadFor)
+	case h.RenewedAgo != nil:
+		return fmt.Sprintf("renewed %d s ago", *h.RenewedAgo)
+	}
+	return "-"
 }
 
 // procLabel is the command name, with the list when the lease is not

@@ -101,9 +101,17 @@ func TestLocksCluster(t *testing.T) {
 			if ls.Name != "LS" || ls.HostID != uint64(id) || ls.Path != leases || ls.HostsResult != 0 || len(ls.Hosts) != 2 {
 				t.Errorf("lockspace: %+v", ls)
 			}
+			if l.Monotime == 0 || ls.State != "JOINED" || ls.RenewalLastResult != 1 {
+				t.Errorf("locks: monotime %d, lockspace %+v", l.Monotime, ls)
+			}
 			for _, h := range ls.Hosts {
 				if h.Name != names[int(h.HostID)] || h.State != "LIVE" || h.Generation == 0 || h.Local != (h.HostID == uint64(id)) {
 					t.Errorf("host: %+v (names %v)", h, names)
+				}
+				// Both hosts renew every 2 s (io_timeout 1), and each
+				// daemon has seen both renew: the ages are small.
+				if h.RenewedAgo == nil || *h.RenewedAgo > 10 || h.DeadFor != nil {
+					t.Errorf("host %d ages: %+v", h.HostID, h)
 				}
 			}
 			got := map[string]LocksResource{}
@@ -194,7 +202,13 @@ func TestLocksCluster(t *testing.T) {
 			}{
 				{[]string{"gets", "-h", "1"}, 0, func(v any) bool {
 					g := v.(*GetsJSON)
-					return len(g.Lockspaces) == 1 && len(g.Lockspaces[0].Hosts) == 2 && g.Lockspaces[0].HostID == uint64(id)
+					for _, h := range g.Lockspaces[0].Hosts {
+						if h.RenewedAgo == nil || *h.RenewedAgo > 10 {
+							return false
+						}
+					}
+					return len(g.Lockspaces) == 1 && len(g.Lockspaces[0].Hosts) == 2 && g.Lockspaces[0].HostID == uint64(id) &&
+						g.Monotime != 0
 				}},
 				{[]string{"gets"}, 0, func(v any) bool { return v.(*GetsJSON).Lockspaces[0].Hosts == nil }},
 				{[]string{"host_status"}, 0, func(v any) bool {
