@@ -103,9 +103,7 @@ func TestOpenWatchdogRefused(t *testing.T) {
 // decides: 60 is accepted for a 60-s sanlock, refused for a 30-s one.
 func TestOpenWatchdog385(t *testing.T) {
 	s := session(t, fakeWdmd(t, wdmd385, 0), 60)
-	start := time.Now()
 	require.NoError(t, s.OpenWatchdog(200*time.Millisecond))
-	require.Less(t, time.Since(start), time.Second)
 	require.NoError(t, s.Activate(100, 116))
 
 	s = session(t, fakeWdmd(t, wdmd385, 0), 30)
