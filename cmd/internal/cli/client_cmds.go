@@ -19,6 +19,15 @@ type clientRun struct {
 	cl     *client.Client
 	err    error // from client.Dial: reported by every call as rvDial
 	debug  bool  // -D of the actions that print more with it
+
+	// What diagnose reports after a failed action: why a connection to
+	// the daemon failed, the last negative result of a call with the
+	// daemon's cause when it gave one, and whether the action printed
+	// its own explanation already.
+	dialErr  error
+	lastRv   int
+	cause    string
+	reported bool
 }
 
 // rvDial is what a call reports when the socket path cannot even be built
@@ -30,12 +39,17 @@ func rv(err error) int { return client.ErrorCode(err) }
 
 func (c *clientRun) printf(format string, a ...any) { fmt.Fprintf(c.out, format, a...) }
 
-// call runs f unless Dial already failed.
+// call runs f unless Dial already failed, and keeps a negative result
+// for diagnose.
 func (c *clientRun) call(f func() error) int {
 	if c.err != nil {
 		return rvDial
 	}
-	return rv(f())
+	r := rv(f())
+	if r < 0 {
+		c.lastRv = r
+	}
+	return r
 }
 
 // ---- shutdown, lockspaces ----

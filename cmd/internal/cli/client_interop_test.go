@@ -270,6 +270,13 @@ func TestClientNoDaemon(t *testing.T) {
 		{"delete", "-x", "LS:/x:0", "-e", "A"}, {"lookup", "-x", "LS:/x:0"}, {"update", "-x", "LS:/x:0", "-e", "A"},
 		{"rebuild", "-x", "LS:/x:0"}, {"rebuild"},
 	} {
+		if a[0] == "command" {
+			// Deliberately not 3.8.5's exit 0: nothing ran.
+			cOut, _ := runC(t, cl(a...)...)
+			gOut, gRC := runMain(t, cl(a...)...)
+			check(t, cl(a...), cOut, 1, gOut, gRC)
+			continue
+		}
 		same(t, cl(a...)...)
 	}
 	// The implicit client form.
@@ -430,6 +437,9 @@ func TestClientVsC(t *testing.T) {
 				waitReleased(t)
 				gOut, gRC := runCommand(t, tty, []string{asSanlockEV + "=1"}, os.Args[0], a...)
 				waitReleased(t)
+				if a[len(a)-1] == "/nonexistent" {
+					cRC = 1 // deliberately: a program that did not run is a failure
+				}
 				check(t, append([]string{fmt.Sprintf("tty=%v", tty)}, a...), cOut, cRC, gOut, gRC)
 			}
 		}

@@ -21,10 +21,14 @@ type ClientIO struct {
 	Out    *bufio.Writer
 	ErrOut io.Writer
 	Dial   func() (*client.Client, error)
+	// ErrTTY says ErrOut is a terminal: progress lines are drawn there.
+	ErrTTY bool
+
+	run *clientRun // the connection of the action, for diagnose
 }
 
 func (f *Factory) clientIO() *ClientIO {
-	return &ClientIO{Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial}
+	return &ClientIO{Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial, ErrTTY: f.ErrTTY}
 }
 
 // connect dials the daemon. A failed dial is kept: every call of the
@@ -32,7 +36,18 @@ func (f *Factory) clientIO() *ClientIO {
 func (io *ClientIO) connect() *clientRun {
 	c := &clientRun{out: io.Out, stderr: io.ErrOut}
 	c.cl, c.err = io.Dial()
+	c.watchDial()
+	io.run = c
 	return c
+}
+
+// diagnose prints the stderr line of a failed action (clientRun.diagnose);
+// err is what the action returned.
+func (io *ClientIO) diagnose(action string, err error) {
+	if err == nil || io.run == nil {
+		return
+	}
+	io.run.diagnose(action)
 }
 
 // newClientCmd is the command of a client action: it scans the arguments,
@@ -45,11 +60,16 @@ func newClientCmd[O any](f *Factory, action string, runF func(*O) error, run fun
 		panic("cli: no client action " + action)
 	}
 	return newOptionsCmd(f, "client", action, a.use, a.short, func(o *options) error {
-		opts := build(o, f.clientIO())
+		cio := f.clientIO()
+		opts := build(o, cio)
 		if runF != nil {
 			return runF(opts)
 		}
-		return run(opts)
+		err := run(opts)
+		// Stdout is complete before the explanation goes to stderr.
+		_ = cio.Out.Flush()
+		cio.diagnose(action, err)
+		return err
 	})
 }
 
