@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -28,6 +29,12 @@ type clientRun struct {
 	lastRv   int
 	cause    string
 	reported bool
+	mu       sync.Mutex // dialErr: progress polls connect meanwhile
+
+	// add_lockspace on a terminal: show the first line at once, and draw
+	// progress while the request runs (watchJoin returns its stop).
+	afterFirstLine func()
+	watchJoin      func() (stop func())
 }
 
 // rvDial is what a call reports when the socket path cannot even be built
@@ -68,15 +75,24 @@ func (c *clientRun) shutdown(forceArg uint32, wait int) int {
 }
 
 func (c *clientRun) addLockspace(ls client.Lockspace, ioTimeout int, flags uint32) int {
-	if t := ioTimeout; t != diskfmt.DefaultIOTimeout {
-		c.printf("add_lockspace_timeout %d\n", t)
-		r := c.call(func() error { return c.cl.AddLockspace(context.Background(), &ls, client.AddFlags(flags), uint32(t)) })
-		c.printf("add_lockspace_timeout done %d\n", r)
-		return r
+	name, t := "add_lockspace", uint32(0)
+	if ioTimeout != diskfmt.DefaultIOTimeout {
+		name, t = "add_lockspace_timeout", uint32(ioTimeout)
+		c.printf("%s %d\n", name, t)
+	} else {
+		c.printf("%s\n", name)
 	}
-	return c.lockspaceCmd("add_lockspace", ls, func(ls *client.Lockspace) error {
-		return c.cl.AddLockspace(context.Background(), ls, client.AddFlags(flags), 0)
-	})
+	if c.afterFirstLine != nil {
+		c.afterFirstLine()
+	}
+	stop := func() {}
+	if c.watchJoin != nil && c.err == nil {
+		stop = c.watchJoin()
+	}
+	r := c.call(func() error { return c.cl.AddLockspace(context.Background(), &ls, client.AddFlags(flags), t) })
+	stop()
+	c.printf("%s done %d\n", name, r)
+	return r
 }
 
 func (c *clientRun) inqLockspace(ls client.Lockspace) int {

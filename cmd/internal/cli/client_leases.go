@@ -104,7 +104,7 @@ func (c *clientRun) retryBusy(wait time.Duration, prog *progress, attempt func(c
 		if c.debug {
 			fmt.Fprintf(c.stderr, "acquire %d, retry in %v\n", r, d.Round(time.Millisecond))
 		}
-		prog.show("acquire: %s; retrying for %d s more", explain(r, ""), int(time.Until(dl).Round(time.Second)/time.Second))
+		prog.show("acquire: %s (%d), retrying for %d s more", codeName(r), r, int((time.Until(dl)+time.Second-1)/time.Second))
 		select {
 		case <-ctx.Done():
 			return r
@@ -274,7 +274,10 @@ func (c *clientRun) command(o *CommandOptions) int {
 	printf("register done %d\n", fd)
 	printf("acquire fd %d\n", fd)
 	prog := newProgress(c.stderr, o.IO.ErrTTY)
-	stop := c.watchOwners(prog, o.Resources)
+	stop := func() {}
+	if o.Wait == 0 {
+		stop = c.watchOwners(prog, o.Resources)
+	}
 	r = acquireLines(reg, o.LeaseArgs, o.Owner, c.waitRetry(o.Wait, prog), printf)
 	stop()
 	if r < 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
 // The client actions, one command each in the cli/cli style (docs/cli.md
@@ -23,12 +24,15 @@ type ClientIO struct {
 	Dial   func() (*client.Client, error)
 	// ErrTTY says ErrOut is a terminal: progress lines are drawn there.
 	ErrTTY bool
+	// OpenDevice opens lease storage, read by the progress of
+	// add_lockspace.
+	OpenDevice func(path string) (diskfmt.Device, error)
 
 	run *clientRun // the connection of the action, for diagnose
 }
 
 func (f *Factory) clientIO() *ClientIO {
-	return &ClientIO{Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial, ErrTTY: f.ErrTTY}
+	return &ClientIO{Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial, ErrTTY: f.ErrTTY, OpenDevice: f.OpenDevice}
 }
 
 // connect dials the daemon. A failed dial is kept: every call of the
@@ -430,7 +434,15 @@ func addLockspaceRun(opts *AddLockspaceOptions) error {
 	if opts.NoDelay {
 		flags = client.AddNoDelay
 	}
-	return rvExit(opts.IO.connect().addLockspace(opts.Lockspace, opts.IOTimeout, flags))
+	c := opts.IO.connect()
+	prog := newProgress(opts.IO.ErrOut, opts.IO.ErrTTY)
+	if prog != nil {
+		c.afterFirstLine = func() { _ = opts.IO.Out.Flush() }
+	}
+	c.watchJoin = func() func() {
+		return c.watchAddLockspace(prog, opts.Lockspace, opts.IOTimeout, opts.NoDelay, opts.IO.OpenDevice)
+	}
+	return rvExit(c.addLockspace(opts.Lockspace, opts.IOTimeout, flags))
 }
 
 // InqLockspaceOptions is "client inq_lockspace -s LOCKSPACE".

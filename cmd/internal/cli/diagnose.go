@@ -29,7 +29,9 @@ func (c *clientRun) watchDial() {
 			nc, err = dialSocket(ctx, path)
 		}
 		if err != nil {
+			c.mu.Lock()
 			c.dialErr = err
+			c.mu.Unlock()
 		}
 		return nc, err
 	}
@@ -69,15 +71,18 @@ func (c *clientRun) noDaemonLine() string {
 	if c.err != nil {
 		return fmt.Sprintf("sanlock: cannot reach the daemon: %v", c.err)
 	}
-	if c.dialErr == nil {
+	c.mu.Lock()
+	dialErr := c.dialErr
+	c.mu.Unlock()
+	if dialErr == nil {
 		return ""
 	}
 	path := c.cl.SockPath
-	switch client.ErrorCode(c.dialErr) {
+	switch client.ErrorCode(dialErr) {
 	case client.RvENOENT, client.RvECONNREFUSED:
 		return fmt.Sprintf("sanlock: no daemon at %s (is sanlock running?)", path)
 	}
-	return fmt.Sprintf("sanlock: cannot connect to the daemon at %s: %s", path, errText(c.dialErr))
+	return fmt.Sprintf("sanlock: cannot connect to the daemon at %s: %s", path, errText(dialErr))
 }
 
 // diagnose prints, after a failed action, the one stderr line that says

@@ -191,7 +191,8 @@ func TestCommandNeverUnprotected(t *testing.T) {
 	}
 	notRun(args)
 	tty, rc := runCommand(t, true, []string{asSanlockEV + "=1"}, os.Args[0], args...)
-	if rc != 1 || !strings.Contains(tty, "sanlock: acquire: EEXIST (-17): ") || !strings.Contains(tty, "retrying for") ||
+	t.Logf("tty: %q", tty)
+	if rc != 1 || !strings.Contains(tty, "sanlock: acquire: EEXIST (-17), retrying for ") || !strings.Contains(tty, "retrying for") ||
 		!strings.Contains(tty, "acquire done -17\n") || !strings.Contains(tty, "command refused") {
 		t.Errorf("tty %v: rc %d, %q", args, rc, tty)
 	}
@@ -220,5 +221,40 @@ func TestCommandNeverUnprotected(t *testing.T) {
 	<-done
 	if _, err := os.Stat(never); err != nil {
 		t.Errorf("--wait 60: the program did not run: %v", err)
+	}
+}
+
+// TestAddLockspaceProgress: on a terminal, add_lockspace draws its phase
+// and the seconds left on stderr while it joins; into a pipe stderr stays
+// empty and stdout is 3.8.5's. Runs against a real 3.8.5 daemon.
+func TestAddLockspaceProgress(t *testing.T) {
+	needC(t)
+	runDir := startDaemon(t)
+	t.Setenv("SANLOCK_RUN_DIR", runDir)
+	f := filepath.Join(leaseDir(t), "leases")
+	if err := os.WriteFile(f, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, rc := runMain(t, "direct", "init", "-o", "1", "-s", "LS:0:"+f+":0"); rc != 0 {
+		t.Fatalf("init: %d %s", rc, out)
+	}
+	add := []string{"client", "add_lockspace", "-o", "1", "-s", "LS:1:" + f + ":0"}
+	rem := []string{"client", "rem_lockspace", "-s", "LS:1:" + f + ":0"}
+
+	out, errOut, rc := spawnTool(t, runDir, add...)
+	if out != "add_lockspace_timeout 1\nadd_lockspace_timeout done 0\n" || errOut != "" || rc != 0 {
+		t.Errorf("pipe: rc %d, %q, %q", rc, out, errOut)
+	}
+	if _, _, rc := spawnTool(t, runDir, rem...); rc != 0 {
+		t.Fatalf("rem_lockspace: %d", rc)
+	}
+	tty, rc := runCommand(t, true, []string{asSanlockEV + "=1"}, os.Args[0], add...)
+	t.Logf("tty: %q", tty)
+	if rc != 0 || !strings.Contains(tty, "sanlock: add_lockspace LS: acquiring host_id 1, then checking that no other host wrote it: ") ||
+		!strings.Contains(tty, "add_lockspace_timeout done 0\n") {
+		t.Errorf("tty: rc %d, %q", rc, tty)
+	}
+	if _, _, rc := spawnTool(t, runDir, rem...); rc != 0 {
+		t.Fatalf("rem_lockspace: %d", rc)
 	}
 }

@@ -24,7 +24,7 @@ var codeExplanations = map[rescode.Code]string{
 	rescode.ErrEAGAIN:       "the daemon is busy with this lockspace or lease: try again",
 	rescode.ErrENOMEM:       "the daemon is out of memory or of lease slots",
 	rescode.ErrEBUSY:        "busy: another request is changing this lockspace or lease, or the client is not registered",
-	rescode.ErrEEXIST:       "already done: the lockspace is already joined or the lease already held by this client",
+	rescode.ErrEEXIST:       "already held or joined on this host: the lease by this or another local process, or the lockspace",
 	rescode.ErrENODEV:       "no such device: the lease path could not be opened",
 	rescode.ErrEINVAL:       fmt.Sprintf("invalid argument: check the names (at most %d bytes), the host_id, and that every offset is a multiple of the align size (1 MiB with 512-byte sectors)", diskfmt.NameLen),
 	rescode.ErrENOSPC:       "lockspace not joined (run add_lockspace first), or no room for another lockspace or lease",
@@ -93,10 +93,6 @@ var codeExplanations = map[rescode.Code]string{
 // explanation.
 func explain(code int, cause string) string {
 	c := rescode.Code(code)
-	name := c.Name()
-	if name == "" {
-		name = "error"
-	}
 	text := cause
 	if text == "" {
 		text = codeExplanations[c]
@@ -104,7 +100,16 @@ func explain(code int, cause string) string {
 	if text == "" {
 		text = strings.ToLower(c.Text())
 	}
-	return fmt.Sprintf("%s (%d): %s", name, code, text)
+	return fmt.Sprintf("%s (%d): %s", codeName(code), code, text)
+}
+
+// codeName is the name of a result code ("ENODEV", "SANLK_LEADER_MAGIC"),
+// or "error" for a code without one.
+func codeName(code int) string {
+	if n := rescode.Code(code).Name(); n != "" {
+		return n
+	}
+	return "error"
 }
 
 // failLine is the stderr line of a failed action: "sanlock: ACTION
