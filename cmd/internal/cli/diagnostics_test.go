@@ -258,3 +258,26 @@ func TestAddLockspaceProgress(t *testing.T) {
 		t.Fatalf("rem_lockspace: %d", rc)
 	}
 }
+
+// TestNameTooLongScan: -x and the -e of the index actions are refused
+// too; other -e values (a host name, an event) are not names of a lease.
+func TestNameTooLongScan(t *testing.T) {
+	n49 := strings.Repeat("N", 49)
+	for _, tc := range []struct {
+		action string
+		args   []string
+		refuse bool
+	}{
+		{"format", []string{"-x", n49 + ":/p:0"}, true},
+		{"create", []string{"-x", "LS:/p:0", "-e", n49}, true},
+		{"update", []string{"-x", "LS:/p:0", "-e", n49 + ":1M"}, true},
+		{"create", []string{"-x", "LS:/p:0", "-e", n49[:48]}, false},
+		{"set_event", []string{"-s", "LS", "-e", n49}, false},
+		{"acquire", []string{"-s", n49[:48] + ":1:/p:0"}, false},
+	} {
+		err := scanOptions(defaultOptions(), "client", tc.action, tc.args, &strings.Builder{})
+		if _, ok := err.(*refusedError); ok != tc.refuse {
+			t.Errorf("%s %v: %v, want refused %v", tc.action, tc.args, err, tc.refuse)
+		}
+	}
+}

@@ -86,6 +86,10 @@ type options struct {
 	badResources []string
 }
 
+// rentryActions are the client actions whose -e is a resource
+// name[:offset] (parseRentry).
+var rentryActions = map[string]bool{"create": true, "delete": true, "lookup": true, "update": true}
+
 // refusedError is a command line the tool refuses to act on although
 // sanlock would run it (a name it would cut to 48 bytes): its lines go
 // to stderr and the tool exits 1.
@@ -190,6 +194,11 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 				_ = o.cfg.ApplyOption(c, v)
 			}
 		case 'e':
+			if mode == "client" && rentryActions[action] {
+				if name, _, _ := strings.Cut(v, ":"); len(name) > diskfmt.NameLen {
+					return &refusedError{[]string{nameTooLong("resource", name)}}
+				}
+			}
 			o.eventStr = v
 			if mode == "daemon" {
 				_ = o.cfg.ApplyOption(c, v)
@@ -231,6 +240,9 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			}
 			o.resources = append(o.resources, *r)
 		case 'x':
+			if name := client.SplitUnescaped(v, 2)[0]; len(name) > diskfmt.NameLen {
+				return &refusedError{[]string{nameTooLong("lockspace", name)}}
+			}
 			o.rindex = *client.ParseRIndex(v)
 			o.rindexSet = true
 		case 'z':
