@@ -2,12 +2,21 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/delta"
+	"github.com/gosanlock/gosanlock/diskfmt"
+	"github.com/gosanlock/gosanlock/testdisk"
 )
 
 // runMainErr runs the tool in-process and returns stdout, stderr and the
@@ -280,4 +289,74 @@ func TestNameTooLongScan(t *testing.T) {
 			t.Errorf("%s %v: %v, want refused %v", tc.action, tc.args, err, tc.refuse)
 		}
 	}
+}
+
+// keptMem is a memory device that stays open across the watch's reads.
+type keptMem struct{ *testdisk.Mem }
+
+func (keptMem) Close() error { return nil }
+
+// TestWatchAddLockspaceInUse: the add_lockspace progress says the host_id
+// is in use as soon as its delta lease is seen renewed by another host,
+// with the seconds until the daemon gives up; before that it shows the
+// watch phase with the seconds left.
+func TestWatchAddLockspaceInUse(t *testing.T) {
+	mem := testdisk.NewMem(1<<20, 512)
+	put := func(hostID uint64, ts uint64) {
+		l := diskfmt.Leader{Magic: diskfmt.DeltaMagic, Version: diskfmt.DeltaVersion, SectorSize: 512,
+			OwnerID: hostID, OwnerGeneration: 1, SpaceName: diskfmt.MustName("LS"),
+			ResourceName: diskfmt.MustName("otherhost"), Timestamp: ts, IOTimeout: 1}
+		b := make([]byte, 512)
+		l.Seal(b)
+		if err := mem.WriteAt(context.Background(), b, diskfmt.DeltaSectorOffset(hostID, 512)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(1, 0)
+	put(2, 100)
+	var errb syncBuffer
+	c := &clientRun{err: errors.New("no daemon in this test")}
+	prog := &progress{w: &errb}
+	open := func(string) (diskfmt.Device, error) { return keptMem{mem}, nil }
+	ls := client.Lockspace{Name: "LS", HostID: 2, Disk: client.Disk{Path: "/mem"}}
+	stop := c.watchAddLockspace(prog, ls, 1, false, open)
+	waitFor(t, "the watch line", func() bool { return strings.Contains(errb.String(), "watching it for a live owner") })
+	put(2, 101) // the other host renews
+	waitFor(t, "the in-use line", func() bool { return strings.Contains(errb.String(), "is in use by otherhost") })
+	stop()
+	got := errb.String()
+	held := delta.AcquireHeldDelay(1, delta.DefaultWatchdogFireTimeout)
+	for _, want := range []string{
+		fmt.Sprintf("\r\x1b[Ksanlock: add_lockspace LS: host_id 2 was last held by otherhost: watching it for a live owner, %d s left", held+2),
+		"\r\x1b[Ksanlock: add_lockspace LS: host_id 2 is in use by otherhost (renewed 0 s ago): it will fail with SANLK_HOSTID_BUSY in ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in %q", want, got)
+		}
+	}
+	if !strings.HasSuffix(got, "\r\x1b[K") {
+		t.Errorf("the line is not cleared at the end: %q", got)
+	}
+	// Not a terminal: nothing is drawn, nothing is read.
+	if p := newProgress(&errb, false); p != nil {
+		t.Errorf("progress on a pipe: %v", p)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the watch goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -62,6 +62,7 @@ func (c *clientRun) watchAddLockspace(prog *progress, ls client.Lockspace, ioTim
 	}
 	var (
 		first     []byte
+		prev      []byte
 		plan      delta.AcquirePlan
 		inUseBy   string
 		seenAt    time.Duration
@@ -75,7 +76,7 @@ func (c *clientRun) watchAddLockspace(prog *progress, ls client.Lockspace, ioTim
 			return
 		}
 		if !haveFirst {
-			first, haveFirst = raw, true
+			first, prev, haveFirst = raw, raw, true
 			plan = delta.PlanAcquire(&rec, hostName, delta.NewTiming(ioTimeout, 0))
 			if noDelay {
 				plan.Wait, plan.ShortDelay = 0, 0
@@ -83,10 +84,12 @@ func (c *clientRun) watchAddLockspace(prog *progress, ls client.Lockspace, ioTim
 		}
 		s := int(elapsed.Seconds())
 		owner := diskfmt.NameString(rec.ResourceName[:])
-		if plan.Wait > 0 && inUseBy == "" && s < plan.Wait && !bytes.Equal(raw, first) && rec.Timestamp != 0 &&
-			owner != hostName {
+		if plan.Wait > 0 && s < plan.Wait && !bytes.Equal(raw, prev) && rec.Timestamp != 0 && owner != hostName {
+			// Another host wrote its lease since the last read: it is
+			// alive, and the host_id busy.
 			inUseBy, seenAt = owner, elapsed
 		}
+		prev = raw
 		switch {
 		case inUseBy != "":
 			prog.show("add_lockspace %s: host_id %d is in use by %s (renewed %d s ago): it will fail with SANLK_HOSTID_BUSY in %d s",
