@@ -59,6 +59,15 @@ func (c *clientRun) call(f func() error) int {
 	return r
 }
 
+// failed keeps err's result for diagnose and returns the exit status.
+func (c *clientRun) failed(err error) int {
+	r := rv(err)
+	if r < 0 {
+		c.lastRv = r
+	}
+	return exitStatus(r)
+}
+
 // ---- shutdown, lockspaces ----
 
 func (c *clientRun) shutdown(forceArg uint32, wait int) int {

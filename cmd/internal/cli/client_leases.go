@@ -296,12 +296,12 @@ func (c *clientRun) command(o *CommandOptions) int {
 // refuse ends client command without running its program: one stderr
 // line with why.
 func (c *clientRun) refuse(o *CommandOptions, why string) int {
-	prog := o.Path
-	if prog == "" {
-		prog = "nothing"
-	}
 	_ = o.IO.Out.Flush()
-	fmt.Fprintf(c.stderr, "sanlock: command refused, %s not run: %s\n", prog, why)
+	if o.Path == "" {
+		fmt.Fprintf(c.stderr, "sanlock: command refused: %s\n", why)
+	} else {
+		fmt.Fprintf(c.stderr, "sanlock: command refused, %s not run: %s\n", o.Path, why)
+	}
 	c.reported = true
 	return 1
 }

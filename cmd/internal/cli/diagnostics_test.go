@@ -247,10 +247,18 @@ func TestAddLockspaceProgress(t *testing.T) {
 	if out, rc := runMain(t, "direct", "init", "-o", "1", "-s", "LS:0:"+f+":0"); rc != 0 {
 		t.Fatalf("init: %d %s", rc, out)
 	}
+	// A lockspace the daemon does not know: stdout as 3.8.5 (nothing),
+	// the code explained on stderr.
+	out, errOut, rc := spawnTool(t, runDir, "client", "host_status", "-s", "NOPE")
+	if out != "" || rc != 1 || !strings.HasPrefix(errOut, "sanlock: host_status failed: ") {
+		t.Errorf("host_status -s NOPE: rc %d, %q, %q", rc, out, errOut)
+	}
+	t.Logf("host_status -s NOPE: %q", errOut)
+
 	add := []string{"client", "add_lockspace", "-o", "1", "-s", "LS:1:" + f + ":0"}
 	rem := []string{"client", "rem_lockspace", "-s", "LS:1:" + f + ":0"}
 
-	out, errOut, rc := spawnTool(t, runDir, add...)
+	out, errOut, rc = spawnTool(t, runDir, add...)
 	if out != "add_lockspace_timeout 1\nadd_lockspace_timeout done 0\n" || errOut != "" || rc != 0 {
 		t.Errorf("pipe: rc %d, %q, %q", rc, out, errOut)
 	}
