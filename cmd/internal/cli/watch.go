@@ -169,7 +169,7 @@ func (c *clientRun) watchOwners(prog *progress, res []client.Resource) (stop fun
 		}
 		for i := range res {
 			if line := c.ownerWait(res[i]); line != "" {
-				prog.show("%s (waiting %d s)", line, int(elapsed.Seconds()))
+				prog.show("%s", line)
 				return
 			}
 		}
@@ -204,12 +204,12 @@ func (c *clientRun) ownerWait(r client.Resource) string {
 		if n == 0 {
 			n = diskfmt.DefaultIOTimeout
 		}
-		who := fmt.Sprintf("acquire %s:%s: held by host_id %d", r.LockspaceName, r.Name, owner)
+		who := fmt.Sprintf("acquire %s:%s: owner host_id %d", r.LockspaceName, r.Name, owner)
 		if name != "" {
 			who += " (" + name + ")"
 		}
 		if state != "" {
-			who += ", " + state
+			who += " " + state
 		}
 		if !ok1 || !ok2 {
 			return who
@@ -218,10 +218,9 @@ func (c *clientRun) ownerWait(r client.Resource) string {
 		if left < 0 {
 			left = 0
 		}
-		return fmt.Sprintf("%s, last renewal seen %d s ago: its lease may be taken in %d s",
-			who, int64(mono)-int64(lastLive), left)
+		return fmt.Sprintf("%s renewed %d s ago; free in %d s", who, int64(mono)-int64(lastLive), left)
 	}
-	return fmt.Sprintf("acquire %s:%s: held by host_id %d", r.LockspaceName, r.Name, owner)
+	return fmt.Sprintf("acquire %s:%s: owner host_id %d", r.LockspaceName, r.Name, owner)
 }
 
 // daemonKey is a number of the daemon's status record text (status -D).
