@@ -98,7 +98,17 @@ func (f *Factory) scan(mode, action string, args []string) (*options, error) {
 		dest = f.ErrOut
 	}
 	dest.Write(msgs.Bytes())
+	for _, l := range o.badResources {
+		fmt.Fprintln(f.ErrOut, l)
+	}
 	if err != nil {
+		var re *refusedError
+		if errors.As(err, &re) {
+			for _, l := range re.lines {
+				fmt.Fprintln(f.ErrOut, l)
+			}
+			return nil, exitError(1)
+		}
 		var ue *usageError
 		if errors.As(err, &ue) {
 			for _, l := range ue.lines {

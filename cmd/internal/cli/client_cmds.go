@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/diskfmt"
@@ -19,6 +20,21 @@ type clientRun struct {
 	cl     *client.Client
 	err    error // from client.Dial: reported by every call as rvDial
 	debug  bool  // -D of the actions that print more with it
+
+	// What diagnose reports after a failed action: why a connection to
+	// the daemon failed, the last negative result of a call with the
+	// daemon's cause when it gave one, and whether the action printed
+	// its own explanation already.
+	dialErr  error
+	lastRv   int
+	cause    string
+	reported bool
+	mu       sync.Mutex // dialErr: progress polls connect meanwhile
+
+	// add_lockspace on a terminal: show the first line at once, and draw
+	// progress while the request runs (watchJoin returns its stop).
+	afterFirstLine func()
+	watchJoin      func() (stop func())
 }
 
 // rvDial is what a call reports when the socket path cannot even be built
@@ -30,12 +46,26 @@ func rv(err error) int { return client.ErrorCode(err) }
 
 func (c *clientRun) printf(format string, a ...any) { fmt.Fprintf(c.out, format, a...) }
 
-// call runs f unless Dial already failed.
+// call runs f unless Dial already failed, and keeps a negative result
+// for diagnose.
 func (c *clientRun) call(f func() error) int {
 	if c.err != nil {
 		return rvDial
 	}
-	return rv(f())
+	r := rv(f())
+	if r < 0 {
+		c.lastRv = r
+	}
+	return r
+}
+
+// failed keeps err's result for diagnose and returns the exit status.
+func (c *clientRun) failed(err error) int {
+	r := rv(err)
+	if r < 0 {
+		c.lastRv = r
+	}
+	return exitStatus(r)
 }
 
 // ---- shutdown, lockspaces ----
@@ -54,15 +84,24 @@ func (c *clientRun) shutdown(forceArg uint32, wait int) int {
 }
 
 func (c *clientRun) addLockspace(ls client.Lockspace, ioTimeout int, flags uint32) int {
-	if t := ioTimeout; t != diskfmt.DefaultIOTimeout {
-		c.printf("add_lockspace_timeout %d\n", t)
-		r := c.call(func() error { return c.cl.AddLockspace(context.Background(), &ls, client.AddFlags(flags), uint32(t)) })
-		c.printf("add_lockspace_timeout done %d\n", r)
-		return r
+	name, t := "add_lockspace", uint32(0)
+	if ioTimeout != diskfmt.DefaultIOTimeout {
+		name, t = "add_lockspace_timeout", uint32(ioTimeout)
+		c.printf("%s %d\n", name, t)
+	} else {
+		c.printf("%s\n", name)
 	}
-	return c.lockspaceCmd("add_lockspace", ls, func(ls *client.Lockspace) error {
-		return c.cl.AddLockspace(context.Background(), ls, client.AddFlags(flags), 0)
-	})
+	if c.afterFirstLine != nil {
+		c.afterFirstLine()
+	}
+	stop := func() {}
+	if c.watchJoin != nil && c.err == nil {
+		stop = c.watchJoin()
+	}
+	r := c.call(func() error { return c.cl.AddLockspace(context.Background(), &ls, client.AddFlags(flags), t) })
+	stop()
+	c.printf("%s done %d\n", name, r)
+	return r
 }
 
 func (c *clientRun) inqLockspace(ls client.Lockspace) int {

@@ -41,12 +41,17 @@ type CommandOptions struct {
 	// 3.8.5's stdio does (docs/compat.md).
 	OutTTY bool
 	Exec   func(path string, argv, env []string) error
+	// Wait is our --wait: retry a busy lease until then (0: one attempt).
+	Wait time.Duration
+	// BadResources are the -r values that were not kept, as their stderr
+	// lines: with any, nothing is run.
+	BadResources []string
 }
 
 func NewCmdCommand(f *Factory, runF func(*CommandOptions) error) *cobra.Command {
 	return newClientCmd(f, "command", runF, commandRun, func(o *options, io *ClientIO) *CommandOptions {
 		return &CommandOptions{IO: io, LeaseArgs: leaseArgs(o), Owner: o.getHosts != 0, Path: o.command, Args: o.commandArgs,
-			OutTTY: f.OutTTY, Exec: f.Exec}
+			OutTTY: f.OutTTY, Exec: f.Exec, Wait: o.acquireWait, BadResources: o.badResources}
 	})
 }
 

@@ -42,41 +42,69 @@ func (c *clientRun) acquire(o *AcquireOptions) int {
 	flags |= o.Target.flags()
 	var r int
 	if o.Wait > 0 {
-		r = c.acquireWait(o.Target.id(), res, flags, o.Wait)
+		// The first line shows at once: the wait may be long.
+		_ = o.IO.Out.Flush()
+		prog := newProgress(c.stderr, o.IO.ErrTTY)
+		r = c.retryBusy(o.Wait, prog, func(ctx context.Context) int {
+			r := c.call(func() error {
+				return c.cl.Acquire(ctx, o.Target.id(), res, client.AcquireFlags(flags|client.AcquireOwnerNowait), nil)
+			})
+			if r == client.RvEBUSY && c.unregistered(o.Target) {
+				// Busy only because nobody holds the pid's registration:
+				// waiting cannot help.
+				return retryStop
+			}
+			return r
+		})
+		prog.clear()
 	} else {
+		prog := newProgress(c.stderr, o.IO.ErrTTY)
+		stop := c.watchOwners(prog, res)
 		r = c.call(func() error {
 			return c.cl.Acquire(context.Background(), o.Target.id(), res, client.AcquireFlags(flags), nil)
 		})
+		stop()
+		if r == client.RvEBUSY {
+			c.unregistered(o.Target)
+		}
 	}
 	c.printf("acquire done %d\n", r)
 	return r
 }
 
-// acquireWait is client acquire --wait D (our extension): retry while the
-// lease is held elsewhere or a ballot was lost (the codes lease.Classify
-// calls ErrLocked), with jittered backoff, until D has passed; any other
-// result ends it at once. Each attempt asks the daemon not to wait for a
-// dead owner (OWNER_NOWAIT), so the deadline holds; a dead owner's lease is
-// taken over by the first attempt after its host lease timed out. The
-// output is 3.8.5's: "acquire done" gives the last attempt's result.
-func (c *clientRun) acquireWait(pid int, res []client.Resource, flags uint32, wait time.Duration) int {
+// retryStop, returned by an attempt of retryBusy, ends the retries with
+// the busy result EBUSY.
+const retryStop = 1
+
+// retryBusy runs attempt until it gives a result other than a lease held
+// elsewhere or a lost ballot (the codes lease.Classify calls ErrLocked),
+// or until wait has passed, with jittered backoff; it returns the last
+// result. Attempts should ask the daemon not to wait for a dead owner
+// (OWNER_NOWAIT), so that the deadline holds: a dead owner's lease is
+// taken over by the first attempt after its host lease timed out. While
+// it waits, prog shows the last result and the seconds left, and -D
+// prints a line per retry.
+func (c *clientRun) retryBusy(wait time.Duration, prog *progress, attempt func(context.Context) int) int {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
+	dl, _ := ctx.Deadline()
 	backoff := 50 * time.Millisecond
 	for {
-		r := c.call(func() error {
-			return c.cl.Acquire(ctx, pid, res, client.AcquireFlags(flags|client.AcquireOwnerNowait), nil)
-		})
+		r := attempt(ctx)
+		if r == retryStop {
+			return client.RvEBUSY
+		}
 		if r >= 0 || lease.Classify("acquire", r) != lease.ErrLocked {
 			return r
 		}
 		d := backoff/2 + rand.N(backoff/2+1)
-		if dl, _ := ctx.Deadline(); time.Until(dl) < d {
+		if time.Until(dl) < d {
 			return r
 		}
 		if c.debug {
 			fmt.Fprintf(c.stderr, "acquire %d, retry in %v\n", r, d.Round(time.Millisecond))
 		}
+		prog.show("acquire: %s (%d), retrying for %d s more", codeName(r), r, int((time.Until(dl)+time.Second-1)/time.Second))
 		select {
 		case <-ctx.Done():
 			return r
@@ -86,6 +114,33 @@ func (c *clientRun) acquireWait(pid int, res []client.Resource, flags uint32, wa
 			backoff *= 2
 		}
 	}
+}
+
+// unregistered says whether t is a pid the daemon has no registered
+// client for, and then keeps that as the cause of the failure. A pid
+// target only: a client index is not checked, nor is anything when the
+// daemon's status cannot be read.
+func (c *clientRun) unregistered(t Target) bool {
+	if t.ForClient || c.err != nil {
+		return false
+	}
+	if t.Pid == -1 {
+		// Without -p the acquire is for the tool's own connection, which
+		// is never registered.
+		c.cause = "no -p given, and this tool is not a registered process"
+		return true
+	}
+	recs, err := c.cl.Status(context.Background(), 0)
+	if err != nil {
+		return false
+	}
+	for i := range recs {
+		if recs[i].Type == client.StateClient && int32(recs[i].Data32) == int32(t.Pid) {
+			return false
+		}
+	}
+	c.cause = fmt.Sprintf("pid %d is not registered with the daemon (it must call sanlock_register first)", t.Pid)
+	return true
 }
 
 func (c *clientRun) convert(t Target, resource *client.Resource) int {
@@ -187,8 +242,14 @@ func (c *clientRun) examine(resource *client.Resource, ls client.Lockspace) int 
 
 // command registers, acquires the -r leases on the registered connection
 // and execs the -c program with that connection inherited, so the leases
-// live as long as the program (docs/cli.md "command").
+// live as long as the program (docs/cli.md "command"). The program runs
+// only under its leases: a -r that was not kept, a failed register or a
+// failed acquire refuse it with a line on stderr and exit status 1, and
+// so does a failed exec.
 func (c *clientRun) command(o *CommandOptions) int {
+	if len(o.BadResources) > 0 {
+		return c.refuse(o, fmt.Sprintf("%d -r option(s) not usable (see above)", len(o.BadResources)))
+	}
 	// A terminal gets each line as it is written; into a pipe or a file
 	// the lines stay buffered, so a successful exec drops them (sanlock
 	// 3.8.5's stdio does the same) and only a failure shows them.
@@ -205,13 +266,22 @@ func (c *clientRun) command(o *CommandOptions) int {
 	}
 	if r < 0 {
 		printf("register done %d\n", r)
-		return 0
+		if l := c.noDaemonLine(); l != "" {
+			return c.refuse(o, strings.TrimPrefix(l, "sanlock: "))
+		}
+		return c.refuse(o, "register failed: "+explain(r, c.cause))
 	}
 	printf("register done %d\n", fd)
 	printf("acquire fd %d\n", fd)
-	r = acquireLines(reg, o.LeaseArgs, o.Owner, printf)
+	prog := newProgress(c.stderr, o.IO.ErrTTY)
+	stop := func() {}
+	if o.Wait == 0 {
+		stop = c.watchOwners(prog, o.Resources)
+	}
+	r = acquireLines(reg, o.LeaseArgs, o.Owner, c.waitRetry(o.Wait, prog), printf)
+	stop()
 	if r < 0 {
-		return 1
+		return c.refuse(o, "acquire failed: "+explain(r, c.cause))
 	}
 	if o.Path == "" {
 		select {} // hold the leases until killed
@@ -219,7 +289,33 @@ func (c *clientRun) command(o *CommandOptions) int {
 	argv := append([]string{o.Path}, o.Args...)
 	err := o.Exec(o.Path, argv, os.Environ())
 	fmt.Fprintf(c.stderr, "execv failed: %s\n", errText(err))
-	return 0
+	c.reported = true
+	return 1
+}
+
+// refuse ends client command without running its program: one stderr
+// line with why.
+func (c *clientRun) refuse(o *CommandOptions, why string) int {
+	_ = o.IO.Out.Flush()
+	if o.Path == "" {
+		fmt.Fprintf(c.stderr, "sanlock: command refused: %s\n", why)
+	} else {
+		fmt.Fprintf(c.stderr, "sanlock: command refused, %s not run: %s\n", o.Path, why)
+	}
+	c.reported = true
+	return 1
+}
+
+// waitRetry is how acquireLines repeats an attempt with --wait: through
+// retryBusy. Without --wait it is nil: one attempt.
+func (c *clientRun) waitRetry(wait time.Duration, prog *progress) func(func(context.Context) int) int {
+	if wait <= 0 {
+		return nil
+	}
+	return func(attempt func(context.Context) int) int {
+		defer prog.clear()
+		return c.retryBusy(wait, prog, attempt)
+	}
 }
 
 // regFD returns the registered connection's descriptor, made inheritable
@@ -266,18 +362,28 @@ func inquireTarget(cl *client.Client, t Target) (client.Inquiry, error) {
 // acquireLines is the acquire of `client command` and `client spawn` on
 // the registered connection reg, with its lines: ACQUIRE, or ACQUIRE2
 // when owner is set (-h 1), then "acquire done N" and, for a lease held
-// by another host, 5.1.1's owner line. It returns the result.
-func acquireLines(reg *client.Reg, a LeaseArgs, owner bool, printf func(string, ...any)) int {
+// by another host, 5.1.1's owner line. retry runs the attempts (nil: one
+// attempt; with --wait each asks not to wait for a dead owner). It
+// returns the result.
+func acquireLines(reg *client.Reg, a LeaseArgs, owner bool, retry func(func(context.Context) int) int,
+	printf func(string, ...any)) int {
 	res, flags := a.request()
-	var held *client.HeldBy
-	var r int
-	if owner {
-		var err error
-		held, err = reg.Acquire2(context.Background(), res, client.AcquireFlags(flags), nil)
-		r = rv(err)
+	var nowait uint32
+	if retry == nil {
+		retry = func(attempt func(context.Context) int) int { return attempt(context.Background()) }
 	} else {
-		r = rv(reg.Acquire(context.Background(), res, client.AcquireFlags(flags), nil))
+		nowait = client.AcquireOwnerNowait
 	}
+	var held *client.HeldBy
+	r := retry(func(ctx context.Context) int {
+		held = nil
+		if owner {
+			var err error
+			held, err = reg.Acquire2(ctx, res, client.AcquireFlags(flags|nowait), nil)
+			return rv(err)
+		}
+		return rv(reg.Acquire(ctx, res, client.AcquireFlags(flags|nowait), nil))
+	})
 	printf("acquire done %d\n", r)
 	if held != nil {
 		printf("owner: host_id %d generation %d timestamp %d state %s name %s\n",

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosanlock/gosanlock/client"
+	"github.com/gosanlock/gosanlock/diskfmt"
 )
 
 // The client actions, one command each in the cli/cli style (docs/cli.md
@@ -21,10 +22,17 @@ type ClientIO struct {
 	Out    *bufio.Writer
 	ErrOut io.Writer
 	Dial   func() (*client.Client, error)
+	// ErrTTY says ErrOut is a terminal: progress lines are drawn there.
+	ErrTTY bool
+	// OpenDevice opens lease storage, read by the progress of
+	// add_lockspace.
+	OpenDevice func(path string) (diskfmt.Device, error)
+
+	run *clientRun // the connection of the action, for diagnose
 }
 
 func (f *Factory) clientIO() *ClientIO {
-	return &ClientIO{Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial}
+	return &ClientIO{Out: f.Out, ErrOut: f.ErrOut, Dial: f.Dial, ErrTTY: f.ErrTTY, OpenDevice: f.OpenDevice}
 }
 
 // connect dials the daemon. A failed dial is kept: every call of the
@@ -32,7 +40,18 @@ func (f *Factory) clientIO() *ClientIO {
 func (io *ClientIO) connect() *clientRun {
 	c := &clientRun{out: io.Out, stderr: io.ErrOut}
 	c.cl, c.err = io.Dial()
+	c.watchDial()
+	io.run = c
 	return c
+}
+
+// diagnose prints the stderr line of a failed action (clientRun.diagnose);
+// err is what the action returned.
+func (io *ClientIO) diagnose(action string, err error) {
+	if err == nil || io.run == nil {
+		return
+	}
+	io.run.diagnose(action)
 }
 
 // newClientCmd is the command of a client action: it scans the arguments,
@@ -45,11 +64,16 @@ func newClientCmd[O any](f *Factory, action string, runF func(*O) error, run fun
 		panic("cli: no client action " + action)
 	}
 	return newOptionsCmd(f, "client", action, a.use, a.short, func(o *options) error {
-		opts := build(o, f.clientIO())
+		cio := f.clientIO()
+		opts := build(o, cio)
 		if runF != nil {
 			return runF(opts)
 		}
-		return run(opts)
+		err := run(opts)
+		// Stdout is complete before the explanation goes to stderr.
+		_ = cio.Out.Flush()
+		cio.diagnose(action, err)
+		return err
 	})
 }
 
@@ -411,7 +435,15 @@ func addLockspaceRun(opts *AddLockspaceOptions) error {
 	if opts.NoDelay {
 		flags = client.AddNoDelay
 	}
-	return rvExit(opts.IO.connect().addLockspace(opts.Lockspace, opts.IOTimeout, flags))
+	c := opts.IO.connect()
+	prog := newProgress(opts.IO.ErrOut, opts.IO.ErrTTY)
+	if prog != nil {
+		c.afterFirstLine = func() { _ = opts.IO.Out.Flush() }
+	}
+	c.watchJoin = func() func() {
+		return c.watchAddLockspace(prog, opts.Lockspace, opts.IOTimeout, opts.NoDelay, opts.IO.OpenDevice)
+	}
+	return rvExit(c.addLockspace(opts.Lockspace, opts.IOTimeout, flags))
 }
 
 // InqLockspaceOptions is "client inq_lockspace -s LOCKSPACE".

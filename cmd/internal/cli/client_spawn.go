@@ -28,18 +28,25 @@ type SpawnOptions struct {
 	Programs [][]string
 	// OutTTY: see CommandOptions.OutTTY.
 	OutTTY bool
+	// BadResources: see CommandOptions.BadResources.
+	BadResources []string
 }
 
 func NewCmdSpawn(f *Factory, runF func(*SpawnOptions) error) *cobra.Command {
 	return newClientCmd(f, "spawn", runF, spawnRun, func(o *options, io *ClientIO) *SpawnOptions {
 		return &SpawnOptions{IO: io, LeaseArgs: leaseArgs(o), Owner: o.getHosts != 0, NoDisk: o.data != 0,
-			Programs: o.spawns, OutTTY: f.OutTTY}
+			Programs: o.spawns, OutTTY: f.OutTTY, BadResources: o.badResources}
 	})
 }
 
 func spawnRun(opts *SpawnOptions) error {
 	if len(opts.Programs) == 0 {
 		fmt.Fprintln(opts.IO.Out, "spawn requires at least one -c command")
+		return exitWith(1)
+	}
+	if len(opts.BadResources) > 0 {
+		_ = opts.IO.Out.Flush()
+		fmt.Fprintf(opts.IO.ErrOut, "spawn: %d -r option(s) not usable (see above): no program run\n", len(opts.BadResources))
 		return exitWith(1)
 	}
 	if len(opts.Resources) == 0 {
@@ -77,18 +84,26 @@ func (c *clientRun) spawn(o *SpawnOptions) int {
 	}
 	if r < 0 {
 		printf("register done %d\n", r)
+		o.IO.Out.Flush()
+		if l := c.noDaemonLine(); l != "" {
+			fmt.Fprintln(c.stderr, l)
+		}
 		fmt.Fprintf(c.stderr, "spawn: register failed (%d): no program run\n", r)
+		c.reported = true
 		return 1
 	}
 	defer reg.Close()
 	printf("register done %d\n", fd)
 	if r = rv(reg.Restrict(context.Background(), spawnRestrict)); r < 0 {
 		fmt.Fprintf(c.stderr, "spawn: restrict failed (%d): no program run\n", r)
+		c.reported = true
 		return 1
 	}
 	printf("acquire fd %d\n", fd)
-	if r = acquireLines(reg, o.LeaseArgs, o.Owner, printf); r < 0 {
-		fmt.Fprintf(c.stderr, "spawn: acquire failed (%d): no program run\n", r)
+	if r = acquireLines(reg, o.LeaseArgs, o.Owner, nil, printf); r < 0 {
+		o.IO.Out.Flush()
+		fmt.Fprintf(c.stderr, "spawn: acquire failed: %s: no program run\n", explain(r, ""))
+		c.reported = true
 		return 1
 	}
 

@@ -221,7 +221,7 @@ func (c *clientRun) hostStatus(name string) int {
 	if name != "" {
 		recs, err := c.cl.HostStatus(context.Background(), name)
 		if err != nil {
-			return exitStatus(rv(err))
+			return c.failed(err)
 		}
 		c.printHosts(recs)
 		return 0
@@ -304,7 +304,7 @@ func (c *clientRun) renewal(name string, tty bool) int {
 	}
 	recs, err := c.cl.Renewal(context.Background(), name)
 	if err != nil {
-		return exitStatus(rv(err))
+		return c.failed(err)
 	}
 	budget := uint64(0)
 	if tty {

@@ -46,6 +46,9 @@ type Factory struct {
 	Exec func(path string, argv, env []string) error
 	// OutTTY says Out ends on a terminal (see CommandOptions.OutTTY).
 	OutTTY bool
+	// ErrTTY says ErrOut is a terminal: the client actions that wait draw
+	// their progress there (docs/cli.md "Diagnostics on stderr").
+	ErrTTY bool
 }
 
 // NewFactory returns the factory of the real tool writing to stdout and
@@ -65,6 +68,7 @@ func NewFactory(argv0 string, stdout, stderr io.Writer) *Factory {
 		MonotonicSeconds: monotonicSeconds,
 		Exec:             syscall.Exec,
 		OutTTY:           isTerminal(stdout),
+		ErrTTY:           isTerminal(stderr),
 	}
 }
 

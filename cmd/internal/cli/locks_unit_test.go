@@ -85,7 +85,7 @@ func TestJSONScanMessages(t *testing.T) {
 		return f.Main(args)
 	}
 	rc := run("client", "locks", "-r", "x", "--json")
-	if rc != 1 || errb.String() != "resource arg parse error -6\n\n" {
+	if rc != 1 || !strings.HasPrefix(errb.String(), "resource arg parse error -6\n\n") {
 		t.Errorf("rc %d stderr %q", rc, errb.String())
 	}
 	checkJSON(t, "locks", out.String())

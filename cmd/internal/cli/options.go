@@ -77,9 +77,25 @@ type options struct {
 	pathArgSet bool
 
 	// acquireWait is our extension --wait DURATION of client acquire
-	// (0 = not given: one attempt, as sanlock 3.8.5).
+	// and client command (0 = not given: one attempt, as sanlock 3.8.5).
 	acquireWait time.Duration
+
+	// badResources are the stderr lines for the -r values that were not
+	// kept (not parsed, or over the 8 the tool keeps). client command and
+	// client spawn refuse to run a program when there is any.
+	badResources []string
 }
+
+// rentryActions are the client actions whose -e is a resource
+// name[:offset] (parseRentry).
+var rentryActions = map[string]bool{"create": true, "delete": true, "lookup": true, "update": true}
+
+// refusedError is a command line the tool refuses to act on although
+// sanlock would run it (a name it would cut to 48 bytes): its lines go
+// to stderr and the tool exits 1.
+type refusedError struct{ lines []string }
+
+func (e *refusedError) Error() string { return strings.Join(e.lines, "\n") }
 
 func defaultOptions() *options {
 	return &options{cfg: config.DefaultConfig(), pid: -1}
@@ -114,7 +130,7 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			o.json = true
 			continue
 		}
-		if a == "--wait" && mode == "client" && action == "acquire" {
+		if a == "--wait" && mode == "client" && (action == "acquire" || action == "command") {
 			// Our extension; sanlock's scanner has no long options, so
 			// this cannot change the meaning of a 3.8.5 command line.
 			if i+1 >= len(args) {
@@ -178,6 +194,11 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 				_ = o.cfg.ApplyOption(c, v)
 			}
 		case 'e':
+			if mode == "client" && rentryActions[action] {
+				if name, _, _ := strings.Cut(v, ":"); len(name) > diskfmt.NameLen {
+					return &refusedError{[]string{nameTooLong("resource", name)}}
+				}
+			}
 			o.eventStr = v
 			if mode == "daemon" {
 				_ = o.cfg.ApplyOption(c, v)
@@ -199,20 +220,29 @@ func scanOptions(o *options, mode, action string, args []string, out io.Writer) 
 			f, _ := strtoull(v, 0)
 			o.force = uint32(f)
 		case 's':
+			if name := client.SplitUnescaped(v, 3)[0]; len(name) > diskfmt.NameLen && mode != "daemon" {
+				return &refusedError{[]string{nameTooLong("lockspace", name)}}
+			}
 			o.lockspace = *client.ParseLockspace(v)
 			o.lockspaceSet = true
 		case 'r':
 			if len(o.resources) >= maxResourceArgs {
 				fmt.Fprintln(out, "resource args over max 8")
+				o.badResources = append(o.badResources,
+					fmt.Sprintf("sanlock: -r %s: not used: at most %d -r options are kept", v, maxResourceArgs))
 				continue
 			}
 			r, err := client.ParseResource(v)
 			if err != nil {
 				fmt.Fprintf(out, "resource arg parse error %d\n\n", client.ErrorCode(err))
+				o.badResources = append(o.badResources, fmt.Sprintf("sanlock: -r %s: %s", v, resourceProblem(v)))
 				continue
 			}
 			o.resources = append(o.resources, *r)
 		case 'x':
+			if name := client.SplitUnescaped(v, 2)[0]; len(name) > diskfmt.NameLen {
+				return &refusedError{[]string{nameTooLong("lockspace", name)}}
+			}
 			o.rindex = *client.ParseRIndex(v)
 			o.rindexSet = true
 		case 'z':

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gosanlock/gosanlock/client"
@@ -78,4 +80,44 @@ func parseNextFreePath(s string) dumpArg {
 		d.Offset = uint64(atoll(f[1]))
 	}
 	return d
+}
+
+// nameTooLong is the refusal of a lockspace or resource name longer than
+// the 48 bytes of the on-disk field (sanlock would cut it silently).
+func nameTooLong(what, name string) string {
+	return fmt.Sprintf("sanlock: %s name %q is %d bytes, longer than the %d a lease can hold",
+		what, name, len(name), diskfmt.NameLen)
+}
+
+// resourceProblem says why a -r value does not parse as
+// LOCKSPACE:NAME:PATH:OFFSET[:PATH:OFFSET...][:LVER|:SH].
+func resourceProblem(v string) string {
+	const form = "expected LOCKSPACE:RESOURCE:PATH:OFFSET[:PATH:OFFSET...][:LVER|:SH]"
+	f := client.SplitUnescaped(v, len(v))
+	if len(v) < 3 || len(f) == 1 || len(f) == 3 {
+		return "not a resource: " + form
+	}
+	if len(f[0]) > diskfmt.NameLen {
+		return strings.TrimPrefix(nameTooLong("lockspace", f[0]), "sanlock: ")
+	}
+	if len(f[1]) > diskfmt.NameLen {
+		return strings.TrimPrefix(nameTooLong("resource", f[1]), "sanlock: ")
+	}
+	nd := (len(f) - 2) / 2
+	if nd > client.MaxDisks {
+		return fmt.Sprintf("%d disks, at most %d", nd, client.MaxDisks)
+	}
+	for i := 2; i < 2+2*nd; i += 2 {
+		if f[i] == "" {
+			return "empty path: " + form
+		}
+		if len(f[i]) >= client.PathLen {
+			return fmt.Sprintf("path of %d bytes, at most %d", len(f[i]), client.PathLen-1)
+		}
+		off := strings.TrimSuffix(f[i+1], "M")
+		if _, err := strconv.ParseUint(off, 10, 64); err != nil {
+			return fmt.Sprintf("offset %q is not a number", f[i+1])
+		}
+	}
+	return form
 }

@@ -152,12 +152,17 @@ func TestClientSpawn(t *testing.T) {
 
 	// No lease, nothing run: an unknown lockspace, no daemon, no -r.
 	never := filepath.Join(dir, "never")
+	noDaemon := t.TempDir()
 	for _, c := range []struct {
 		runDir, res, stdout, stderr string
 	}{
 		{runDir, "XX:R1:" + f + ":1M", "register\nregister done FD\nacquire fd FD\nacquire done -28\n",
-			"spawn: acquire failed (-28): no program run\n"},
-		{t.TempDir(), res, "register\nregister done -2\n", "spawn: register failed (-2): no program run\n"},
+			"spawn: acquire failed: " + explain(-28, "") + ": no program run\n"},
+		{noDaemon, res, "register\nregister done -2\n", "sanlock: no daemon at " + noDaemon +
+			"/sanlock.sock (is sanlock running?)\nspawn: register failed (-2): no program run\n"},
+		{runDir, "XX:R1:/p", "resource arg parse error -1\n\n", "sanlock: -r XX:R1:/p: not a resource: " +
+			"expected LOCKSPACE:RESOURCE:PATH:OFFSET[:PATH:OFFSET...][:LVER|:SH]\n" +
+			"spawn: 1 -r option(s) not usable (see above): no program run\n"},
 		{runDir, "", "spawn requires at least one -r resource\n", ""},
 	} {
 		args := []string{"client", "spawn", "-c", "2", "/usr/bin/touch", never}
