@@ -50,12 +50,21 @@ func TestLastErrorAddLockspace(t *testing.T) {
 	require.Equal(t, rescode.RvEEXIST, rescode.ErrorCode(err))
 	assert.Equal(t, "lockspace LS is already joined", td.lastError().Cause)
 
+	err = td.cl.RemLockspace(context.Background(), &wire.Lockspace{Name: "NOPE", HostID: 1, Disk: wire.Disk{Path: missing}}, 0)
+	require.Equal(t, rescode.RvENOENT, rescode.ErrorCode(err))
+	assert.Equal(t, "lockspace NOPE is not joined", td.lastError().Cause)
+	_, err = td.cl.HostStatus(context.Background(), "NOPE")
+	require.Equal(t, rescode.RvENOSPC, rescode.ErrorCode(err))
+	le = td.lastError()
+	assert.Equal(t, wire.CmdHostStatus, le.Cmd)
+	assert.Equal(t, "no lockspace NOPE", le.Cause)
+
 	// A success leaves the last failure as it was (as errno does): the
 	// caller compares Cmd and Code with the failure it saw.
 	require.NoError(t, td.cl.Hello(context.Background(), time.Second))
 	_, err = td.cl.GetLockspaces(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, rescode.RvEEXIST, td.lastError().Code)
+	assert.Equal(t, rescode.RvENOSPC, td.lastError().Code)
 }
 
 // TestLastErrorAcquire: the causes of failed acquires: a lockspace not

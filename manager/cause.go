@@ -94,6 +94,10 @@ func openCause(path string, err error) string {
 	if errors.As(err, &en) {
 		return "open " + path + ": " + en.Error()
 	}
+	var c rescode.Code
+	if errors.As(err, &c) {
+		return "open " + path + ": " + c.Text()
+	}
 	return "open " + path + ": " + err.Error()
 }
 

@@ -446,14 +446,14 @@ func (m *Lockspaces) rem(ctx context.Context, ls wire.Lockspace, flags uint32) e
 	if flags&wire.RemUnused != 0 {
 		if u := m.usage; u != nil {
 			if all, _ := u.SpaceResources(ls.Name); all > 0 {
-				return rescode.Code(rescode.RvEBUSY)
+				return causeErr(rescode.ErrEBUSY, fmt.Sprintf("lockspace %s has %d resource lease(s) in use", ls.Name, all))
 			}
 		}
 	}
 	m.mu.Lock()
 	if m.find(listRem, &ls, true) != nil {
 		m.mu.Unlock()
-		return rescode.Code(rescode.RvEINPROGRESS)
+		return causeErr(rescode.ErrEINPROGRESS, "lockspace "+ls.Name+" is being left")
 	}
 	sp := m.find(listAdd, &ls, true)
 	if sp != nil {
@@ -464,7 +464,7 @@ func (m *Lockspaces) rem(ctx context.Context, ls wire.Lockspace, flags uint32) e
 		clock.Wake(sp.wake) // the main loop starts the removal now
 	} else {
 		m.mu.Unlock()
-		return rescode.Code(rescode.RvENOENT)
+		return causeErr(rescode.ErrENOENT, "lockspace "+ls.Name+" is not joined")
 	}
 	m.mu.Unlock()
 	if flags&wire.RemAsync != 0 {
