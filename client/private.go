@@ -137,3 +137,15 @@ func (c *Client) Reexec(ctx context.Context) error {
 	}
 	return err
 }
+
+// Cause is the daemon's explanation of this process's failure of cmd
+// with result code (LastError), "" when it has none for that failure: no
+// record, a record of another command or code, a daemon without the
+// private command, or a daemon that cannot be reached.
+func (c *Client) Cause(ctx context.Context, cmd Cmd, code int) string {
+	le, err := c.LastError(ctx)
+	if err != nil || le.Cmd != cmd || le.Code != code {
+		return ""
+	}
+	return le.Cause
+}

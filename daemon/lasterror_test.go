@@ -45,6 +45,9 @@ func TestLastErrorAddLockspace(t *testing.T) {
 	assert.Equal(t, rescode.RvENODEV, le.Code)
 	assert.Equal(t, "open "+missing+": no such file or directory", le.Cause)
 	assert.Less(t, le.Age, time.Minute)
+	assert.Equal(t, le.Cause, td.cl.Cause(context.Background(), wire.CmdAddLockspace, rescode.RvENODEV))
+	assert.Empty(t, td.cl.Cause(context.Background(), wire.CmdAddLockspace, rescode.RvEINVAL), "another code")
+	assert.Empty(t, td.cl.Cause(context.Background(), wire.CmdAcquire, rescode.RvENODEV), "another command")
 
 	err = td.cl.AddLockspace(context.Background(), rc.ls[0], 0, 1)
 	require.Equal(t, rescode.RvEEXIST, rescode.ErrorCode(err))
