@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,8 +71,8 @@ func TestLastErrorAddLockspace(t *testing.T) {
 	assert.Equal(t, rescode.RvENOSPC, td.lastError().Code)
 }
 
-// TestLastErrorAcquire: the causes of failed acquires: a lockspace not
-// joined, a lease held by another host (its host_id, name and the age of
+// TestLastErrorAcquire: the causes of failed acquires: a lease held by
+// another process of this host (its pid), a lockspace not joined, a lease held by another host (its host_id, name and the age of
 // its last renewal), an offset off the sector grid, an unregistered
 // connection.
 func TestLastErrorAcquire(t *testing.T) {
@@ -83,6 +84,16 @@ func TestLastErrorAcquire(t *testing.T) {
 	defer h1.Close()
 	require.NoError(t, h1.Acquire(ctx, []wire.Resource{rc.res(0, 0)}, 0, nil))
 
+	// Another process of host 1 (here, another registered connection).
+	h1b, err := rc.tds[0].cl.Register(ctx)
+	require.NoError(t, err)
+	defer h1b.Close()
+	err = h1b.Acquire(ctx, []wire.Resource{rc.res(0, 0)}, 0, nil)
+	require.Error(t, err)
+	le := rc.tds[0].lastError()
+	assert.Equal(t, rescode.ErrorCode(err), le.Code)
+	assert.Equal(t, fmt.Sprintf("resource LS:R0 is held on this host by pid %d", os.Getpid()), le.Cause)
+
 	td := rc.tds[1]
 	h2, err := td.cl.Register(ctx)
 	require.NoError(t, err)
@@ -92,7 +103,7 @@ func TestLastErrorAcquire(t *testing.T) {
 	notj.LockspaceName = "NOTJ"
 	err = h2.Acquire(ctx, []wire.Resource{notj}, 0, nil)
 	require.Equal(t, rescode.RvENOSPC, rescode.ErrorCode(err))
-	le := td.lastError()
+	le = td.lastError()
 	assert.Equal(t, wire.CmdAcquire, le.Cmd)
 	assert.Equal(t, rescode.RvENOSPC, le.Code)
 	assert.Equal(t, "lockspace NOTJ is not joined", le.Cause)

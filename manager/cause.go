@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -226,4 +227,36 @@ func (m *Lockspaces) OwnerAge(space string, hostID uint64) (name string, age int
 		return hs.OwnerName, 0, true
 	}
 	return hs.OwnerName, int64(now - hs.LastLive), true
+}
+
+// localCause says what this host is doing with resource r that refuses
+// an acquire of it ("" when r is nil). Called with the Resources' mu.
+func localCause(r *resource) string {
+	if r == nil {
+		return ""
+	}
+	pids := make([]string, 0, len(r.tokens))
+	for _, tk := range r.tokens {
+		pids = append(pids, strconv.Itoa(tk.pid))
+	}
+	by := ""
+	switch len(pids) {
+	case 0:
+	case 1:
+		by = " by pid " + pids[0]
+	default:
+		by = " by pids " + strings.Join(pids, ", ")
+	}
+	what := "resource " + r.key.space + ":" + r.key.name
+	switch {
+	case r.list == resRem:
+		return what + " is being released on this host" + by
+	case r.list == resAdd || r.converting:
+		return what + " is being acquired on this host" + by
+	case r.list == resOrphan:
+		return what + " is held on this host by a process that has ended (an orphan lease)"
+	case r.shared:
+		return what + " is held shared on this host" + by
+	}
+	return what + " is held on this host" + by
 }

@@ -222,8 +222,9 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	action, code := paxos.CheckLocal(st, shared, cmdFlags)
 	switch action {
 	case paxos.LocalFail:
+		cause := localCause(r)
 		m.mu.Unlock()
-		return code
+		return withCause(code, cause)
 	case paxos.LocalJoin:
 		t.r = r
 		r.tokens = append(r.tokens, t)
