@@ -50,6 +50,24 @@ func TestLastErrorAddLockspace(t *testing.T) {
 	assert.Empty(t, td.cl.Cause(context.Background(), wire.CmdAddLockspace, rescode.RvEINVAL), "another code")
 	assert.Empty(t, td.cl.Cause(context.Background(), wire.CmdAcquire, rescode.RvENODEV), "another command")
 
+	// The disk is there, but not the lockspace asked for.
+	other := startDaemon(t, nil)
+	for _, k := range []struct {
+		name   string
+		offset uint64
+		code   int
+		cause  string
+	}{
+		{"LS", 1000, rescode.RvEINVAL, "offset 1000 is not a multiple of the 512-byte sector of " + rc.path},
+		{"XX", 0, int(rescode.ErrLeaderLockspace), "the lease at " + rc.path + ":0 belongs to lockspace LS, not XX"},
+		{"LS", 1 << 20, int(rescode.ErrLeaderMagic), "no lockspace at " + rc.path + ":1048576: the delta lease of host_id 1 is not initialised"},
+	} {
+		ls := &wire.Lockspace{Name: k.name, HostID: 1, Disk: wire.Disk{Path: rc.path, Offset: k.offset}}
+		err = other.cl.AddLockspace(context.Background(), ls, 0, 1)
+		require.Equal(t, k.code, rescode.ErrorCode(err), k.cause)
+		assert.Equal(t, k.cause, other.lastError().Cause)
+	}
+
 	err = td.cl.AddLockspace(context.Background(), rc.ls[0], 0, 1)
 	require.Equal(t, rescode.RvEEXIST, rescode.ErrorCode(err))
 	assert.Equal(t, "lockspace LS is already joined", td.lastError().Cause)

@@ -121,17 +121,48 @@ func (sp *space) acquireCause(code rescode.Code) string {
 			sp.ls.HostID, name, gen, age+1)
 	case rescode.ErrGeneric:
 		return fmt.Sprintf("the join of lockspace %s was cancelled", sp.ls.Name)
+	case rescode.ErrEINVAL:
+		if ss := sp.sectorSize(); ss > 0 && sp.ls.Disk.Offset%uint64(ss) != 0 {
+			return fmt.Sprintf("offset %d is not a multiple of the %d-byte sector of %s", sp.ls.Disk.Offset, ss,
+				sp.ls.Disk.Path)
+		}
+	case rescode.ErrLeaderMagic:
+		return fmt.Sprintf("no lockspace at %s: the delta lease of host_id %d is not initialised", sp.disk(), sp.ls.HostID)
+	case rescode.ErrLeaderLockspace:
+		if name, ok := sp.readSpaceName(); ok {
+			return fmt.Sprintf("the lease at %s belongs to lockspace %s, not %s", sp.disk(), name, sp.ls.Name)
+		}
 	}
 	return fmt.Sprintf("the lease of host_id %d at %s: %s", sp.ls.HostID, sp.disk(), code.Text())
 }
 
-// readOwner reads the delta lease of our host_id and returns its owner's
-// host name and generation (false when it cannot be read).
-func (sp *space) readOwner() (name string, gen uint64, ok bool) {
+// sectorSize is the sector size of the lockspace's device, 0 when it
+// cannot be opened.
+func (sp *space) sectorSize() int {
+	dev, err := sp.m.cfg.Open(sp.ls.Disk.Path)
+	if err != nil {
+		return 0
+	}
+	defer dev.Close()
+	return dev.SectorSize()
+}
+
+// readSpaceName reads the lockspace name in the delta lease of our
+// host_id, unverified (false when it cannot be read).
+func (sp *space) readSpaceName() (string, bool) {
+	l, ok := sp.readLease()
+	if !ok {
+		return "", false
+	}
+	return diskfmt.NameString(l.SpaceName[:]), true
+}
+
+// readLease reads the delta lease of our host_id without verifying it.
+func (sp *space) readLease() (diskfmt.Leader, bool) {
 	m := sp.m
 	dev, err := m.cfg.Open(sp.ls.Disk.Path)
 	if err != nil {
-		return "", 0, false
+		return diskfmt.Leader{}, false
 	}
 	defer dev.Close()
 	ctx, cancel := ioTimeoutCtx(m.baseContext(), sp.ioTimeoutNow())
@@ -139,14 +170,22 @@ func (sp *space) readOwner() (name string, gen uint64, ok bool) {
 	off := int64(sp.ls.Disk.Offset)
 	g, err := deltaGeometry(ctx, dev, off, 0)
 	if err != nil {
-		return "", 0, false
+		return diskfmt.Leader{}, false
 	}
 	raw, err := diskfmt.ReadSector(ctx, dev, off+diskfmt.DeltaSectorOffset(sp.ls.HostID, g.SectorSize), g.SectorSize)
 	if err != nil {
-		return "", 0, false
+		return diskfmt.Leader{}, false
 	}
-	l, err := diskfmt.VerifyDelta(raw, sp.ls.Name)
-	if err != nil {
+	l, err := diskfmt.DecodeLeader(raw)
+	return l, err == nil
+}
+
+// readOwner reads the delta lease of our host_id and returns its owner's
+// host name and generation (false when it cannot be read or is not a
+// lease of this lockspace).
+func (sp *space) readOwner() (name string, gen uint64, ok bool) {
+	l, ok := sp.readLease()
+	if !ok || diskfmt.NameString(l.SpaceName[:]) != sp.ls.Name {
 		return "", 0, false
 	}
 	name = diskfmt.NameString(l.ResourceName[:])
