@@ -90,9 +90,10 @@ func TestLastErrorAddLockspace(t *testing.T) {
 }
 
 // TestLastErrorAcquire: the causes of failed acquires: a lease held by
-// another process of this host (its pid), a lockspace not joined, a lease held by another host (its host_id, name and the age of
-// its last renewal), an offset off the sector grid, an unregistered
-// connection.
+// another process of this host (its pid), a lockspace not joined, a
+// lease held by another host (its host_id, name and the age of its last
+// renewal), an offset off the sector grid, an unregistered connection;
+// and of a release of a lease the process does not hold.
 func TestLastErrorAcquire(t *testing.T) {
 	t.Parallel()
 	rc := newResCluster(t, 2, 1, manager.Setup{})
@@ -137,6 +138,12 @@ func TestLastErrorAcquire(t *testing.T) {
 	err = h2.Acquire(ctx, []wire.Resource{odd}, 0, nil)
 	require.Equal(t, rescode.RvEINVAL, rescode.ErrorCode(err))
 	assert.Contains(t, td.lastError().Cause, "offset 1000 is not a multiple of the 512-byte sector")
+
+	_, err = h2.Release(ctx, []wire.Resource{rc.res(0, 0)}, 0)
+	require.Equal(t, rescode.RvEPERM, rescode.ErrorCode(err))
+	le = td.lastError()
+	assert.Equal(t, wire.CmdRelease, le.Cmd)
+	assert.Equal(t, "the process does not hold resource LS:R0", le.Cause)
 
 	// ACQUIRE naming this connection without a REGISTER on it.
 	q := wire.NewRequest(wire.CmdAcquire, 0, 1, selfPid)

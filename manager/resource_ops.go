@@ -256,7 +256,7 @@ func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseReque
 		for _, res := range list {
 			i, tk := findToken(lc, res.LockspaceName, res.Name)
 			if tk == nil {
-				result = rescode.ErrEPERM
+				result = causeErr(rescode.ErrEPERM, "the process does not hold resource "+res.LockspaceName+":"+res.Name)
 				continue
 			}
 			lc.tokens = slices.Delete(lc.tokens, i, i+1)
