@@ -27,6 +27,7 @@ func (s *Server) registerBuiltins() {
 	s.Handle(wire.CmdHostStatus, ClassClose, cmdHostStatus)
 	s.Handle(wire.CmdReexec, ClassClose, cmdReexec) // handover.go
 	s.Handle(wire.CmdHello, ClassKeep, cmdHello)
+	s.Handle(wire.CmdLastError, ClassClose, cmdLastError) // lasterror.go
 }
 
 // cmdRegister: record the peer pid; no reply (docs/protocol.md "Commands" #1).
@@ -133,20 +134,20 @@ func cmdAddLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 	err := c.srv.mgr.Lockspaces.Add(ctx, manager.AddRequest{Lockspace: lockspaceOf(q),
 		Async: q.Header.CmdFlags&wire.AddAsync != 0, IOTimeout: q.Header.Data,
 		NoDelay: q.Header.CmdFlags&wire.AddNoDelay != 0})
-	return c.Reply(q, result(err))
+	return c.Reply(q, c.result(err))
 }
 
 func cmdRemLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 	f := q.Header.CmdFlags
 	err := c.srv.mgr.Lockspaces.Rem(ctx, manager.RemRequest{Lockspace: lockspaceOf(q),
 		Async: f&wire.RemAsync != 0, Unused: f&wire.RemUnused != 0})
-	return c.Reply(q, result(err))
+	return c.Reply(q, c.result(err))
 }
 
 func cmdInqLockspace(ctx context.Context, c *Conn, q *wire.Request) error {
 	err := c.srv.mgr.Lockspaces.Inq(ctx, manager.InqRequest{Lockspace: lockspaceOf(q),
 		Wait: q.Header.CmdFlags&wire.InqWait != 0})
-	return c.Reply(q, result(err))
+	return c.Reply(q, c.result(err))
 }
 
 // cmdGetLockspaces: header (length 32 + 1104 x count, data2 = count) and the
@@ -159,7 +160,7 @@ func cmdGetLockspaces(_ context.Context, c *Conn, q *wire.Request) error {
 // success; connection closed (docs/protocol.md "Commands" #15).
 func cmdHostStatus(_ context.Context, c *Conn, q *wire.Request) error {
 	recs, err := c.srv.mgr.Lockspaces.HostStatus(lockspaceOf(q).Name)
-	rv := result(err)
+	rv := c.result(err)
 	if rv < 0 {
 		recs = nil
 	}

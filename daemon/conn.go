@@ -85,6 +85,7 @@ type Conn struct {
 	slot    int
 	fd      int
 	peerPid int // SO_PEERCRED pid at accept
+	peerUID int // SO_PEERCRED uid at accept (-1 if unknown)
 	id      manager.ClientID
 
 	wmu sync.Mutex // serialises writes
@@ -92,6 +93,10 @@ type Conn struct {
 	mu        sync.Mutex
 	cmdActive wire.Cmd
 	cmdLast   wire.Cmd
+	// inRequest: a request is dispatched; reqCause: why it fails, once
+	// known (lasterror.go).
+	inRequest bool
+	reqCause  string
 	// evListener: REG_EVENT made (or is making) this connection a
 	// lockspace's event listener; a handover carries it with the
 	// lockspace, not as a client (docs/upgrade.md "Adopting event listeners").
@@ -155,6 +160,7 @@ func (c *Conn) send(rp *wire.Reply) error {
 	if err != nil {
 		return err
 	}
+	c.noteResult(rp.Header.Cmd, int32(rp.Header.Data))
 	return c.write(b)
 }
 
@@ -162,6 +168,7 @@ func (c *Conn) send(rp *wire.Reply) error {
 func (c *Conn) Reply(q *wire.Request, result int32) error {
 	h := wire.ResultReply(q.Header, result)
 	c.srv.metricsOf().Replied(q, result)
+	c.noteResult(q.Header.Cmd, result)
 	return c.write(h.Bytes())
 }
 
@@ -337,6 +344,7 @@ func (c *Conn) dispatch(q *wire.Request) error {
 	if s.deps.Tuning != nil {
 		s.deps.Tuning.RequestBegin()
 	}
+	c.beginRequest()
 	end := s.metricsOf().Begin(q)
 	var err error
 	if serving.Restartable(q) {
@@ -345,6 +353,7 @@ func (c *Conn) dispatch(q *wire.Request) error {
 		err = r.h(s.ctx, c, q)
 	}
 	end()
+	c.endRequest()
 	if s.deps.Tuning != nil {
 		s.deps.Tuning.RequestEnd()
 	}

@@ -20,19 +20,19 @@ func (s *Server) registerDiskCmds(d *manager.DiskOps) {
 		}
 		align, err := d.Align(path)
 		if err != nil {
-			return c.Reply(q, result(err))
+			return c.Reply(q, c.result(err))
 		}
 		return c.Reply(q, int32(align))
 	})
 	s.Handle(wire.CmdWriteResource, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		err := d.WriteResource(ctx, resourceOf(q), q.Header.Data, q.Header.CmdFlags&wire.WriteClear != 0)
-		return c.Reply(q, result(err))
+		return c.Reply(q, c.result(err))
 	})
 	s.Handle(wire.CmdReadResource, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
 		// The reply always carries the resource (no disks): as read on
 		// success, else as it was sent.
 		res := resourceOf(q)
-		rv := result(d.ReadResource(ctx, &res))
+		rv := c.result(d.ReadResource(ctx, &res))
 		res.Disks = nil
 		return c.send(&wire.Reply{Header: replyHeader(q, rv, 0), Resource: &res})
 	})
@@ -41,17 +41,17 @@ func (s *Server) registerDiskCmds(d *manager.DiskOps) {
 		res := resourceOf(q)
 		owners, err := d.ReadResourceOwners(ctx, &res)
 		res.Disks = nil
-		rp := wire.Reply{Header: replyHeader(q, result(err), 0), Resource: &res}
+		rp := wire.Reply{Header: replyHeader(q, c.result(err), 0), Resource: &res}
 		for _, o := range owners {
 			rp.Hosts = append(rp.Hosts, wire.Host{HostID: o.HostID, Generation: o.Generation, Timestamp: o.Timestamp})
 		}
 		return c.send(&rp)
 	})
 	s.Handle(wire.CmdFormatRIndex, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
-		return c.Reply(q, result(d.FormatRindex(ctx, rindexOf(q))))
+		return c.Reply(q, c.result(d.FormatRindex(ctx, rindexOf(q))))
 	})
 	s.Handle(wire.CmdRebuildRIndex, ClassWork, func(ctx context.Context, c *Conn, q *wire.Request) error {
-		return c.Reply(q, result(d.RebuildRindex(ctx, rindexOf(q), q.Header.CmdFlags&wire.RXNoLockspace != 0)))
+		return c.Reply(q, c.result(d.RebuildRindex(ctx, rindexOf(q), q.Header.CmdFlags&wire.RXNoLockspace != 0)))
 	})
 	s.Handle(wire.CmdUpdateRIndex, ClassWork, rindexEntryCmd(func(ctx context.Context, q *wire.Request, rx wire.RIndex, e wire.REntry) (wire.REntry, error) {
 		return d.UpdateRindex(ctx, rx, e, q.Header.CmdFlags)
@@ -91,7 +91,7 @@ func rindexEntryCmd(f func(context.Context, *wire.Request, wire.RIndex, wire.REn
 			in = *q.REntry
 		}
 		out, err := f(ctx, q, rindexOf(q), in)
-		rv := result(err)
+		rv := c.result(err)
 		if rv < 0 {
 			out = wire.REntry{}
 		}

@@ -23,7 +23,7 @@ func cmdRegEvent(m *manager.Lockspaces) Handler {
 		c.mu.Lock()
 		c.evListener = true
 		c.mu.Unlock()
-		rv := result(m.RegEvent(name, c))
+		rv := c.result(m.RegEvent(name, c))
 		if rv != 0 {
 			c.mu.Lock()
 			c.evListener = false
@@ -48,7 +48,7 @@ func cmdRegEvent(m *manager.Lockspaces) Handler {
 // the end marker on its listener.
 func cmdEndEvent(m *manager.Lockspaces) Handler {
 	return func(_ context.Context, c *Conn, q *wire.Request) error {
-		return c.send(&wire.Reply{Header: replyHeader(q, result(m.EndEvent(lockspaceOf(q).Name)), q.Header.Data2)})
+		return c.send(&wire.Reply{Header: replyHeader(q, c.result(m.EndEvent(lockspaceOf(q).Name)), q.Header.Data2)})
 	}
 }
 

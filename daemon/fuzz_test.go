@@ -45,6 +45,7 @@ func FuzzCommands(f *testing.F) {
 	}
 	f.Add(uint8(1), true, uint32(0), uint32(0), uint32(0), uint32(32), []byte{})
 	f.Add(uint8(2), true, uint32(0), uint32(0), uint32(0), uint32(32), []byte{})
+	f.Add(uint8(3), true, uint32(0), uint32(0), uint32(0), uint32(32), []byte{})
 	f.Add(uint8(41), false, uint32(0), uint32(1), uint32(0xffffffff), uint32(32+128+1040+56),
 		bytes.Repeat([]byte("x"), 128+1040+56))
 	f.Add(uint8(200), false, uint32(7), uint32(7), uint32(7), uint32(32+700), bytes.Repeat([]byte{0}, 700))

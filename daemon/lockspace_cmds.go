@@ -33,7 +33,7 @@ func cmdSetHost(m *manager.Lockspaces) Handler {
 		if q.Host != nil {
 			h = *q.Host
 		}
-		return c.Reply(q, result(m.SetHost(ctx, lockspaceOf(q), q.Header.Data, h)))
+		return c.Reply(q, c.result(m.SetHost(ctx, lockspaceOf(q), q.Header.Data, h)))
 	}
 }
 
@@ -49,7 +49,7 @@ func cmdGetHosts(m *manager.Lockspaces) Handler {
 		} else {
 			hosts, err = m.GetHosts(ls.Name, ls.HostID)
 		}
-		return c.send(&wire.Reply{Header: replyHeader(q, result(err), 0), Hosts: hosts})
+		return c.send(&wire.Reply{Header: replyHeader(q, c.result(err), 0), Hosts: hosts})
 	}
 }
 
@@ -62,7 +62,7 @@ func cmdRenewal(m *manager.Lockspaces) Handler {
 			return c.send(&rp)
 		}
 		hist, io, err := m.Renewals(lockspaceOf(q).Name)
-		rv := result(err)
+		rv := c.result(err)
 		rp.Header.Data = uint32(rv)
 		if rv < 0 || len(hist) == 0 {
 			return c.send(&rp)
@@ -85,7 +85,7 @@ func cmdSetConfig(m *manager.Lockspaces) Handler {
 		} else {
 			err = m.SetConfig(name, q.Header.Data)
 		}
-		return c.send(&wire.Reply{Header: replyHeader(q, result(err), q.Header.Data2)})
+		return c.send(&wire.Reply{Header: replyHeader(q, c.result(err), q.Header.Data2)})
 	}
 }
 
@@ -96,7 +96,7 @@ func cmdSetEvent(m *manager.Lockspaces) Handler {
 		if q.HostEvent != nil {
 			he = *q.HostEvent
 		}
-		return c.Reply(q, result(m.SetEvent(lockspaceOf(q).Name, he, q.Header.CmdFlags)))
+		return c.Reply(q, c.result(m.SetEvent(lockspaceOf(q).Name, he, q.Header.CmdFlags)))
 	}
 }
 
@@ -117,9 +117,9 @@ func cmdExamineLockspace(m *manager.Lockspaces) Handler {
 func cmdWriteLockspace(m *manager.Lockspaces) Handler {
 	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		if q.Header.CmdFlags&wire.WriteLSFlags != 0 {
-			return c.Reply(q, result(m.WriteLockspaceFlags(ctx, lockspaceOf(q))))
+			return c.Reply(q, c.result(m.WriteLockspaceFlags(ctx, lockspaceOf(q))))
 		}
-		return c.Reply(q, result(m.WriteLockspace(ctx, lockspaceOf(q), q.Header.Data2)))
+		return c.Reply(q, c.result(m.WriteLockspace(ctx, lockspaceOf(q), q.Header.Data2)))
 	}
 }
 
@@ -130,7 +130,7 @@ func cmdReadLockspaceHost(m *manager.Lockspaces) Handler {
 	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		ls, h, io, err := m.ReadLockspaceHost(ctx, lockspaceOf(q))
 		ls = fitLockspace(ls)
-		return c.send(&wire.Reply{Header: replyHeader(q, result(err), io), Lockspace: &ls, Host: &h})
+		return c.send(&wire.Reply{Header: replyHeader(q, c.result(err), io), Lockspace: &ls, Host: &h})
 	}
 }
 
@@ -151,7 +151,7 @@ func fitLockspace(ls wire.Lockspace) wire.Lockspace {
 // lease; data2 is its io_timeout.
 func cmdInitLockspaceHost(m *manager.Lockspaces) Handler {
 	return func(ctx context.Context, c *Conn, q *wire.Request) error {
-		return c.Reply(q, result(m.InitLockspaceHost(ctx, manager.InitLockspaceHostRequest{
+		return c.Reply(q, c.result(m.InitLockspaceHost(ctx, manager.InitLockspaceHostRequest{
 			Lockspace: lockspaceOf(q), Flags: q.Header.CmdFlags, IOTimeout: q.Header.Data2, Record: q.DeltaLeader})))
 	}
 }
@@ -162,6 +162,6 @@ func cmdInitLockspaceHost(m *manager.Lockspaces) Handler {
 func cmdReadLockspace(m *manager.Lockspaces) Handler {
 	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		out, io, err := m.ReadLockspace(ctx, lockspaceOf(q))
-		return c.send(&wire.Reply{Header: replyHeader(q, result(err), io), Lockspace: &out})
+		return c.send(&wire.Reply{Header: replyHeader(q, c.result(err), io), Lockspace: &out})
 	}
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/gosanlock/gosanlock/manager"
 	"github.com/gosanlock/gosanlock/rescode"
@@ -36,7 +37,7 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 		if err != nil {
 			// "lver changed" and "owner changed" as 5.x numbers them
 			// (docs/compat.md "Result codes").
-			return c.Reply(q, int32(rescode.Release5(rescode.Code(result(err)))))
+			return c.Reply(q, int32(rescode.Release5(rescode.Code(c.result(err)))))
 		}
 		return c.Reply(q, int32(n))
 	})
@@ -65,7 +66,7 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 		}
 		err := m.Request(ctx, manager.RequestRequest{Resource: q.Resources[0], Force: q.Header.Data,
 			NextLVer: q.Header.CmdFlags&wire.RequestNextLVer != 0})
-		return c.Reply(q, result(err))
+		return c.Reply(q, c.result(err))
 	})
 	s.Handle(wire.CmdExamineResource, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		if len(q.Resources) > 0 {
@@ -75,7 +76,7 @@ func (s *Server) registerResourceCmds(m *manager.Resources) {
 	})
 	s.Handle(wire.CmdSetLVB, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		space, name := resName(q)
-		return c.Reply(q, result(m.SetLVB(space, name, q.LVB)))
+		return c.Reply(q, c.result(m.SetLVB(space, name, q.LVB)))
 	})
 	s.Handle(wire.CmdGetLVB, ClassWork, func(_ context.Context, c *Conn, q *wire.Request) error {
 		return cmdGetLVB(m, c, q)
@@ -98,8 +99,9 @@ func (s *Server) cmdAcquire2(ctx context.Context, m *manager.Resources, c *Conn,
 	s.leaseWork()
 	var he *manager.HeldError
 	if !errors.As(err, &he) {
-		return c.Reply(q, result(err))
+		return c.Reply(q, c.result(err))
 	}
+	c.noteCause(causeText(he))
 	owner := he.Owner
 	return c.send(&wire.Reply{Header: replyHeader(q, int32(he.Code), q.Header.Data2), Host: &owner, OwnerName: he.OwnerName})
 }
@@ -126,8 +128,10 @@ func target(c *Conn, q *wire.Request, acquire bool) (manager.ClientID, int32) {
 	st, _ := c.srv.reg.Status(t)
 	switch {
 	case st.PidDead:
+		c.noteCause(fmt.Sprintf("process %d has ended", st.Pid))
 		return 0, rescode.RvESTALE
 	case acquire && st.KillCount > 0:
+		c.noteCause(fmt.Sprintf("process %d is being killed", st.Pid))
 		return 0, rescode.RvEBUSY
 	}
 	return t, 0
@@ -143,10 +147,12 @@ func targetConn(c *Conn, q *wire.Request) (manager.ClientID, int32) {
 		if o := c.srv.clientAt(int(int32(q.Header.Data2))); o != nil && o.clientStatus().Registered {
 			return o.id, 0
 		}
+		c.noteCause(fmt.Sprintf("no registered process at client index %d", int32(q.Header.Data2)))
 		return 0, rescode.RvEBUSY
 	}
 	if q.Header.Data2 == selfPid {
 		if !c.clientStatus().Registered {
+			c.noteCause("the asking process has not registered on this connection")
 			return 0, rescode.RvEBUSY
 		}
 		return c.id, 0
@@ -154,6 +160,7 @@ func targetConn(c *Conn, q *wire.Request) (manager.ClientID, int32) {
 	if t, ok := c.srv.reg.ByPid(int(int32(q.Header.Data2))); ok {
 		return t, 0
 	}
+	c.noteCause(fmt.Sprintf("no registered process with pid %d", int32(q.Header.Data2)))
 	return 0, rescode.RvESRCH
 }
 
@@ -171,7 +178,7 @@ func regCmd(fn func(context.Context, manager.ClientID, *wire.Request) error, acq
 	return func(ctx context.Context, c *Conn, q *wire.Request) error {
 		t, code := target(c, q, acquire)
 		if code == 0 {
-			code = result(fn(ctx, t, q))
+			code = c.result(fn(ctx, t, q))
 		}
 		return c.Reply(q, code)
 	}
@@ -184,7 +191,7 @@ func cmdInquire(m *manager.Resources, c *Conn, q *wire.Request) error {
 	if code == 0 {
 		var err error
 		list, err = m.Inquire(t)
-		code = result(err)
+		code = c.result(err)
 	}
 	if code != 0 || len(list) == 0 {
 		return c.send(&wire.Reply{Header: replyHeader(q, code, 0)})
@@ -205,7 +212,7 @@ func cmdGetLVB(m *manager.Resources, c *Conn, q *wire.Request) error {
 	space, name := resName(q)
 	b, err := m.GetLVB(space, name, int(q.Header.Data2))
 	if err != nil {
-		return c.send(lvbError(q, result(err)))
+		return c.send(lvbError(q, c.result(err)))
 	}
 	return c.send(&wire.Reply{Header: replyHeader(q, 0, 0), Data: b})
 }

@@ -132,6 +132,9 @@ type Server struct {
 	// mgr is the lease manager, built by startManager (nil before).
 	mgr *manager.Manager
 
+	// fails is the last failure of each client process (lasterror.go).
+	fails *failureTable
+
 	// holders lists the pids holding a resource (strict peer checks).
 	holders func(space, name string) []int
 
@@ -154,6 +157,7 @@ func New(cfg *Config, deps Deps) *Server {
 		lg:       zap.NewNop(),
 		lnFD:     -1,
 		reg:      manager.NewClientRegistry(),
+		fails:    newFailureTable(),
 	}
 	if s.cfg.MaxConns <= firstConnSlot {
 		s.cfg.MaxConns = DefaultMaxConns
@@ -480,7 +484,7 @@ type PeerPidConn interface {
 // and starts the connection goroutine. With a full table the connection is
 // closed.
 func (s *Server) addConn(uc net.Conn) {
-	c := &Conn{srv: s, uc: uc, fd: -1, peerPid: -1, id: manager.ClientID(s.lastID.Add(1))}
+	c := &Conn{srv: s, uc: uc, fd: -1, peerPid: -1, peerUID: -1, id: manager.ClientID(s.lastID.Add(1))}
 	if p, ok := uc.(PeerPidConn); ok {
 		c.peerPid = p.PeerPid() // an in-memory connection of Serve
 	}
@@ -489,7 +493,7 @@ func (s *Server) addConn(uc net.Conn) {
 			c.fd = int(fd)
 			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
 			if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
-				c.peerPid = int(cred.Pid)
+				c.peerPid, c.peerUID = int(cred.Pid), int(cred.Uid)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -58,6 +59,11 @@ func (s *Server) strictAllowed(id strictpeer.Identity, q *wire.Request) (target 
 func (c *Conn) strictRefuse(q *wire.Request, id strictpeer.Identity, target int) error {
 	c.srv.lg.Warn("cmd_"+q.Header.Cmd.DebugName()+" refused by strict_peer", zap.Int("ci", c.slot), zap.Int("fd", c.fd),
 		zap.Int("peer_pid", int(id.Pid)), zap.Int("uid", id.UID), zap.Int("gid", id.GID), zap.Int("target_pid", target))
+	if target > 0 {
+		c.noteCause(fmt.Sprintf("refused by strict peer mode: only root or the daemon's group may act for pid %d", target))
+	} else {
+		c.noteCause("refused by strict peer mode: only root or the daemon's group may send this command")
+	}
 	eperm := int32(rescode.RvEPERM)
 	switch q.Header.Cmd {
 	case wire.CmdShutdown:

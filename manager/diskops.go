@@ -101,8 +101,14 @@ func (d *DiskOps) openDisks(res *wire.Resource, ioTimeout int) ([]diskfmt.Resour
 }
 
 // resultErr is err as the result code it is sent as (nil for none): the
-// error value the manager's API returns.
-func resultErr(err error) error { return codeErr(rescode.CodeOf(err)) }
+// error value the manager's API returns; a CauseError keeps its cause.
+func resultErr(err error) error {
+	c := rescode.CodeOf(err)
+	if cause := Cause(err); cause != "" && c != 0 {
+		return &CauseError{Code: c, Cause: cause}
+	}
+	return codeErr(c)
+}
 
 // paxosVersion is the leader version WRITE_RESOURCE writes (0: the default).
 func (d *DiskOps) paxosVersion() uint32 { return d.ls.conf().PaxosVersion }

@@ -82,7 +82,7 @@ func (m *Lockspaces) HostStatus(name string) ([]wire.StateRecord, error) {
 	}
 	m.mu.Unlock()
 	if sp == nil {
-		return nil, rescode.ErrENOSPC
+		return nil, causeErr(rescode.ErrENOSPC, "no lockspace "+name)
 	}
 	if run == nil {
 		return nil, nil
@@ -162,7 +162,7 @@ func (m *Lockspaces) Renewals(name string) ([]delta.HistoryEntry, int, error) {
 	}
 	m.mu.Unlock()
 	if sp == nil {
-		return nil, 0, rescode.ErrENOSPC
+		return nil, 0, causeErr(rescode.ErrENOSPC, "no lockspace "+name)
 	}
 	if run == nil {
 		return nil, sp.ioTimeoutNow(), nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -191,8 +192,12 @@ type space struct {
 
 	addDone   chan struct{} // closed when the add has its outcome
 	addResult error
-	addCause  string        // what failed when addResult != 0, for the log
-	gone      chan struct{} // closed when the entry has been freed
+	addCause  string // what failed when addResult != 0, for the log
+	// clientCause is what failed, for the client that asked (CauseError):
+	// addCause in plain words.
+	clientCause string
+	addBegin    time.Duration // the manager's clock when the add began
+	gone        chan struct{} // closed when the entry has been freed
 
 	// Under m.mu.
 	list          list
@@ -352,7 +357,7 @@ func (m *Lockspaces) Add(ctx context.Context, req AddRequest) error {
 
 func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeout uint32) error {
 	if ls.Name == "" || ls.HostID == 0 || ls.Disk.Path == "" {
-		return rescode.Code(rescode.RvEINVAL)
+		return causeErr(rescode.ErrEINVAL, "a lockspace needs a name, a host_id and a disk path")
 	}
 	ident := wire.Lockspace{Name: ls.Name, HostID: ls.HostID, Disk: wire.Disk{Path: ls.Disk.Path, Offset: ls.Disk.Offset}}
 	io := int(ioTimeout)
@@ -371,22 +376,23 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	switch {
 	case m.stopped:
 		m.mu.Unlock()
-		return rescode.Code(rescode.RvEPERM)
+		return causeErr(rescode.ErrEPERM, "the daemon is shutting down")
 	case m.find(listSpaces, &ident, false) != nil:
 		m.mu.Unlock()
-		return rescode.Code(rescode.RvEEXIST)
+		return causeErr(rescode.ErrEEXIST, "lockspace "+ident.Name+" is already joined")
 	case m.find(listAdd, &ident, false) != nil:
 		m.mu.Unlock()
-		return rescode.Code(rescode.RvEINPROGRESS)
+		return causeErr(rescode.ErrEINPROGRESS, "lockspace "+ident.Name+" is being joined")
 	case m.find(listRem, &ident, false) != nil:
 		m.mu.Unlock()
-		return rescode.Code(rescode.RvEAGAIN)
+		return causeErr(rescode.ErrEAGAIN, "lockspace "+ident.Name+" is being left")
 	}
 	for _, l := range m.lists {
 		for _, sp := range l {
 			if sp.ls.Name == ident.Name || sameDisk(&sp.ls, &ident) {
 				m.mu.Unlock()
-				return rescode.Code(rescode.RvEINVAL)
+				return causeErr(rescode.ErrEINVAL, fmt.Sprintf("lockspace %s:%d:%s already uses that name or disk",
+					sp.ls.Name, sp.ls.HostID, sp.disk()))
 			}
 		}
 	}
@@ -394,6 +400,7 @@ func (m *Lockspaces) add(ctx context.Context, ls wire.Lockspace, flags, ioTimeou
 	sp := &space{m: m, id: m.lastID, ls: ident, noDelay: flags&wire.AddNoDelay != 0, addDone: make(chan struct{}),
 		gone: make(chan struct{}), kills: make(map[int]*killState), list: listAdd, wake: make(chan struct{}, 1)}
 	sp.ioTimeout.Store(int32(io))
+	sp.addBegin = m.cfg.Clock.Now()
 	sp.ctx, sp.cancel = context.WithCancel(m.baseContext())
 	m.lists[listAdd] = append([]*space{sp}, m.lists[listAdd]...)
 	m.wg.Add(1)
@@ -439,14 +446,14 @@ func (m *Lockspaces) rem(ctx context.Context, ls wire.Lockspace, flags uint32) e
 	if flags&wire.RemUnused != 0 {
 		if u := m.usage; u != nil {
 			if all, _ := u.SpaceResources(ls.Name); all > 0 {
-				return rescode.Code(rescode.RvEBUSY)
+				return causeErr(rescode.ErrEBUSY, fmt.Sprintf("lockspace %s has %d resource lease(s) in use", ls.Name, all))
 			}
 		}
 	}
 	m.mu.Lock()
 	if m.find(listRem, &ls, true) != nil {
 		m.mu.Unlock()
-		return rescode.Code(rescode.RvEINPROGRESS)
+		return causeErr(rescode.ErrEINPROGRESS, "lockspace "+ls.Name+" is being left")
 	}
 	sp := m.find(listAdd, &ls, true)
 	if sp != nil {
@@ -457,7 +464,7 @@ func (m *Lockspaces) rem(ctx context.Context, ls wire.Lockspace, flags uint32) e
 		clock.Wake(sp.wake) // the main loop starts the removal now
 	} else {
 		m.mu.Unlock()
-		return rescode.Code(rescode.RvENOENT)
+		return causeErr(rescode.ErrENOENT, "lockspace "+ls.Name+" is not joined")
 	}
 	m.mu.Unlock()
 	if flags&wire.RemAsync != 0 {

@@ -23,7 +23,7 @@ func (m *Resources) begin(id ClientID) (*leaseClient, error) {
 		m.leases[id] = lc
 	}
 	if lc.busy || lc.dead {
-		return nil, rescode.ErrEBUSY
+		return nil, causeErr(rescode.ErrEBUSY, "another command of this client is still running")
 	}
 	lc.busy = true
 	return lc, nil
@@ -76,7 +76,7 @@ func (m *Resources) Acquire(ctx context.Context, id ClientID, req AcquireRequest
 	if err == nil {
 		err = m.acquire(ctx, lc, req)
 	}
-	return resultErr(err)
+	return resultErr(m.explain(err))
 }
 
 // HeldError is ACQUIRE2's answer when a lease is held by a live host
@@ -90,6 +90,8 @@ type HeldError struct {
 	// OwnerName is the host name in the owner's delta lease as our last
 	// renewal read it ("" when not read yet).
 	OwnerName string
+	// Cause names the holder for a person (see CauseError).
+	Cause string
 }
 
 func (e *HeldError) Error() string {
@@ -123,9 +125,9 @@ func (m *Resources) Acquire2(ctx context.Context, id ClientID, req AcquireReques
 	}
 	code := rescode.CodeOf(err)
 	if code != rescode.ErrAcquireIDLive && code != rescode.ErrAcquireOwnedNoTimeout {
-		return resultErr(err)
+		return resultErr(m.explain(err))
 	}
-	he := &HeldError{Code: code}
+	he := &HeldError{Code: code, Cause: Cause(m.explain(err))}
 	var pe *paxos.Error
 	if errors.As(err, &pe) && pe.Leader != nil {
 		ld := pe.Leader
@@ -254,7 +256,7 @@ func (m *Resources) release(ctx context.Context, lc *leaseClient, q ReleaseReque
 		for _, res := range list {
 			i, tk := findToken(lc, res.LockspaceName, res.Name)
 			if tk == nil {
-				result = rescode.ErrEPERM
+				result = causeErr(rescode.ErrEPERM, "the process does not hold resource "+res.LockspaceName+":"+res.Name)
 				continue
 			}
 			lc.tokens = slices.Delete(lc.tokens, i, i+1)

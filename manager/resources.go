@@ -149,9 +149,13 @@ func (m *Resources) baseContext() context.Context { return m.cfg.Context }
 // spaceHost returns our membership of lockspace name, or -ENOSPC.
 func (m *Resources) spaceHost(name string) (*paxos.Host, error) {
 	if m.spaces == nil {
-		return nil, rescode.ErrENOSPC
+		return nil, causeErr(rescode.ErrENOSPC, "lockspace "+name+" is not joined")
 	}
-	return m.spaces.PaxosHost(name)
+	h, err := m.spaces.PaxosHost(name)
+	if err != nil {
+		return nil, withCause(err, "lockspace "+name+" is not joined")
+	}
+	return h, nil
 }
 
 // forget drops the lease state of a dead client. Called with m.mu.
@@ -218,8 +222,9 @@ func (m *Resources) acquireToken(ctx context.Context, t *token, host *paxos.Host
 	action, code := paxos.CheckLocal(st, shared, cmdFlags)
 	switch action {
 	case paxos.LocalFail:
+		cause := localCause(r)
 		m.mu.Unlock()
-		return code
+		return withCause(code, cause)
 	case paxos.LocalJoin:
 		t.r = r
 		r.tokens = append(r.tokens, t)

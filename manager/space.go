@@ -22,7 +22,7 @@ func (sp *space) thread() {
 	m := sp.m
 	defer m.wg.Done()
 	err := sp.join()
-	sp.addResult = err
+	sp.addResult = withCause(err, sp.clientCause)
 	if err != nil {
 		// Free first: once the caller has its answer, the entry is gone.
 		sp.log().Warn("add_lockspace fail", resultField(err), spaceField(sp.ls.Name), zap.String("cause", sp.addCauseText()))
@@ -45,6 +45,7 @@ func (sp *space) join() error {
 	dev, err := m.cfg.Open(sp.ls.Disk.Path)
 	if err != nil {
 		sp.addCause = fmt.Sprintf("open %s: %s", sp.disk(), causeLog(err, 0))
+		sp.clientCause = openCause(sp.ls.Disk.Path, err)
 		sp.log().Info("open error", zap.String("disk", sp.disk()), causeField(err, 0))
 		return rescode.Code(rescode.RvENODEV)
 	}
@@ -57,9 +58,11 @@ func (sp *space) join() error {
 		_ = dev.Close()
 		if err != nil {
 			sp.addCause = fmt.Sprintf("read of the lockspace geometry at %s: %s", sp.disk(), causeLog(err, sp.ioTimeoutNow()))
+			sp.clientCause = fmt.Sprintf("no lockspace can be read at %s", sp.disk())
 			return resultErr(err)
 		}
 		sp.addCause = fmt.Sprintf("host_id %d is beyond the lockspace at %s", sp.ls.HostID, sp.disk())
+		sp.clientCause = sp.addCause
 		return rescode.ErrAddLSInvalidHostID
 	}
 	var wd WatchdogSession
@@ -67,6 +70,7 @@ func (sp *space) join() error {
 		var err error
 		if wd, err = m.openWatchdog(sp.ls.Name, sp.ls.HostID); err != nil {
 			sp.addCause = "wdmd: " + causeLog(err, 0)
+			sp.clientCause = "the watchdog daemon (wdmd) refused: " + causeLog(err, 0)
 			sp.log().Info("wdmd open failed", causeField(err, 0))
 			_ = dev.Close()
 			return rescode.ErrWatchdog
@@ -112,6 +116,7 @@ func (sp *space) join() error {
 	run, err = delta.New(dcfg)
 	if err != nil {
 		sp.addCause = fmt.Sprintf("lockspace at %s: %s", sp.disk(), causeLog(err, sp.ioTimeoutNow()))
+		sp.clientCause = fmt.Sprintf("lockspace %s at %s: %s", sp.ls.Name, sp.disk(), orCode(plainCause(err), err))
 		_ = dev.Close()
 		if wd != nil {
 			_ = wd.Close()
@@ -147,6 +152,7 @@ func (sp *space) join() error {
 		m.cfg.await(run.Done())
 		sp.addCause = fmt.Sprintf("delta_acquire of host_id %d at %s: %s", sp.ls.HostID, sp.disk(),
 			st.AcquireLastResult.Error())
+		sp.clientCause = sp.acquireCause(st.AcquireLastResult)
 		return st.AcquireLastResult
 	}
 	m.mu.Lock()

@@ -134,8 +134,15 @@ const (
 	// No payload; reply: result.
 	CmdHello Cmd = PrivateCmdBase + 2
 
+	// CmdLastError asks for the last failure the daemon recorded for the
+	// asking process (its SO_PEERCRED pid, on any of its connections): a
+	// gosanlock client sends it after a command failed, to learn why. No
+	// payload; reply: result (0, or -ENOENT when nothing is recorded),
+	// then on 0 one StateLastError record; the connection is then closed.
+	CmdLastError Cmd = PrivateCmdBase + 3
+
 	// maxPrivateCmd is the highest private command number.
-	maxPrivateCmd = CmdHello
+	maxPrivateCmd = CmdLastError
 )
 
 var cmdNames = [...]struct{ name, debug string }{
@@ -186,8 +193,9 @@ var cmdNames = [...]struct{ name, debug string }{
 }
 
 var privateCmdNames = [...]struct{ name, debug string }{
-	CmdReexec - PrivateCmdBase: {"GOSL_CMD_REEXEC", "reexec"},
-	CmdHello - PrivateCmdBase:  {"GOSL_CMD_HELLO", "hello"},
+	CmdReexec - PrivateCmdBase:    {"GOSL_CMD_REEXEC", "reexec"},
+	CmdHello - PrivateCmdBase:     {"GOSL_CMD_HELLO", "hello"},
+	CmdLastError - PrivateCmdBase: {"GOSL_CMD_LAST_ERROR", "last_error"},
 }
 
 // Valid reports whether c is a sanlock command this package knows
@@ -363,6 +371,12 @@ const (
 	// with -D only. Our daemon sends neither.
 	StateWorker         = 7
 	StateResourceThread = 8
+	// StateLastError is the one record of a CmdLastError reply (a
+	// private command; sanlock never sends it): flags the failed
+	// command's result (an int32), data32 the command number, data64 the
+	// failure's age in milliseconds, name the command's debug name, text
+	// the cause (may be empty).
+	StateLastError = 0x47530001
 )
 
 // Limits (docs/protocol.md "Structures").

@@ -129,8 +129,9 @@ var replyKinds = [...]replyKind{
 }
 
 var privateReplyKinds = [...]replyKind{
-	CmdReexec - PrivateCmdBase: rpStream, // the reason of a failure
-	CmdHello - PrivateCmdBase:  rpResult,
+	CmdReexec - PrivateCmdBase:    rpStream, // the reason of a failure
+	CmdHello - PrivateCmdBase:     rpResult,
+	CmdLastError - PrivateCmdBase: rpStream, // the failure, one record
 }
 
 // replyOf is the reply shape of a valid command c.
