@@ -281,6 +281,7 @@ func (c *clientRun) command(o *CommandOptions) int {
 	r = acquireLines(reg, o.LeaseArgs, o.Owner, c.waitRetry(o.Wait, prog), printf)
 	stop()
 	if r < 0 {
+		c.askCause(r)
 		return c.refuse(o, "acquire failed: "+explain(r, c.cause))
 	}
 	if o.Path == "" {

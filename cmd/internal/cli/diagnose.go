@@ -97,9 +97,30 @@ func (c *clientRun) diagnose(action string) {
 	case l != "":
 		fmt.Fprintln(c.stderr, l)
 	case c.lastRv < 0:
+		c.askCause(c.lastRv)
 		fmt.Fprintln(c.stderr, failLine(action, c.lastRv, c.cause))
 	default:
 		return
 	}
 	c.reported = true
+}
+
+// causeWait bounds the question for the daemon's cause of a failure: a
+// gosanlock daemon answers at once; a sanlock daemon never answers, and
+// the tool then gives the code's generic explanation.
+const causeWait = 300 * time.Millisecond
+
+// askCause fills c.cause, when the tool knows none itself, with the cause
+// the daemon recorded for this process's last failure (client.LastError,
+// docs/protocol.md "Private commands"), if that failure had result code.
+func (c *clientRun) askCause(code int) {
+	if c.cause != "" || code >= 0 || c.cl == nil || c.err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), causeWait)
+	defer cancel()
+	le, err := c.cl.LastError(ctx)
+	if err == nil && le.Code == code && le.Age < time.Minute {
+		c.cause = le.Cause
+	}
 }
