@@ -47,7 +47,9 @@ func DropPrivileges(userName string, uid, gid int) error {
 						gids = append(gids, n)
 					}
 				}
-				if err := unix.Setgroups(gids); err != nil {
+				// syscall.Setgroups sets the groups of every thread of
+				// the process; x/sys/unix's sets only the calling one.
+				if err := syscall.Setgroups(gids); err != nil {
 					return fmt.Errorf("initgroups failed: %w", err)
 				}
 			}
