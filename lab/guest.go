@@ -279,7 +279,7 @@ func (g *guest) throttle(bytesPerSec int) error {
 		iops = 1
 	}
 	_, err := g.mon.command("block_set_io_throttle", map[string]any{
-		"id": "shared-dev", "bps": bytesPerSec, "bps_rd": 0, "bps_wr": 0,
+		"device": "shared", "bps": bytesPerSec, "bps_rd": 0, "bps_wr": 0,
 		"iops": iops, "iops_rd": 0, "iops_wr": 0,
 	})
 	if err == nil {

@@ -46,7 +46,7 @@ func main() {
 	flag.IntVar(&cfg.MemMB, "mem", 512, "memory of each guest (MB)")
 	flag.BoolVar(&cfg.Verbose, "v", false, "print every guest command")
 	flag.StringVar(&only, "run", "", "run only the scenarios whose name contains this (comma-separated)")
-	flag.StringVar(&daemonsFlag, "daemons", "", "run only these daemon labels (comma-separated, e.g. ours,5.1.1)")
+	flag.StringVar(&daemonsFlag, "daemons", "", "run only these daemon labels (comma-separated, e.g. ours,ours+5.1.1)")
 	flag.StringVar(&results, "results", "", "results directory (default var/lab/TIME in the repository)")
 	shellPair := flag.String("shell", "", "boot guests A and B with these daemons' trees (e.g. ours,5.1.1) and run \"A cmd\" / \"B cmd\" lines from standard input")
 	flag.Parse()
@@ -99,15 +99,15 @@ func main() {
 			continue
 		}
 		for _, p := range sc.pairs {
-			if !selected(p[0], daemonsFlag) && !selected(p[1], daemonsFlag) {
+			label := p[0]
+			if p[1] != p[0] {
+				label = p[0] + "+" + p[1]
+			}
+			if !listed(label, daemonsFlag) {
 				continue
 			}
 			if interrupted.Load() {
 				break
-			}
-			label := p[0]
-			if p[1] != p[0] {
-				label = p[0] + "+" + p[1]
 			}
 			t0 := time.Now()
 			ok, detail := runScenario(cfg, sc, daemons[p[0]], daemons[p[1]], filepath.Join(results, sc.name+"-"+label))
@@ -136,6 +136,20 @@ func selected(name, patterns string) bool {
 	}
 	for _, p := range strings.Split(patterns, ",") {
 		if p != "" && strings.Contains(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// listed reports whether label is one of the comma-separated labels (all
+// are listed by an empty list).
+func listed(label, labels string) bool {
+	if labels == "" {
+		return true
+	}
+	for _, l := range strings.Split(labels, ",") {
+		if l == label {
 			return true
 		}
 	}
