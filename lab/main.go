@@ -33,7 +33,10 @@ type daemon struct {
 type scenario struct {
 	name  string
 	pairs [][2]string // daemon labels of guest A and guest B
-	run   func(e *env) (bool, string)
+	// oursTree, when set, is the Debian tree our daemon runs in for this
+	// scenario (it runs in bookworm otherwise).
+	oursTree string
+	run      func(e *env) (bool, string)
 }
 
 func main() {
@@ -110,7 +113,13 @@ func main() {
 				break
 			}
 			t0 := time.Now()
-			ok, detail := runScenario(cfg, sc, daemons[p[0]], daemons[p[1]], filepath.Join(results, sc.name+"-"+label))
+			da, db := daemons[p[0]], daemons[p[1]]
+			for _, d := range []*daemon{&da, &db} {
+				if d.label == "ours" && sc.oursTree != "" {
+					d.tree = filepath.Join(cfg.Trees, sc.oursTree)
+				}
+			}
+			ok, detail := runScenario(cfg, sc, da, db, filepath.Join(results, sc.name+"-"+label))
 			verdict := "PASS"
 			if ok {
 				passed++

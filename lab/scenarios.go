@@ -22,7 +22,7 @@ const (
 	lockspace   = "lab"
 	resOffset   = 1 << 20
 	tokenOffset = 8 << 20
-	diskSize    = 256 << 20
+	diskSize    = 1 << 30 // sparse; lvmlockd's lock LV takes 256 MiB
 	// ioTimeout is the lockspace's io_timeout: renewals every 2 × it, a
 	// failed renewal after 8 × it (docs/timing.md).
 	ioTimeout = 2
@@ -124,17 +124,26 @@ func (e *env) startDaemons(g *guest, watchdog bool) error {
 	if out, rc, err := g.sh(30*time.Second, cmd); err != nil || rc != 0 {
 		return fmt.Errorf("%s: sanlock did not start (rc %d, %v): %s", g.name, rc, err, out)
 	}
-	g.tl.add(g.name, fmt.Sprintf("sanlock %s started (-w %d)", d.label, w))
+	ids, _, _ := g.sh(5*time.Second, "grep -E '^(Uid|Gid|Groups)' /proc/$(cat /run/lab-sanlock.pid)/status | tr -s '\t\n' '  '")
+	g.tl.add(g.name, fmt.Sprintf("sanlock %s started (-w %d): %s", d.label, w, strings.TrimSpace(ids)))
+	return nil
+}
+
+// setupDaemonsOnly starts the daemons on both guests.
+func (e *env) setupDaemonsOnly(watchdog bool) error {
+	for _, g := range []*guest{e.a, e.b} {
+		if err := e.startDaemons(g, watchdog); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // setup starts the daemons on both guests, formats the lockspace and the
 // resource from A, and joins both hosts (A host_id 1, B host_id 2).
 func (e *env) setup(watchdog bool) error {
-	for _, g := range []*guest{e.a, e.b} {
-		if err := e.startDaemons(g, watchdog); err != nil {
-			return err
-		}
+	if err := e.setupDaemonsOnly(watchdog); err != nil {
+		return err
 	}
 	init := fmt.Sprintf("%[1]s direct init -s %[2]s:0:/dev/vda:0 -o %[3]d && %[1]s direct init -r %[4]s -o %[3]d && "+
 		"dd if=/dev/zero of=/dev/vda bs=512 seek=%[5]d count=1 oflag=direct status=none",
@@ -352,6 +361,9 @@ func scenarios() []scenario {
 		{name: "storage-back-within-grace", pairs: singles, run: storageBackWithinGrace},
 		{name: "reset-daemon-killed", pairs: singles, run: resetDaemonKilled},
 		{name: "hung-past-sigkill-back", pairs: singles, run: hungPastSigkillBack},
+		// lvm2 2.03.31 of the sid tree beside 5.1.1; ours runs there too.
+		{name: "lvmlockd", pairs: [][2]string{{"5.1.1", "5.1.1"}, {"ours", "ours"}, {"ours", "5.1.1"}},
+			oursTree: "sid", run: lvmlockdScenario},
 	}
 }
 
