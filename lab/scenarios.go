@@ -60,6 +60,10 @@ func runScenario(cfg *labConfig, sc scenario, da, db daemon, dir string) (bool, 
 		if err := e.tl.write(filepath.Join(dir, "timeline.log")); err != nil {
 			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
 		}
+		title := fmt.Sprintf("%s, A %s, B %s (host clock)", sc.name, da.label, db.label)
+		if err := e.tl.writeSVG(filepath.Join(dir, "timeline.svg"), title); err != nil {
+			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+		}
 	}()
 	tmp, err := os.MkdirTemp(cfg.Cache, "disk-")
 	if err != nil {
