@@ -44,6 +44,9 @@ type env struct {
 	disk   string
 	a, b   *guest
 	da, db daemon
+	// userOpts are the daemon's user options: "-U root -G root" unless
+	// the scenario is about the default user.
+	userOpts string
 }
 
 // res is the lab's resource as sanlock's command line names it.
@@ -55,7 +58,7 @@ func runScenario(cfg *labConfig, sc scenario, da, db daemon, dir string) (bool, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err.Error()
 	}
-	e := &env{cfg: cfg, tl: newTimeline(), dir: dir, da: da, db: db}
+	e := &env{cfg: cfg, tl: newTimeline(), dir: dir, da: da, db: db, userOpts: "-U root -G root"}
 	defer func() {
 		if err := e.tl.write(filepath.Join(dir, "timeline.log")); err != nil {
 			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
@@ -123,8 +126,8 @@ func (e *env) startDaemons(g *guest, watchdog bool) error {
 		}
 		g.tl.add(g.name, "wdmd started")
 	}
-	cmd := fmt.Sprintf("setsid %[1]s daemon -D -w %[2]d >/var/log/sanlock.stderr 2>&1 </dev/null & echo $! >/run/lab-sanlock.pid; "+
-		"for i in $(seq 50); do %[1]s client status >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1", d.sanlock, w)
+	cmd := fmt.Sprintf("setsid %[1]s daemon -D -w %[2]d %[3]s >/var/log/sanlock.stderr 2>&1 </dev/null & echo $! >/run/lab-sanlock.pid; "+
+		"for i in $(seq 50); do %[1]s client status >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1", d.sanlock, w, e.userOpts)
 	if out, rc, err := g.sh(30*time.Second, cmd); err != nil || rc != 0 {
 		return fmt.Errorf("%s: sanlock did not start (rc %d, %v): %s", g.name, rc, err, out)
 	}
@@ -365,6 +368,7 @@ func scenarios() []scenario {
 		{name: "storage-back-within-grace", pairs: singles, run: storageBackWithinGrace},
 		{name: "reset-daemon-killed", pairs: singles, run: resetDaemonKilled},
 		{name: "hung-past-sigkill-back", pairs: singles, run: hungPastSigkillBack},
+		{name: "daemon-user", pairs: [][2]string{{"ours", "5.1.1"}, {"ours", "3.8.5"}}, run: daemonUser},
 		// lvm2 2.03.31 of the sid tree beside 5.1.1; ours runs there too.
 		{name: "lvmlockd", pairs: [][2]string{{"5.1.1", "5.1.1"}, {"ours", "ours"}, {"ours", "5.1.1"}},
 			oursTree: "sid", run: lvmlockdScenario},
@@ -547,4 +551,24 @@ func hungPastSigkillBack(e *env) (bool, string) {
 			ts, acqText, checkDetail)
 	}
 	return true, fmt.Sprintf("A's delta lease released when its storage came back; %s; %s", acqText, checkDetail)
+}
+
+// daemonUser starts sanlock without -U and -G on both guests and compares
+// the user and groups it runs with: the other scenarios give every daemon
+// "-U root -G root", so that they compare the daemons on equal terms.
+func daemonUser(e *env) (bool, string) {
+	e.userOpts = ""
+	ids := map[string]string{}
+	for _, g := range []*guest{e.a, e.b} {
+		if err := e.startDaemons(g, true); err != nil {
+			return false, err.Error()
+		}
+		out, _, err := g.sh(5*time.Second, "grep -E '^(Uid|Groups)' /proc/$(cat /run/lab-sanlock.pid)/status | tr -s '\\t\\n' '  '")
+		if err != nil {
+			return false, err.Error()
+		}
+		ids[g.name] = strings.TrimSpace(out)
+	}
+	detail := fmt.Sprintf("A (%s): %s; B (%s): %s", e.da.label, ids["A"], e.db.label, ids["B"])
+	return ids["A"] == ids["B"], detail
 }
