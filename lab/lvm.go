@@ -9,42 +9,53 @@ import (
 )
 
 // lvmStep is one lvm command of the lvmlockd scenario, on guest A or B,
-// and whether it must succeed.
+// and whether it must succeed (must), fail (mustNot) or is only compared
+// between the daemons (maybe).
 type lvmStep struct {
-	on      string
-	cmd     string
-	succeed bool
+	on     string
+	cmd    string
+	expect expectation
 }
+
+type expectation int
+
+const (
+	mustNot expectation = iota
+	must
+	maybe
+)
 
 // lvmSteps is the lvmlockd scenario: a shared VG on the lab disk, its
 // lockspace started on both hosts, an LV active exclusively on A and so
 // refused on B, shared on both, the VG lock moving between the hosts,
 // lvmlockctl, lock-stop and vgremove.
 var lvmSteps = []lvmStep{
-	{"A", "vgcreate --shared vg1 /dev/vda", true},
+	{"A", "vgcreate --shared vg1 /dev/vda", must},
 	// Without udev, the lock LV's device node is made at the end of the
 	// activation, after lvmlockd looked for it: the first lock-start
 	// fails (-212) until dmsetup mknodes, and is then repeated.
-	{"B", "vgchange --lock-start vg1 || { dmsetup mknodes; vgchange --lock-start vg1; }", true},
-	{"A", "lvcreate -an -L 8M -n lv1 vg1", true},
-	{"A", "lvchange -aey vg1/lv1", true},
-	{"B", "lvchange -aey vg1/lv1", false},
-	{"B", "lvchange -asy vg1/lv1", false},
-	{"A", "lvchange -an vg1/lv1", true},
-	{"A", "lvchange -asy vg1/lv1", true},
-	{"B", "lvchange -asy vg1/lv1", true},
-	{"A", "lvchange -aey vg1/lv1", false},
-	{"A", "lvchange -an vg1/lv1", true},
-	{"B", "lvchange -an vg1/lv1", true},
-	{"B", "lvcreate -an -L 8M -n lv2 vg1", true},
-	{"A", "lvremove -y vg1/lv2", true},
-	{"B", "pvs", true},
-	{"A", "lvmlockctl -i", true},
-	{"B", "vgchange --lock-stop vg1", true},
-	{"A", "lvremove -y vg1/lv1", true},
-	// A sees B's lockspace stopped once its renewals have read B's
-	// released delta lease: vgremove is tried for up to 30 s.
-	{"A", "for i in 1 2 3 4 5 6; do vgremove -y vg1 && exit 0; sleep 5; done; exit 5", true},
+	{"B", "vgchange --lock-start vg1 || { dmsetup mknodes; vgchange --lock-start vg1; }", must},
+	{"A", "lvcreate -an -L 8M -n lv1 vg1", must},
+	{"A", "lvchange -aey vg1/lv1", must},
+	{"B", "lvchange -aey vg1/lv1", mustNot},
+	{"B", "lvchange -asy vg1/lv1", mustNot},
+	{"A", "lvchange -an vg1/lv1", must},
+	{"A", "lvchange -asy vg1/lv1", must},
+	{"B", "lvchange -asy vg1/lv1", must},
+	{"A", "lvchange -aey vg1/lv1", mustNot},
+	{"A", "lvchange -an vg1/lv1", must},
+	{"B", "lvchange -an vg1/lv1", must},
+	{"B", "lvcreate -an -L 8M -n lv2 vg1", must},
+	{"A", "lvremove -y vg1/lv2", must},
+	{"B", "pvs", must},
+	{"A", "lvmlockctl -i", must},
+	{"B", "vgchange --lock-stop vg1", must},
+	{"A", "lvremove -y vg1/lv1", must},
+	// vgremove is only compared between the daemons: with C sanlock 5.1.1
+	// and lvm 2.03.31 it does not return (lvmlockd's release with rename
+	// fails, the lockspace is removed with its leases held and the daemon
+	// then signals lvmlockd, which ignores it).
+	{"A", "timeout 60 vgremove -y vg1", maybe},
 }
 
 // lvmResults keeps each daemon's step results (true: the command
@@ -87,7 +98,7 @@ func lvmlockdScenario(e *env) (bool, string) {
 		ok := err == nil && rc == 0
 		got = append(got, ok)
 		g.tl.add(g.name, fmt.Sprintf("%s: rc %d in %.1f s", s.cmd, rc, time.Since(t0).Seconds()))
-		if ok != s.succeed {
+		if s.expect != maybe && ok != (s.expect == must) {
 			unexpected = append(unexpected, fmt.Sprintf("%s %q rc %d (%s)", s.on, s.cmd, rc, lastLines(out, 2)))
 		}
 	}
