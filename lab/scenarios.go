@@ -180,11 +180,11 @@ func (e *env) setup(watchdog bool) error {
 // startHolder starts lab-holder on g through "sanlock client command" in
 // a loop: attempts that are refused are retried each second, and the one
 // that acquires keeps holding.
-func (e *env) startHolder(g *guest) error {
+func (e *env) startHolder(g *guest, holderArgs string) error {
 	s := e.daemonOf(g).sanlock
 	cmd := fmt.Sprintf("cd /; setsid sh -c 'while :; do echo \"$(date +%%s.%%N) try\"; "+
-		"%s client command -r %s -c /lab/bin/lab-holder -name %s; echo \"$(date +%%s.%%N) rc $?\"; sleep 1; done' "+
-		">>/var/log/holder.log 2>&1 </dev/null &", s, res(), g.name)
+		"%s client command -r %s -c /lab/bin/lab-holder -name %s %s; echo \"$(date +%%s.%%N) rc $?\"; sleep 1; done' "+
+		">>/var/log/holder.log 2>&1 </dev/null &", s, res(), g.name, holderArgs)
 	_, rc, err := g.sh(10*time.Second, cmd)
 	if err != nil || rc != 0 {
 		return fmt.Errorf("%s: holder start (rc %d): %v", g.name, rc, err)
@@ -281,8 +281,11 @@ func (e *env) deltaTimestamp(hostID int) (uint64, error) {
 func (e *env) check() (bool, string) {
 	owners := map[string]string{} // lver -> host
 	max := uint64(0)
+	writes := 0
 	for _, g := range []*guest{e.a, e.b} {
-		for _, l := range strings.Split(e.holderLog(g), "\n") {
+		log := e.holderLog(g)
+		writes += strings.Count(log, " wrote lver ")
+		for _, l := range strings.Split(log, "\n") {
 			if strings.Contains(l, "VIOLATION") {
 				return false, g.name + ": " + l
 			}
@@ -305,7 +308,10 @@ func (e *env) check() (bool, string) {
 	tok := string(bytes.TrimRight(b, "\x00"))
 	var lver, seq uint64
 	var who string
-	if n, _ := fmt.Sscanf(tok, "tok %d %s %d", &lver, &who, &seq); n != 3 && max > 0 {
+	if writes == 0 {
+		return true, fmt.Sprintf("exclusion ok (%d holdings, no tokens written)", len(owners))
+	}
+	if n, _ := fmt.Sscanf(tok, "tok %d %s %d", &lver, &who, &seq); n != 3 {
 		return false, fmt.Sprintf("token sector %q unreadable", tok)
 	}
 	if lver != max {
@@ -316,17 +322,17 @@ func (e *env) check() (bool, string) {
 
 // holdAndContend is the common start: daemons, lockspace, A holding the
 // resource and writing tokens, B trying to acquire it and refused.
-func (e *env) holdAndContend(watchdog bool) error {
+func (e *env) holdAndContend(watchdog bool, holderArgs string) error {
 	if err := e.setup(watchdog); err != nil {
 		return err
 	}
-	if err := e.startHolder(e.a); err != nil {
+	if err := e.startHolder(e.a, holderArgs); err != nil {
 		return err
 	}
 	if _, ok := e.waitAcquired(e.a, 60*time.Second); !ok {
 		return fmt.Errorf("A: holder did not acquire: %s", lastLines(e.holderLog(e.a), 5))
 	}
-	if err := e.startHolder(e.b); err != nil {
+	if err := e.startHolder(e.b, ""); err != nil {
 		return err
 	}
 	if !waitFor(60*time.Second, func() bool { return e.refusals(e.b) >= 2 }) {
@@ -367,7 +373,9 @@ func scenarios() []scenario {
 		{name: "reset-hung-holder", pairs: append(singles, [2]string{"ours", "5.1.1"}), run: resetHungHolder},
 		{name: "storage-back-within-grace", pairs: singles, run: storageBackWithinGrace},
 		{name: "reset-daemon-killed", pairs: singles, run: resetDaemonKilled},
+		{name: "reset-wdmd-killed", pairs: [][2]string{{"3.8.5", "3.8.5"}, {"ours", "ours"}}, run: resetWdmdKilled},
 		{name: "hung-past-sigkill-back", pairs: singles, run: hungPastSigkillBack},
+		{name: "hung-holder-back", pairs: [][2]string{{"ours", "ours"}}, run: hungHolderBack},
 		{name: "daemon-user", pairs: [][2]string{{"ours", "5.1.1"}, {"ours", "3.8.5"}}, run: daemonUser},
 		// lvm2 2.03.31 of the sid tree beside 5.1.1; ours runs there too.
 		{name: "lvmlockd", pairs: [][2]string{{"5.1.1", "5.1.1"}, {"ours", "ours"}, {"ours", "5.1.1"}},
@@ -384,7 +392,7 @@ func shellScenario(pair [2]string) scenario {
 // it. The holder cannot be killed, so A's watchdog must reset A, and B
 // may acquire only after that reset and after host_dead_seconds.
 func resetHungHolder(e *env) (bool, string) {
-	if err := e.holdAndContend(true); err != nil {
+	if err := e.holdAndContend(true, ""); err != nil {
 		return false, err.Error()
 	}
 	return e.takeoverAfterReset("hung", func() error {
@@ -404,7 +412,7 @@ func resetHungHolder(e *env) (bool, string) {
 // resetDaemonKilled: A's sanlock is killed with SIGKILL while A holds;
 // wdmd stops petting, the watchdog resets A and B takes over after it.
 func resetDaemonKilled(e *env) (bool, string) {
-	if err := e.holdAndContend(true); err != nil {
+	if err := e.holdAndContend(true, ""); err != nil {
 		return false, err.Error()
 	}
 	return e.takeoverAfterReset("killed", func() error {
@@ -413,6 +421,23 @@ func resetDaemonKilled(e *env) (bool, string) {
 			return fmt.Errorf("A: kill -9 sanlock (rc %d, %v): %s", rc, err, out)
 		}
 		e.tl.add("A", "sanlock killed -9")
+		return nil
+	})
+}
+
+// resetWdmdKilled: A's wdmd is killed with SIGKILL while A holds. The
+// watchdog device stays armed with nobody petting it (no magic close), so
+// it resets A, and B takes over after the reset.
+func resetWdmdKilled(e *env) (bool, string) {
+	if err := e.holdAndContend(true, ""); err != nil {
+		return false, err.Error()
+	}
+	return e.takeoverAfterReset("wdmd killed", func() error {
+		out, rc, err := e.a.sh(10*time.Second, "kill -9 $(cat /run/lab-wdmd.pid)")
+		if err != nil || rc != 0 {
+			return fmt.Errorf("A: kill -9 wdmd (rc %d, %v): %s", rc, err, out)
+		}
+		e.tl.add("A", "wdmd killed -9")
 		return nil
 	})
 }
@@ -470,7 +495,7 @@ func (e *env) takeoverAfterReset(what string, fault func() error) (bool, string)
 // failure time, then comes back: no reset, A keeps its lease, B stays
 // refused past host_dead_seconds.
 func storageBackWithinGrace(e *env) (bool, string) {
-	if err := e.holdAndContend(true); err != nil {
+	if err := e.holdAndContend(true, ""); err != nil {
 		return false, err.Error()
 	}
 	tFault := e.tl.add("A", "fault: hung for 6 s")
@@ -510,11 +535,26 @@ func storageBackWithinGrace(e *env) (bool, string) {
 }
 
 // hungPastSigkillBack: without the watchdog (-w 0), A's storage hangs past
-// the SIGKILL stage of the recovery and then comes back. C sanlock 3.8.5
-// then writes A's delta lease released (timestamp 0) at once, so B need
-// not wait host_dead_seconds for it.
+// the SIGKILL stage of the recovery and then comes back; A's holder
+// ignores SIGTERM and does no I/O, so SIGKILL ends it while the storage
+// still hangs. C sanlock 3.8.5 then writes A's delta lease released
+// (timestamp 0) as soon as the storage is back, so B need not wait
+// host_dead_seconds for it.
 func hungPastSigkillBack(e *env) (bool, string) {
-	if err := e.holdAndContend(false); err != nil {
+	return hungBack(e, "-ignore-term -no-token")
+}
+
+// hungHolderBack is hungPastSigkillBack with A's holder in the kernel on
+// the hung storage (D state), so that it dies only when the storage is
+// back.
+func hungHolderBack(e *env) (bool, string) {
+	return hungBack(e, "")
+}
+
+// hungBack runs the storage-hung-and-back case with A's holder started
+// with holderArgs.
+func hungBack(e *env, holderArgs string) (bool, string) {
+	if err := e.holdAndContend(false, holderArgs); err != nil {
 		return false, err.Error()
 	}
 	hang := 62 * time.Second

@@ -8,8 +8,10 @@
 // process sits in the kernel (D state) whenever the guest's storage hangs.
 // The lease version is the fencing token: a holder that reads a token with
 // a higher version, or its own version written by another host, reports a
-// VIOLATION (two holders of one lease) and exits. Every step is logged on
-// standard output with the guest's clock.
+// VIOLATION (two holders of one lease) and exits, as does one that finds
+// its last token overwritten while it holds. With -no-token it does no
+// I/O after reading the version, and with -ignore-term only SIGKILL ends
+// it. Every step is logged on standard output with the guest's clock.
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,7 +43,12 @@ func main() {
 	tokenOff := flag.Int64("token", 8<<20, "offset of the token sector")
 	name := flag.String("name", "", "host name written in the tokens")
 	pidFile := flag.String("pidfile", "/run/lab-holder.pid", "file to write the pid to")
+	ignoreTerm := flag.Bool("ignore-term", false, "ignore SIGTERM (only SIGKILL ends the holder)")
+	noToken := flag.Bool("no-token", false, "after reading the lease version, only sleep: no I/O on the shared disk")
 	flag.Parse()
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	}
 	if err := os.WriteFile(*pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		logf("error pidfile: %v", err)
 	}
@@ -57,6 +65,12 @@ func main() {
 	}
 	lver := binary.LittleEndian.Uint64(buf[lverOffset:])
 	logf("acquired lver %d pid %d", lver, os.Getpid())
+	if *noToken {
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	last := ""
 	for seq := uint64(1); ; seq++ {
 		if _, err := f.ReadAt(buf[:sector], *tokenOff); err != nil {
 			logf("error read token: %v", err)
@@ -72,6 +86,10 @@ func main() {
 				os.Exit(3)
 			}
 		}
+		if last != "" && prev != last {
+			logf("VIOLATION token %q written over ours %q while we hold lver %d", prev, last, lver)
+			os.Exit(3)
+		}
 		for i := range buf[:sector] {
 			buf[i] = 0
 		}
@@ -80,6 +98,7 @@ func main() {
 			logf("error write token: %v", err)
 			os.Exit(1)
 		}
+		last = string(bytes.TrimRight(buf[:sector], "\x00"))
 		logf("wrote lver %d seq %d (was %q)", lver, seq, strings.TrimSpace(prev))
 		time.Sleep(time.Second)
 	}
