@@ -594,8 +594,9 @@ func hungBack(e *env, holderArgs string) (bool, string) {
 }
 
 // daemonUser starts sanlock without -U and -G on both guests and compares
-// the user and groups it runs with: the other scenarios give every daemon
-// "-U root -G root", so that they compare the daemons on equal terms.
+// the user and the groups of every thread it runs with: the other
+// scenarios give every daemon "-U root -G root", so that they compare the
+// daemons on equal terms.
 func daemonUser(e *env) (bool, string) {
 	e.userOpts = ""
 	ids := map[string]string{}
@@ -603,7 +604,10 @@ func daemonUser(e *env) (bool, string) {
 		if err := e.startDaemons(g, true); err != nil {
 			return false, err.Error()
 		}
-		out, _, err := g.sh(5*time.Second, "grep -E '^(Uid|Groups)' /proc/$(cat /run/lab-sanlock.pid)/status | tr -s '\\t\\n' '  '")
+		// The uid, then each thread's groups (counted): both are set per
+		// thread by the kernel.
+		out, _, err := g.sh(5*time.Second, "p=$(cat /run/lab-sanlock.pid); grep '^Uid' /proc/$p/status | tr -s '\\t' ' '; "+
+			"for t in /proc/$p/task/*; do grep '^Groups' $t/status; done | tr -s '\\t' ' ' | sort | uniq -c | sed 's/  */ /g' | tr '\\n' ';'")
 		if err != nil {
 			return false, err.Error()
 		}
