@@ -604,10 +604,10 @@ func daemonUser(e *env) (bool, string) {
 		if err := e.startDaemons(g, true); err != nil {
 			return false, err.Error()
 		}
-		// The uid, then each thread's groups (counted): both are set per
+		// The uid, then the distinct groups of its threads: both are set per
 		// thread by the kernel.
 		out, _, err := g.sh(5*time.Second, "p=$(cat /run/lab-sanlock.pid); grep '^Uid' /proc/$p/status | tr -s '\\t' ' '; "+
-			"for t in /proc/$p/task/*; do grep '^Groups' $t/status; done | tr -s '\\t' ' ' | sort | uniq -c | sed 's/  */ /g' | tr '\\n' ';'")
+			"for t in /proc/$p/task/*; do grep '^Groups' $t/status; done | tr -s '\\t' ' ' | sort -u | tr '\\n' ';'")
 		if err != nil {
 			return false, err.Error()
 		}
