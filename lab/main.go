@@ -127,6 +127,8 @@ func main() {
 				verdict = "FAIL"
 				failed++
 			}
+			// One line per verdict, whatever the detail holds.
+			detail = strings.Join(strings.Fields(detail), " ")
 			fmt.Printf("lab: %s %s %s %s (%.0f s)\n", sc.name, label, verdict, detail, time.Since(t0).Seconds())
 		}
 	}
