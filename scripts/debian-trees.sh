@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Build (once, then cached) the Debian root trees that hold the newer
-# sanlock releases the tests run beside ours: trixie (sanlock 3.9.5) and
-# sid (sanlock 5.1.1, with lvm2-lockd). Each tree gets sanlock,
-# libsanlock-dev, gcc, libc6-dev and strace, so that small C programs can
-# be compiled in it against its own libsanlock (docs/testing.md "Newer
-# sanlock releases").
+# Build (once, then cached) the Debian root trees that hold the sanlock
+# releases run beside ours: trixie (sanlock 3.9.5) and sid (sanlock
+# 5.1.1, with lvm2-lockd) for the tests, each with libsanlock-dev, gcc,
+# libc6-dev and strace so that small C programs can be compiled in it
+# against its own libsanlock (docs/testing.md "Newer sanlock releases");
+# bookworm (sanlock 3.8.5 with wdmd, python3-sanlock, lvm2-lockd) for the
+# QEMU lab's guests (docs/lab.md).
 #
-#   scripts/debian-trees.sh [DIR]     DIR defaults to $GOSANLOCK_TREES,
-#                                     else /var/cache/gosanlock/trees
+#   scripts/debian-trees.sh [DIR [NAME...]]   DIR defaults to $GOSANLOCK_TREES,
+#                                             else /var/cache/gosanlock/trees;
+#                                             NAME: trixie, sid (the default
+#                                             pair), bookworm
 #
 # A finished tree has DIR/NAME/.gosanlock-ready; a tree left half made
 # by an interrupted run is removed and made again. Needs root and
@@ -28,8 +31,9 @@ fi
 exec 9>"$dir/.lock"
 flock 9
 
+# build SUITE NAME PACKAGES: the tree DIR/NAME of Debian SUITE with PACKAGES.
 build() {
-	local suite=$1 name=$2 extra=$3
+	local suite=$1 name=$2 pkgs=$3
 	local t="$dir/$name"
 	if [ -e "$t/.gosanlock-ready" ]; then
 		return 0
@@ -48,7 +52,7 @@ build() {
 	mount --bind /dev "$t/dev"
 	local rc=0
 	chroot "$t" env DEBIAN_FRONTEND=noninteractive sh -c \
-		"apt-get install -y -qq --no-install-recommends sanlock libsanlock-dev strace gcc libc6-dev $extra" \
+		"apt-get install -y -qq --no-install-recommends $pkgs" \
 		>>"$dir/$name.log" 2>&1 || rc=$?
 	umount "$t/dev" || umount -l "$t/dev"
 	umount "$t/proc" || umount -l "$t/proc"
@@ -61,5 +65,15 @@ build() {
 	echo "debian-trees: $name ready: $(cat "$t/.gosanlock-version")"
 }
 
-build trixie trixie ""
-build sid sid "lvm2-lockd"
+cdev="sanlock libsanlock-dev strace gcc libc6-dev"
+shift || true
+for name in "${@:-trixie sid}"; do
+	for n in $name; do
+		case $n in
+		trixie) build trixie trixie "$cdev" ;;
+		sid) build sid sid "$cdev lvm2-lockd" ;;
+		bookworm) build bookworm bookworm "sanlock python3-sanlock lvm2-lockd procps kmod strace" ;;
+		*) echo "debian-trees: unknown tree $n" >&2; exit 2 ;;
+		esac
+	done
+done
