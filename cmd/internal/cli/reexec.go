@@ -44,6 +44,7 @@ func (c *clientRun) reexec(path string) int {
 	})
 	if why != nil {
 		fmt.Fprintf(c.stderr, "reexec failed: %v\n", why)
+		c.reported = true // the reason is said; no second line from diagnose
 	}
 	c.printf("reexec done %d\n", r)
 	return r
