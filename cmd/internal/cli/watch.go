@@ -52,9 +52,11 @@ func watch(prog *progress, step func(elapsed time.Duration)) (stop func()) {
 
 // watchAddLockspace shows what add_lockspace of ls waits for: its phase
 // and the seconds left, computed as the daemon's delta acquire plans it
-// (delta.PlanAcquire) from the host_id's delta lease as first read; and,
-// as soon as that lease is seen renewed by another host, that the host_id
-// is in use. open reads the storage; ioTimeout is the tool's io_timeout.
+// (delta.PlanAcquire) from the host_id's delta lease as first read; at
+// that first read, when the lease is held by another host, a line that
+// stays saying so and when the join fails if that host is alive; and, as
+// soon as that lease is seen renewed by another host, that the host_id is
+// in use. open reads the storage; ioTimeout is the tool's io_timeout.
 func (c *clientRun) watchAddLockspace(prog *progress, ls client.Lockspace, ioTimeout int, noDelay bool,
 	open func(string) (diskfmt.Device, error)) (stop func()) {
 	if prog == nil || open == nil || ls.HostID == 0 || ls.Disk.Path == "" {
@@ -80,6 +82,14 @@ func (c *clientRun) watchAddLockspace(prog *progress, ls client.Lockspace, ioTim
 			plan = delta.PlanAcquire(&rec, hostName, delta.NewTiming(ioTimeout, 0))
 			if noDelay {
 				plan.Wait, plan.ShortDelay = 0, 0
+			}
+			if plan.Wait > 0 {
+				// Held by another host when first read: whether it is
+				// alive is known only after the watch, but what is at
+				// stake is known now.
+				name := diskfmt.NameString(rec.ResourceName[:])
+				prog.note("add_lockspace %s: host_id %d was last held by %s (timestamp %d): if %s is alive, this join fails in about %d s",
+					ls.Name, ls.HostID, name, rec.Timestamp, name, plan.Wait)
 			}
 		}
 		s := int(elapsed.Seconds())
