@@ -113,6 +113,9 @@ func TestOwnerCountdown(t *testing.T) {
 		if last >= first || last > 1 || len(m) < first-last {
 			t.Errorf("%d lines, free in from %d s to %d s: %q", len(m), first, last, got)
 		}
+		if strings.Contains(got, "owner host_id 1 ") {
+			t.Errorf("our own host is shown as the owner waited for: %q", got)
+		}
 		if !strings.HasSuffix(got, "\r\x1b[K") {
 			t.Errorf("the line is not cleared at the end: %q", got)
 		}

@@ -188,7 +188,7 @@ func (c *clientRun) watchOwners(prog *progress, res []client.Resource) (stop fun
 }
 
 // ownerWait describes the owner of r that an acquire waits for, or ""
-// when r has no owner the daemon sees.
+// when r has no owner the daemon sees or the owner is our own host.
 func (c *clientRun) ownerWait(r client.Resource) string {
 	if len(r.Disks) == 0 {
 		return ""
@@ -198,6 +198,10 @@ func (c *clientRun) ownerWait(r client.Resource) string {
 		return ""
 	}
 	owner := hosts[0].HostID
+	if owner == c.ourHostID(r.LockspaceName) {
+		// Our own ballot has just won: nothing is waited for.
+		return ""
+	}
 	recs, err := c.cl.HostStatus(context.Background(), r.LockspaceName)
 	if err != nil {
 		return ""
@@ -231,6 +235,21 @@ func (c *clientRun) ownerWait(r client.Resource) string {
 		return fmt.Sprintf("%s renewed %d s ago; free in %d s", who, int64(mono)-int64(lastLive), left)
 	}
 	return fmt.Sprintf("acquire %s:%s: owner host_id %d", r.LockspaceName, r.Name, owner)
+}
+
+// ourHostID is the daemon's host_id in lockspace name, or 0 when it
+// cannot be read.
+func (c *clientRun) ourHostID(name string) uint64 {
+	lss, err := c.cl.GetLockspaces(context.Background())
+	if err != nil {
+		return 0
+	}
+	for i := range lss {
+		if lss[i].Name == name {
+			return lss[i].HostID
+		}
+	}
+	return 0
 }
 
 // daemonKey is a number of the daemon's status record text (status -D).
