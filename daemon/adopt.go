@@ -90,7 +90,7 @@ func (s *Server) prepareAdopted(ad *handover.Adopted) ([]*Conn, error) {
 	cfg.ResolveIDs()
 	s.logs = newLogSinks(cfg, s.deps.Stderr, s.deps.LogCore)
 	s.lg = s.logs.lg
-	s.startMon = monoSeconds()
+	s.startMon = s.monoSeconds()
 	s.nofile = raiseNofile()
 	s.nodename = Nodename()
 	s.hostName = st.Config.HostName

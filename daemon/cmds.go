@@ -76,7 +76,7 @@ func cmdStatus(_ context.Context, c *Conn, q *wire.Request) error {
 
 // daemonRecord is the DAEMON record (docs/protocol.md "Record texts", snapshot key list).
 func (s *Server) daemonRecord() wire.StateRecord {
-	text := s.cfg.StatusText(s.hostName, os.Getpid(), s.startMon, monoSeconds(), Version, wire.DaemonVersion)
+	text := s.cfg.StatusText(s.hostName, os.Getpid(), s.startMon, s.monoSeconds(), Version, wire.DaemonVersion)
 	return wire.StateRecord{State: wire.State{Type: wire.StateDaemon, Name: s.hostName}, Text: text}
 }
 

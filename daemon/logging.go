@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/internal/sanlog"
 )
@@ -31,5 +32,8 @@ func newLogSinks(cfg *Config, stderr io.Writer, extra zapcore.Core) *logSinks {
 	return &logSinks{lg: sk.Logger, Sinks: sk}
 }
 
-// monoSeconds is CLOCK_MONOTONIC in whole seconds, as on every log line.
-func monoSeconds() uint64 { return sanlog.MonoSeconds() }
+// monoSeconds is the daemon's monotonic time in whole seconds, on the
+// clock of its lease manager (CLOCK_MONOTONIC unless Deps.Manager gives
+// another): the clock of the times in the host_status and renewal records,
+// so STATUS's monotime can be compared with them.
+func (s *Server) monoSeconds() uint64 { return clock.Monotime(s.deps.Manager.Clock) }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosanlock/gosanlock/clock"
 	"github.com/gosanlock/gosanlock/daemon/config"
 	"github.com/gosanlock/gosanlock/diskfmt"
 	"github.com/gosanlock/gosanlock/diskio"
@@ -147,6 +148,11 @@ type Server struct {
 func New(cfg *Config, deps Deps) *Server {
 	if deps.Stderr == nil {
 		deps.Stderr = os.Stderr
+	}
+	if deps.Manager.Clock == nil {
+		// Set here rather than by the manager: STATUS reports this
+		// clock's time (monoSeconds).
+		deps.Manager.Clock = clock.NewSystem()
 	}
 	s := &Server{
 		cfg:      *cfg,
@@ -336,7 +342,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) openLog() {
 	s.logs = newLogSinks(&s.cfg, s.deps.Stderr, s.deps.LogCore)
 	s.lg = s.logs.lg
-	s.startMon = monoSeconds()
+	s.startMon = s.monoSeconds()
 }
 
 // setHostName sets our host name (docs/cli.md "Startup"): the configured

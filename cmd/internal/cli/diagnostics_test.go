@@ -304,7 +304,9 @@ type keptMem struct{ *testdisk.Mem }
 
 func (keptMem) Close() error { return nil }
 
-// TestWatchAddLockspaceInUse: the add_lockspace progress says the host_id
+// TestWatchAddLockspaceInUse: the add_lockspace progress says at its first
+// read, on a line that stays, that the host_id was last held by another
+// host and when the join fails if that host is alive; it says the host_id
 // is in use as soon as its delta lease is seen renewed by another host,
 // with the seconds until the daemon gives up; before that it shows the
 // watch phase with the seconds left.
@@ -335,6 +337,7 @@ func TestWatchAddLockspaceInUse(t *testing.T) {
 	got := errb.String()
 	held := delta.AcquireHeldDelay(1, delta.DefaultWatchdogFireTimeout)
 	for _, want := range []string{
+		fmt.Sprintf("\r\x1b[Ksanlock: add_lockspace LS: host_id 2 was last held by otherhost (timestamp 100): if otherhost is alive, this join fails in about %d s\n", held),
 		fmt.Sprintf("\r\x1b[Ksanlock: add_lockspace LS: host_id 2 was last held by otherhost: watching it for a live owner, %d s left", held+2),
 		"\r\x1b[Ksanlock: add_lockspace LS: host_id 2 is in use by otherhost (renewed 0 s ago): it will fail with SANLK_HOSTID_BUSY in ",
 	} {
@@ -345,6 +348,20 @@ func TestWatchAddLockspaceInUse(t *testing.T) {
 	if !strings.HasSuffix(got, "\r\x1b[K") {
 		t.Errorf("the line is not cleared at the end: %q", got)
 	}
+	if n := strings.Count(got, "if otherhost is alive"); n != 1 {
+		t.Errorf("the first-read line is written %d times: %q", n, got)
+	}
+
+	// A free host_id (timestamp 0): no such line.
+	var free syncBuffer
+	prog = &progress{w: &free}
+	stop = c.watchAddLockspace(prog, client.Lockspace{Name: "LS", HostID: 1, Disk: client.Disk{Path: "/mem"}}, 1, false, open)
+	waitFor(t, "the free host_id's line", func() bool { return strings.Contains(free.String(), "acquiring host_id 1") })
+	stop()
+	if strings.Contains(free.String(), "last held by") {
+		t.Errorf("a free host_id is said held: %q", free.String())
+	}
+
 	// Not a terminal: nothing is drawn, nothing is read.
 	if p := newProgress(&errb, false); p != nil {
 		t.Errorf("progress on a pipe: %v", p)

@@ -35,6 +35,19 @@ func (p *progress) show(format string, a ...any) {
 	p.shown = true
 }
 
+// note writes "sanlock: " and the formatted text as a line of its own
+// that stays on the screen: the redrawn line, if any, is erased first and
+// drawn again by the next show.
+func (p *progress) note(format string, a ...any) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "\r\033[Ksanlock: "+format+"\n", a...)
+	p.shown = false
+}
+
 // clear removes the line, leaving the cursor at the start of it.
 func (p *progress) clear() {
 	if p == nil {

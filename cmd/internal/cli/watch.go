@@ -52,9 +52,11 @@ func watch(prog *progress, step func(elapsed time.Duration)) (stop func()) {
 
 // watchAddLockspace shows what add_lockspace of ls waits for: its phase
 // and the seconds left, computed as the daemon's delta acquire plans it
-// (delta.PlanAcquire) from the host_id's delta lease as first read; and,
-// as soon as that lease is seen renewed by another host, that the host_id
-// is in use. open reads the storage; ioTimeout is the tool's io_timeout.
+// (delta.PlanAcquire) from the host_id's delta lease as first read; at
+// that first read, when the lease is held by another host, a line that
+// stays saying so and when the join fails if that host is alive; and, as
+// soon as that lease is seen renewed by another host, that the host_id is
+// in use. open reads the storage; ioTimeout is the tool's io_timeout.
 func (c *clientRun) watchAddLockspace(prog *progress, ls client.Lockspace, ioTimeout int, noDelay bool,
 	open func(string) (diskfmt.Device, error)) (stop func()) {
 	if prog == nil || open == nil || ls.HostID == 0 || ls.Disk.Path == "" {
@@ -80,6 +82,14 @@ func (c *clientRun) watchAddLockspace(prog *progress, ls client.Lockspace, ioTim
 			plan = delta.PlanAcquire(&rec, hostName, delta.NewTiming(ioTimeout, 0))
 			if noDelay {
 				plan.Wait, plan.ShortDelay = 0, 0
+			}
+			if plan.Wait > 0 {
+				// Held by another host when first read: whether it is
+				// alive is known only after the watch, but what is at
+				// stake is known now.
+				name := diskfmt.NameString(rec.ResourceName[:])
+				prog.note("add_lockspace %s: host_id %d was last held by %s (timestamp %d): if %s is alive, this join fails in about %d s",
+					ls.Name, ls.HostID, name, rec.Timestamp, name, plan.Wait)
 			}
 		}
 		s := int(elapsed.Seconds())
@@ -178,7 +188,7 @@ func (c *clientRun) watchOwners(prog *progress, res []client.Resource) (stop fun
 }
 
 // ownerWait describes the owner of r that an acquire waits for, or ""
-// when r has no owner the daemon sees.
+// when r has no owner the daemon sees or the owner is our own host.
 func (c *clientRun) ownerWait(r client.Resource) string {
 	if len(r.Disks) == 0 {
 		return ""
@@ -188,6 +198,10 @@ func (c *clientRun) ownerWait(r client.Resource) string {
 		return ""
 	}
 	owner := hosts[0].HostID
+	if owner == c.ourHostID(r.LockspaceName) {
+		// Our own ballot has just won: nothing is waited for.
+		return ""
+	}
 	recs, err := c.cl.HostStatus(context.Background(), r.LockspaceName)
 	if err != nil {
 		return ""
@@ -221,6 +235,21 @@ func (c *clientRun) ownerWait(r client.Resource) string {
 		return fmt.Sprintf("%s renewed %d s ago; free in %d s", who, int64(mono)-int64(lastLive), left)
 	}
 	return fmt.Sprintf("acquire %s:%s: owner host_id %d", r.LockspaceName, r.Name, owner)
+}
+
+// ourHostID is the daemon's host_id in lockspace name, or 0 when it
+// cannot be read.
+func (c *clientRun) ourHostID(name string) uint64 {
+	lss, err := c.cl.GetLockspaces(context.Background())
+	if err != nil {
+		return 0
+	}
+	for i := range lss {
+		if lss[i].Name == name {
+			return lss[i].HostID
+		}
+	}
+	return 0
 }
 
 // daemonKey is a number of the daemon's status record text (status -D).
