@@ -14,6 +14,7 @@ import (
 
 	"github.com/gosanlock/gosanlock/client"
 	"github.com/gosanlock/gosanlock/lease"
+	"github.com/gosanlock/gosanlock/rescode"
 )
 
 // request returns the resources and flags of acquire / command.
@@ -262,7 +263,7 @@ func (c *clientRun) command(o *CommandOptions) int {
 	r := c.call(func() (err error) { reg, err = c.cl.Register(context.Background()); return err })
 	fd := -1
 	if r == 0 {
-		fd, r = regFD(reg)
+		fd, r = regFD(reg, true)
 	}
 	if r < 0 {
 		printf("register done %d\n", r)
@@ -319,10 +320,17 @@ func (c *clientRun) waitRetry(wait time.Duration, prog *progress) func(func(cont
 	}
 }
 
-// regFD returns the registered connection's descriptor, made inheritable
-// across exec.
-func regFD(reg *client.Reg) (int, int) {
-	rc, err := reg.Conn().SyscallConn()
+// regFD returns the registered connection's descriptor number. inherit
+// clears close-on-exec so that a program exec'd in place of the tool
+// (command) keeps the registration; spawn leaves it set, its programs do
+// not inherit the connection. A connection that is not a Unix socket (a
+// client with its own Dialer) has no descriptor: -EINVAL.
+func regFD(reg *client.Reg, inherit bool) (int, int) {
+	conn := reg.Conn()
+	if conn == nil {
+		return -1, rescode.RvEINVAL
+	}
+	rc, err := conn.SyscallConn()
 	if err != nil {
 		return -1, rv(err)
 	}
@@ -330,7 +338,9 @@ func regFD(reg *client.Reg) (int, int) {
 	var ferr error
 	if err := rc.Control(func(p uintptr) {
 		fd = int(p)
-		_, ferr = unix.FcntlInt(p, unix.F_SETFD, 0)
+		if inherit {
+			_, ferr = unix.FcntlInt(p, unix.F_SETFD, 0)
+		}
 	}); err != nil {
 		return -1, rv(err)
 	}

@@ -80,7 +80,7 @@ func (c *clientRun) spawn(o *SpawnOptions) int {
 	r := c.call(func() (err error) { reg, err = c.cl.Register(context.Background()); return err })
 	fd := -1
 	if r == 0 {
-		fd, r = connFD(reg)
+		fd, r = regFD(reg, false)
 	}
 	if r < 0 {
 		printf("register done %d\n", r)
@@ -164,18 +164,4 @@ func (c *clientRun) runChild(argv []string) int {
 		return 1
 	}
 	return ws.ExitStatus()
-}
-
-// connFD returns the registered connection's descriptor number (left
-// close-on-exec: the programs spawn runs do not inherit it).
-func connFD(reg *client.Reg) (int, int) {
-	rc, err := reg.Conn().SyscallConn()
-	if err != nil {
-		return -1, rv(err)
-	}
-	fd := -1
-	if err := rc.Control(func(p uintptr) { fd = int(p) }); err != nil {
-		return -1, rv(err)
-	}
-	return fd, 0
 }
