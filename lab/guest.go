@@ -271,24 +271,62 @@ func (g *guest) waitAgent(limit time.Duration) error {
 	return fmt.Errorf("%s: agent not up after %v", g.name, limit)
 }
 
-// throttle limits the guest's path to the shared disk to bytesPerSec
-// (and 1 request per second); 0 lifts the limit.
-func (g *guest) throttle(bytesPerSec int) error {
-	iops := 0
-	if bytesPerSec > 0 {
-		iops = 1
+// hang makes every request the guest issues to the shared disk from now on
+// wait in QEMU's throttle queue, so that its processes sit in D state on
+// them. The guest is paused for it (QMP stop, which completes the requests
+// in flight first), the drive throttled to 1 byte/s, and the one request
+// that QEMU's leaky bucket lets through after a new limit is spent by the
+// host itself (HMP "qemu-io shared", a read of 4 KiB through the same
+// BlockBackend; it passes, since nothing else can be queued before it,
+// and the command returns), before the guest runs again: the guest's
+// first request then finds the bucket 4096 bytes full and waits about
+// 4096 s, and every later one queues behind it. resetHungHolder checks
+// that a read the guest issues after the hang does not complete.
+func (g *guest) hang() error {
+	if _, err := g.mon.command("stop", nil); err != nil {
+		return err
 	}
-	_, err := g.mon.command("block_set_io_throttle", map[string]any{
-		"device": "shared", "bps": bytesPerSec, "bps_rd": 0, "bps_wr": 0,
-		"iops": iops, "iops_rd": 0, "iops_wr": 0,
-	})
+	err := g.setThrottle(1)
+	var out string
 	if err == nil {
-		if bytesPerSec > 0 {
-			g.tl.add(g.name, fmt.Sprintf("storage hung (throttled to %d B/s)", bytesPerSec))
-		} else {
-			g.tl.add(g.name, "storage back (throttle lifted)")
+		var raw []byte
+		raw, err = g.mon.command("human-monitor-command", map[string]any{"command-line": `qemu-io shared "read 0 4096"`})
+		if err == nil {
+			// qemu-io prints its result on QEMU's standard output
+			// (qemu.log); the reply holds only an error, such as an unknown
+			// device.
+			_ = json.Unmarshal(raw, &out)
+			if strings.TrimSpace(out) != "" {
+				err = fmt.Errorf("%s: qemu-io: %s", g.name, strings.TrimSpace(out))
+			}
 		}
 	}
+	if _, cerr := g.mon.command("cont", nil); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err == nil {
+		g.tl.add(g.name, "storage hung (paused, throttled to 1 B/s, the bucket's first pass spent by the host)")
+	}
+	return err
+}
+
+// unhang lifts the throttle: the queued requests go through, which is
+// storage coming back.
+func (g *guest) unhang() error {
+	err := g.setThrottle(0)
+	if err == nil {
+		g.tl.add(g.name, "storage back (throttle lifted)")
+	}
+	return err
+}
+
+// setThrottle limits the guest's path to the shared disk to bytesPerSec
+// (no limit on requests per second); 0 lifts the limit.
+func (g *guest) setThrottle(bytesPerSec int) error {
+	_, err := g.mon.command("block_set_io_throttle", map[string]any{
+		"device": "shared", "bps": bytesPerSec, "bps_rd": 0, "bps_wr": 0,
+		"iops": 0, "iops_rd": 0, "iops_wr": 0,
+	})
 	return err
 }
 

@@ -396,7 +396,11 @@ func resetHungHolder(e *env) (bool, string) {
 		return false, err.Error()
 	}
 	return e.takeoverAfterReset("hung", func() error {
-		if err := e.a.throttle(1); err != nil {
+		if err := e.a.hang(); err != nil {
+			return err
+		}
+		probe, err := e.startProbe(e.a)
+		if err != nil {
 			return err
 		}
 		time.Sleep(5 * time.Second)
@@ -405,8 +409,27 @@ func resetHungHolder(e *env) (bool, string) {
 		if st != "D" {
 			return fmt.Errorf("A's holder is in state %q, not D, with its storage hung", st)
 		}
+		if done := probe(); done != "" {
+			return fmt.Errorf("A: a read issued after the hang completed (%s)", done)
+		}
+		e.tl.add("A", "a read issued after the hang still waits")
 		return nil
 	})
+}
+
+// startProbe starts a direct read of g's shared disk in the background
+// and returns a function that tells whether it has completed ("" while it
+// waits, else its exit status).
+func (e *env) startProbe(g *guest) (func() string, error) {
+	cmd := "rm -f /run/lab-probe; (dd if=/dev/vda of=/dev/null bs=4096 count=1 skip=4096 iflag=direct 2>/dev/null; " +
+		"echo \"rc $?\" >/run/lab-probe) </dev/null >/dev/null 2>&1 &"
+	if out, rc, err := g.sh(10*time.Second, cmd); err != nil || rc != 0 {
+		return nil, fmt.Errorf("%s: probe (rc %d, %v): %s", g.name, rc, err, out)
+	}
+	return func() string {
+		out, _, _ := g.sh(5*time.Second, "cat /run/lab-probe 2>/dev/null")
+		return strings.TrimSpace(out)
+	}, nil
 }
 
 // resetDaemonKilled: A's sanlock is killed with SIGKILL while A holds;
@@ -442,18 +465,78 @@ func resetWdmdKilled(e *env) (bool, string) {
 	})
 }
 
+// renewalPoll is how often watchRenewals reads a delta lease.
+const renewalPoll = 250 * time.Millisecond
+
+// renewalWatch is a watchRenewals in progress.
+type renewalWatch struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	at   time.Time
+	ts   uint64
+}
+
+// watchRenewals reads hostID's delta lease from the host every
+// renewalPoll and keeps the host time at which its timestamp last
+// changed: when A's last renewal landed on the disk, as B can see it. It
+// returns once it has seen one change (or after three renewal intervals),
+// so that the time it keeps is never that of its own first read.
+func (e *env) watchRenewals(hostID int) *renewalWatch {
+	w := &renewalWatch{done: make(chan struct{})}
+	w.ts, _ = e.deltaTimestamp(hostID)
+	waitFor(6*ioTimeout*time.Second, func() bool {
+		ts, err := e.deltaTimestamp(hostID)
+		if err == nil && ts != w.ts {
+			w.ts, w.at = ts, time.Now()
+			return true
+		}
+		return false
+	})
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-time.After(renewalPoll):
+			}
+			if ts, err := e.deltaTimestamp(hostID); err == nil && ts != w.ts {
+				w.ts, w.at = ts, time.Now()
+				e.tl.add("A", fmt.Sprintf("delta lease timestamp %d on the disk", ts))
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and returns the host time of the last change seen
+// and the timestamp it left.
+func (w *renewalWatch) stop() (time.Time, uint64) {
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
+	w.wg.Wait()
+	return w.at, w.ts
+}
+
 // takeoverAfterReset applies fault to A and waits for A's watchdog reset
 // and B's acquisition; it passes when A was reset (and B was not), B
-// acquired after the reset and no sooner than host_dead_seconds after the
-// fault less one renewal interval (A's last renewal may precede it), and
-// the checker finds no violation.
+// acquired after the reset and no sooner than host_dead_seconds after A's
+// last renewal landed on the disk (which may be a write QEMU completes at
+// the reset), and the checker finds no violation.
 func (e *env) takeoverAfterReset(what string, fault func() error) (bool, string) {
+	renewal := e.watchRenewals(1)
 	tFault := e.tl.add("A", "fault: "+what)
 	if err := fault(); err != nil {
+		renewal.stop()
 		return false, err.Error()
 	}
 	limit := time.Duration(hostDead+120) * time.Second
 	tAcq, ok := e.waitAcquired(e.b, limit)
+	tRenewal, ts := renewal.stop()
 	if !ok {
 		_, reset := e.qmpEvent(e.a, "WATCHDOG", tFault)
 		return false, fmt.Sprintf("B did not acquire within %v (A watchdog seen: %v)", limit, reset)
@@ -473,15 +556,25 @@ func (e *env) takeoverAfterReset(what string, fault func() error) (bool, string)
 	if dogOK && tAcq.Before(tDog) {
 		fails = append(fails, "B acquired before A's reset")
 	}
-	minWait := time.Duration(hostDead-2*ioTimeout) * time.Second
-	if tAcq.Sub(tFault) < minWait {
-		fails = append(fails, fmt.Sprintf("B acquired %.1f s after the fault, before host_dead_seconds", tAcq.Sub(tFault).Seconds()))
+	// B counts host_dead_seconds from when it saw A's timestamp change,
+	// which is after the change landed; the watcher sees it within
+	// renewalPoll of landing.
+	sinceRenewal := tAcq.Sub(tRenewal)
+	if tRenewal.IsZero() || sinceRenewal < time.Duration(hostDead)*time.Second-2*renewalPoll {
+		fails = append(fails, fmt.Sprintf("B acquired %.1f s after A's last renewal (timestamp %d) landed, before host_dead_seconds",
+			sinceRenewal.Seconds(), ts))
 	}
 	if !okCheck {
 		fails = append(fails, checkDetail)
 	}
-	detail := fmt.Sprintf("fault→reset %.1f s, reset→B acquired %.1f s, fault→B acquired %.1f s; %s",
-		tDog.Sub(tFault).Seconds(), tAcq.Sub(tDog).Seconds(), tAcq.Sub(tFault).Seconds(), checkDetail)
+	landed := "before"
+	if tRenewal.After(tFault) {
+		landed = fmt.Sprintf("%.1f s after", tRenewal.Sub(tFault).Seconds())
+	}
+	detail := fmt.Sprintf("fault→reset %.1f s, reset→B acquired %.1f s, fault→B acquired %.1f s, "+
+		"A's last renewal (landed %s the fault)→B acquired %.1f s; %s",
+		tDog.Sub(tFault).Seconds(), tAcq.Sub(tDog).Seconds(), tAcq.Sub(tFault).Seconds(),
+		landed, sinceRenewal.Seconds(), checkDetail)
 	if !dogOK {
 		detail = fmt.Sprintf("fault→B acquired %.1f s; %s", tAcq.Sub(tFault).Seconds(), checkDetail)
 	}
@@ -499,11 +592,11 @@ func storageBackWithinGrace(e *env) (bool, string) {
 		return false, err.Error()
 	}
 	tFault := e.tl.add("A", "fault: hung for 6 s")
-	if err := e.a.throttle(1); err != nil {
+	if err := e.a.hang(); err != nil {
 		return false, err.Error()
 	}
 	time.Sleep(6 * time.Second)
-	if err := e.a.throttle(0); err != nil {
+	if err := e.a.unhang(); err != nil {
 		return false, err.Error()
 	}
 	before := strings.Count(e.holderLog(e.a), " wrote lver ")
@@ -559,12 +652,12 @@ func hungBack(e *env, holderArgs string) (bool, string) {
 	}
 	hang := 62 * time.Second
 	e.tl.add("A", fmt.Sprintf("fault: hung for %v", hang))
-	if err := e.a.throttle(1); err != nil {
+	if err := e.a.hang(); err != nil {
 		return false, err.Error()
 	}
 	waitFor(hang, func() bool { return false })
 	tBack := time.Now()
-	if err := e.a.throttle(0); err != nil {
+	if err := e.a.unhang(); err != nil {
 		return false, err.Error()
 	}
 	var ts uint64
