@@ -370,7 +370,8 @@ func (e *env) qmpEvent(g *guest, name string, since time.Time) (time.Time, bool)
 func scenarios() []scenario {
 	singles := [][2]string{{"ours", "ours"}, {"5.1.1", "5.1.1"}, {"3.8.5", "3.8.5"}}
 	return []scenario{
-		{name: "reset-hung-holder", pairs: append(singles, [2]string{"ours", "5.1.1"}), run: resetHungHolder},
+		{name: "reset-hung-holder", pairs: append(singles, [2]string{"ours", "5.1.1"}, [2]string{"ours", "3.8.5"}, [2]string{"3.8.5", "ours"}),
+			run: resetHungHolder},
 		{name: "storage-back-within-grace", pairs: singles, run: storageBackWithinGrace},
 		{name: "reset-daemon-killed", pairs: singles, run: resetDaemonKilled},
 		{name: "reset-wdmd-killed", pairs: [][2]string{{"3.8.5", "3.8.5"}, {"ours", "ours"}}, run: resetWdmdKilled},
