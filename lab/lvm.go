@@ -71,24 +71,27 @@ global { use_lvmlockd = 1 }
 activation { udev_sync = 0 udev_rules = 0 monitoring = 0 }
 `
 
-// lvmlockdScenario runs lvmSteps and compares the results with the other
-// daemons' runs.
-func lvmlockdScenario(e *env) (bool, string) {
+// startLvmlockd starts the daemons (with wdmd) and lvmlockd on both guests.
+func (e *env) startLvmlockd() error {
 	if err := e.setupDaemonsOnly(true); err != nil {
-		return false, err.Error()
+		return err
 	}
 	for i, g := range []*guest{e.a, e.b} {
 		cmd := fmt.Sprintf("printf '%%s' '%s' >/etc/lvm/lvm.conf && printf 'local {\\n host_id = %d\\n}\\n' >/etc/lvm/lvmlocal.conf && "+
 			"setsid lvmlockd -D >/var/log/lvmlockd.log 2>&1 </dev/null & "+
 			"for i in $(seq 100); do lvmlockctl -i >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1", lvmConf, i+1)
 		if out, rc, err := g.sh(60*time.Second, cmd); err != nil || rc != 0 {
-			return false, fmt.Sprintf("%s: lvmlockd did not start (rc %d, %v): %s", g.name, rc, err, out)
+			return fmt.Errorf("%s: lvmlockd did not start (rc %d, %v): %s", g.name, rc, err, out)
 		}
 		g.tl.add(g.name, "lvmlockd started")
 	}
-	var got []bool
-	var unexpected []string
-	for _, s := range lvmSteps {
+	return nil
+}
+
+// lvmRun runs steps in order and returns each one's success and the
+// steps whose result was not the expected one.
+func (e *env) lvmRun(steps []lvmStep) (got []bool, unexpected []string) {
+	for _, s := range steps {
 		g := e.a
 		if s.on == "B" {
 			g = e.b
@@ -102,6 +105,16 @@ func lvmlockdScenario(e *env) (bool, string) {
 			unexpected = append(unexpected, fmt.Sprintf("%s %q rc %d (%s)", s.on, s.cmd, rc, lastLines(out, 2)))
 		}
 	}
+	return got, unexpected
+}
+
+// lvmlockdScenario runs lvmSteps and compares the results with the other
+// daemons' runs.
+func lvmlockdScenario(e *env) (bool, string) {
+	if err := e.startLvmlockd(); err != nil {
+		return false, err.Error()
+	}
+	got, unexpected := e.lvmRun(lvmSteps)
 	label := e.da.label
 	if e.db.label != e.da.label {
 		label += "+" + e.db.label
