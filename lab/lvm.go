@@ -109,7 +109,7 @@ func (e *env) lvmRun(steps []lvmStep) (got []bool, unexpected []string) {
 }
 
 // lvmlockdScenario runs lvmSteps and compares the results with the other
-// daemons' runs.
+// daemons' runs of the same scenario (the same lvm version).
 func lvmlockdScenario(e *env) (bool, string) {
 	if err := e.startLvmlockd(); err != nil {
 		return false, err.Error()
@@ -119,11 +119,13 @@ func lvmlockdScenario(e *env) (bool, string) {
 	if e.db.label != e.da.label {
 		label += "+" + e.db.label
 	}
+	// Only runs with the same lvm (the same scenario) are compared.
 	lvmResults.Lock()
-	lvmResults.byLabel[label] = got
+	lvmResults.byLabel[e.name+" "+label] = got
 	var differs, compared []string
-	for other, res := range lvmResults.byLabel {
-		if other == label {
+	for key, res := range lvmResults.byLabel {
+		other, ok := strings.CutPrefix(key, e.name+" ")
+		if !ok || other == label {
 			continue
 		}
 		compared = append(compared, other)

@@ -38,6 +38,7 @@ var interrupted atomic.Bool
 
 // env is one run of a scenario: two guests on one disk.
 type env struct {
+	name   string // the scenario's
 	cfg    *labConfig
 	tl     *timeline
 	dir    string
@@ -58,7 +59,7 @@ func runScenario(cfg *labConfig, sc scenario, da, db daemon, dir string) (bool, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err.Error()
 	}
-	e := &env{cfg: cfg, tl: newTimeline(), dir: dir, da: da, db: db, userOpts: "-U root -G root"}
+	e := &env{name: sc.name, cfg: cfg, tl: newTimeline(), dir: dir, da: da, db: db, userOpts: "-U root -G root"}
 	defer func() {
 		if err := e.tl.write(filepath.Join(dir, "timeline.log")); err != nil {
 			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
@@ -381,6 +382,9 @@ func scenarios() []scenario {
 		// lvm2 2.03.31 of the sid tree beside 5.1.1; ours runs there too.
 		{name: "lvmlockd", pairs: [][2]string{{"5.1.1", "5.1.1"}, {"ours", "ours"}, {"ours", "5.1.1"}},
 			oursTree: "sid", run: lvmlockdScenario},
+		// lvm2 2.03.16 of the bookworm tree beside 3.8.5.
+		{name: "lvmlockd-bookworm", pairs: [][2]string{{"3.8.5", "3.8.5"}, {"ours", "ours"}, {"ours", "3.8.5"}},
+			run: lvmlockdScenario},
 		{name: "reexec-holding", pairs: [][2]string{{"ours", "ours"}}, run: reexecHolding},
 		{name: "lvmlockd-reexec", pairs: [][2]string{{"ours", "ours"}}, oursTree: "sid", run: lvmlockdReexec},
 	}
