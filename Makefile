@@ -263,7 +263,7 @@ package-check:
 package-test: package-check trees
 	$(PKGENV) ./scripts/pkg-test.sh
 
-# The QEMU lab (docs/lab.md): two guests with Debian's kernel, an i6300esb
+# The QEMU lab (docs/lab.md): guests (two, or three) with Debian's kernel, an i6300esb
 # watchdog and one shared disk hung per guest through QEMU's block layer,
 # running our daemon and C sanlock 3.8.5 (bookworm tree) and 5.1.1 (sid
 # tree). Prints "lab: SCENARIO DAEMON PASS|FAIL detail" lines, then

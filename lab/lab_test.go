@@ -50,3 +50,9 @@ func TestListedAndSelected(t *testing.T) {
 		t.Error("selected: names match by substring")
 	}
 }
+
+func TestGuestNames(t *testing.T) {
+	if guestName(0) != "A" || guestName(1) != "B" || guestName(2) != "C" {
+		t.Errorf("guest names %s %s %s", guestName(0), guestName(1), guestName(2))
+	}
+}

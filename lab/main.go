@@ -1,7 +1,7 @@
-// Command lab runs the QEMU lab (docs/lab.md): scenarios with two guests,
-// each with Debian's kernel, an i6300esb watchdog that resets it, and one
-// shared virtio disk whose path can be hung per guest through QEMU's block
-// layer, on our daemon and on C sanlock 3.8.5 and 5.1.1.
+// Command lab runs the QEMU lab (docs/lab.md): scenarios with two guests
+// (or three), each with Debian's kernel, an i6300esb watchdog that resets
+// it, and one shared virtio disk whose path can be hung per guest through
+// QEMU's block layer, on our daemon and on C sanlock 3.8.5 and 5.1.1.
 //
 // It prints one line per scenario and daemon, "lab: SCENARIO DAEMON
 // PASS|FAIL detail", then "N passed, N failed", and leaves each run's
@@ -33,6 +33,9 @@ type daemon struct {
 type scenario struct {
 	name  string
 	pairs [][2]string // daemon labels of guest A and guest B
+	// guests is the number of guests, 2 when 0; the guests after B run
+	// B's daemon.
+	guests int
 	// oursTree, when set, is the Debian tree our daemon runs in for this
 	// scenario (it runs in bookworm otherwise).
 	oursTree string

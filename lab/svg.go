@@ -31,7 +31,7 @@ func (t *timeline) writeSVG(path, title string) error {
 	end := evs[len(evs)-1].At.Sub(t.start).Seconds()
 	const left, width, rowH, top = 60.0, 900.0, 18.0, 40.0
 	x := func(s float64) float64 { return left + s/end*width }
-	lanes := map[string]float64{"A": 0, "B": 1}
+	lanes := map[string]float64{"A": 0, "B": 1, "C": 2}
 	height := top + float64(len(evs))*rowH + 40
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n",
@@ -45,8 +45,11 @@ func (t *timeline) writeSVG(path, title string) error {
 		y := top + float64(i)*rowH
 		s := e.At.Sub(t.start).Seconds()
 		color := "#246"
-		if lanes[e.Guest] == 1 {
+		switch lanes[e.Guest] {
+		case 1:
 			color = "#a50"
+		case 2:
+			color = "#272"
 		}
 		if strings.Contains(e.What, "WATCHDOG") || strings.Contains(e.What, "RESET") {
 			color = "#c00"
