@@ -1,7 +1,7 @@
 // Command lab runs the QEMU lab (docs/lab.md): scenarios with two guests,
 // each with Debian's kernel, an i6300esb watchdog that resets it, and one
 // shared virtio disk whose path can be hung per guest through QEMU's block
-// layer, on our daemon and on C sanlock 3.8.5 and 5.1.1.
+// layer, on our daemon and on C sanlock 3.8.5, 3.9.5 and 5.1.1.
 //
 // It prints one line per scenario and daemon, "lab: SCENARIO DAEMON
 // PASS|FAIL detail", then "N passed, N failed", and leaves each run's
@@ -23,7 +23,7 @@ import (
 
 // daemon is one sanlock implementation as the guests run it.
 type daemon struct {
-	label   string // "ours", "3.8.5", "5.1.1"
+	label   string // "ours", "3.8.5", "3.9.5", "5.1.1"
 	tree    string // Debian tree shared as the guest's root
 	sanlock string // path in the guest
 	wdmd    string // path in the guest
@@ -68,6 +68,7 @@ func main() {
 	daemons := map[string]daemon{
 		"ours":  {label: "ours", tree: filepath.Join(cfg.Trees, "bookworm"), sanlock: "/lab/bin/sanlock", wdmd: "/lab/bin/wdmd"},
 		"3.8.5": {label: "3.8.5", tree: filepath.Join(cfg.Trees, "bookworm"), sanlock: "/usr/sbin/sanlock", wdmd: "/usr/sbin/wdmd"},
+		"3.9.5": {label: "3.9.5", tree: filepath.Join(cfg.Trees, "trixie"), sanlock: "/usr/sbin/sanlock", wdmd: "/usr/sbin/wdmd"},
 		"5.1.1": {label: "5.1.1", tree: filepath.Join(cfg.Trees, "sid"), sanlock: "/usr/sbin/sanlock", wdmd: "/usr/sbin/wdmd"},
 	}
 	for _, d := range daemons {
