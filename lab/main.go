@@ -48,7 +48,7 @@ func main() {
 	flag.StringVar(&cfg.Qemu, "qemu", "qemu-system-x86_64", "QEMU binary")
 	flag.IntVar(&cfg.MemMB, "mem", 512, "memory of each guest (MB)")
 	flag.BoolVar(&cfg.Verbose, "v", false, "print every guest command")
-	flag.StringVar(&only, "run", "", "run only the scenarios whose name contains this (comma-separated)")
+	flag.StringVar(&only, "run", "", "run only the scenarios whose name contains this, or is NAME for =NAME (comma-separated)")
 	flag.StringVar(&daemonsFlag, "daemons", "", "run only these daemon labels (comma-separated, e.g. ours,ours+5.1.1)")
 	flag.StringVar(&results, "results", "", "results directory (default var/lab/TIME in the repository)")
 	shellPair := flag.String("shell", "", "boot guests A and B with these daemons' trees (e.g. ours,5.1.1) and run \"A cmd\" / \"B cmd\" lines from standard input")
@@ -141,13 +141,18 @@ func main() {
 }
 
 // selected reports whether name matches one of the comma-separated
-// patterns (all names match an empty list).
+// patterns (all names match an empty list): a pattern matches the names
+// that contain it, or, written "=NAME", that one name only.
 func selected(name, patterns string) bool {
 	if patterns == "" {
 		return true
 	}
 	for _, p := range strings.Split(patterns, ",") {
-		if p != "" && strings.Contains(name, p) {
+		if exact, ok := strings.CutPrefix(p, "="); ok {
+			if name == exact {
+				return true
+			}
+		} else if p != "" && strings.Contains(name, p) {
 			return true
 		}
 	}
