@@ -36,7 +36,11 @@ type scenario struct {
 	// oursTree, when set, is the Debian tree our daemon runs in for this
 	// scenario (it runs in bookworm otherwise).
 	oursTree string
-	run      func(e *env) (bool, string)
+	// pathFaults: guest A reaches the shared disk through a fusefault
+	// mount of its directory, so that its path alone can fail with EIO or
+	// be slowed (env.pathFault); B opens the file directly.
+	pathFaults bool
+	run        func(e *env) (bool, string)
 }
 
 func main() {

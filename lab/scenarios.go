@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
 
 // The lab's lockspace on the shared disk, its resource and the holders'
@@ -44,6 +46,8 @@ type env struct {
 	disk   string
 	a, b   *guest
 	da, db daemon
+	// fuse is A's path to the disk in scenarios with pathFaults.
+	fuse *fusefault.FS
 	// userOpts are the daemon's user options: "-U root -G root" unless
 	// the scenario is about the default user.
 	userOpts string
@@ -80,10 +84,24 @@ func runScenario(cfg *labConfig, sc scenario, da, db daemon, dir string) (bool, 
 	if err := os.Truncate(e.disk, diskSize); err != nil {
 		return false, err.Error()
 	}
+	diskA := e.disk
+	if sc.pathFaults {
+		mnt, err := os.MkdirTemp(cfg.Cache, "fuse-")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer os.Remove(mnt)
+		if e.fuse, err = fusefault.Mount(tmp, mnt); err != nil {
+			return false, err.Error()
+		}
+		// Registered before the guests' stop, so it runs after it.
+		defer e.fuse.Close()
+		diskA = e.fuse.Path(filepath.Base(e.disk))
+	}
 	var wg sync.WaitGroup
 	var errA, errB error
 	wg.Add(2)
-	go func() { defer wg.Done(); e.a, errA = startGuest(cfg, e.tl, "A", da.tree, e.disk, dir) }()
+	go func() { defer wg.Done(); e.a, errA = startGuest(cfg, e.tl, "A", da.tree, diskA, dir) }()
 	go func() { defer wg.Done(); e.b, errB = startGuest(cfg, e.tl, "B", db.tree, e.disk, dir) }()
 	wg.Wait()
 	defer func() {
@@ -372,6 +390,8 @@ func scenarios() []scenario {
 	return []scenario{
 		{name: "reset-hung-holder", pairs: append(singles, [2]string{"ours", "5.1.1"}), run: resetHungHolder},
 		{name: "storage-back-within-grace", pairs: singles, run: storageBackWithinGrace},
+		{name: "storage-eio", pairs: singles, pathFaults: true, run: storageEIO},
+		{name: "storage-slow", pairs: singles, pathFaults: true, run: storageSlow},
 		{name: "reset-daemon-killed", pairs: singles, run: resetDaemonKilled},
 		{name: "reset-wdmd-killed", pairs: [][2]string{{"3.8.5", "3.8.5"}, {"ours", "ours"}}, run: resetWdmdKilled},
 		{name: "hung-past-sigkill-back", pairs: singles, run: hungPastSigkillBack},
