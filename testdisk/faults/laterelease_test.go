@@ -23,7 +23,8 @@ const (
 	// lrBack is when the storage returns after the holder died in the
 	// cases that end before the give-up (about L+26).
 	lrBack = 15 * time.Second
-	// lrHang is the hang of the case, from the start of the fault.
+	// lrHang is the long hang, from the start of the fault: the storage
+	// returns after the give-up.
 	lrHang = 70 * time.Second
 	// lrGiveUp is L + host_dead_seconds - 2*io_timeout.
 	lrGiveUp = sfHostDead - 2*sfIO
@@ -293,7 +294,7 @@ func runLateRelease(t *testing.T, cases []lrCase, check func(*testing.T, *lrResu
 // give-up at L+66: our daemon writes the release within 10 s, on a view
 // with asynchronous direct I/O and on one without (a hung read then holds
 // the renewal thread until the storage answers), as sanlock 3.8.5 does on
-// the latter (on the former it writes nothing). Full only: the issue's
+// the latter (on the former it writes nothing). Full only: a
 // 70-s hang (storage back at about L+71, after the give-up): our daemon
 // writes nothing, while sanlock 3.8.5 on the view without asynchronous
 // direct I/O writes a renewal and then the release (its figures are
