@@ -47,13 +47,7 @@ func storageEIO(e *env) (bool, string) {
 	limit := time.Duration(hostDead+60) * time.Second
 	tAcq, acq := e.waitAcquired(e.b, limit-time.Since(tFault))
 	time.Sleep(3 * time.Second)
-	_, dogA := e.qmpEvent(e.a, "WATCHDOG", e.tl.start)
-	_, dogB := e.qmpEvent(e.b, "WATCHDOG", e.tl.start)
-	okCheck, checkDetail := e.check()
-	var fails []string
-	if dogA || dogB {
-		fails = append(fails, fmt.Sprintf("watchdog fired (A %v, B %v)", dogA, dogB))
-	}
+	fails, checkDetail := e.noResetAndCheck()
 	if tGone.IsZero() {
 		fails = append(fails, "A's holder was not ended")
 	}
@@ -66,9 +60,6 @@ func storageEIO(e *env) (bool, string) {
 		if min := time.Duration(hostDead-2*ioTimeout) * time.Second; tAcq.Sub(tFault) < min {
 			fails = append(fails, fmt.Sprintf("B acquired %.1f s after the fault, before host_dead_seconds", tAcq.Sub(tFault).Seconds()))
 		}
-	}
-	if !okCheck {
-		fails = append(fails, checkDetail)
 	}
 	detail := fmt.Sprintf("no reset; fault→A's holder gone %s, fault→B acquired %s; %s",
 		since(tFault, tGone), since(tFault, tAcq), checkDetail)
@@ -92,21 +83,12 @@ func storageSlow(e *env) (bool, string) {
 	during := strings.Count(e.holderLog(e.a), " wrote lver ") - before
 	e.pathFault(fusefault.Fault{})
 	time.Sleep(3 * time.Second)
-	_, dogA := e.qmpEvent(e.a, "WATCHDOG", e.tl.start)
-	_, dogB := e.qmpEvent(e.b, "WATCHDOG", e.tl.start)
-	okCheck, checkDetail := e.check()
-	var fails []string
-	if dogA || dogB {
-		fails = append(fails, fmt.Sprintf("watchdog fired (A %v, B %v)", dogA, dogB))
-	}
+	fails, checkDetail := e.noResetAndCheck()
 	if strings.Contains(e.holderLog(e.b), " acquired lver ") {
 		fails = append(fails, "B acquired the lease")
 	}
 	if during < 10 {
 		fails = append(fails, fmt.Sprintf("A's holder wrote %d tokens on the slow path", during))
-	}
-	if !okCheck {
-		fails = append(fails, checkDetail)
 	}
 	detail := fmt.Sprintf("no reset, A kept the lease (%d tokens in %.0f s of %v per request), B refused %d times; %s",
 		during, time.Since(tFault).Seconds(), slowDelay, e.refusals(e.b), checkDetail)
@@ -114,6 +96,23 @@ func storageSlow(e *env) (bool, string) {
 		return false, strings.Join(fails, "; ") + " [" + detail + "]"
 	}
 	return true, detail
+}
+
+// noResetAndCheck returns the failures common to the scenarios in which no
+// guest may be reset: a WATCHDOG event on either guest, and the exclusion
+// checker's verdict, whose detail is returned too.
+func (e *env) noResetAndCheck() ([]string, string) {
+	var fails []string
+	_, dogA := e.qmpEvent(e.a, "WATCHDOG", e.tl.start)
+	_, dogB := e.qmpEvent(e.b, "WATCHDOG", e.tl.start)
+	if dogA || dogB {
+		fails = append(fails, fmt.Sprintf("watchdog fired (A %v, B %v)", dogA, dogB))
+	}
+	okCheck, checkDetail := e.check()
+	if !okCheck {
+		fails = append(fails, checkDetail)
+	}
+	return fails, checkDetail
 }
 
 // since formats t - from in seconds, or "-" when t is zero.

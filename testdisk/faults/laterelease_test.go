@@ -235,16 +235,7 @@ func describeWrite(q fusefault.Request, L float64) string {
 }
 
 func (r *lrResult) String() string {
-	f := func(v float64) string {
-		if v < 0 {
-			return "-"
-		}
-		return fmt.Sprintf("L%+.1f", v)
-	}
-	rel := "not written"
-	if r.released >= 0 {
-		rel = fmt.Sprintf("%.1f s after the storage returned", r.released)
-	}
+	f, rel := relL, releaseText(r.released)
 	s := fmt.Sprintf("%-2s %s: SIGKILL %s, holder gone %s, all pids clear %s, third host joined %s, storage back %s, "+
 		"release (ts 0) %s; host_id 1 at the end: owner %d gen %d ts %d host %q",
 		r.kind, r.cs.name, f(r.killLine), f(r.holderGone), f(r.pidsClear), f(r.takenAt), f(r.restoredAt), rel,

@@ -28,19 +28,27 @@ func mount(t *testing.T, backing string) *fusefault.FS {
 	return fs
 }
 
+// leaseDir returns a backing directory on a real disk file system (O_DIRECT
+// fails on tmpfs) holding a 1 MiB file "lease"; it is removed after t.
+func leaseDir(t *testing.T) string {
+	t.Helper()
+	backing, err := os.MkdirTemp("/var/tmp", "fusefault-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(backing) })
+	if err := os.WriteFile(backing+"/lease", make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return backing
+}
+
 // TestViews: two mounts of one backing directory share every byte through
 // O_DIRECT I/O (no cache in either mount), and faults of one mount do not
 // touch the other.
 func TestViews(t *testing.T) {
 	testenv.NeedRoot(t, "FUSE mounts")
-	backing, err := os.MkdirTemp("/var/tmp", "fusefault-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(backing)
-	if err := os.WriteFile(backing+"/lease", make([]byte, 1<<20), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	backing := leaseDir(t)
 	m1, m2 := mount(t, backing), mount(t, backing)
 	open := func(fs *fusefault.FS) *diskio.File {
 		d, err := diskio.OpenFile(fs.Path("lease"))
@@ -171,14 +179,7 @@ func TestCloseWithHungRequest(t *testing.T) {
 // once it is answered, held by the hang.
 func TestSyncDIOAndTrace(t *testing.T) {
 	testenv.NeedRoot(t, "FUSE mounts")
-	backing, err := os.MkdirTemp("/var/tmp", "fusefault-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(backing)
-	if err := os.WriteFile(backing+"/lease", make([]byte, 1<<20), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	backing := leaseDir(t)
 	const hold = 500 * time.Millisecond
 	for _, syncDIO := range []bool{false, true} {
 		fs, err := fusefault.MountWith(backing, t.TempDir(), fusefault.Options{SyncDIO: syncDIO})
