@@ -62,7 +62,11 @@ func ioContext(ctx context.Context, timeout time.Duration) (context.Context, con
 
 // read reads n bytes at off into a pooled buffer that the caller
 // releases. After a failure there is no buffer: a device that timed out may
-// still be filling it.
+// still be filling it. A read answered only after its timeout fails as a
+// timeout too: where submitting the request waits for the device (a
+// kernel or file system without asynchronous direct I/O), nothing ends
+// the wait at the timeout, and what a read brings back that late must not
+// decide a write (a renewal, a release) that the timing no longer allows.
 func (l *Lease) read(ctx context.Context, n int, off int64, timeout time.Duration) (*diskio.Buf, time.Duration, error) {
 	ioctx, cancel := ioContext(ctx, timeout)
 	defer cancel()
@@ -71,6 +75,10 @@ func (l *Lease) read(ctx context.Context, n int, off int64, timeout time.Duratio
 	took := l.Clock.Now() - start
 	if err != nil {
 		return nil, took, err
+	}
+	if took > timeout {
+		b.Release()
+		return nil, took, fmt.Errorf("%w: read answered after %v, timeout %v", rescode.ErrIOTimeout, took.Round(time.Millisecond), timeout)
 	}
 	return b, took, nil
 }

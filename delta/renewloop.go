@@ -3,6 +3,8 @@ package delta
 import (
 	"context"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // loop is the renewal loop (docs/delta.md "Renewal loop"): a renewal
@@ -96,7 +98,10 @@ func renewPhase(space string, hostID uint64) time.Duration {
 // renewUntilDone runs the renewal loop until the context ends, then
 // releases the lease unless the lockspace was halted or its last renewal
 // failed (a late abort releases with the record it names), and records
-// the outcome in the status. Run and RunAdopted end with it.
+// the outcome in the status. Run and RunAdopted end with it. No release
+// is started at or after LateReleaseDeadline of the last success, even
+// when that renewal succeeded: its write may have taken most of its
+// host_dead_seconds timeout, and by then another host may own our host_id.
 func (ls *Lockspace) renewUntilDone(ctx context.Context, r *renewer) error {
 	r.loop(ctx)
 
@@ -104,6 +109,10 @@ func (ls *Lockspace) renewUntilDone(ctx context.Context, r *renewer) error {
 	released := false
 	switch abort := ls.lateAbort.Load(); {
 	case ls.halted.Load():
+	case r.prevOK && ls.now() >= LateReleaseDeadline(r.lastSuccess, ls.timing):
+		ls.log().Info("delta_release skipped: last renewal too old", zap.Uint64("last_success", r.lastSuccess),
+			zap.Uint64("now", ls.now()))
+		relErr = ErrLateReleaseGivenUp
 	case r.prevOK:
 		relErr = ls.lease.Release(ctx, r.last)
 		released = relErr == nil

@@ -47,20 +47,24 @@ func AcquireHeldDelay(n, w int) int { return max(HostDeadSeconds(n, w), DeltaLar
 // SetBitmapSecondsFor is the default set_bitmap_seconds: 6N of the own N.
 func SetBitmapSecondsFor(n int) int { return 6 * n }
 
-// KillGraceEnd is the monotime at which recovery switches from the graceful
-// signal to SIGKILL: last_success + 8N + grace (own N).
 // LateReleaseDeadline is when a lockspace that stopped after failed
 // renewals stops trying to write its release (timestamp 0) once the
 // storage answers again: last_success + host_dead_seconds - 2*io_timeout
 // (our monotime seconds). No other host can have judged our lease dead,
 // and so taken our host_id, before last_success + host_dead_seconds; the
 // release (a read that checks the lease is still ours, then one write,
-// each bounded by io_timeout) is only started before this deadline, so it
-// ends before that.
+// each given io_timeout) is only started before this deadline, so the
+// daemon is done waiting for it before that. A write the storage holds
+// past its timeout cannot be recalled: it reaches the disk when the
+// storage lets it through (docs/reliability.md "Late release").
+// The release at a stop after a successful renewal is not started after
+// this deadline either.
 func LateReleaseDeadline(lastSuccess uint64, t Timing) uint64 {
 	return lastSuccess + uint64(t.HostDeadSeconds()) - uint64(2*t.IOTimeout)
 }
 
+// KillGraceEnd is the monotime at which recovery switches from the graceful
+// signal to SIGKILL: last_success + 8N + grace (own N).
 func KillGraceEnd(lastSuccess uint64, n, grace int) uint64 {
 	return lastSuccess + uint64(IDRenewalFailSeconds(n)+grace)
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/gosanlock/gosanlock/testdisk/fusefault"
 )
 
 // The lab's lockspace on the shared disk, its resource and the holders'
@@ -49,6 +51,8 @@ type env struct {
 	ds     []daemon
 	a, b   *guest // gs[0], gs[1]
 	da, db daemon
+	// fuse is A's path to the disk in scenarios with pathFaults.
+	fuse *fusefault.FS
 	// userOpts are the daemon's user options: "-U root -G root" unless
 	// the scenario is about the default user.
 	userOpts string
@@ -89,6 +93,20 @@ func runScenario(cfg *labConfig, sc scenario, da, db daemon, dir string) (bool, 
 	if err := os.Truncate(e.disk, diskSize); err != nil {
 		return false, err.Error()
 	}
+	diskA := e.disk
+	if sc.pathFaults {
+		mnt, err := os.MkdirTemp(cfg.Cache, "fuse-")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer os.Remove(mnt)
+		if e.fuse, err = fusefault.Mount(tmp, mnt); err != nil {
+			return false, err.Error()
+		}
+		// Registered before the guests' stop, so it runs after it.
+		defer e.fuse.Close()
+		diskA = e.fuse.Path(filepath.Base(e.disk))
+	}
 	n := max(sc.guests, 2)
 	e.ds = []daemon{da}
 	for len(e.ds) < n {
@@ -101,7 +119,11 @@ func runScenario(cfg *labConfig, sc scenario, da, db daemon, dir string) (bool, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.gs[i], errs[i] = startGuest(cfg, e.tl, guestName(i), e.ds[i].tree, e.disk, dir)
+			disk := e.disk
+			if i == 0 {
+				disk = diskA
+			}
+			e.gs[i], errs[i] = startGuest(cfg, e.tl, guestName(i), e.ds[i].tree, disk, dir)
 		}()
 	}
 	wg.Wait()

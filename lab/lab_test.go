@@ -49,6 +49,9 @@ func TestListedAndSelected(t *testing.T) {
 	if !selected("reset-hung-holder", "reset") || selected("lvmlockd", "reset,grace") {
 		t.Error("selected: names match by substring")
 	}
+	if !selected("lvmlockd", "=lvmlockd") || selected("lvmlockd-reexec", "=lvmlockd,=reset") {
+		t.Error("selected: =NAME matches that name only")
+	}
 }
 
 func TestGuestNames(t *testing.T) {

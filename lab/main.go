@@ -1,7 +1,8 @@
 // Command lab runs the QEMU lab (docs/lab.md): scenarios with two guests
 // (or three), each with Debian's kernel, an i6300esb watchdog that resets
 // it, and one shared virtio disk whose path can be hung per guest through
-// QEMU's block layer, on our daemon and on C sanlock 3.8.5 and 5.1.1.
+// QEMU's block layer, on our daemon and on C sanlock 3.8.5, 3.9.5 and
+// 5.1.1.
 //
 // It prints one line per scenario and daemon, "lab: SCENARIO DAEMON
 // PASS|FAIL detail", then "N passed, N failed", and leaves each run's
@@ -23,7 +24,7 @@ import (
 
 // daemon is one sanlock implementation as the guests run it.
 type daemon struct {
-	label   string // "ours", "3.8.5", "5.1.1"
+	label   string // "ours", "3.8.5", "3.9.5", "5.1.1"
 	tree    string // Debian tree shared as the guest's root
 	sanlock string // path in the guest
 	wdmd    string // path in the guest
@@ -39,7 +40,11 @@ type scenario struct {
 	// oursTree, when set, is the Debian tree our daemon runs in for this
 	// scenario (it runs in bookworm otherwise).
 	oursTree string
-	run      func(e *env) (bool, string)
+	// pathFaults: guest A reaches the shared disk through a fusefault
+	// mount of its directory, so that its path alone can fail with EIO or
+	// be slowed (env.pathFault); B opens the file directly.
+	pathFaults bool
+	run        func(e *env) (bool, string)
 }
 
 func main() {
@@ -51,7 +56,7 @@ func main() {
 	flag.StringVar(&cfg.Qemu, "qemu", "qemu-system-x86_64", "QEMU binary")
 	flag.IntVar(&cfg.MemMB, "mem", 512, "memory of each guest (MB)")
 	flag.BoolVar(&cfg.Verbose, "v", false, "print every guest command")
-	flag.StringVar(&only, "run", "", "run only the scenarios whose name contains this (comma-separated)")
+	flag.StringVar(&only, "run", "", "run only the scenarios whose name contains this, or is NAME for =NAME (comma-separated)")
 	flag.StringVar(&daemonsFlag, "daemons", "", "run only these daemon labels (comma-separated, e.g. ours,ours+5.1.1)")
 	flag.StringVar(&results, "results", "", "results directory (default var/lab/TIME in the repository)")
 	shellPair := flag.String("shell", "", "boot guests A and B with these daemons' trees (e.g. ours,5.1.1) and run \"A cmd\" / \"B cmd\" lines from standard input")
@@ -71,6 +76,7 @@ func main() {
 	daemons := map[string]daemon{
 		"ours":  {label: "ours", tree: filepath.Join(cfg.Trees, "bookworm"), sanlock: "/lab/bin/sanlock", wdmd: "/lab/bin/wdmd"},
 		"3.8.5": {label: "3.8.5", tree: filepath.Join(cfg.Trees, "bookworm"), sanlock: "/usr/sbin/sanlock", wdmd: "/usr/sbin/wdmd"},
+		"3.9.5": {label: "3.9.5", tree: filepath.Join(cfg.Trees, "trixie"), sanlock: "/usr/sbin/sanlock", wdmd: "/usr/sbin/wdmd"},
 		"5.1.1": {label: "5.1.1", tree: filepath.Join(cfg.Trees, "sid"), sanlock: "/usr/sbin/sanlock", wdmd: "/usr/sbin/wdmd"},
 	}
 	for _, d := range daemons {
@@ -143,13 +149,18 @@ func main() {
 }
 
 // selected reports whether name matches one of the comma-separated
-// patterns (all names match an empty list).
+// patterns (all names match an empty list): a pattern matches the names
+// that contain it, or, written "=NAME", that one name only.
 func selected(name, patterns string) bool {
 	if patterns == "" {
 		return true
 	}
 	for _, p := range strings.Split(patterns, ",") {
-		if p != "" && strings.Contains(name, p) {
+		if exact, ok := strings.CutPrefix(p, "="); ok {
+			if name == exact {
+				return true
+			}
+		} else if p != "" && strings.Contains(name, p) {
 			return true
 		}
 	}

@@ -36,11 +36,11 @@ var (
 func holderBin() string { return loopHold }
 
 // parallelTests is how many parallel tests the short battery runs at once
-// unless -test.parallel is given: its three parallel tests (storage
-// faults, hangs, many leases) mostly wait on timers and hung storage, and
-// with the default (GOMAXPROCS, 2 in CI) the third waited for the first to
-// end (18-21 s more wall time).
-const parallelTests = 3
+// unless -test.parallel is given: its four parallel tests (storage
+// faults, hangs, late release, many leases) mostly wait on timers and hung
+// storage, and with the default (GOMAXPROCS, 2 in CI) the third waited for
+// the first to end (18-21 s more wall time).
+const parallelTests = 4
 
 func TestMain(m *testing.M) {
 	flag.Parse()

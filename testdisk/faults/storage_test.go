@@ -78,17 +78,25 @@ type sfResult struct {
 	releaseLine string
 }
 
+// relL formats seconds relative to L, or "-" for -1 (not seen).
+func relL(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("L%+.1f", v)
+}
+
+// releaseText says when the release was seen, from seconds after the
+// storage returned (-1: never).
+func releaseText(released float64) string {
+	if released < 0 {
+		return "not written"
+	}
+	return fmt.Sprintf("%.1f s after the storage returned", released)
+}
+
 func (r *sfResult) String() string {
-	f := func(v float64) string {
-		if v < 0 {
-			return "-"
-		}
-		return fmt.Sprintf("L%+.1f", v)
-	}
-	rel := "not written"
-	if r.released >= 0 {
-		rel = fmt.Sprintf("%.1f s after storage returned", r.released)
-	}
+	f, rel := relL, releaseText(r.released)
 	return fmt.Sprintf("%-3s %-5s check failed %s, SIGTERM %s, SIGKILL %s, holder gone %s, all pids clear %s, "+
 		"other host acquired %s, storage back %s, release (ts 0) %s; daemon base {%v} peak {%v} after {%v}",
 		r.kind, r.fault, f(r.failLine), f(r.termLine), f(r.killLine), f(r.holderGone), f(r.pidsClear),

@@ -149,6 +149,7 @@ type FS struct {
 	// Dir is the mount point; files of the backing directory appear in it.
 	Dir     string
 	backing string
+	opts    Options
 
 	devMu     sync.RWMutex
 	dev       int // /dev/fuse, non-blocking; -1 once closed
@@ -170,6 +171,63 @@ type FS struct {
 	wg       sync.WaitGroup
 	initDone chan struct{}
 	initOnce sync.Once
+
+	traceMu sync.Mutex
+	tracing bool
+	trace   []Request
+}
+
+// Request is one READ, WRITE or FSYNC the mount received, as recorded by
+// the request log (StartTrace).
+type Request struct {
+	Op   string // "read", "write" or "fsync"
+	File string
+	Off  uint64
+	Size uint32
+	// PID is the pid of the process the kernel sent the request for (for
+	// asynchronous I/O, the one that submitted it).
+	PID uint32
+	// Arrived and Done are CLOCK_MONOTONIC nanoseconds: when the server
+	// read the request, and when it answered it.
+	Arrived, Done int64
+	// Held is set when a Hang fault held the request before it was
+	// answered.
+	Held bool
+	// Errno is the answer's error (0: served).
+	Errno syscall.Errno
+	// Head is the first 512 bytes of a write's data (a sector).
+	Head []byte
+}
+
+// StartTrace clears the request log and starts recording every READ,
+// WRITE and FSYNC into it when it is answered.
+func (fs *FS) StartTrace() {
+	fs.traceMu.Lock()
+	defer fs.traceMu.Unlock()
+	fs.tracing, fs.trace = true, nil
+}
+
+// Trace returns the requests answered since StartTrace, in the order they
+// were answered.
+func (fs *FS) Trace() []Request {
+	fs.traceMu.Lock()
+	defer fs.traceMu.Unlock()
+	return append([]Request(nil), fs.trace...)
+}
+
+func (fs *FS) record(r *Request) {
+	fs.traceMu.Lock()
+	defer fs.traceMu.Unlock()
+	if fs.tracing {
+		r.Done = monoNanos()
+		fs.trace = append(fs.trace, *r)
+	}
+}
+
+func monoNanos() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 type node struct {
@@ -183,9 +241,25 @@ type node struct {
 // a whole 1 MiB lockspace read is one request.
 const maxWrite = 1 << 20
 
+// Options are the choices of a mount that cannot change once mounted.
+type Options struct {
+	// SyncDIO leaves ASYNC_DIO out of the connection's capabilities: an
+	// io_submit of an O_DIRECT request on the mount then does not return
+	// until the server has answered it, as on a kernel or FUSE server
+	// without asynchronous direct I/O. A held request (Hang) then holds
+	// the submitting thread in the kernel, and the caller's own timeout
+	// on the request (io_getevents) never runs.
+	SyncDIO bool
+}
+
 // Mount mounts a view of backingDir at mountDir (created if missing) and
 // starts serving it. The first request is answered before Mount returns.
 func Mount(backingDir, mountDir string) (*FS, error) {
+	return MountWith(backingDir, mountDir, Options{})
+}
+
+// MountWith is Mount with options.
+func MountWith(backingDir, mountDir string, o Options) (*FS, error) {
 	backingDir, err := filepath.Abs(backingDir)
 	if err != nil {
 		return nil, err
@@ -200,6 +274,7 @@ func Mount(backingDir, mountDir string) (*FS, error) {
 	fs := &FS{
 		Dir:       mountDir,
 		backing:   backingDir,
+		opts:      o,
 		dev:       fd,
 		readerEnd: make(chan struct{}),
 		changed:   make(chan struct{}),
@@ -394,28 +469,29 @@ func (fs *FS) handle(req []byte) {
 }
 
 // gate applies the current fault to one request. It returns 0 when the
-// request may proceed, or the errno to fail it with.
-func (fs *FS) gate(op Ops, name string) syscall.Errno {
+// request may proceed, or the errno to fail it with; held reports whether a
+// Hang fault held it.
+func (fs *FS) gate(op Ops, name string) (errno syscall.Errno, held bool) {
 	counted := false
 	for {
 		fs.mu.Lock()
 		f, changed, closing := fs.fault, fs.changed, fs.closing
 		fs.mu.Unlock()
 		if closing {
-			return syscall.EIO
+			return syscall.EIO, counted
 		}
 		if !f.applies(op, name) {
-			return 0
+			return 0, counted
 		}
 		switch f.Mode {
 		case Error:
 			fs.errs.Add(1)
-			return f.errno()
+			return f.errno(), counted
 		case Delay:
 			fs.delayed.Add(1)
 			select {
 			case <-time.After(f.Delay):
-				return 0
+				return 0, counted
 			case <-changed:
 				continue
 			}
@@ -426,7 +502,7 @@ func (fs *FS) gate(op Ops, name string) syscall.Errno {
 			}
 			<-changed
 		default:
-			return 0
+			return 0, counted
 		}
 	}
 }

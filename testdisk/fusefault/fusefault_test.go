@@ -28,19 +28,27 @@ func mount(t *testing.T, backing string) *fusefault.FS {
 	return fs
 }
 
+// leaseDir returns a backing directory on a real disk file system (O_DIRECT
+// fails on tmpfs) holding a 1 MiB file "lease"; it is removed after t.
+func leaseDir(t *testing.T) string {
+	t.Helper()
+	backing, err := os.MkdirTemp("/var/tmp", "fusefault-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(backing) })
+	if err := os.WriteFile(backing+"/lease", make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return backing
+}
+
 // TestViews: two mounts of one backing directory share every byte through
 // O_DIRECT I/O (no cache in either mount), and faults of one mount do not
 // touch the other.
 func TestViews(t *testing.T) {
 	testenv.NeedRoot(t, "FUSE mounts")
-	backing, err := os.MkdirTemp("/var/tmp", "fusefault-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(backing)
-	if err := os.WriteFile(backing+"/lease", make([]byte, 1<<20), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	backing := leaseDir(t)
 	m1, m2 := mount(t, backing), mount(t, backing)
 	open := func(fs *fusefault.FS) *diskio.File {
 		d, err := diskio.OpenFile(fs.Path("lease"))
@@ -162,5 +170,50 @@ func TestCloseWithHungRequest(t *testing.T) {
 	}
 	if err := <-done; err == nil { // a read still blocked hangs the test: its timeout reports it
 		t.Fatal("held read succeeded after Close")
+	}
+}
+
+// TestSyncDIOAndTrace: a hung O_DIRECT read through diskio (io_submit)
+// returns at its timeout on a mount with asynchronous direct I/O, and only
+// when the hang ends on a SyncDIO mount; the request log records each read
+// once it is answered, held by the hang.
+func TestSyncDIOAndTrace(t *testing.T) {
+	testenv.NeedRoot(t, "FUSE mounts")
+	backing := leaseDir(t)
+	const hold = 500 * time.Millisecond
+	for _, syncDIO := range []bool{false, true} {
+		fs, err := fusefault.MountWith(backing, t.TempDir(), fusefault.Options{SyncDIO: syncDIO})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fs.Close() })
+		d, err := diskio.OpenFile(fs.Path("lease"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		fs.StartTrace()
+		fs.SetFault(fusefault.Fault{Mode: fusefault.Hang})
+		time.AfterFunc(hold, func() { fs.SetFault(fusefault.Fault{}) })
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		err = d.ReadAt(ctx, make([]byte, 512), 0)
+		took := time.Since(start)
+		cancel()
+		if !syncDIO && took >= hold {
+			t.Errorf("asynchronous direct I/O: the hung read returned after %v (%v), want at its 50 ms timeout", took, err)
+		}
+		if syncDIO && took < hold {
+			t.Errorf("SyncDIO: the hung read returned after %v (%v), want when the hang ended (%v)", took, err, hold)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for len(fs.Trace()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		tr := fs.Trace()
+		if len(tr) != 1 || tr[0].Op != "read" || tr[0].File != "lease" || tr[0].Size != 512 || !tr[0].Held ||
+			tr[0].Errno != 0 || time.Duration(tr[0].Done-tr[0].Arrived) < hold/2 {
+			t.Errorf("SyncDIO %v: trace %+v, want one held read of 512 bytes answered after the hang", syncDIO, tr)
+		}
 	}
 }

@@ -29,7 +29,11 @@ func (fs *FS) doInit(h inHeader, body []byte) {
 	le.PutUint32(out[0:], protoMajor)
 	le.PutUint32(out[4:], minor)
 	le.PutUint32(out[8:], readahead)
-	le.PutUint32(out[12:], flags&(capAsyncRead|capBigWrites|capAsyncDIO|capParallelDO|capMaxPages))
+	want := uint32(capAsyncRead | capBigWrites | capAsyncDIO | capParallelDO | capMaxPages)
+	if fs.opts.SyncDIO {
+		want &^= capAsyncDIO
+	}
+	le.PutUint32(out[12:], flags&want)
 	le.PutUint16(out[16:], 64) // max_background
 	le.PutUint16(out[18:], 48) // congestion_threshold
 	le.PutUint32(out[20:], maxWrite)
@@ -142,14 +146,17 @@ func (fs *FS) doRead(h inHeader, body []byte) {
 	if size > maxWrite {
 		size = maxWrite
 	}
-	if errno := fs.gate(Reads, n.name); errno != 0 {
-		fs.reply(h.Unique, errno)
+	r := Request{Op: "read", File: n.name, Off: off, Size: size, PID: h.PID, Arrived: monoNanos()}
+	defer fs.record(&r)
+	if r.Errno, r.Held = fs.gate(Reads, n.name); r.Errno != 0 {
+		fs.reply(h.Unique, r.Errno)
 		return
 	}
 	buf := make([]byte, size)
 	got, err := n.f.ReadAt(buf, int64(off))
 	if err != nil && !errors.Is(err, io.EOF) {
-		fs.reply(h.Unique, errnoOf(err))
+		r.Errno = errnoOf(err)
+		fs.reply(h.Unique, r.Errno)
 		return
 	}
 	fs.reads.Add(1)
@@ -169,12 +176,16 @@ func (fs *FS) doWrite(h inHeader, body []byte) {
 		fs.reply(h.Unique, syscall.EINVAL)
 		return
 	}
-	if errno := fs.gate(Writes, n.name); errno != 0 {
-		fs.reply(h.Unique, errno)
+	r := Request{Op: "write", File: n.name, Off: off, Size: size, PID: h.PID, Arrived: monoNanos(),
+		Head: append([]byte(nil), data[:min(size, 512)]...)}
+	defer fs.record(&r)
+	if r.Errno, r.Held = fs.gate(Writes, n.name); r.Errno != 0 {
+		fs.reply(h.Unique, r.Errno)
 		return
 	}
 	if _, err := n.f.WriteAt(data[:size], int64(off)); err != nil {
-		fs.reply(h.Unique, errnoOf(err))
+		r.Errno = errnoOf(err)
+		fs.reply(h.Unique, r.Errno)
 		return
 	}
 	fs.writes.Add(1)
@@ -190,13 +201,16 @@ func (fs *FS) doFsync(h inHeader) {
 		fs.reply(h.Unique, syscall.EBADF)
 		return
 	}
-	if errno := fs.gate(Writes, n.name); errno != 0 {
-		fs.reply(h.Unique, errno)
+	r := Request{Op: "fsync", File: n.name, PID: h.PID, Arrived: monoNanos()}
+	defer fs.record(&r)
+	if r.Errno, r.Held = fs.gate(Writes, n.name); r.Errno != 0 {
+		fs.reply(h.Unique, r.Errno)
 		return
 	}
 	fs.fsyncs.Add(1)
 	if err := unix.Fdatasync(int(n.f.Fd())); err != nil {
-		fs.reply(h.Unique, errnoOf(err))
+		r.Errno = errnoOf(err)
+		fs.reply(h.Unique, r.Errno)
 		return
 	}
 	fs.reply(h.Unique, 0)

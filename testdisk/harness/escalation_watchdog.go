@@ -33,6 +33,10 @@ type HostOptions struct {
 	// emulated watchdog device, and the daemon runs with -w 1. Go hosts
 	// only: the C sanlock has the wdmd socket path compiled in.
 	Watchdog *WatchdogOptions
+	// SyncDIO mounts the host's view without asynchronous direct I/O
+	// (fusefault.Options.SyncDIO): a hung request holds the daemon's
+	// thread inside io_submit until the storage answers.
+	SyncDIO bool
 }
 
 // WatchdogOptions configure a host's own watchdog: a testdev.Bank served

@@ -260,7 +260,7 @@ func (c *Cluster) addHost(kind Kind, name string, o HostOptions) (*Host, error) 
 	if err := h.setupHost(); err != nil {
 		return nil, err
 	}
-	fs, err := fusefault.Mount(c.Backing, filepath.Join(hdir, "disk"))
+	fs, err := fusefault.MountWith(c.Backing, filepath.Join(hdir, "disk"), fusefault.Options{SyncDIO: o.SyncDIO})
 	if err != nil {
 		h.closeWatchdog()
 		return nil, err
