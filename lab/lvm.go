@@ -51,6 +51,12 @@ var lvmSteps = []lvmStep{
 	{"A", "lvmlockctl -i", must},
 	{"B", "vgchange --lock-stop vg1", must},
 	{"A", "lvremove -y vg1/lv1", must},
+	// vgremove asks A's daemon for the lockspace's live hosts (lvmlockd
+	// refuses to free the VG, -16, while another one is live): wait until
+	// A's daemon has read B's released delta lease, which its renewal
+	// does every 20 s at lvm's io_timeout of 10 s, so that the answer does
+	// not depend on where the renewal was when B stopped.
+	{"A", "sleep 25", must},
 	// vgremove is only compared between the daemons: with C sanlock 5.1.1
 	// and lvm 2.03.31 it does not return (lvmlockd's release with rename
 	// fails, the lockspace is removed with its leases held and the daemon
