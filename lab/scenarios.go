@@ -62,6 +62,14 @@ func runScenario(cfg *labConfig, sc scenario, da, db daemon, dir string) (bool, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err.Error()
 	}
+	if sc.guestArgs != nil {
+		c := *cfg
+		var err error
+		if c.GuestArgs, err = sc.guestArgs(cfg); err != nil {
+			return false, err.Error()
+		}
+		cfg = &c
+	}
 	e := &env{cfg: cfg, tl: newTimeline(), dir: dir, da: da, db: db, userOpts: "-U root -G root"}
 	defer func() {
 		if err := e.tl.write(filepath.Join(dir, "timeline.log")); err != nil {
@@ -405,7 +413,7 @@ func scenarios() []scenario {
 
 // shellScenario is the -shell mode: not part of the scenario list.
 func shellScenario(pair [2]string) scenario {
-	return scenario{name: "shell", pairs: [][2]string{pair}, run: shell}
+	return cawShell(scenario{name: "shell", pairs: [][2]string{pair}, run: shell})
 }
 
 // resetHungHolder: A's storage hangs while its holder is in the kernel on
