@@ -5,12 +5,13 @@
 #  - CACHE/caw/: the kernel modules of Debian's kernel package named in
 #    CACHE/kernel-package (the one scripts/lab-kernel.sh boots) for a LIO
 #    iSCSI target (target_core_mod, target_core_iblock, iscsi_target_mod),
-#    the open-iscsi initiator (iscsi_tcp and what it needs, sd_mod, sg) and
-#    virtio_net, with CACHE/caw/order listing them in load order (each
-#    after the modules it depends on). The guests insmod them from a 9p
+#    the open-iscsi initiator (iscsi_tcp and what it needs, sd_mod, sg),
+#    virtio_net and crc32c_generic (the iSCSI login needs the crc32c hash),
+#    with CACHE/caw/order listing them in load order (each after the
+#    modules it depends on). The guests insmod them from a 9p
 #    share at scenario time.
 #  - TREES/sid-iscsi: a copy of the sid tree (sanlock 5.1.1) with
-#    open-iscsi, sg3-utils and iproute2 added. The sid tree itself is not changed.
+#    open-iscsi, sg3-utils, iproute2 and kmod added. The sid tree itself is not changed.
 #
 #   scripts/lab-caw.sh [CACHE [TREES]]   CACHE defaults to $GOSANLOCK_LAB_CACHE,
 #                                        else /var/cache/gosanlock/lab; TREES to
@@ -25,7 +26,7 @@ trees=${2:-${GOSANLOCK_TREES:-/var/cache/gosanlock/trees}}
 stamp=$(sha256sum "$0" | cut -d' ' -f1)
 
 # The modules, named as modprobe knows them; their dependencies come first.
-mods="virtio_net configfs target_core_mod target_core_iblock iscsi_target_mod iscsi_tcp sd_mod sg"
+mods="virtio_net configfs crc32c_generic target_core_mod target_core_iblock iscsi_target_mod iscsi_tcp sd_mod sg"
 
 modules() {
 	local out="$cache/caw"
@@ -91,7 +92,7 @@ tree() {
 	mount --bind /dev "$t/dev"
 	local rc=0
 	chroot "$t" env DEBIAN_FRONTEND=noninteractive sh -c \
-		"apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq --no-install-recommends open-iscsi sg3-utils iproute2" \
+		"apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq --no-install-recommends open-iscsi sg3-utils iproute2 kmod" \
 		>"$trees/sid-iscsi.log" 2>&1 || rc=$?
 	umount "$t/dev" || umount -l "$t/dev"
 	umount "$t/proc" || umount -l "$t/proc"
