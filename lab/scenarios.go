@@ -408,6 +408,7 @@ func scenarios() []scenario {
 		// lvm2 2.03.31 of the sid tree beside 5.1.1; ours runs there too.
 		{name: "lvmlockd", pairs: [][2]string{{"5.1.1", "5.1.1"}, {"ours", "ours"}, {"ours", "5.1.1"}},
 			oursTree: "sid", run: lvmlockdScenario},
+		cawScenario(),
 	}
 }
 
