@@ -275,6 +275,7 @@ LABFLAGS ?=
 lab: deps build trees
 	./scripts/lab-trees.sh $(TREES)
 	./scripts/lab-kernel.sh
+	./scripts/lab-caw.sh
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/lab-agent ./lab/agent
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/lab-holder ./lab/holder
 	$(GO) build -o $(BIN)/lab ./lab

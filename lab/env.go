@@ -71,6 +71,14 @@ func runScenario(cfg *labConfig, sc scenario, da, db daemon, dir string) (bool, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err.Error()
 	}
+	if sc.guestArgs != nil {
+		c := *cfg
+		var err error
+		if c.GuestArgs, err = sc.guestArgs(cfg); err != nil {
+			return false, err.Error()
+		}
+		cfg = &c
+	}
 	e := &env{name: sc.name, cfg: cfg, tl: newTimeline(), dir: dir, da: da, db: db, userOpts: "-U root -G root"}
 	defer func() {
 		if err := e.tl.write(filepath.Join(dir, "timeline.log")); err != nil {

@@ -86,6 +86,8 @@ type labConfig struct {
 	Qemu    string // qemu-system-x86_64
 	MemMB   int
 	Verbose bool
+	// GuestArgs, when set, gives more QEMU arguments for the guest named.
+	GuestArgs func(name string) []string
 }
 
 // guest is one QEMU virtual machine of a scenario.
@@ -146,6 +148,9 @@ func startGuest(cfg *labConfig, tl *timeline, name, tree, disk, resultDir string
 	args = append(args, fs("root", tree, ",readonly=on")...)
 	args = append(args, fs("lab", cfg.Repo, ",readonly=on")...)
 	args = append(args, fs("out", g.dir, "")...)
+	if cfg.GuestArgs != nil {
+		args = append(args, cfg.GuestArgs(name)...)
+	}
 	g.cmd = exec.Command(cfg.Qemu, args...)
 	qlog, err := os.Create(filepath.Join(g.dir, "qemu.log"))
 	if err != nil {

@@ -44,7 +44,12 @@ type scenario struct {
 	// mount of its directory, so that its path alone can fail with EIO or
 	// be slowed (env.pathFault); B opens the file directly.
 	pathFaults bool
-	run        func(e *env) (bool, string)
+	// tree, when set, is every guest's Debian tree for this scenario.
+	tree string
+	// guestArgs, when set, gives each run of the scenario more QEMU
+	// arguments per guest.
+	guestArgs func(cfg *labConfig) (func(name string) []string, error)
+	run       func(e *env) (bool, string)
 }
 
 func main() {
@@ -126,6 +131,9 @@ func main() {
 			for _, d := range []*daemon{&da, &db} {
 				if d.label == "ours" && sc.oursTree != "" {
 					d.tree = filepath.Join(cfg.Trees, sc.oursTree)
+				}
+				if sc.tree != "" {
+					d.tree = filepath.Join(cfg.Trees, sc.tree)
 				}
 			}
 			ok, detail := runScenario(cfg, sc, da, db, filepath.Join(results, sc.name+"-"+label))

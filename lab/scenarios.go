@@ -29,12 +29,13 @@ func scenarios() []scenario {
 			run: lvmlockdScenario},
 		{name: "reexec-holding", pairs: [][2]string{{"ours", "ours"}}, run: reexecHolding},
 		{name: "lvmlockd-reexec", pairs: [][2]string{{"ours", "ours"}}, oursTree: "sid", run: lvmlockdReexec},
+		cawScenario(),
 	}
 }
 
 // shellScenario is the -shell mode: not part of the scenario list.
 func shellScenario(pair [2]string) scenario {
-	return scenario{name: "shell", pairs: [][2]string{pair}, run: shell}
+	return cawShell(scenario{name: "shell", pairs: [][2]string{pair}, run: shell})
 }
 
 // resetHungHolder: A's storage hangs while its holder is in the kernel on
