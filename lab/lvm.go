@@ -154,13 +154,9 @@ func lvmlockdScenario(e *env) (bool, string) {
 		sort.Strings(compared)
 		detail += ", results equal to " + strings.Join(compared, ", ")
 	}
-	if _, ok := e.qmpEvent(e.a, "WATCHDOG", e.tl.start); ok {
+	if r := e.resets(); len(r) > 0 {
 		okCheck = false
-		detail += "; A was reset"
-	}
-	if _, ok := e.qmpEvent(e.b, "WATCHDOG", e.tl.start); ok {
-		okCheck = false
-		detail += "; B was reset"
+		detail += "; " + strings.Join(r, "; ")
 	}
 	return okCheck, detail
 }

@@ -102,17 +102,24 @@ func storageSlow(e *env) (bool, string) {
 // guest may be reset: a WATCHDOG event on either guest, and the exclusion
 // checker's verdict, whose detail is returned too.
 func (e *env) noResetAndCheck() ([]string, string) {
-	var fails []string
-	_, dogA := e.qmpEvent(e.a, "WATCHDOG", e.tl.start)
-	_, dogB := e.qmpEvent(e.b, "WATCHDOG", e.tl.start)
-	if dogA || dogB {
-		fails = append(fails, fmt.Sprintf("watchdog fired (A %v, B %v)", dogA, dogB))
-	}
+	fails := e.resets()
 	okCheck, checkDetail := e.check()
 	if !okCheck {
 		fails = append(fails, checkDetail)
 	}
 	return fails, checkDetail
+}
+
+// resets returns "X was reset" for every guest X whose watchdog fired
+// since the scenario began.
+func (e *env) resets() []string {
+	var r []string
+	for _, g := range e.gs {
+		if _, ok := e.qmpEvent(g, "WATCHDOG", e.tl.start); ok {
+			r = append(r, g.name+" was reset")
+		}
+	}
+	return r
 }
 
 // since formats t - from in seconds, or "-" when t is zero.

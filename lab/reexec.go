@@ -112,13 +112,7 @@ func reexecHolding(e *env) (bool, string) {
 	})
 	after := e.daemonState(e.a, lockspace+":1")
 	tokAfter := strings.Count(e.holderLog(e.a), " wrote lver ")
-	var fails []string
-	if _, ok := e.qmpEvent(e.a, "WATCHDOG", e.tl.start); ok {
-		fails = append(fails, "A was reset")
-	}
-	if _, ok := e.qmpEvent(e.b, "WATCHDOG", e.tl.start); ok {
-		fails = append(fails, "B was reset")
-	}
+	fails := e.resets()
 	if strings.Contains(e.holderLog(e.b), " acquired lver ") {
 		fails = append(fails, "B acquired the lease")
 	}
@@ -239,11 +233,7 @@ func lvmlockdReexec(e *env) (bool, string) {
 	_, unexpected := e.lvmRun(lvmReexecAfter)
 	fails = append(fails, unexpected...)
 	waitFor(time.Duration(hostDead+4)*time.Second-time.Since(tRe), func() bool { return false })
-	for _, g := range []*guest{e.a, e.b} {
-		if _, ok := e.qmpEvent(g, "WATCHDOG", e.tl.start); ok {
-			fails = append(fails, g.name+" was reset")
-		}
-	}
+	fails = append(fails, e.resets()...)
 	detail := fmt.Sprintf("%s; LV lock on A after it %q; B's -aey refused, A's -an then B's -aey done; no reset %.0f s after the reexec",
 		what, locksAfter, time.Since(tRe).Seconds())
 	if len(fails) > 0 {

@@ -212,13 +212,7 @@ func storageBackWithinGrace(e *env) (bool, string) {
 	}
 	before := strings.Count(e.holderLog(e.a), " wrote lver ")
 	waitFor(time.Duration(hostDead+10)*time.Second-time.Since(tFault), func() bool { return false })
-	var fails []string
-	if _, ok := e.qmpEvent(e.a, "WATCHDOG", e.tl.start); ok {
-		fails = append(fails, "A was reset")
-	}
-	if _, ok := e.qmpEvent(e.b, "WATCHDOG", e.tl.start); ok {
-		fails = append(fails, "B was reset")
-	}
+	fails := e.resets()
 	if strings.Contains(e.holderLog(e.b), " acquired lver ") {
 		fails = append(fails, "B acquired the lease")
 	}
