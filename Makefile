@@ -281,7 +281,7 @@ lab: deps build trees
 	$(GO) build -o $(BIN)/lab ./lab
 	./$(BIN)/lab -repo . -trees $(TREES) $(LABFLAGS)
 
-# The lab's short form (about 6 minutes once cached), which CI runs after
+# The lab's short form (5.5 minutes once cached), which CI may run after
 # make test: the watchdog reset of a host whose holder hangs in the kernel,
 # and lvmlockd, both on our daemon.
 lab-short:
