@@ -272,14 +272,15 @@ package-test: package-check trees
 # then cached). LABFLAGS selects, e.g. LABFLAGS='-run reset -daemons ours'.
 .PHONY: lab lab-short
 LABFLAGS ?=
+LABCACHE ?= $(or $(GOSANLOCK_LAB_CACHE),/var/cache/gosanlock/lab)
 lab: deps build trees
 	./scripts/lab-trees.sh $(TREES)
-	./scripts/lab-kernel.sh
-	./scripts/lab-caw.sh
+	./scripts/lab-kernel.sh $(LABCACHE)
+	./scripts/lab-caw.sh $(LABCACHE) $(TREES)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/lab-agent ./lab/agent
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/lab-holder ./lab/holder
 	$(GO) build -o $(BIN)/lab ./lab
-	./$(BIN)/lab -repo . -trees $(TREES) $(LABFLAGS)
+	./$(BIN)/lab -repo . -trees $(TREES) -cache $(LABCACHE) $(LABFLAGS)
 
 # The lab's short form (5.5 minutes once cached), which CI may run after
 # make test: the watchdog reset of a host whose holder hangs in the kernel,
