@@ -270,20 +270,26 @@ package-test: package-check trees
 # "N passed, N failed"; results under var/lab. Needs root, qemu-system-x86
 # and the Debian mirror for the first run (kernel, busybox and trees are
 # then cached). LABFLAGS selects, e.g. LABFLAGS='-run reset -daemons ours'.
-.PHONY: lab lab-short
+.PHONY: lab lab-short lab-prep
 LABFLAGS ?=
 LABCACHE ?= $(or $(GOSANLOCK_LAB_CACHE),/var/cache/gosanlock/lab)
-lab: deps build trees
+LABRUN = ./$(BIN)/lab -repo . -trees $(TREES) -cache $(LABCACHE)
+lab: lab-prep
+	./scripts/lab-caw.sh $(LABCACHE) $(TREES)
+	$(LABRUN) $(LABFLAGS)
+
+# What every lab run needs: the bookworm tree (3.8.5), Debian's kernel and
+# the lab's initramfs, and the lab's binaries. caw-iscsi's modules and its
+# sid-iscsi tree (scripts/lab-caw.sh) are made by make lab only.
+lab-prep: deps build trees
 	./scripts/lab-trees.sh $(TREES)
 	./scripts/lab-kernel.sh $(LABCACHE)
-	./scripts/lab-caw.sh $(LABCACHE) $(TREES)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/lab-agent ./lab/agent
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/lab-holder ./lab/holder
 	$(GO) build -o $(BIN)/lab ./lab
-	./$(BIN)/lab -repo . -trees $(TREES) -cache $(LABCACHE) $(LABFLAGS)
 
-# The lab's short form (5.5 minutes once cached), which CI may run after
+# The lab's short form (5.5 minutes once cached), which CI runs after
 # make test: the watchdog reset of a host whose holder hangs in the kernel,
 # and lvmlockd, both on our daemon.
-lab-short:
-	$(MAKE) --no-print-directory lab LABFLAGS='-run =reset-hung-holder,=lvmlockd -daemons ours'
+lab-short: lab-prep
+	$(LABRUN) -run =reset-hung-holder,=lvmlockd -daemons ours
