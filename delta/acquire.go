@@ -141,7 +141,7 @@ func (l *Lease) Acquire(ctx context.Context, hostName string) (Acquired, error) 
 		// sanlock 5.x writes a delta lease marked CAW with SCSI COMPARE
 		// AND WRITE; our write-wait-read acquire would not exclude such a
 		// writer. Refused as 5.x refuses it where CAW cannot be used.
-		return Acquired{}, fmt.Errorf("delta lease %s:%d flags %#x: CAW lease: %w", l.Space, l.HostID, rec.Flags, rescode.ErrCAWOpen)
+		return Acquired{}, fmt.Errorf("delta lease %s:%d flags %#x: marked for SCSI COMPARE AND WRITE, which this daemon does not do: %w", l.Space, l.HostID, rec.Flags, rescode.ErrCAWOpen)
 	}
 	if rec.DeadExt() {
 		// Another host declared this host_id's last incarnation dead (5.x

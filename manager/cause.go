@@ -128,6 +128,9 @@ func (sp *space) acquireCause(code rescode.Code) string {
 		}
 	case rescode.ErrLeaderMagic:
 		return fmt.Sprintf("no lockspace at %s: the delta lease of host_id %d is not initialised", sp.disk(), sp.ls.HostID)
+	case rescode.ErrCAWOpen:
+		return fmt.Sprintf("the delta lease of host_id %d at %s is marked for SCSI COMPARE AND WRITE (sanlock 5.x on a device "+
+			"that has it), which this daemon does not do", sp.ls.HostID, sp.disk())
 	case rescode.ErrLeaderLockspace:
 		if name, ok := sp.readSpaceName(); ok {
 			return fmt.Sprintf("the lease at %s belongs to lockspace %s, not %s", sp.disk(), name, sp.ls.Name)

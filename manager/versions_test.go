@@ -143,6 +143,7 @@ func TestCAWRefused(t *testing.T) {
 		before := leaderAt(t, mem, 1<<20)
 		err := m.Resources.Acquire(ctx, a.id, AcquireRequest{Resources: []wire.Resource{testRes(0, 0)}})
 		assert.Equal(t, rescode.ErrCAWOpen, rescode.CodeOf(err))
+		assert.Contains(t, plainCause(err), "marked for SCSI COMPARE AND WRITE")
 		assert.Equal(t, before, leaderAt(t, mem, 1<<20))
 		require.NoError(t, m.Resources.Acquire(ctx, a.id, AcquireRequest{Resources: []wire.Resource{testRes(1, 0)}}))
 	})
@@ -155,6 +156,7 @@ func TestCAWRefused(t *testing.T) {
 		before := leaderAt(t, mem, 0)
 		err := m.Lockspaces.Add(context.Background(), AddRequest{Lockspace: testLS, IOTimeout: 1})
 		assert.Equal(t, rescode.ErrCAWOpen, rescode.CodeOf(err))
+		assert.Contains(t, Cause(err), "host_id 1 at "+testLS.Disk.Path+":0 is marked for SCSI COMPARE AND WRITE")
 		assert.Equal(t, before, leaderAt(t, mem, 0))
 	})
 }

@@ -154,7 +154,7 @@ func (l *Lease) readLeader(ctx context.Context, st *acquireState) (first diskfmt
 		// sanlock 5.x updates a lease marked CAW with SCSI COMPARE AND
 		// WRITE instead of a ballot; ours would not exclude such a
 		// writer. Refused as 5.x refuses it where CAW cannot be used.
-		return first, 0, false, fmt.Errorf("leader flags %#x: CAW lease: %w", first.Flags, rescode.ErrCAWOpen)
+		return first, 0, false, fmt.Errorf("leader flags %#x: the lease is marked for SCSI COMPARE AND WRITE, which this daemon does not do: %w", first.Flags, rescode.ErrCAWOpen)
 	}
 	if (first.NumHosts+2)*uint64(st.ss) > uint64(st.align) {
 		// A checksummed leader whose num_hosts does not fit its area:
