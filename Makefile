@@ -279,13 +279,16 @@ lab: lab-prep
 	$(LABRUN) $(LABFLAGS)
 
 # What every lab run needs: the bookworm tree (3.8.5), Debian's kernel and
-# the lab's initramfs, and the lab's binaries. caw-iscsi's modules and its
+# the lab's initramfs, and the lab's binaries (lab-sanlock-next: our
+# sanlock built as the packages build it, the build the reexec scenarios
+# upgrade to). caw-iscsi's modules and its
 # sid-iscsi tree (scripts/lab-caw.sh) are made by make lab only.
 lab-prep: deps build trees
 	./scripts/lab-trees.sh $(TREES)
 	./scripts/lab-kernel.sh $(LABCACHE)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/lab-agent ./lab/agent
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/lab-holder ./lab/holder
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/lab-sanlock-next ./cmd/sanlock
 	$(GO) build -o $(BIN)/lab ./lab
 
 # The lab's short form (5.5 minutes once cached), which CI runs after

@@ -178,6 +178,11 @@ func (e *env) startDaemons(g *guest, watchdog bool) error {
 		}
 		g.tl.add(g.name, "wdmd started")
 	}
+	if d.label == "ours" && d.sanlock == installedSanlock {
+		if out, rc, err := g.sh(20*time.Second, "install -m 0755 /lab/bin/sanlock "+installedSanlock); err != nil || rc != 0 {
+			return fmt.Errorf("%s: installing our sanlock (rc %d, %v): %s", g.name, rc, err, out)
+		}
+	}
 	cmd := fmt.Sprintf("setsid %[1]s daemon -D -w %[2]d %[3]s >/var/log/sanlock.stderr 2>&1 </dev/null & echo $! >/run/lab-sanlock.pid; "+
 		"for i in $(seq 50); do %[1]s client status >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1", d.sanlock, w, e.userOpts)
 	if out, rc, err := g.sh(30*time.Second, cmd); err != nil || rc != 0 {

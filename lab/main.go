@@ -44,6 +44,11 @@ type scenario struct {
 	// mount of its directory, so that its path alone can fail with EIO or
 	// be slowed (env.pathFault); B opens the file directly.
 	pathFaults bool
+	// installed: our sanlock runs from /usr/sbin/sanlock, installed into
+	// the guest's overlay from bin/ before it starts, as a package puts
+	// it; the live upgrade then installs another build there first
+	// (env.reexec).
+	installed bool
 	// tree, when set, is every guest's Debian tree for this scenario.
 	tree string
 	// guestArgs, when set, gives each run of the scenario more QEMU
@@ -55,7 +60,7 @@ type scenario struct {
 func main() {
 	cfg := &labConfig{}
 	var only, results, daemonsFlag string
-	flag.StringVar(&cfg.Repo, "repo", ".", "repository (shared read-only; bin/ holds sanlock, wdmd, lab-agent, lab-holder)")
+	flag.StringVar(&cfg.Repo, "repo", ".", "repository (shared read-only; bin/ holds sanlock, wdmd, lab-agent, lab-holder, lab-sanlock-next)")
 	flag.StringVar(&cfg.Cache, "cache", "/var/cache/gosanlock/lab", "kernel and initramfs (scripts/lab-kernel.sh)")
 	flag.StringVar(&cfg.Trees, "trees", "/var/cache/gosanlock/trees", "Debian trees (scripts/debian-trees.sh, scripts/lab-trees.sh)")
 	flag.StringVar(&cfg.Qemu, "qemu", "qemu-system-x86_64", "QEMU binary")
@@ -89,7 +94,7 @@ func main() {
 			fatal(fmt.Errorf("tree %s not built (make trees; scripts/lab-trees.sh)", d.tree))
 		}
 	}
-	for _, b := range []string{"sanlock", "wdmd", "lab-agent", "lab-holder"} {
+	for _, b := range []string{"sanlock", "wdmd", "lab-agent", "lab-holder", "lab-sanlock-next"} {
 		if _, err := os.Stat(filepath.Join(repo, "bin", b)); err != nil {
 			fatal(fmt.Errorf("bin/%s missing (make lab builds it)", b))
 		}
@@ -131,6 +136,9 @@ func main() {
 			for _, d := range []*daemon{&da, &db} {
 				if d.label == "ours" && sc.oursTree != "" {
 					d.tree = filepath.Join(cfg.Trees, sc.oursTree)
+				}
+				if d.label == "ours" && sc.installed {
+					d.sanlock = installedSanlock
 				}
 				if sc.tree != "" {
 					d.tree = filepath.Join(cfg.Trees, sc.tree)

@@ -48,14 +48,35 @@ func wdmdRenewal(line string) (dead bool, renewal int64) {
 	return m[2] != "0", renewal
 }
 
+// installedSanlock is where our sanlock runs from in the scenarios that
+// install it (scenario.installed), as the package installs it.
+const installedSanlock = "/usr/sbin/sanlock"
+
+// nextBuild is the build a live upgrade installs over installedSanlock:
+// the same source built as the packages build it (-trimpath, -s -w), so
+// that the new image is another file with other bytes.
+const nextBuild = "/lab/bin/lab-sanlock-next"
+
 // reexec runs our live upgrade on g ("client reexec": the daemon hands
 // over to a new image of its binary) and checks that it completed: the
 // command answered 0, the pid file names a new pid, the old image has
 // exited and the daemon's log has the new image's "took over from pid".
+// When our sanlock was installed (scenario.installed), nextBuild is
+// first installed over it, as an upgrade does (a new file replaces the
+// old name), and the new image must be that build.
 func (e *env) reexec(g *guest, before reexecState) (string, error) {
 	d := e.daemonOf(g)
 	if d.label != "ours" {
 		return "", fmt.Errorf("%s runs %s: only ours has client reexec", g.name, d.label)
+	}
+	upgrade := d.sanlock == installedSanlock
+	if upgrade {
+		cmd := fmt.Sprintf("! cmp -s %[1]s %[2]s && install -m 0755 %[1]s %[2]s && cmp -s /proc/%[3]s/exe /lab/bin/sanlock", nextBuild, installedSanlock, before.pid)
+		if out, rc, err := g.sh(20*time.Second, cmd); err != nil || rc != 0 {
+			return "", fmt.Errorf("%s: installing %s over %s while pid %s runs the first build (rc %d, %v): %s",
+				g.name, nextBuild, installedSanlock, before.pid, rc, err, out)
+		}
+		g.tl.add(g.name, "installed "+nextBuild+" as "+installedSanlock)
 	}
 	t0 := time.Now()
 	out, rc, err := g.sh(60*time.Second, d.sanlock+" client reexec")
@@ -81,7 +102,15 @@ func (e *env) reexec(g *guest, before reexecState) (string, error) {
 			g.name, before.pid, newPid, before.pid, rc, err)
 	}
 	g.tl.add(g.name, fmt.Sprintf("daemon pid %s took over from pid %s", newPid, before.pid))
-	return fmt.Sprintf("reexec %.2f s, pid %s→%s", took.Seconds(), before.pid, newPid), nil
+	what := fmt.Sprintf("reexec %.2f s, pid %s→%s", took.Seconds(), before.pid, newPid)
+	if upgrade {
+		if out, rc, err := g.sh(10*time.Second, fmt.Sprintf("cmp /proc/%s/exe %s", newPid, nextBuild)); err != nil || rc != 0 {
+			return "", fmt.Errorf("%s: the new image %s is not %s (rc %d, %v): %s", g.name, newPid, nextBuild, rc, err, out)
+		}
+		g.tl.add(g.name, fmt.Sprintf("daemon pid %s runs %s", newPid, nextBuild))
+		what += " (upgraded to another build)"
+	}
+	return what, nil
 }
 
 // reexecHolding: A (ours, with wdmd) holds the resource through a holder
