@@ -35,17 +35,48 @@ func (e *env) holderGone(g *guest) bool {
 // time A's daemon ends the holder with SIGTERM; with no holder left no
 // watchdog fires. B may take the lease only after A's holder is gone and
 // host_dead_seconds after A's last renewal: A cannot write its release.
-func storageEIO(e *env) (bool, string) {
+func storageEIO(e *env) (bool, string) { return pathLost(e, 0) }
+
+// cutHang is how long A's cut path holds every request before failing
+// them: a pulled cable is silent until the SCSI command timer (30 s by
+// default) ends the requests in flight with an error.
+const cutHang = 30 * time.Second
+
+// storageCut: A's path is cut. Every request hangs for cutHang, then
+// every request, those held included, fails with EIO. The holder is ended
+// during the hang (SIGTERM after the failed-renewal time); then as
+// storageEIO: no reset, and nothing A wrote before the cut lands after
+// it.
+func storageCut(e *env) (bool, string) { return pathLost(e, cutHang) }
+
+// pathLost runs storageEIO, after hang of requests held first when hang
+// is not 0.
+func pathLost(e *env, hang time.Duration) (bool, string) {
 	if err := e.holdAndContend(true, "-no-token"); err != nil {
 		return false, err.Error()
 	}
-	tFault := e.pathFault(fusefault.Fault{Mode: fusefault.Error})
-	var tGone time.Time
-	if waitFor(time.Duration(8*ioTimeout+60)*time.Second, func() bool { return e.holderGone(e.a) }) {
-		tGone = e.tl.add("A", "holder gone")
+	renewal := e.watchRenewals(1)
+	var tFault time.Time
+	if hang > 0 {
+		tFault = e.pathFault(fusefault.Fault{Mode: fusefault.Hang})
 	}
+	var tGone time.Time
+	gone := func() bool {
+		if tGone.IsZero() && e.holderGone(e.a) {
+			tGone = e.tl.add("A", "holder gone")
+		}
+		return !tGone.IsZero()
+	}
+	if hang > 0 {
+		waitFor(hang, func() bool { gone(); return false })
+		e.pathFault(fusefault.Fault{Mode: fusefault.Error})
+	} else {
+		tFault = e.pathFault(fusefault.Fault{Mode: fusefault.Error})
+	}
+	waitFor(time.Duration(8*ioTimeout+60)*time.Second-time.Since(tFault), gone)
 	limit := time.Duration(hostDead+60) * time.Second
 	tAcq, acq := e.waitAcquired(e.b, limit-time.Since(tFault))
+	tRenewal, _ := renewal.stop()
 	time.Sleep(3 * time.Second)
 	fails, checkDetail := e.noResetAndCheck()
 	if tGone.IsZero() {
@@ -57,12 +88,16 @@ func storageEIO(e *env) (bool, string) {
 		if !tGone.IsZero() && tAcq.Before(tGone) {
 			fails = append(fails, "B acquired before A's holder was gone")
 		}
-		if min := time.Duration(hostDead-2*ioTimeout) * time.Second; tAcq.Sub(tFault) < min {
-			fails = append(fails, fmt.Sprintf("B acquired %.1f s after the fault, before host_dead_seconds", tAcq.Sub(tFault).Seconds()))
+		if tRenewal.IsZero() || tAcq.Sub(tRenewal) < time.Duration(hostDead)*time.Second-2*renewalPoll {
+			fails = append(fails, fmt.Sprintf("B acquired %.1f s after A's last renewal landed, before host_dead_seconds",
+				tAcq.Sub(tRenewal).Seconds()))
 		}
 	}
-	detail := fmt.Sprintf("no reset; fault→A's holder gone %s, fault→B acquired %s; %s",
-		since(tFault, tGone), since(tFault, tAcq), checkDetail)
+	detail := fmt.Sprintf("no reset; fault→A's holder gone %s, fault→B acquired %s, A's last renewal→B acquired %s; %s",
+		since(tFault, tGone), since(tFault, tAcq), since(tRenewal, tAcq), checkDetail)
+	if hang > 0 {
+		detail = fmt.Sprintf("hang %v then EIO; ", hang) + detail
+	}
 	if len(fails) > 0 {
 		return false, strings.Join(fails, "; ") + " [" + detail + "]"
 	}

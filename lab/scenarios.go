@@ -15,6 +15,7 @@ func scenarios() []scenario {
 		{name: "reset-hung-holder-3", pairs: [][2]string{{"ours", "ours"}, {"3.8.5", "3.8.5"}}, guests: 3, run: resetHungHolder},
 		{name: "storage-back-within-grace", pairs: singles, run: storageBackWithinGrace},
 		{name: "storage-eio", pairs: singles, pathFaults: true, run: storageEIO},
+		{name: "storage-cut", pairs: singles, pathFaults: true, run: storageCut},
 		{name: "storage-slow", pairs: singles, pathFaults: true, run: storageSlow},
 		{name: "reset-daemon-killed", pairs: singles, run: resetDaemonKilled},
 		{name: "reset-wdmd-killed", pairs: [][2]string{{"3.8.5", "3.8.5"}, {"ours", "ours"}}, run: resetWdmdKilled},
