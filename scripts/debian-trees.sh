@@ -18,6 +18,8 @@
 # nothing started inside them (policy-rc.d exits 101) and /proc, /dev
 # are bind-mounted only while apt runs.
 set -euo pipefail
+# shellcheck source=scripts/debian-lib.sh
+. "$(dirname "$0")/debian-lib.sh"
 
 dir=${1:-${GOSANLOCK_TREES:-/var/cache/gosanlock/trees}}
 mirror=${GOSANLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -48,18 +50,7 @@ build() {
 	}
 	printf '#!/bin/sh\nexit 101\n' >"$t/usr/sbin/policy-rc.d"
 	chmod 755 "$t/usr/sbin/policy-rc.d"
-	mount --bind /proc "$t/proc"
-	mount --bind /dev "$t/dev"
-	local rc=0
-	chroot "$t" env DEBIAN_FRONTEND=noninteractive sh -c \
-		"apt-get install -y -qq --no-install-recommends $pkgs" \
-		>>"$dir/$name.log" 2>&1 || rc=$?
-	umount "$t/dev" || umount -l "$t/dev"
-	umount "$t/proc" || umount -l "$t/proc"
-	if [ $rc -ne 0 ]; then
-		tail -20 "$dir/$name.log"
-		return $rc
-	fi
+	chroot_apt "$t" "$dir/$name.log" "apt-get install -y -qq --no-install-recommends $pkgs" || return
 	chroot "$t" sanlock version >"$t/.gosanlock-version" 2>&1 || true
 	touch "$t/.gosanlock-ready"
 	echo "debian-trees: $name ready: $(cat "$t/.gosanlock-version")"

@@ -23,7 +23,9 @@ set -euo pipefail
 
 cache=${1:-${GOSANLOCK_LAB_CACHE:-/var/cache/gosanlock/lab}}
 trees=${2:-${GOSANLOCK_TREES:-/var/cache/gosanlock/trees}}
-stamp=$(sha256sum "$0" | cut -d' ' -f1)
+# shellcheck source=scripts/debian-lib.sh
+. "$(dirname "$0")/debian-lib.sh"
+stamp=$(cat "$0" "$(dirname "$0")/debian-lib.sh" | sha256sum | cut -d' ' -f1)
 
 # The modules, named as modprobe knows them; their dependencies come first.
 mods="virtio_net configfs crc32c_generic target_core_mod target_core_iblock iscsi_target_mod iscsi_tcp sd_mod sg"
@@ -55,18 +57,8 @@ modules() {
 	rm -rf "$out"
 	mkdir -p "$out"
 	: >"$out/order"
-	local m ko b
-	for m in $mods; do
-		# Built-in modules print "builtin NAME" and are skipped.
-		modprobe -d "$work/k" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}' |
-			while read -r ko; do
-				b=$(basename "$ko")
-				if ! grep -qx "$b" "$out/order"; then
-					cp "$ko" "$out/$b"
-					echo "$b" >>"$out/order"
-				fi
-			done
-	done
+	# shellcheck disable=SC2086
+	copy_modules "$work/k" "$kver" "$out" $mods
 	echo "$kpkg" >"$out/kernel-package"
 	echo "$stamp" >"$out/.ready"
 	echo "lab-caw: modules of $kpkg in $out: $(tr '\n' ' ' <"$out/order")"
@@ -88,18 +80,10 @@ tree() {
 	rm -rf "$t"
 	cp -a "$src" "$t"
 	rm -f "$t/.gosanlock-ready"
-	mount --bind /proc "$t/proc"
-	mount --bind /dev "$t/dev"
-	local rc=0
-	chroot "$t" env DEBIAN_FRONTEND=noninteractive sh -c \
-		"apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq --no-install-recommends open-iscsi sg3-utils iproute2 kmod" \
-		>"$trees/sid-iscsi.log" 2>&1 || rc=$?
-	umount "$t/dev" || umount -l "$t/dev"
-	umount "$t/proc" || umount -l "$t/proc"
-	if [ $rc -ne 0 ]; then
-		tail -20 "$trees/sid-iscsi.log"
-		return $rc
-	fi
+	: >"$trees/sid-iscsi.log"
+	chroot_apt "$t" "$trees/sid-iscsi.log" \
+		"apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq --no-install-recommends open-iscsi sg3-utils iproute2 kmod" ||
+		return
 	chroot "$t" sanlock version >"$t/.gosanlock-version" 2>&1 || true
 	touch "$t/.gosanlock-ready"
 	echo "$stamp" >"$t/.gosanlock-caw-ready"

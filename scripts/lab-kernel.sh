@@ -20,7 +20,9 @@ mkdir -p "$dir"
 exec 9>"$dir/.lock"
 flock 9
 # The initramfs is made again when this script changes.
-stamp=$(sha256sum "$0" | cut -d' ' -f1)
+# shellcheck source=scripts/debian-lib.sh
+. "$(dirname "$0")/debian-lib.sh"
+stamp=$(cat "$0" "$(dirname "$0")/debian-lib.sh" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$dir/.ready" 2>/dev/null)" = "$stamp" ]; then
 	exit 0
 fi
@@ -55,16 +57,7 @@ mkdir -p "$r"/{bin,dev,proc,sys,lower,rw,newroot,modules}
 cp "$work/bb/bin/busybox" "$r/bin/busybox"
 # The modules in load order, each once.
 : >"$r/modules/order"
-for m in virtio_pci virtio_blk virtio_console 9pnet_virtio 9p overlay i6300esb dm-mod loop; do
-	modprobe -d "$work/k" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}' |
-		while read -r ko; do
-			b=$(basename "$ko")
-			if ! grep -qx "$b" "$r/modules/order"; then
-				cp "$ko" "$r/modules/$b"
-				echo "$b" >>"$r/modules/order"
-			fi
-		done
-done
+copy_modules "$work/k" "$kver" "$r/modules" virtio_pci virtio_blk virtio_console 9pnet_virtio 9p overlay i6300esb dm-mod loop
 
 cat >"$r/init" <<'INIT'
 #!/bin/busybox sh
