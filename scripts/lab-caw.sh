@@ -17,7 +17,7 @@
 #                                        else /var/cache/gosanlock/lab; TREES to
 #                                        $GOSANLOCK_TREES, else /var/cache/gosanlock/trees
 #
-# Each part is made again when this script changes (CACHE/caw/.ready,
+# Each part is made again when this script or debian-lib.sh changes (CACHE/caw/.ready,
 # TREES/sid-iscsi/.gosanlock-caw-ready hold its checksum).
 set -euo pipefail
 

@@ -2,7 +2,7 @@
 # Fetch Debian's kernel (linux-image-amd64 of the host's release) and
 # busybox-static with apt-get download, and build the small initramfs the
 # QEMU lab boots its guests with (docs/lab.md). Cached: returns at once
-# when DIR/.ready holds the checksum of this script.
+# when DIR/.ready holds the checksum of this script and scripts/debian-lib.sh.
 #
 #   scripts/lab-kernel.sh [DIR]    DIR defaults to $GOSANLOCK_LAB_CACHE,
 #                                  else /var/cache/gosanlock/lab
@@ -19,7 +19,7 @@ dir=${1:-${GOSANLOCK_LAB_CACHE:-/var/cache/gosanlock/lab}}
 mkdir -p "$dir"
 exec 9>"$dir/.lock"
 flock 9
-# The initramfs is made again when this script changes.
+# The initramfs is made again when this script or debian-lib.sh changes.
 # shellcheck source=scripts/debian-lib.sh
 . "$(dirname "$0")/debian-lib.sh"
 stamp=$(cat "$0" "$(dirname "$0")/debian-lib.sh" | sha256sum | cut -d' ' -f1)
